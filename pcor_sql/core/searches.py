@@ -1,0 +1,218 @@
+"""The five private searches of the PCOR paper (Algorithms 1–5), over admissible contexts only.
+
+Each search reads the data only through an `Oracle`: `is_valid(mask)` (V is an outlier in the
+context — a validity-only question, free under OCDP because it is a function of COE(D, V)) and
+`utility(mask)` (only ever used inside an exponential-mechanism call, each counted in the
+trace). Costs, with ε1 per EM call (2ε1 in the paper's general accounting):
+
+- direct (Alg. 1): one EM over COE(D, V)                       → ε1
+- uniform (Alg. 2): uniform admissible draws until n valid; EM  → ε1
+- random-walk (Alg. 3): validity-only walk of n samples; EM     → ε1
+- dfs (Alg. 4): EM picks each child to push (≤ n), final EM     → (n+1)ε1
+- bfs (Alg. 5): EM picks each node to expand (≤ n), final EM    → (n+1)ε1
+
+Proof sketch for dfs/bfs: the output is a post-processing of the sequence of EM outcomes;
+every step's candidate set is determined by earlier outcomes and COE alone (equal on OCDP
+neighbours), so by adaptive sequential composition the sequence is (calls·ε1)-DP, calls ≤ n+1.
+For uniform and random-walk the sample is drawn from a law that depends on COE alone, so the
+single EM over it costs ε1 for every fixed sample, hence for the mixture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from pcor_sql.core.mechanism import EMCall, exponential_mechanism
+from pcor_sql.core.randomness import Source, uniform_open
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.errors import InternalError, NoValidContext, UserError
+
+DEFAULT_SAMPLES = 50
+DEFAULT_MAX_DRAWS = 100_000
+
+
+class Oracle(Protocol):
+    space: ContextSpace
+
+    def is_valid(self, mask: int) -> bool: ...
+
+    def utility(self, mask: int) -> float: ...
+
+    def coe(
+        self, max_admissible: int, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@dataclass
+class Trace:
+    """What a search did: for tests and the owner view (never released)."""
+
+    visited: list[int] = field(default_factory=list)
+    em_calls: list[EMCall] = field(default_factory=list)
+    validity_checks: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_em_calls(self) -> int:
+        return len(self.em_calls)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    mask: int
+    trace: Trace
+
+
+def _em(oracle: Oracle, candidates: Sequence[int], eps1: float, source: Source, trace: Trace, step: str) -> int:
+    utilities = [oracle.utility(c) for c in candidates]
+    trace.em_calls.append(EMCall(step, len(candidates)))
+    return candidates[exponential_mechanism(utilities, eps1, source)]
+
+
+def _valid(oracle: Oracle, mask: int, trace: Trace) -> bool:
+    trace.validity_checks += 1
+    return oracle.is_valid(mask)
+
+
+def direct(
+    oracle: Oracle,
+    eps1: float,
+    source: Source,
+    *,
+    max_admissible: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """Algorithm 1: enumerate every admissible context, EM over COE(D, V). Cost ε1 (tight)."""
+    trace = Trace()
+    masks, utilities = oracle.coe(max_admissible, progress)
+    trace.validity_checks = oracle.space.n_admissible
+    if len(masks) == 0:
+        raise NoValidContext(
+            "the record is an outlier in no context over these attributes",
+            "try another verifier, other attributes (--by) or looser verifier options",
+        )
+    trace.em_calls.append(EMCall("final", len(masks)))
+    pick = exponential_mechanism(utilities, eps1, source)
+    trace.visited = [int(m) for m in masks] if len(masks) <= 10_000 else []
+    return SearchResult(int(masks[pick]), trace)
+
+
+def uniform(
+    oracle: Oracle,
+    eps1: float,
+    source: Source,
+    *,
+    samples: int = DEFAULT_SAMPLES,
+    max_draws: int = DEFAULT_MAX_DRAWS,
+) -> SearchResult:
+    """Algorithm 2: draw admissible contexts uniformly (each free bit w.p. 1/2) until `samples`
+    distinct valid ones are found or `max_draws` draws are spent, then one EM. Cost ε1."""
+    space = oracle.space
+    trace = Trace()
+    found: dict[int, None] = {}
+    nfree = len(space.free_bits)
+    draws = 0
+    while len(found) < samples and draws < max_draws:
+        draws += 1
+        coins = uniform_open(source, nfree) < 0.5
+        mask = space.from_free(sum(1 << i for i in np.flatnonzero(coins).tolist()))
+        if mask not in found and _valid(oracle, mask, trace):
+            found[mask] = None
+    if len(found) < samples:
+        trace.notes.append(f"uniform sampling ran out of draws: {len(found)} of {samples} valid contexts in {draws} draws")
+    if not found:
+        raise NoValidContext(
+            f"uniform sampling found no valid context in {draws} draws",
+            "use --search bfs (it walks from a valid start) or raise the draw limit",
+        )
+    trace.visited = list(found)
+    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+
+
+def random_walk(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int = DEFAULT_SAMPLES) -> SearchResult:
+    """Algorithm 3: from C_V, try uniformly random untried neighbours; move to the first valid
+    one and record it (a multiset C_M); stop at `samples` or when stuck; one EM over C_M.
+    Cost ε1: the walk reads validity only."""
+    trace = Trace()
+    path = [start]
+    current = start
+    untried = oracle.space.neighbours(current)
+    while len(path) < samples and untried:
+        nxt = untried.pop(int(source.integers(0, len(untried))))
+        if _valid(oracle, nxt, trace):
+            path.append(nxt)
+            current = nxt
+            untried = oracle.space.neighbours(current)
+    if len(path) < samples:
+        trace.notes.append(f"random walk stuck after {len(path)} of {samples} samples")
+    trace.visited = path
+    return SearchResult(_em(oracle, path, eps1, source, trace, "final"), trace)
+
+
+def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int = DEFAULT_SAMPLES) -> SearchResult:
+    """Algorithm 4: EM over the valid unvisited children of the stack top picks the child to
+    push; a top without such children is popped; stop when `samples` contexts are visited;
+    final EM over the visited set. Cost ≤ (n+1)ε1."""
+    trace = Trace()
+    visited: dict[int, None] = {}
+    stack = [start]
+    while len(visited) < samples and stack:
+        top = stack[-1]
+        visited[top] = None
+        children = [c for c in oracle.space.neighbours(top) if c not in visited and _valid(oracle, c, trace)]
+        if not children:
+            stack.pop()
+        else:
+            stack.append(_em(oracle, children, eps1, source, trace, "push"))
+    if len(visited) < samples:
+        trace.notes.append(f"dfs exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
+    trace.visited = list(visited)
+    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+
+
+def bfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int = DEFAULT_SAMPLES) -> SearchResult:
+    """Algorithm 5: the frontier C_M starts as {C_V}; EM over C_M picks the node to expand, its
+    valid unvisited neighbours join C_M; stop when `samples` nodes are visited; final EM over
+    the visited set. Cost ≤ (n+1)ε1."""
+    trace = Trace()
+    visited: dict[int, None] = {}
+    frontier: dict[int, None] = {start: None}
+    while len(visited) < samples and frontier:
+        node = _em(oracle, list(frontier), eps1, source, trace, "expand")
+        del frontier[node]
+        visited[node] = None
+        for c in oracle.space.neighbours(node):
+            if c not in visited and c not in frontier and _valid(oracle, c, trace):
+                frontier[c] = None
+    if len(visited) < samples:
+        trace.notes.append(f"bfs exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
+    trace.visited = list(visited)
+    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+
+
+def run_search(
+    name: str,
+    oracle: Oracle,
+    eps1: float,
+    source: Source,
+    *,
+    start: int | None,
+    samples: int = DEFAULT_SAMPLES,
+    max_admissible: int = 1 << 23,
+    max_draws: int = DEFAULT_MAX_DRAWS,
+    progress: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """Dispatch by search name. Graph searches need a valid `start`."""
+    if name == "direct":
+        return direct(oracle, eps1, source, max_admissible=max_admissible, progress=progress)
+    if name == "uniform":
+        return uniform(oracle, eps1, source, samples=samples, max_draws=max_draws)
+    graph = {"random-walk": random_walk, "dfs": dfs, "bfs": bfs}.get(name)
+    if graph is None:
+        raise UserError(f"unknown search {name!r}", "use one of: direct, uniform, random-walk, dfs, bfs")
+    if start is None or not oracle.space.is_admissible(start):
+        raise InternalError("graph search started without an admissible start context")
+    return graph(oracle, eps1, source, start, samples=samples)

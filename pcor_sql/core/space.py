@@ -1,0 +1,169 @@
+"""Contexts as bitsets over declared domains (PCOR paper §3, DESIGN.md §2).
+
+A context is a t-bit integer: attribute i owns bits [offset_i, offset_i + |dom(A_i)|), bit
+offset_i + j set means value j of dom(A_i) is selected. Python ints are the compact value
+type on the hot path; `Context` wraps one with its space for display.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+from pcor_sql.errors import InternalError, UserError
+
+MAX_FREE_BITS = 64
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """A context attribute: a column name and its declared, ordered domain."""
+
+    name: str
+    domain: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if not self.domain:
+            raise UserError(
+                f"attribute {self.name!r} has an empty domain",
+                "declare at least one value for it",
+            )
+        if len(set(self.domain)) != len(self.domain):
+            raise UserError(
+                f"the domain of {self.name!r} lists a value twice",
+                "declare each value once",
+            )
+
+
+class ContextSpace:
+    """The lattice of contexts over some attributes, anchored at a record V.
+
+    `anchor[i]` is the index of V's value in dom(A_i). Admissible contexts contain every
+    anchor bit; the search moves by flipping one of the t − m free bits.
+    """
+
+    def __init__(self, attributes: Sequence[Attribute], anchor: Sequence[int]):
+        if len(attributes) != len(anchor):
+            raise InternalError("anchor length differs from the number of attributes")
+        if not attributes:
+            raise UserError("no context attributes", "name them with --by or BY a, b")
+        self.attributes = tuple(attributes)
+        self.anchor = tuple(int(a) for a in anchor)
+        offsets, total = [], 0
+        for attr, a in zip(self.attributes, self.anchor):
+            if not 0 <= a < len(attr.domain):
+                raise InternalError(f"anchor index {a} outside the domain of {attr.name}")
+            offsets.append(total)
+            total += len(attr.domain)
+        self.offsets = tuple(offsets)
+        self.t = total
+        self.m = len(self.attributes)
+        self.full = (1 << total) - 1
+        self.v_mask = sum(1 << (o + a) for o, a in zip(self.offsets, self.anchor))
+        self.free_bits = tuple(b for b in range(total) if not (self.v_mask >> b) & 1)
+        if len(self.free_bits) > MAX_FREE_BITS:
+            raise UserError(
+                f"the context space has {len(self.free_bits)} free bits, more than {MAX_FREE_BITS}",
+                "use fewer attributes (--by) or smaller declared domains",
+            )
+        self._attr_masks = tuple(((1 << len(a.domain)) - 1) << o for a, o in zip(self.attributes, self.offsets))
+
+    # -- lattice -------------------------------------------------------------------------
+    @property
+    def n_admissible(self) -> int:
+        """Number of admissible contexts, 2^(t − m)."""
+        return 1 << len(self.free_bits)
+
+    def is_admissible(self, mask: int) -> bool:
+        return mask & self.v_mask == self.v_mask and 0 <= mask <= self.full
+
+    def neighbours(self, mask: int) -> list[int]:
+        """The admissible contexts connected to `mask` (one free bit flipped), in bit order."""
+        return [mask ^ (1 << b) for b in self.free_bits]
+
+    @staticmethod
+    def weight(mask: int) -> int:
+        return mask.bit_count()
+
+    def free_bits_set(self, mask: int) -> Iterator[int]:
+        return (b for b in self.free_bits if (mask >> b) & 1)
+
+    def from_free(self, free_word: int) -> int:
+        """The admissible context whose free bits are the bits of `free_word` (bit i → free_bits[i])."""
+        mask = self.v_mask
+        i = 0
+        while free_word:
+            if free_word & 1:
+                mask |= 1 << self.free_bits[i]
+            free_word >>= 1
+            i += 1
+        return mask
+
+    # -- per attribute -------------------------------------------------------------------
+    def attribute_bits(self, mask: int, i: int) -> int:
+        """The |dom(A_i)|-bit selection of attribute i."""
+        return (mask & self._attr_masks[i]) >> self.offsets[i]
+
+    def selected_indices(self, mask: int, i: int) -> list[int]:
+        bits = self.attribute_bits(mask, i)
+        return [j for j in range(len(self.attributes[i].domain)) if (bits >> j) & 1]
+
+    def is_full(self, mask: int, i: int) -> bool:
+        return mask & self._attr_masks[i] == self._attr_masks[i]
+
+    def values(self, mask: int) -> dict[str, list[Any]]:
+        """attribute name → selected values in domain order."""
+        return {
+            a.name: [a.domain[j] for j in self.selected_indices(mask, i)]
+            for i, a in enumerate(self.attributes)
+        }
+
+    def from_values(self, selection: Mapping[str, Sequence[Any]]) -> int:
+        """Context mask of a selection; attributes not named select their full domain."""
+        names = {a.name: i for i, a in enumerate(self.attributes)}
+        for name in selection:
+            if name not in names:
+                raise UserError(
+                    f"{name!r} is not a context attribute here",
+                    f"use one of: {', '.join(names)}",
+                )
+        mask = 0
+        for i, a in enumerate(self.attributes):
+            if a.name not in selection:
+                mask |= self._attr_masks[i]
+                continue
+            wanted = list(selection[a.name])
+            if not wanted:
+                raise UserError(f"no value selected for {a.name!r}", "select at least one value")
+            index = {str(v): j for j, v in enumerate(a.domain)}
+            for v in wanted:
+                j = index.get(str(v))
+                if j is None:
+                    raise UserError(
+                        f"{v!r} is not in the declared domain of {a.name!r}",
+                        "use a declared value or extend the domain declaration",
+                    )
+                mask |= 1 << (self.offsets[i] + j)
+        return mask
+
+
+@dataclass(frozen=True)
+class Context:
+    """A context value: its mask and the space it lives in."""
+
+    mask: int
+    space: ContextSpace
+
+    @property
+    def admissible(self) -> bool:
+        return self.space.is_admissible(self.mask)
+
+    @property
+    def weight(self) -> int:
+        return self.mask.bit_count()
+
+    def neighbours(self) -> list["Context"]:
+        return [Context(m, self.space) for m in self.space.neighbours(self.mask)]
+
+    def values(self) -> dict[str, list[Any]]:
+        return self.space.values(self.mask)

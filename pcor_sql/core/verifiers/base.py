@@ -1,0 +1,99 @@
+"""The verifier protocol and the population a verifier reads.
+
+A verifier decides f(D_C, V): is V an outlier of the metric within population D_C? It reads
+the population through `Population`, which the engine answers from the per-cell summary
+(moments in microseconds, sorted values on demand) and the plain path answers from an array
+fetched by the compiled WHERE. Both must give the same verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class Population(Protocol):
+    """Metric values of one population D_C that contains V (value `v`); n ≥ 1."""
+
+    n: int
+    mean: float
+    m2: float  # Σ (x − mean)², exactly 0.0 when min == max
+    min: float
+    max: float
+    v: float
+
+    def values(self) -> np.ndarray:
+        """All n values, sorted ascending (may be expensive: prefer `between`)."""
+        ...
+
+    def between(self, lo: float, hi: float) -> np.ndarray:
+        """Sorted values x with lo ≤ x ≤ hi."""
+        ...
+
+    def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
+        """Number of values in [lo, hi] (right_closed) or [lo, hi)."""
+        ...
+
+
+class Verifier(Protocol):
+    """f(D_C, V). `needs_values` is False when moments (n, mean, m2, min, max) suffice."""
+
+    name: str
+    needs_values: bool
+
+    def check(self, pop: Population) -> bool: ...
+
+    def options(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ArrayPopulation:
+    """A Population over an in-memory array: the reference and plain-path implementation."""
+
+    sorted_values: np.ndarray
+    v: float
+
+    @classmethod
+    def of(cls, values: Any, v: float) -> "ArrayPopulation":
+        arr = np.sort(np.asarray(values, dtype=np.float64))
+        return cls(arr, float(v))
+
+    @property
+    def n(self) -> int:
+        return int(self.sorted_values.size)
+
+    @property
+    def mean(self) -> float:
+        if self.min == self.max:
+            return self.min
+        return float(self.sorted_values.mean())
+
+    @property
+    def m2(self) -> float:
+        if self.min == self.max:
+            return 0.0
+        d = self.sorted_values - self.sorted_values.mean()
+        return float(d @ d)
+
+    @property
+    def min(self) -> float:
+        return float(self.sorted_values[0])
+
+    @property
+    def max(self) -> float:
+        return float(self.sorted_values[-1])
+
+    def values(self) -> np.ndarray:
+        return self.sorted_values
+
+    def between(self, lo: float, hi: float) -> np.ndarray:
+        a = np.searchsorted(self.sorted_values, lo, side="left")
+        b = np.searchsorted(self.sorted_values, hi, side="right")
+        return self.sorted_values[a:b]
+
+    def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
+        a = np.searchsorted(self.sorted_values, lo, side="left")
+        b = np.searchsorted(self.sorted_values, hi, side="right" if right_closed else "left")
+        return int(max(0, b - a))
