@@ -1,0 +1,136 @@
+"""Exact enumeration of COE(D, V): every valid context of V and its utility.
+
+Verifiers decided by moments (Grubbs, z-score) are checked for all 2^(t−m) admissible
+contexts at once: per attribute, a subset-sum ("zeta") transform turns the per-value cell
+statistics into statistics for every subset containing V's value, so the whole lattice's
+counts, centred sums, minima and maxima are dense arrays indexed by the free-bit word. Other
+verifiers are asked context by context through the evaluator (with its cache).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from pcor_sql.errors import UserError
+
+if TYPE_CHECKING:
+    from pcor_sql.engine.evaluator import Evaluator
+
+DEFAULT_MAX_ADMISSIBLE = 1 << 23
+_PROGRESS_STEPS = 100
+
+
+def check_size(n_admissible: int, max_admissible: int) -> None:
+    if n_admissible > max_admissible:
+        raise UserError(
+            f"the context space has {n_admissible:,} admissible contexts, more than the limit of {max_admissible:,}",
+            "use a sampling search (--search bfs), fewer attributes (--by), or raise the limit (--max-contexts / force)",
+        )
+
+
+def enumerate_coe(
+    ev: "Evaluator", max_admissible: int, progress: Callable[[int, int], None] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(masks, utilities as float64) of the valid contexts, in free-word order."""
+    space = ev.space
+    total = space.n_admissible
+    check_size(total, max_admissible)
+    if not ev.plain and hasattr(ev.verifier, "check_many") and not getattr(ev.verifier, "needs_values", True):
+        words, utilities = _vectorized(ev, progress)
+    else:
+        words, utilities = _one_by_one(ev, progress)
+    return words_to_masks(space, words), utilities
+
+
+def words_to_masks(space, words: np.ndarray) -> np.ndarray:
+    """Context masks of free-bit words: uint64 when the context fits 64 bits, else Python ints."""
+    words = np.asarray(words, dtype=np.uint64)
+    if space.t > 64:
+        return np.array([space.from_free(int(w)) for w in words], dtype=object)
+    masks = np.full(words.shape, space.v_mask, dtype=np.uint64)
+    for i, bit in enumerate(space.free_bits):
+        masks |= ((words >> np.uint64(i)) & np.uint64(1)) << np.uint64(bit)
+    return masks
+
+
+def lattice_moments(ev: "Evaluator") -> dict[str, np.ndarray]:
+    """n, s1, s2, lo, hi for every admissible context, indexed by its free-bit word."""
+    summary, space = ev.summary, ev.space
+    sizes = [len(a.domain) for a in space.attributes]
+    dense = {
+        "n": np.zeros(sizes, dtype=np.float64),
+        "s1": np.zeros(sizes, dtype=np.float64),
+        "s2": np.zeros(sizes, dtype=np.float64),
+        "lo": np.full(sizes, np.inf),
+        "hi": np.full(sizes, -np.inf),
+    }
+    idx = tuple(summary.coords.T)
+    np.add.at(dense["n"], idx, summary.count.astype(np.float64))
+    np.add.at(dense["s1"], idx, summary.s1)
+    np.add.at(dense["s2"], idx, summary.s2)
+    np.minimum.at(dense["lo"], idx, summary.vmin)
+    np.maximum.at(dense["hi"], idx, summary.vmax)
+    ops = {"n": np.add, "s1": np.add, "s2": np.add, "lo": np.minimum, "hi": np.maximum}
+    out = {}
+    for key, arr in dense.items():
+        # Axes reversed so that the C-order flat index equals the free-bit word (attribute 0 lowest).
+        arr = np.transpose(arr, tuple(reversed(range(space.m))))
+        for i in range(space.m):
+            arr = _zeta_axis(arr, space.m - 1 - i, space.anchor[i], ops[key])
+        out[key] = np.ascontiguousarray(arr).reshape(-1)
+    return out
+
+
+def _zeta_axis(arr: np.ndarray, axis: int, anchor: int, op: np.ufunc) -> np.ndarray:
+    """Along `axis` (one value per slot), the combination over every subset containing `anchor`;
+    output slot w holds the subset {anchor} ∪ {free value b : bit b of w}."""
+    arr = np.moveaxis(arr, axis, 0)
+    free = [j for j in range(arr.shape[0]) if j != anchor]
+    out = arr[anchor][None, ...]
+    for j in free:
+        out = np.concatenate([out, op(out, arr[j][None, ...])], axis=0)
+    return np.moveaxis(out, 0, axis)
+
+
+def _vectorized(ev: "Evaluator", progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
+    mom = lattice_moments(ev)
+    n = mom["n"]
+    shift = ev.summary.shift
+    mean = shift + mom["s1"] / n
+    m2 = np.maximum(mom["s2"] - mom["s1"] ** 2 / n, 0.0)
+    constant = mom["lo"] == mom["hi"]
+    mean = np.where(constant, mom["lo"], mean)
+    m2 = np.where(constant, 0.0, m2)
+    valid = np.asarray(ev.verifier.check_many(n, mean, m2, ev.v), dtype=bool)
+    if progress is not None:
+        progress(len(n), len(n))
+    words = np.flatnonzero(valid)
+    if ev.utility_name == "population":
+        utilities = n[words]
+    else:
+        start_word = _free_word(ev, ev.start)
+        utilities = n[words & start_word]
+    return words, utilities.astype(np.float64)
+
+
+def _free_word(ev: "Evaluator", mask: int) -> int:
+    return sum(1 << i for i, b in enumerate(ev.space.free_bits) if (mask >> b) & 1)
+
+
+def _one_by_one(ev: "Evaluator", progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
+    space = ev.space
+    total = space.n_admissible
+    step = max(1, total // _PROGRESS_STEPS)
+    words, utilities = [], []
+    for w in range(total):
+        mask = space.from_free(w)
+        if ev.is_valid(mask):
+            words.append(w)
+            utilities.append(ev.utility(mask))
+        if progress is not None and (w + 1) % step == 0:
+            progress(w + 1, total)
+    if progress is not None:
+        progress(total, total)
+    return np.asarray(words, dtype=np.int64), np.asarray(utilities, dtype=np.float64)

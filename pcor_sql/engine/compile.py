@@ -1,0 +1,50 @@
+"""Contexts compiled to conjunction-of-disjunction WHERE clauses over the declared domains.
+
+An attribute whose whole domain is selected is omitted: it constrains nothing but NULLs,
+and rows with a NULL attribute are in no population, so it still gets `IS NOT NULL`.
+Declared values outside an ENUM type cannot be compared with the ENUM column directly
+(DuckDB would fail to cast them), so such columns are compared as VARCHAR.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pcor_sql.core.space import Attribute, ContextSpace
+from pcor_sql.engine.quoting import quote_identifier, quote_literal
+
+
+def column_sql(attr: Attribute, cast_varchar: frozenset[str]) -> str:
+    col = quote_identifier(attr.name)
+    return f"CAST({col} AS VARCHAR)" if attr.name in cast_varchar else col
+
+
+def attribute_predicate(col_sql: str, values: Sequence[Any], full: bool) -> str:
+    if full:
+        return f"{col_sql} IS NOT NULL"
+    if len(values) == 1:
+        return f"{col_sql} = {quote_literal(values[0])}"
+    return f"{col_sql} IN ({', '.join(quote_literal(v) for v in values)})"
+
+
+def context_predicate(
+    space: ContextSpace,
+    mask: int,
+    *,
+    cast_varchar: frozenset[str] = frozenset(),
+    omit_full: bool = True,
+) -> str:
+    """The WHERE predicate selecting population D_C of context `mask`.
+
+    With `omit_full` (the released form) fully selected attributes are left out entirely, and
+    an all-full context compiles to TRUE; without it (the population form) they become
+    `IS NOT NULL`, so NULL rows stay out of every population as DESIGN.md requires.
+    """
+    parts = []
+    for i, attr in enumerate(space.attributes):
+        full = space.is_full(mask, i)
+        if full and omit_full:
+            continue
+        values = [attr.domain[j] for j in space.selected_indices(mask, i)]
+        parts.append(attribute_predicate(column_sql(attr, cast_varchar), values, full))
+    return " AND ".join(parts) if parts else "TRUE"

@@ -1,0 +1,119 @@
+"""The search oracle: validity and utility of contexts for one record V, cached by context.
+
+Two paths answer the same questions. The fast path reads the per-cell summary (no table
+scan per context); the plain path executes the compiled WHERE clause in DuckDB for every
+context. Tests hold them to the same verdicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import duckdb
+import numpy as np
+
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.base import ArrayPopulation, Population
+from pcor_sql.engine.coe import enumerate_coe
+from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.summary import CellSummary, SummaryPopulation
+from pcor_sql.errors import InternalError, UserError
+
+UTILITIES = ("population", "overlap")
+
+
+def plain_population_sql(summary_or_schema: Any, space: ContextSpace, mask: int) -> str:
+    """The population query of context `mask`, run as-is on DuckDB by the plain path."""
+    schema = getattr(summary_or_schema, "schema", summary_or_schema)
+    where = context_predicate(space, mask, cast_varchar=schema.cast_varchar, omit_full=False)
+    return f"SELECT CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql} WHERE {where}"
+
+
+class Evaluator:
+    """Answers `is_valid`, `utility` and `coe` for the searches (the `Oracle` protocol)."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        summary: CellSummary,
+        space: ContextSpace,
+        v: float,
+        verifier: Any,
+        *,
+        utility: str = "population",
+        start: int | None = None,
+        plain: bool = False,
+    ):
+        if utility not in UTILITIES:
+            raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
+        if utility == "overlap" and start is None:
+            raise InternalError("overlap utility without a starting context")
+        self.con = con
+        self.summary = summary
+        self.space = space
+        self.v = float(v)
+        self.verifier = verifier
+        self.utility_name = utility
+        self.start = start
+        self.plain = plain
+        self._valid: dict[int, bool] = {}
+        self._count: dict[int, int] = {}
+
+    # -- populations ---------------------------------------------------------------------
+    def population(self, mask: int) -> Population:
+        if self.plain:
+            rows = self.con.cursor().execute(plain_population_sql(self.summary, self.space, mask)).fetchnumpy()["m"]
+            return ArrayPopulation.of(np.asarray(rows, dtype=np.float64), self.v)
+        return SummaryPopulation.of(self.summary, self.summary.member(self.space, mask), self.v)
+
+    def population_size(self, mask: int) -> int:
+        n = self._count.get(mask)
+        if n is None:
+            if self.plain:
+                n = self.population(mask).n
+            else:
+                n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
+            self._count[mask] = n
+        return n
+
+    # -- oracle --------------------------------------------------------------------------
+    def is_valid(self, mask: int) -> bool:
+        verdict = self._valid.get(mask)
+        if verdict is None:
+            if not self.space.is_admissible(mask):
+                raise InternalError("validity asked of a context that does not contain the record")
+            verdict = self._verify(mask)
+            self._valid[mask] = verdict
+        return verdict
+
+    def _verify(self, mask: int) -> bool:
+        if getattr(self.verifier, "needs_sql", False):
+            return self._verify_sql(mask)
+        pop = self.population(mask)
+        if pop.n == 0:
+            raise InternalError("an admissible context has an empty population")
+        return bool(self.verifier.check(pop))
+
+    def _verify_sql(self, mask: int) -> bool:
+        schema = self.summary.schema
+        where = context_predicate(self.space, mask, cast_varchar=schema.cast_varchar, omit_full=False)
+        expr = self.verifier.sql_expression("m", "$1")
+        rows = self.con.cursor().execute(
+            f"SELECT coalesce(({expr}), FALSE) FROM (SELECT CAST({schema.metric_sql} AS DOUBLE) AS m "
+            f"FROM {schema.relation_sql} WHERE {where})",
+            [self.v],
+        ).fetchall()
+        return bool(rows[0][0])
+
+    def utility(self, mask: int) -> float:
+        if self.utility_name == "population":
+            return float(self.population_size(mask))
+        return float(self.population_size(mask & self.start))
+
+    @property
+    def n_verified(self) -> int:
+        return len(self._valid)
+
+    def coe(self, max_admissible: int, progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every valid context of V with its utility (the owner's exact tool, paper Alg. 1 l. 1–7)."""
+        return enumerate_coe(self, max_admissible, progress)

@@ -1,0 +1,188 @@
+"""Context attributes and their declared domains, discovered from a DuckDB relation.
+
+Domains come, in this order of preference, from an explicit declaration, from the column's
+ENUM type, or — with a warning that names what leaks — from the values present in the data
+(DESIGN.md §2: enumerating only present values reveals which values exist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import duckdb
+
+from pcor_sql.core.space import Attribute
+from pcor_sql.engine.quoting import quote_identifier
+from pcor_sql.errors import UserError
+
+NUMERIC_TYPES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL",
+)
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What a release reads: the relation, the metric expression and the context attributes."""
+
+    relation_sql: str
+    metric_sql: str
+    attributes: tuple[Attribute, ...]
+    derived: tuple[str, ...] = ()
+    cast_varchar: frozenset[str] = frozenset()  # ENUM columns declared with values outside the type
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attributes)
+
+
+def describe_relation(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, str]:
+    """column name → DuckDB type name of `SELECT * FROM relation`."""
+    try:
+        rows = con.cursor().execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
+    except duckdb.Error as exc:
+        raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
+    return {r[0]: r[1] for r in rows}
+
+
+def metric_type(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str) -> str:
+    try:
+        rows = con.cursor().execute(f"DESCRIBE SELECT {metric_sql} AS m FROM {relation_sql}").fetchall()
+    except duckdb.Error as exc:
+        raise _user_sql_error(exc, "check the metric column name") from None
+    return rows[0][1]
+
+
+def is_numeric(type_name: str) -> bool:
+    return type_name.upper().split("(")[0] in NUMERIC_TYPES
+
+
+def resolve_schema(
+    con: duckdb.DuckDBPyConnection,
+    relation_sql: str,
+    metric_sql: str,
+    *,
+    by: Sequence[str] | None = None,
+    domains: Mapping[str, Sequence[Any]] | None = None,
+    warn: Warn | None = None,
+) -> Schema:
+    """Resolve the attributes (default: ENUM and declared columns) and their domains."""
+    columns = describe_relation(con, relation_sql)
+    mtype = metric_type(con, relation_sql, metric_sql)
+    if not is_numeric(mtype):
+        raise UserError(
+            f"the metric {metric_sql} has type {mtype}, not a number",
+            f"select a numeric column, or cast it: SELECT CAST({metric_sql} AS DOUBLE) ...",
+        )
+    declared = dict(domains or {})
+    for name in declared:
+        if name not in columns:
+            raise UserError(f"a domain is declared for {name!r}, which is not a column", f"columns are: {', '.join(columns)}")
+    enum_cols = {c for c, t in columns.items() if t.upper().startswith("ENUM(")}
+    if by is None:
+        names = [c for c in columns if c in enum_cols or c in declared]
+        if not names:
+            raise UserError(
+                "no context attributes: the relation has no ENUM columns and no declared domains",
+                "name them with --by a,b or declare domains (e.g. --domain 'job_title=Nurse|Professor')",
+            )
+    else:
+        names = list(by)
+        if not names:
+            raise UserError("no context attributes given", "name at least one with --by a,b")
+        if len(set(names)) != len(names):
+            raise UserError("an attribute is named twice in BY", "name each attribute once")
+        for name in names:
+            if name not in columns:
+                raise UserError(f"unknown column {name!r}", f"columns are: {', '.join(columns)}")
+    attributes, derived, cast_varchar = [], [], set()
+    for name in names:
+        if name in declared:
+            values = _typed_values(con, declared[name], columns[name], name)
+            if name in enum_cols and not set(values) <= set(_parse_enum_type(columns[name])):
+                cast_varchar.add(name)
+        elif name in enum_cols:
+            values = _enum_domain(con, relation_sql, name)
+        else:
+            values = _data_domain(con, relation_sql, name)
+            derived.append(name)
+            if warn is not None:
+                shown = "|".join(str(v) for v in values[:4]) + ("|..." if len(values) > 4 else "")
+                warn(
+                    f"{name} has no declared domain: using the values present in the data, which reveals "
+                    f"which {name} values exist; declare it (e.g. --domain '{name}={shown}') or use an ENUM column"
+                )
+        attributes.append(Attribute(name, tuple(values)))
+    return Schema(relation_sql, metric_sql, tuple(attributes), tuple(derived), frozenset(cast_varchar))
+
+
+def _enum_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
+    col = quote_identifier(name)
+    rows = con.cursor().execute(
+        f"SELECT enum_range({col}) FROM (SELECT {col} FROM {relation_sql} WHERE {col} IS NOT NULL LIMIT 1)"
+    ).fetchall()
+    if rows:
+        return list(rows[0][0])
+    # No non-NULL row to read the type from: parse DuckDB's own rendering of the ENUM type.
+    return _parse_enum_type(describe_relation(con, relation_sql)[name])
+
+
+def _parse_enum_type(type_text: str) -> list[str]:
+    """Values of an `ENUM('a', 'b''c')` type text (used when the column has no non-NULL row)."""
+    body = type_text[type_text.index("(") + 1 : type_text.rindex(")")]
+    values, i = [], 0
+    while i < len(body):
+        if body[i] == "'":
+            j, buf = i + 1, []
+            while True:
+                if body[j] == "'" and j + 1 < len(body) and body[j + 1] == "'":
+                    buf.append("'")
+                    j += 2
+                elif body[j] == "'":
+                    break
+                else:
+                    buf.append(body[j])
+                    j += 1
+            values.append("".join(buf))
+            i = j + 1
+        else:
+            i += 1
+    return values
+
+
+def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
+    col = quote_identifier(name)
+    rows = con.cursor().execute(
+        f"SELECT DISTINCT {col} FROM {relation_sql} WHERE {col} IS NOT NULL ORDER BY {col}"
+    ).fetchall()
+    if not rows:
+        raise UserError(f"{name} has no non-NULL value to derive a domain from", f"declare its domain: --domain '{name}=a|b'")
+    return [r[0] for r in rows]
+
+
+def _typed_values(con: duckdb.DuckDBPyConnection, values: Sequence[Any], type_name: str, name: str) -> list[Any]:
+    """Declared values converted to the column's type (an ENUM column compares as VARCHAR)."""
+    vals = list(values)
+    if not vals:
+        raise UserError(f"the declared domain of {name!r} is empty", "declare at least one value")
+    if type_name.upper().startswith("ENUM(") or type_name.upper() == "VARCHAR":
+        return [str(v) for v in vals]
+    try:
+        rows = con.cursor().execute(
+            f"SELECT CAST(v AS {type_name}) FROM (SELECT unnest($1::VARCHAR[]) AS v, generate_subscripts($1::VARCHAR[], 1) AS i) ORDER BY i",
+            [[str(v) for v in vals]],
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise UserError(
+            f"a declared value of {name!r} is not a valid {type_name}: {str(exc).splitlines()[0]}",
+            f"declare {name} values of type {type_name}",
+        ) from None
+    return [r[0] for r in rows]
+
+
+def _user_sql_error(exc: duckdb.Error, fix: str) -> UserError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return UserError(first, fix)
