@@ -1,0 +1,41 @@
+"""The rooms of the code stay separate: the pure core imports no DuckDB and no UI, the engine no UI."""
+
+import ast
+import pathlib
+
+PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
+
+
+def imported_modules(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
+def check(folder, forbidden):
+    bad = []
+    for path in sorted((PKG / folder).rglob("*.py")):
+        for mod in imported_modules(path):
+            if any(mod == f or mod.startswith(f + ".") for f in forbidden):
+                bad.append(f"{path.relative_to(PKG)} imports {mod}")
+    assert not bad, bad
+
+
+def test_core_is_pure():
+    check("core", ["duckdb", "pyarrow", "typer", "rich", "pcor_sql.engine", "pcor_sql.frontend", "pcor_sql.cli"])
+
+
+def test_engine_does_not_import_the_ui():
+    check("engine", ["typer", "rich", "pcor_sql.cli"])
+
+
+def test_frontend_does_not_import_the_ui():
+    check("frontend", ["typer", "rich", "pcor_sql.cli"])
+
+
+def test_no_star_imports():
+    for path in PKG.rglob("*.py"):
+        assert "import *" not in path.read_text(encoding="utf-8"), path
