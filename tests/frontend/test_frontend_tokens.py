@@ -1,0 +1,104 @@
+"""The tokenizer knows what is not code: strings, quoted identifiers, comments, brackets."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcor_sql.errors import UserError
+from pcor_sql.frontend.tokens import (
+    COMMENT,
+    NUMBER,
+    PARAM,
+    QUOTED_IDENT,
+    STRING,
+    WORD,
+    significant,
+    split_statements,
+    tokenize,
+    unquote_identifier,
+    unquote_string,
+)
+
+
+def kinds(text):
+    return [(t.kind, t.text) for t in significant(tokenize(text))]
+
+
+def test_tokens_cover_the_text_exactly():
+    text = "SELECT \"a \"\"b\"\"\" FROM t -- c\n WHERE x = 'it''s' /* a /* nested */ c */ AND y = E'\\'' AND z = $$;$$"
+    tokens = tokenize(text)
+    assert "".join(t.text for t in tokens) == text
+    assert all(text[t.start:t.end] == t.text for t in tokens)
+
+
+@pytest.mark.parametrize(
+    "text, kind, value",
+    [
+        ("'it''s'", STRING, "'it''s'"),
+        ("E'it\\'s; no'", STRING, "E'it\\'s; no'"),
+        ("$$a'b;$$", STRING, "$$a'b;$$"),
+        ("$tag$ $$ ; $tag$", STRING, "$tag$ $$ ; $tag$"),
+        ('"a "" b"', QUOTED_IDENT, '"a "" b"'),
+        ("/* a /* b */ ; */", COMMENT, "/* a /* b */ ; */"),
+        ("-- ; 'x", COMMENT, "-- ; 'x"),
+        ("$1", PARAM, "$1"),
+        ("?", PARAM, "?"),
+        ("1.5e-3", NUMBER, "1.5e-3"),
+        (".5", NUMBER, ".5"),
+        ("1_000", NUMBER, "1_000"),
+    ],
+)
+def test_lexemes(text, kind, value):
+    tokens = tokenize(text)
+    assert [(t.kind, t.text) for t in tokens] == [(kind, value)]
+
+
+def test_depth_counts_brackets_and_matching_brackets_share_it():
+    tokens = significant(tokenize("a (b [c] d) e"))
+    assert [(t.text, t.depth) for t in tokens] == [
+        ("a", 0), ("(", 0), ("b", 1), ("[", 1), ("c", 2), ("]", 1), ("d", 1), (")", 0), ("e", 0)
+    ]
+
+
+def test_words_are_compared_case_insensitively():
+    tok = significant(tokenize("wItH"))[0]
+    assert tok.kind == WORD and tok.is_word("WITH") and not tok.is_word("BY")
+
+
+def test_unquoting():
+    ident, string = significant(tokenize('"a ""b""" \'it\'\'s\''))
+    assert unquote_identifier(ident) == 'a "b"'
+    assert unquote_string(string) == "it's"
+
+
+@pytest.mark.parametrize("text", ["SELECT 'abc", 'SELECT "abc', "SELECT 1 /* open", "SELECT $$x", "SELECT E'\\'"])
+def test_unterminated_is_a_user_error(text):
+    with pytest.raises(UserError, match="unterminated"):
+        tokenize(text)
+
+
+def test_split_statements_respects_strings_and_comments():
+    script = """
+    CREATE TABLE t (a VARCHAR);  -- a comment; with a semicolon
+    INSERT INTO t VALUES ('x; y'), ('it''s;'), (E'\\';');
+    /* ; */
+    SELECT "a;b" FROM t;;
+    EXPLAIN OUTLIER SELECT a FROM t WITH (start = 'a = '';''')
+    """
+    assert split_statements(script) == [
+        "CREATE TABLE t (a VARCHAR)",
+        "-- a comment; with a semicolon\n    INSERT INTO t VALUES ('x; y'), ('it''s;'), (E'\\';')",
+        '/* ; */\n    SELECT "a;b" FROM t',
+        "EXPLAIN OUTLIER SELECT a FROM t WITH (start = 'a = '';''')",
+    ]
+
+
+def test_split_statements_drops_empty_ones():
+    assert split_statements("") == []
+    assert split_statements(" ; -- only a comment\n ; /* x */") == []
+    assert split_statements("SELECT 1") == ["SELECT 1"]
+
+
+def test_split_statements_rejects_an_unterminated_string():
+    with pytest.raises(UserError):
+        split_statements("SELECT 'a; SELECT 2")
