@@ -1,0 +1,312 @@
+"""The bundled datasets: load them into any DuckDB connection, describe them, export them.
+
+Three tables ship with the package as Parquet files in the shipped `datasets/` folder:
+`salaries` and `homicides` (synthetic, shaped like the two datasets of the PCOR paper, §6.1,
+with planted contextual outliers) and `diamonds` (ggplot2's real data, MIT licence). Each
+table's context attributes load as DuckDB ENUM types over their *declared* domains
+(`domains.json`), which include values that no row has: the paper (§4) enumerates whole
+domains so that a released context does not reveal which values occur in the data, and the
+engine takes the domains from the ENUM types. Loading works offline and needs nothing but
+the shipped files.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from pcor_sql.engine.quoting import quote_identifier, quote_literal
+from pcor_sql.errors import InternalError, UserError
+from pcor_sql.resources import shipped_dir
+
+BUNDLED = ("salaries", "homicides", "diamonds")
+EXPORT_FORMATS = ("parquet", "duckdb")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What one bundled dataset holds and where it comes from."""
+
+    name: str
+    rows: int
+    id_column: str
+    metric: str
+    attributes: tuple[str, ...]
+    description: str
+    source: str
+    licence: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class PlantedOutlier:
+    """A record planted by a generator as a contextual outlier of the metric in `cell`
+    (attribute → value), with a one-line human description."""
+
+    id: int
+    cell: dict[str, str]
+    description: str
+
+
+_SYNTHETIC_LICENCE = "MIT, as part of pcor-sql (synthetic data, no real persons)"
+
+# name → (metric, attributes, description, source, licence); the id column is `id` everywhere.
+_CATALOGUE: dict[str, tuple[str, tuple[str, ...], str, str, str]] = {
+    "salaries": (
+        "salary",
+        ("job_title", "employer", "year"),
+        "Public-sector pay of $100,000 and more by job title, employer and year, shaped like "
+        "Ontario's salary disclosure (PCOR paper §6.1); 36 planted contextual outliers, "
+        "record 42 among them.",
+        "synthetic: datasets/generate_salaries.py (seeded numpy)",
+        _SYNTHETIC_LICENCE,
+    ),
+    "homicides": (
+        "victim_age",
+        ("agency_type", "state", "weapon"),
+        "Homicide victims' ages by investigating agency type, state and weapon, shaped like "
+        "the Murder Accountability Project data (PCOR paper §6.1); 30 planted contextual outliers.",
+        "synthetic: datasets/generate_homicides.py (seeded numpy)",
+        _SYNTHETIC_LICENCE,
+    ),
+    "diamonds": (
+        "price",
+        ("cut", "color", "clarity"),
+        "Prices (US$) of 53,940 round-cut diamonds by cut, colour and clarity, with carat, "
+        "depth, table and x/y/z dimensions; real data, nothing planted.",
+        "ggplot2's diamonds, from the plotnine 0.15.9 wheel on PyPI (datasets/diamonds.SOURCE.md)",
+        "MIT (ggplot2: © ggplot2 core developer team; plotnine: © 2022 Hassan Kibirige)",
+    ),
+}
+
+
+def _folder() -> Path:
+    return shipped_dir("datasets")
+
+
+def _check_name(name: str) -> str:
+    if name not in BUNDLED:
+        raise UserError(f"unknown dataset {name!r}", f"use one of: {', '.join(BUNDLED)}")
+    return name
+
+
+def _parquet(name: str) -> Path:
+    path = _folder() / f"{_check_name(name)}.parquet"
+    if not path.is_file():
+        raise InternalError(f"the shipped dataset file {path} is missing")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _json(filename: str) -> dict[str, Any]:
+    path = _folder() / filename
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InternalError(f"cannot read the shipped file {path}: {exc}") from exc
+
+
+def declared_domains(name: str) -> dict[str, list[str]]:
+    """Each context attribute's declared domain (ordered; includes values absent from the data)."""
+    domains = _json("domains.json").get(_check_name(name))
+    if domains is None or tuple(domains) != _CATALOGUE[name][1]:
+        raise InternalError(f"domains.json does not declare the attributes of {name!r}")
+    return {attr: list(values) for attr, values in domains.items()}
+
+
+def planted_outlier_details(name: str) -> list[PlantedOutlier]:
+    """The planted contextual outliers of a dataset, by id (none for real data)."""
+    records = _json("planted_outliers.json").get(_check_name(name))
+    if records is None:
+        raise InternalError(f"planted_outliers.json has no entry for {name!r}")
+    return sorted(
+        (PlantedOutlier(int(r["id"]), dict(r["cell"]), str(r["description"])) for r in records),
+        key=lambda p: p.id,
+    )
+
+
+def planted_outliers(name: str) -> list[int]:
+    """Ids of the planted contextual outliers of a dataset, ascending (empty for real data)."""
+    return [p.id for p in planted_outlier_details(name)]
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """The description of one bundled dataset (row count read from the Parquet footer)."""
+    import pyarrow.parquet as pq
+
+    path = _parquet(name)
+    metric, attributes, description, source, licence = _CATALOGUE[name]
+    rows = pq.ParquetFile(path).metadata.num_rows
+    return DatasetInfo(name, rows, "id", metric, attributes, description, source, licence, path)
+
+
+def list_datasets() -> list[DatasetInfo]:
+    """All bundled datasets, in BUNDLED order."""
+    return [dataset_info(name) for name in BUNDLED]
+
+
+def enum_type_name(table: str, column: str) -> str:
+    """The name of the ENUM type made for `column` of `table` (unquoted)."""
+    return f"{table}_{column}"
+
+
+def load_dataset(
+    con: duckdb.DuckDBPyConnection, name: str, *, table_name: str | None = None, replace: bool = False
+) -> str:
+    """Create table `table_name` (default: the dataset's name) in the connection's current
+    schema from the shipped Parquet file, its context attributes cast to ENUM types
+    `<table>_<column>` over the declared domains. Returns the table name.
+
+    An existing table or view of that name is an error unless `replace`. An existing ENUM type
+    of the same name is reused if it has exactly the declared values, replaced if `replace`,
+    and otherwise an error (it belongs to someone else)."""
+    _check_name(name)
+    table = table_name if table_name is not None else name
+    _create(con, name, table, catalog=None, replace=replace)
+    return table
+
+
+def load_all(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> list[str]:
+    """Load every bundled dataset under its own name; returns the table names."""
+    return [load_dataset(con, name, replace=replace) for name in BUNDLED]
+
+
+def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: str | None, replace: bool) -> None:
+    """Create the ENUM types and the table, in `catalog`'s main schema or (None) the current one."""
+    quote_identifier(table)  # refuses empty or NUL-bearing names before anything is created
+    where = _where(con, catalog)
+    existing = _relation_kind(con, where, table)
+    if existing is not None and not replace:
+        raise UserError(
+            f"a {existing} named {table!r} already exists",
+            "pass replace=True (--replace) to overwrite it, or load under another table name",
+        )
+    if existing is not None:
+        con.execute(f"DROP {existing.upper()} {_qualified(where, table)}")
+
+    domains = declared_domains(name)
+    created: list[str] = []
+    try:
+        for column, values in domains.items():
+            type_name = enum_type_name(table, column)
+            labels = _enum_labels(con, where, type_name)
+            if labels == values:
+                continue
+            if labels is not None and not replace:
+                raise UserError(
+                    f"a type named {type_name!r} already exists with other values",
+                    "drop it, pass replace=True (--replace), or load under another table name",
+                )
+            verb = "CREATE OR REPLACE TYPE" if labels is not None else "CREATE TYPE"
+            literals = ", ".join(quote_literal(v) for v in values)
+            con.execute(f"{verb} {_qualified(where, type_name)} AS ENUM ({literals})")
+            if labels is None:
+                created.append(type_name)
+        casts = ", ".join(
+            f"CAST({quote_identifier(column)} AS {_qualified(where, enum_type_name(table, column))}) "
+            f"AS {quote_identifier(column)}"
+            for column in domains
+        )
+        source = quote_literal(str(_parquet(name)))
+        select = f"SELECT * REPLACE ({casts}) FROM read_parquet({source}) ORDER BY {quote_identifier('id')}"
+        try:
+            con.execute(f"CREATE TABLE {_qualified(where, table)} AS {select}")
+        except duckdb.ConversionException as exc:
+            raise InternalError(f"the shipped {name!r} data has a value outside its declared domain: {exc}") from exc
+    except BaseException:
+        # Leave no half-made dataset behind: the types this call made go with the failed table.
+        for type_name in created:
+            con.execute(f"DROP TYPE IF EXISTS {_qualified(where, type_name)}")
+        raise
+
+
+def _where(con: duckdb.DuckDBPyConnection, catalog: str | None) -> tuple[str, str]:
+    """(database, schema) the objects go to."""
+    if catalog is not None:
+        return catalog, "main"
+    database, schema = con.execute("SELECT current_database(), current_schema()").fetchall()[0]
+    return database, schema
+
+
+def _qualified(where: tuple[str, str], name: str) -> str:
+    return ".".join(quote_identifier(part) for part in (*where, name))
+
+
+def _relation_kind(con: duckdb.DuckDBPyConnection, where: tuple[str, str], name: str) -> str | None:
+    """'table' or 'view' if a relation of that name (DuckDB names are case-insensitive) exists."""
+    rows = con.execute(
+        "SELECT table_type FROM information_schema.tables "
+        "WHERE table_catalog = ? AND table_schema = ? AND lower(table_name) = lower(?)",
+        [*where, name],
+    ).fetchall()
+    if not rows:
+        return None
+    return "view" if rows[0][0] == "VIEW" else "table"
+
+
+def _enum_labels(con: duckdb.DuckDBPyConnection, where: tuple[str, str], type_name: str) -> list[str] | None:
+    """The values of an existing user type of that name (None if there is none; [] if not an ENUM)."""
+    rows = con.execute(
+        "SELECT logical_type, labels FROM duckdb_types() "
+        "WHERE database_name = ? AND schema_name = ? AND lower(type_name) = lower(?) AND NOT internal",
+        [*where, type_name],
+    ).fetchall()
+    if not rows:
+        return None
+    logical_type, labels = rows[0]
+    return list(labels) if logical_type == "ENUM" and labels is not None else []
+
+
+def export_dataset(
+    con: duckdb.DuckDBPyConnection | None,
+    name: str,
+    path: str | Path,
+    fmt: str = "parquet",
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write a bundled dataset to `path` as Parquet (plain strings for the attributes: Parquet
+    has no ENUM; the declared domains are in `declared_domains`) or as a DuckDB database file
+    holding the table and its ENUM types, exactly as `load_dataset` makes them. Uses `con` for
+    the work (a fresh in-memory connection if None) without leaving anything in it. An
+    existing file is an error unless `overwrite`. Returns the path written."""
+    _check_name(name)
+    if fmt not in EXPORT_FORMATS:
+        raise UserError(f"unknown export format {fmt!r}", f"use one of: {', '.join(EXPORT_FORMATS)}")
+    target = Path(path)
+    if target.exists():
+        if not overwrite:
+            raise UserError(f"{target} already exists", "pass overwrite=True (--overwrite) or choose another path")
+        if target.is_dir():
+            raise UserError(f"{target} is a directory", "give a file path")
+        target.unlink()
+        if fmt == "duckdb":
+            Path(f"{target}.wal").unlink(missing_ok=True)
+    if not target.parent.is_dir():
+        raise UserError(f"the folder {target.parent} does not exist", "create it first or choose another path")
+
+    own = con is None
+    work = duckdb.connect() if con is None else con
+    try:
+        if fmt == "parquet":
+            source = quote_literal(str(_parquet(name)))
+            work.execute(
+                f"COPY (SELECT * FROM read_parquet({source})) TO {quote_literal(str(target))} "
+                "(FORMAT parquet, COMPRESSION zstd)"
+            )
+        else:
+            alias = "pcor_sql_export"
+            work.execute(f"ATTACH {quote_literal(str(target))} AS {quote_identifier(alias)}")
+            try:
+                _create(work, name, name, catalog=alias, replace=False)
+            finally:
+                work.execute(f"DETACH {quote_identifier(alias)}")
+    finally:
+        if own:
+            work.close()
+    return target
