@@ -1,0 +1,200 @@
+"""Option lists of our statements: `WITH (name = value, ...)` and `USING verifier(name = value, ...)`.
+
+Values are numbers, single-quoted strings or TRUE/FALSE — never expressions, so nothing in
+an option can reach SQL as code: a string option stays a Python string from here on.
+Names are case-insensitive words. Each statement declares its options (`OptionSpec`): an
+unknown, repeated, mistyped or out-of-range option is a UserError naming it and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence, Union
+
+from pcor_sql.core.accounting import ACCOUNTINGS, SEARCHES
+from pcor_sql.errors import InternalError, UserError
+from pcor_sql.frontend.tokens import NUMBER, OPERATOR, STRING, WORD, Token, unquote_string
+
+OptionValue = Union[int, float, str, bool]
+
+NUMBER_KIND = "number"
+INTEGER_KIND = "integer"
+STRING_KIND = "string"
+BOOLEAN_KIND = "boolean"
+
+# The value sets DESIGN.md fixes (§2 utilities, §3 privacy modes and norms).
+UTILITIES = ("population", "overlap")
+PRIVACY_MODES = ("dp", "sp")
+NORMS = ("l1", "l2", "linf")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option a statement accepts: its value kind, allowed strings, and lower bound."""
+
+    name: str
+    kind: str
+    example: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    minimum_inclusive: bool = True
+
+
+@dataclass(frozen=True)
+class RawOption:
+    """`name = value` as written; `token` locates it for messages."""
+
+    name: str
+    value: OptionValue
+    token: Token
+
+
+EXPLAIN_OPTIONS = (
+    OptionSpec("epsilon", NUMBER_KIND, "epsilon = 0.2", minimum=0.0, minimum_inclusive=False),
+    OptionSpec("search", STRING_KIND, "search = 'bfs'", choices=SEARCHES),
+    OptionSpec("samples", INTEGER_KIND, "samples = 50", minimum=1),
+    OptionSpec("utility", STRING_KIND, "utility = 'population'", choices=UTILITIES),
+    OptionSpec("start", STRING_KIND, "start = 'job_title IN (''Nurse'') AND year = 2019'"),
+    OptionSpec("accounting", STRING_KIND, "accounting = 'tight'", choices=ACCOUNTINGS),
+    OptionSpec("seed", INTEGER_KIND, "seed = 7", minimum=0),
+    OptionSpec("dataset", STRING_KIND, "dataset = 'salaries'"),
+    OptionSpec("owner_view", BOOLEAN_KIND, "owner_view = TRUE"),
+)
+
+IDENTIFY_OPTIONS = (
+    OptionSpec("beta", NUMBER_KIND, "beta = 5", minimum=1.0),
+    OptionSpec("radius", NUMBER_KIND, "radius = 1000", minimum=0.0),
+    OptionSpec("epsilon", NUMBER_KIND, "epsilon = 0.5", minimum=0.0, minimum_inclusive=False),
+    OptionSpec("privacy", STRING_KIND, "privacy = 'sp'", choices=PRIVACY_MODES),
+    OptionSpec("k", INTEGER_KIND, "k = 1", minimum=1),
+    OptionSpec("norm", STRING_KIND, "norm = 'l2'", choices=NORMS),
+    OptionSpec("seed", INTEGER_KIND, "seed = 7", minimum=0),
+    OptionSpec("dataset", STRING_KIND, "dataset = 'homicides'"),
+    OptionSpec("owner_view", BOOLEAN_KIND, "owner_view = TRUE"),
+)
+
+
+def _shown(token: Token | None) -> str:
+    return "the end of the statement" if token is None else repr(token.text)
+
+
+def _value(tokens: Sequence[Token], i: int, name: str) -> tuple[OptionValue, int]:
+    """The literal value starting at tokens[i] and the index after it."""
+    tok = tokens[i] if i < len(tokens) else None
+    if tok is None or tok.is_punct(",") or tok.is_punct(")"):
+        raise UserError(f"option {name} has no value", f"write {name} = <value>")
+    sign = 1
+    if tok.kind == OPERATOR and tok.text in "+-":
+        sign = -1 if tok.text == "-" else 1
+        i += 1
+        tok = tokens[i] if i < len(tokens) else None
+        if tok is None or tok.kind != NUMBER:
+            raise UserError(f"option {name} has a sign but no number after it", f"write e.g. {name} = 0.5")
+    if tok.kind == NUMBER:
+        text = tok.text
+        try:
+            number: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+        except ValueError:
+            raise UserError(f"option {name} has a malformed number {text!r}", f"write e.g. {name} = 0.5") from None
+        return sign * number, i + 1
+    if tok.kind == STRING:
+        if not tok.text.startswith("'"):
+            raise UserError(
+                f"option {name} uses a special string form {tok.text[:12]!r}",
+                "write the value as a plain single-quoted string: 'text' (quotes inside doubled: 'it''s')",
+            )
+        return unquote_string(tok), i + 1
+    if tok.is_word("TRUE", "FALSE"):
+        return tok.upper == "TRUE", i + 1
+    if tok.kind == WORD:
+        raise UserError(
+            f"the value of {name} must be a number, a quoted string or TRUE/FALSE, got the bare word {tok.text!r}",
+            f"quote it: {name} = '{tok.text}'",
+        )
+    raise UserError(
+        f"option {name} has an unsupported value starting at {tok.text!r}",
+        "values are numbers, single-quoted strings or TRUE/FALSE (no expressions)",
+    )
+
+
+def parse_option_list(tokens: Sequence[Token], where: str) -> list[RawOption]:
+    """`name = value, ...` (the tokens between the parentheses; none is allowed)."""
+    options: list[RawOption] = []
+    seen: set[str] = set()
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.kind != WORD:
+            raise UserError(
+                f"expected an option name in {where}, found {tok.text!r}",
+                "write options as name = value, separated by commas",
+            )
+        name = tok.text.lower()
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if nxt is None or not (nxt.kind == OPERATOR and nxt.text == "="):
+            raise UserError(f"expected '=' after option {tok.text} in {where}, found {_shown(nxt)}", f"write {tok.text} = <value>")
+        value, i = _value(tokens, i + 2, name)
+        if name in seen:
+            raise UserError(f"option {name} is given twice in {where}", "give each option once")
+        seen.add(name)
+        options.append(RawOption(name, value, tok))
+        if i < len(tokens):
+            if not tokens[i].is_punct(","):
+                raise UserError(
+                    f"expected ',' or ')' after the value of {name} in {where}, found {tokens[i].text!r}",
+                    "separate options with commas; values are single literals (no expressions)",
+                )
+            i += 1
+            if i >= len(tokens):
+                raise UserError(f"{where} ends with a comma", "remove the trailing comma")
+    return options
+
+
+def _check_kind(spec: OptionSpec, value: OptionValue) -> OptionValue:
+    kind = spec.kind
+    got = f"the string '{value}'" if isinstance(value, str) else repr(value)
+    if kind == BOOLEAN_KIND:
+        if not isinstance(value, bool):
+            raise UserError(f"{spec.name} must be TRUE or FALSE, got {got}", f"write {spec.example}")
+        return value
+    if kind == STRING_KIND:
+        if not isinstance(value, str):
+            raise UserError(f"{spec.name} must be a single-quoted string, got {got}", f"write {spec.example}")
+        if spec.choices and value not in spec.choices:
+            raise UserError(f"unknown {spec.name} {value!r}", f"use one of: {', '.join(spec.choices)}")
+        if "\x00" in value:
+            raise UserError(f"{spec.name} contains a NUL character", "remove it")
+        return value
+    if isinstance(value, (bool, str)):
+        hint = " without quotes" if isinstance(value, str) else ""
+        raise UserError(f"{spec.name} must be a number, got {got}", f"write {spec.example}{hint}")
+    if kind == INTEGER_KIND and not isinstance(value, int):
+        raise UserError(f"{spec.name} must be a whole number, got {value!r}", f"write {spec.example}")
+    if kind not in (NUMBER_KIND, INTEGER_KIND):
+        raise InternalError(f"unknown option kind {kind!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError(f"{spec.name} must be finite, got {value!r}", f"write {spec.example}")
+    if spec.minimum is not None:
+        low = spec.minimum
+        if value < low or (value == low and not spec.minimum_inclusive):
+            bound = f"≥ {low:g}" if spec.minimum_inclusive else f"> {low:g}"
+            raise UserError(f"{spec.name} must be {bound}, got {value!r}", f"write e.g. {spec.example}")
+    return float(value) if kind == NUMBER_KIND else value
+
+
+def check_options(raw: Sequence[RawOption], specs: Sequence[OptionSpec], where: str) -> dict[str, OptionValue]:
+    """Validate parsed options against a statement's specs; numbers of kind `number` become floats."""
+    by_name: Mapping[str, OptionSpec] = {s.name: s for s in specs}
+    out: dict[str, OptionValue] = {}
+    for opt in raw:
+        spec = by_name.get(opt.name)
+        if spec is None:
+            known = ", ".join(s.name for s in specs)
+            raise UserError(f"unknown option '{opt.name}' in {where}", f"known options: {known}")
+        out[opt.name] = _check_kind(spec, opt.value)
+    return out
+
+
+def option_tuple(raw: Sequence[RawOption]) -> tuple[tuple[str, OptionValue], ...]:
+    return tuple((o.name, o.value) for o in raw)

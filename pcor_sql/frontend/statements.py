@@ -1,0 +1,377 @@
+"""pcor-sql's statements, and ordinary SQL passed through.
+
+    EXPLAIN OUTLIER <select> [BY a, b, ...] [USING verifier[(name = value, ...)]] [WITH (name = value, ...)]
+    IDENTIFY ANOMALY <select> WITH (beta = 5, radius = 1000, epsilon = 0.5 [, ...])
+
+Keywords are case-insensitive; the clauses may come in any order, each at most once. The
+tokenizer finds where the SELECT ends: only a `BY`, `USING` or `WITH` outside strings,
+comments and brackets can start a clause, and not `GROUP BY`/`ORDER BY`, `USING (` (a join)
+or `USING SAMPLE`, or the `WITH` of a CTE that opens the SELECT. The SELECT itself is then parsed
+and validated by DuckDB's parser (`parse_select`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence, Union
+
+import duckdb
+
+from pcor_sql.errors import UserError
+from pcor_sql.frontend.options import (
+    EXPLAIN_OPTIONS,
+    IDENTIFY_OPTIONS,
+    OptionValue,
+    RawOption,
+    check_options,
+    option_tuple,
+    parse_option_list,
+)
+from pcor_sql.frontend.select import SelectQuery, parse_select
+from pcor_sql.frontend.start import parse_start_predicate
+from pcor_sql.frontend.tokens import PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
+
+EXPLAIN_GRAMMAR = (
+    "EXPLAIN OUTLIER SELECT <metric> FROM <relation> WHERE <selector> "
+    "[BY a, b] [USING lof(k = 20)] [WITH (epsilon = 0.2, ...)]"
+)
+IDENTIFY_GRAMMAR = "IDENTIFY ANOMALY SELECT <columns> FROM <relation> [WHERE <selector>] WITH (beta = 5, radius = 1000, epsilon = 0.5)"
+IDENTIFY_REQUIRED = ("beta", "radius", "epsilon")
+
+
+@dataclass(frozen=True)
+class VerifierSpec:
+    """`USING name(opt = value, ...)`: the verifier's name (lower-cased) and its options as
+    written; the verifier registry checks the names and values."""
+
+    name: str
+    options: tuple[tuple[str, OptionValue], ...] = ()
+
+    def options_dict(self) -> dict[str, OptionValue]:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
+class ExplainOutlier:
+    """`EXPLAIN OUTLIER ...`. None means "not given" (the API's default applies); `start` is
+    the predicate text, already checked for form (see `parse_start_predicate`)."""
+
+    text: str
+    query: SelectQuery
+    by: tuple[str, ...] | None = None
+    verifier: VerifierSpec | None = None
+    epsilon: float | None = None
+    search: str | None = None
+    samples: int | None = None
+    utility: str | None = None
+    start: str | None = None
+    accounting: str | None = None
+    seed: int | None = None
+    dataset: str | None = None
+    owner_view: bool | None = None
+    options_given: tuple[str, ...] = field(default=())
+
+    def options(self) -> dict[str, Any]:
+        """The WITH options the statement gave, by name."""
+        return {name: getattr(self, name) for name in self.options_given}
+
+
+@dataclass(frozen=True)
+class IdentifyAnomaly:
+    """`IDENTIFY ANOMALY ...`: beta, radius and epsilon are required; None elsewhere means
+    "not given"."""
+
+    text: str
+    query: SelectQuery
+    beta: float
+    radius: float
+    epsilon: float
+    privacy: str | None = None
+    k: int | None = None
+    norm: str | None = None
+    seed: int | None = None
+    dataset: str | None = None
+    owner_view: bool | None = None
+    options_given: tuple[str, ...] = field(default=())
+
+    def options(self) -> dict[str, Any]:
+        """The WITH options the statement gave, by name."""
+        return {name: getattr(self, name) for name in self.options_given}
+
+
+@dataclass(frozen=True)
+class Passthrough:
+    """Ordinary SQL, to be run by DuckDB unchanged."""
+
+    sql: str
+
+
+Statement = Union[ExplainOutlier, IdentifyAnomaly, Passthrough]
+
+
+def _leading_kind(sig: Sequence[Token]) -> str | None:
+    if len(sig) >= 2 and sig[0].is_word("EXPLAIN") and sig[1].is_word("OUTLIER"):
+        return "explain"
+    if len(sig) >= 2 and sig[0].is_word("IDENTIFY") and sig[1].is_word("ANOMALY"):
+        return "identify"
+    return None
+
+
+def is_pcor_statement(text: str) -> bool:
+    """True if `text` starts with EXPLAIN OUTLIER or IDENTIFY ANOMALY."""
+    return _leading_kind(significant(tokenize(text))) is not None
+
+
+def parse_statement(con: duckdb.DuckDBPyConnection, text: str) -> Statement:
+    """One statement: ours parsed and validated, anything else returned as Passthrough(text).
+
+    A text holding several statements is passed through only if none of them is ours (DuckDB
+    runs such scripts itself); with one of ours among them it is an error — split it with
+    `split_statements` and run each."""
+    if not isinstance(text, str):
+        raise UserError(f"expected SQL text, got {type(text).__name__}", "pass the statement as a string")
+    tokens = tokenize(text)
+    sig = significant(tokens)
+    # Trailing semicolons end the statement; any other top-level ';' separates statements.
+    while sig and sig[-1].is_punct(";"):
+        sig.pop()
+    kind = _leading_kind(sig)
+    if any(t.is_punct(";") for t in sig):
+        if kind is not None or any(is_pcor_statement(s) for s in split_statements(text)):
+            raise UserError(
+                "several statements in one call, one of them EXPLAIN OUTLIER or IDENTIFY ANOMALY",
+                "run one statement per call (the `pcor-sql sql` runner splits scripts at ';')",
+            )
+        return Passthrough(text)
+    if kind is None:
+        return Passthrough(text)
+    end = sig[-1].end
+    body = sig[2:]
+    if kind == "explain":
+        return _explain(con, text, body, end)
+    return _identify(con, text, body, end)
+
+
+def _clause_start(body: Sequence[Token]) -> int:
+    """Index in `body` of the first token that starts one of our clauses (len if none)."""
+    for i, tok in enumerate(body):
+        if tok.depth != 0 or tok.kind != WORD:
+            continue
+        prev = body[i - 1] if i > 0 else None
+        nxt = body[i + 1] if i + 1 < len(body) else None
+        if tok.is_word("BY") and not (prev is not None and prev.is_word("GROUP", "ORDER", "PARTITION")):
+            return i
+        if tok.is_word("USING") and (nxt is None or not (nxt.is_punct("(") or nxt.is_word("SAMPLE"))):
+            return i
+        # A CTE's WITH can only open the SELECT; anywhere later a top-level WITH is ours.
+        if tok.is_word("WITH") and (i > 0 or nxt is None or nxt.is_punct("(")):
+            return i
+    return len(body)
+
+
+@dataclass(frozen=True)
+class _Clauses:
+    by: tuple[str, ...] | None = None
+    verifier: VerifierSpec | None = None
+    with_options: tuple[RawOption, ...] | None = None
+
+
+def _split(text: str, body: Sequence[Token], end: int, statement: str, grammar: str) -> tuple[str, _Clauses]:
+    if not body:
+        raise UserError(f"{statement} needs a SELECT after it", f"write {grammar}")
+    cut = _clause_start(body)
+    if cut == 0:
+        raise UserError(f"{statement} needs a SELECT before {body[0].text.upper()}", f"write {grammar}")
+    select_end = body[cut].start if cut < len(body) else end
+    select_text = text[body[0].start:select_end].strip()
+    return select_text, _parse_clauses(body[cut:], statement, grammar)
+
+
+def _parse_clauses(tokens: Sequence[Token], statement: str, grammar: str) -> _Clauses:
+    by: tuple[str, ...] | None = None
+    verifier: VerifierSpec | None = None
+    with_options: tuple[RawOption, ...] | None = None
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.is_word("BY"):
+            if by is not None:
+                raise UserError("BY is given twice", "list all attributes in one BY a, b, c")
+            by, i = _parse_by_clause(tokens, i + 1)
+        elif tok.is_word("USING"):
+            if verifier is not None:
+                raise UserError("USING is given twice", "name one verifier: USING lof(k = 20)")
+            verifier, i = _parse_using(tokens, i + 1)
+        elif tok.is_word("WITH"):
+            if with_options is not None:
+                raise UserError("WITH (...) is given twice", "put all options in one WITH (a = 1, b = 'x')")
+            inner, i = _parenthesized(tokens, i + 1, "WITH", "WITH (epsilon = 0.2)")
+            with_options = tuple(parse_option_list(inner, "WITH (...)"))
+        else:
+            raise UserError(
+                f"unexpected {tok.text!r} after the SELECT of {statement}",
+                f"the SELECT may be followed only by its clauses: {grammar}",
+            )
+    return _Clauses(by, verifier, with_options)
+
+
+def _is_clause_keyword(tok: Token) -> bool:
+    return tok.is_word("BY", "USING", "WITH")
+
+
+def _parse_by_clause(tokens: Sequence[Token], i: int) -> tuple[tuple[str, ...], int]:
+    names: list[str] = []
+    while True:
+        tok = tokens[i] if i < len(tokens) else None
+        if tok is None or tok.kind not in (WORD, QUOTED_IDENT) or _is_clause_keyword(tok):
+            found = "nothing" if tok is None else repr(tok.text)
+            raise UserError(
+                f"expected an attribute name in BY, found {found}",
+                'list column names separated by commas: BY job_title, year (quote odd names: "job title")',
+            )
+        name = unquote_identifier(tok)
+        if not name:
+            raise UserError("an attribute name in BY is empty", "remove the empty quotes")
+        if name in names:
+            raise UserError(f"attribute {name} is named twice in BY", "name each attribute once")
+        names.append(name)
+        i += 1
+        nxt = tokens[i] if i < len(tokens) else None
+        if nxt is None or _is_clause_keyword(nxt):
+            return tuple(names), i
+        if not nxt.is_punct(","):
+            raise UserError(
+                f"unexpected {nxt.text!r} in BY after {tok.text}",
+                'separate attribute names with commas; quote names with spaces or symbols: "job title"',
+            )
+        i += 1
+
+
+def _parenthesized(tokens: Sequence[Token], i: int, clause: str, example: str) -> tuple[list[Token], int]:
+    """The tokens inside the parentheses opening at tokens[i], and the index after them."""
+    tok = tokens[i] if i < len(tokens) else None
+    if tok is None or not tok.is_punct("("):
+        found = "nothing" if tok is None else repr(tok.text)
+        raise UserError(f"expected '(' after {clause}, found {found}", f"write {example}")
+    for j in range(i + 1, len(tokens)):
+        if tokens[j].is_punct(")") and tokens[j].depth == tok.depth:
+            inner = tokens[i + 1:j]
+            nested = next((t for t in inner if t.kind == PUNCT and t.text in ("(", "[", "{")), None)
+            if nested is not None:
+                raise UserError(
+                    f"unexpected {nested.text!r} inside {clause} (...)",
+                    "option values are single literals: numbers, 'strings' or TRUE/FALSE",
+                )
+            return inner, j + 1
+    raise UserError(f"the parenthesis after {clause} is not closed", f"write {example}")
+
+
+def _parse_using(tokens: Sequence[Token], i: int) -> tuple[VerifierSpec, int]:
+    tok = tokens[i] if i < len(tokens) else None
+    if tok is None or tok.kind != WORD or _is_clause_keyword(tok):
+        found = "nothing" if tok is None else repr(tok.text)
+        raise UserError(
+            f"expected a verifier name after USING, found {found}",
+            "write USING lof or USING lof(k = 20, threshold = 1.5)",
+        )
+    name = tok.text.lower()
+    i += 1
+    nxt = tokens[i] if i < len(tokens) else None
+    if nxt is None or not nxt.is_punct("("):
+        if nxt is not None and not _is_clause_keyword(nxt):
+            raise UserError(
+                f"unexpected {nxt.text!r} after USING {tok.text}",
+                f"give verifier options in parentheses: USING {name}(name = value, ...)",
+            )
+        return VerifierSpec(name), i
+    inner, i = _parenthesized(tokens, i, f"USING {name}", f"USING {name}(k = 20)")
+    raw = parse_option_list(inner, f"USING {name}(...)")
+    return VerifierSpec(name, option_tuple(raw)), i
+
+
+def _with_using_hint(exc: UserError, body: Sequence[Token]) -> UserError:
+    """A syntax error near a top-level `USING (` is most likely a verifier without a name."""
+    stray = any(
+        t.is_word("USING") and t.depth == 0 and i + 1 < len(body) and body[i + 1].is_punct("(")
+        for i, t in enumerate(body)
+    )
+    if stray and exc.problem.startswith("SQL syntax error") and 'near "("' in exc.problem:
+        return UserError(exc.problem, "name the verifier before its options: USING lof(k = 20, threshold = 1.5)")
+    return exc
+
+
+def _explain(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], end: int) -> ExplainOutlier:
+    select_text, clauses = _split(text, body, end, "EXPLAIN OUTLIER", EXPLAIN_GRAMMAR)
+    try:
+        query = parse_select(con, select_text, multiple=False)
+    except UserError as exc:
+        raise _with_using_hint(exc, body) from None
+    opts = check_options(clauses.with_options or (), EXPLAIN_OPTIONS, "WITH (...)")
+    if "start" in opts:
+        parse_start_predicate(con, str(opts["start"]), clauses.by)
+    return ExplainOutlier(
+        text=text,
+        query=query,
+        by=clauses.by,
+        verifier=clauses.verifier,
+        epsilon=_number(opts, "epsilon"),
+        search=_string(opts, "search"),
+        samples=_integer(opts, "samples"),
+        utility=_string(opts, "utility"),
+        start=_string(opts, "start"),
+        accounting=_string(opts, "accounting"),
+        seed=_integer(opts, "seed"),
+        dataset=_string(opts, "dataset"),
+        owner_view=_boolean(opts, "owner_view"),
+        options_given=tuple(opts),
+    )
+
+
+def _identify(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], end: int) -> IdentifyAnomaly:
+    select_text, clauses = _split(text, body, end, "IDENTIFY ANOMALY", IDENTIFY_GRAMMAR)
+    if clauses.by is not None:
+        raise UserError("IDENTIFY ANOMALY takes no BY clause", f"write {IDENTIFY_GRAMMAR}")
+    if clauses.verifier is not None:
+        raise UserError("IDENTIFY ANOMALY takes no USING clause", f"write {IDENTIFY_GRAMMAR}")
+    query = parse_select(con, select_text, multiple=True)
+    opts = check_options(clauses.with_options or (), IDENTIFY_OPTIONS, "WITH (...)")
+    missing = [name for name in IDENTIFY_REQUIRED if name not in opts]
+    if missing:
+        raise UserError(
+            f"IDENTIFY ANOMALY needs {', '.join(missing)} in WITH (...)",
+            "write e.g. WITH (beta = 5, radius = 1000, epsilon = 0.5)",
+        )
+    beta, k = float(opts["beta"]), _integer(opts, "k")
+    if k is not None and k > beta + 1:
+        raise UserError(f"k must be between 1 and beta + 1 = {beta + 1:g}, got {k}", "lower k or raise beta")
+    return IdentifyAnomaly(
+        text=text,
+        query=query,
+        beta=beta,
+        radius=float(opts["radius"]),
+        epsilon=float(opts["epsilon"]),
+        privacy=_string(opts, "privacy"),
+        k=k,
+        norm=_string(opts, "norm"),
+        seed=_integer(opts, "seed"),
+        dataset=_string(opts, "dataset"),
+        owner_view=_boolean(opts, "owner_view"),
+        options_given=tuple(opts),
+    )
+
+
+# Typed reads of options `check_options` has already validated.
+def _number(opts: dict[str, OptionValue], name: str) -> float | None:
+    return None if name not in opts else float(opts[name])
+
+
+def _integer(opts: dict[str, OptionValue], name: str) -> int | None:
+    return None if name not in opts else int(opts[name])
+
+
+def _string(opts: dict[str, OptionValue], name: str) -> str | None:
+    return None if name not in opts else str(opts[name])
+
+
+def _boolean(opts: dict[str, OptionValue], name: str) -> bool | None:
+    return None if name not in opts else bool(opts[name])
