@@ -1,0 +1,104 @@
+"""Grubbs' test for one outlier (two-sided), exactly as DESIGN.md §2 defines it.
+
+f(D_C, V) is true iff N ≥ 3, s = √(m2/(N−1)) > 0 and G = |v − mean|/s > G_crit(α, N) with
+t = t.ppf(1 − α/(2N), N − 2) and G_crit = (N−1)/√N · √(t²/(N−2+t²)).
+
+Only the moments (N, mean, m2) are read, so the engine can verify millions of contexts from
+moment arrays with `grubbs_check_many`. The scalar path uses the same critical values (one
+`t.ppf` per distinct (α, N), cached), so both paths give identical verdicts.
+
+Privacy: a verifier releases nothing by itself; its verdicts only decide which contexts are
+valid, which OCDP treats as public structure (DESIGN.md §2, "validity-only steps cost nothing").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from pcor_sql.core.verifiers.base import Population
+from pcor_sql.core.verifiers.options import real_number
+
+
+def grubbs_critical(alpha: float, n_array: Any) -> np.ndarray:
+    """G_crit(α, N) for each N in `n_array` (NaN where N < 3); one t.ppf per distinct N."""
+    n = np.asarray(n_array)
+    if n.size and not np.issubdtype(n.dtype, np.integer):
+        raise TypeError("grubbs_critical needs integer population sizes")
+    n = n.astype(np.int64, copy=False)
+    uniq, inverse = np.unique(n, return_inverse=True)
+    crit = np.full(uniq.shape, np.nan)
+    ok = uniq >= 3
+    un = uniq[ok].astype(np.float64)
+    t = stats.t.ppf(1.0 - alpha / (2.0 * un), un - 2.0)
+    t2 = t * t
+    crit[ok] = (un - 1.0) / np.sqrt(un) * np.sqrt(t2 / (un - 2.0 + t2))
+    return crit[inverse].reshape(n.shape)
+
+
+@lru_cache(maxsize=1 << 16)
+def grubbs_critical_one(alpha: float, n: int) -> float:
+    """G_crit(α, N) for one N, through the vectorized formula so both paths agree bit for bit."""
+    return float(grubbs_critical(alpha, np.array([n], dtype=np.int64))[0])
+
+
+def grubbs_check_many(n: Any, mean: Any, m2: Any, v: Any, alpha: float) -> np.ndarray:
+    """Grubbs verdicts for many populations at once, from moment arrays (broadcast together)."""
+    n = np.asarray(n, dtype=np.int64)
+    mean = np.asarray(mean, dtype=np.float64)
+    m2 = np.asarray(m2, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    # N < 3 gives a 0 or negative denominator; those lanes are masked out by `n >= 3` below.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.sqrt(m2 / (n - 1))
+        g = np.abs(v - mean) / s
+    crit = grubbs_critical(alpha, n)
+    return (n >= 3) & (s > 0) & (g > crit)
+
+
+@dataclass(frozen=True)
+class Grubbs:
+    """`grubbs(alpha=0.05)`: two-sided Grubbs test at level alpha; needs moments only."""
+
+    alpha: float = 0.05
+    name: str = field(default="grubbs", init=False, repr=False)
+    needs_values: bool = field(default=False, init=False, repr=False)
+    needs_sql: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        alpha = real_number(
+            "grubbs", "alpha", self.alpha,
+            low=0.0, high=1.0, low_closed=False, high_closed=False, example=0.05,
+        )
+        object.__setattr__(self, "alpha", alpha)
+
+    def score(self, pop: Population) -> float:
+        """G = |v − mean|/s; NaN when N < 3, 0.0 when s = 0 (a constant population)."""
+        n = int(pop.n)
+        if n < 3:
+            return math.nan
+        s = math.sqrt(pop.m2 / (n - 1))
+        if not s > 0:
+            return 0.0
+        return abs(pop.v - pop.mean) / s
+
+    def check(self, pop: Population) -> bool:
+        n = int(pop.n)
+        if n < 3:
+            return False
+        s = math.sqrt(pop.m2 / (n - 1))
+        if not s > 0:
+            return False
+        return abs(pop.v - pop.mean) / s > grubbs_critical_one(self.alpha, n)
+
+    def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray:
+        """Verdicts for many populations from moment arrays (see `grubbs_check_many`)."""
+        return grubbs_check_many(n, mean, m2, v, self.alpha)
+
+    def options(self) -> dict[str, Any]:
+        return {"alpha": self.alpha}

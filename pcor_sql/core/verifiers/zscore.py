@@ -1,0 +1,94 @@
+"""The z-score verifier: V is an outlier iff N ≥ 2, s > 0 and |v − mean|/s > z (s with ddof 1).
+
+It reads moments only, so it has three equal forms: `ZScore.check` on a Population,
+`zscore_check_many` over moment arrays, and `ZScore.sql`, a boolean SQL aggregate the engine
+can evaluate inside DuckDB (DESIGN.md §2: "pure SQL aggregate").
+
+Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pcor_sql.core.verifiers.base import Population
+from pcor_sql.core.verifiers.options import real_number
+
+
+def zscore_check_many(n: Any, mean: Any, m2: Any, v: Any, z: float) -> np.ndarray:
+    """Z-score verdicts for many populations at once, from moment arrays (broadcast together)."""
+    n = np.asarray(n, dtype=np.int64)
+    mean = np.asarray(mean, dtype=np.float64)
+    m2 = np.asarray(m2, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    # N < 2 divides by 0 or a negative; those lanes are masked out by `n >= 2` below.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.sqrt(m2 / (n - 1))
+        score = np.abs(v - mean) / s
+    return (n >= 2) & (s > 0) & (score > z)
+
+
+@dataclass(frozen=True)
+class ZScore:
+    """`zscore(z=3.0)`: |v − mean|/s > z; needs moments only; also renders itself as SQL."""
+
+    z: float = 3.0
+    name: str = field(default="zscore", init=False, repr=False)
+    needs_values: bool = field(default=False, init=False, repr=False)
+    needs_sql: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        z = real_number(
+            "zscore", "z", self.z,
+            low=0.0, high=math.inf, low_closed=False, high_closed=False, example=3.0,
+        )
+        object.__setattr__(self, "z", z)
+
+    def score(self, pop: Population) -> float:
+        """|v − mean|/s; NaN when N < 2, 0.0 when s = 0 (a constant population)."""
+        n = int(pop.n)
+        if n < 2:
+            return math.nan
+        s = math.sqrt(pop.m2 / (n - 1))
+        if not s > 0:
+            return 0.0
+        return abs(pop.v - pop.mean) / s
+
+    def check(self, pop: Population) -> bool:
+        n = int(pop.n)
+        if n < 2:
+            return False
+        s = math.sqrt(pop.m2 / (n - 1))
+        if not s > 0:
+            return False
+        return abs(pop.v - pop.mean) / s > self.z
+
+    def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray:
+        """Verdicts for many populations from moment arrays (see `zscore_check_many`)."""
+        return zscore_check_many(n, mean, m2, v, self.z)
+
+    def options(self) -> dict[str, Any]:
+        return {"z": self.z}
+
+    def sql(self, metric_sql: str, v_param: str) -> str:
+        """A boolean aggregate over the population's rows, e.g. for `SELECT <this> FROM D_C`.
+
+        `metric_sql` is the metric expression (already quoted by the engine) and `v_param` the
+        placeholder or literal that carries V's value. stddev_samp is NULL for one row and the
+        division is guarded by the `> 0` test, so the result is never NULL; z is a float literal
+        written with repr (round-trips exactly) and cast to DOUBLE.
+        """
+        m, v = metric_sql, v_param
+        z = f"CAST({self.z!r} AS DOUBLE)"
+        return (
+            f"(count({m}) >= 2 AND coalesce(stddev_samp({m}) > 0, false) AND "
+            f"abs(({v}) - avg({m})) / stddev_samp({m}) > {z})"
+        )
+
+    def sql_expression(self, metric_sql: str, v_param: str) -> str:
+        """The same as `sql` (the name the engine's SQL path calls)."""
+        return self.sql(metric_sql, v_param)
