@@ -7,13 +7,17 @@
 
 -- One row per dataset that has a limit or has been charged.
 -- limit_epsilon NULL means no limit has been set (releases are recorded but never refused).
--- spent_epsilon and releases are a running total of pcor_release_history for the dataset;
--- every charge updates this row, which is what makes two concurrent charges of one dataset
--- conflict (DuckDB's optimistic concurrency refuses the second writer of a row).
+-- spent_epsilon and releases are a running total of pcor_release_history for the dataset.
+-- spent_epsilon + spent_residual carries that sum in double-double precision (compensated
+-- summation), so rounding errors do not pile up: ten charges of 0.1 spend exactly 1.0, not
+-- 0.9999999999999999. Every charge updates this row, which is what makes two concurrent
+-- charges of one dataset conflict (DuckDB's optimistic concurrency refuses the second writer
+-- of a row).
 CREATE TABLE IF NOT EXISTS pcor_budget (
     dataset        VARCHAR PRIMARY KEY,
     limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (isfinite(limit_epsilon) AND limit_epsilon > 0)),
     spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (isfinite(spent_epsilon) AND spent_epsilon >= 0),
+    spent_residual DOUBLE NOT NULL DEFAULT 0,
     releases       BIGINT NOT NULL DEFAULT 0 CHECK (releases >= 0),
     created_at     TIMESTAMP NOT NULL,  -- UTC
     updated_at     TIMESTAMP NOT NULL   -- UTC
