@@ -1,0 +1,74 @@
+"""One of the processes of the two-process ledger test (tests/engine/test_ledger.py).
+
+Usage: python ledger_worker.py DB DATASET TAG ATTEMPTS EPSILON GO_FILE WORK_SECONDS MODE
+
+Waits for GO_FILE to exist (so both processes start together), then ATTEMPTS times does what a
+release does, opening and closing the database file each time. MODE "precheck": open, precheck,
+close (the "expensive work" happens here: a sleep of WORK_SECONDS, while the other process may
+charge), open again, charge, close. MODE "direct": the same without the precheck, so the
+charge's own check is all that stands between the two processes and an overspent budget.
+Prints one JSON line: how many charges went through, how many were refused, and how long the
+opens waited for the other process's lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from pcor_sql.engine.ledger import Ledger, connect_with_retry
+from pcor_sql.errors import BudgetExceeded
+
+
+def main(
+    db: str, dataset: str, tag: str, attempts: int, epsilon: float, go_file: Path, work: float, mode: str
+) -> dict:
+    if mode not in ("precheck", "direct"):
+        raise SystemExit(f"unknown mode {mode!r}")
+    deadline = time.monotonic() + 20
+    while not go_file.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("the go signal never came")
+        time.sleep(0.001)
+    charged = refused = 0
+    open_waits: list[float] = []
+
+    def open_db():
+        started = time.monotonic()
+        con = connect_with_retry(db, timeout=10.0)
+        open_waits.append(time.monotonic() - started)
+        return con
+
+    for attempt in range(attempts):
+        if mode == "precheck":
+            con = open_db()
+            try:
+                Ledger(con).precheck(dataset, epsilon)
+            except BudgetExceeded:
+                refused += 1
+                continue
+            finally:
+                con.close()
+        time.sleep(work)
+        con = open_db()
+        try:
+            Ledger(con).charge(dataset, epsilon, mechanism="test", record_key=tag, release_id=f"{tag}-{attempt}")
+            charged += 1
+        except BudgetExceeded:
+            refused += 1
+        finally:
+            con.close()
+    return {
+        "charged": charged,
+        "refused": refused,
+        "opens": len(open_waits),
+        "open_wait_total": sum(open_waits),
+        "open_wait_max": max(open_waits),
+    }
+
+
+if __name__ == "__main__":
+    path, name, label, count, eps, go, seconds, how = sys.argv[1:9]
+    print(json.dumps(main(path, name, label, int(count), float(eps), Path(go), float(seconds), how)))

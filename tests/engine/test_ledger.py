@@ -1,0 +1,538 @@
+"""The privacy budget ledger: refusal at the limit, no charge on error, idempotency, history,
+status, in-memory and read-only databases, and concurrency (threads and two real processes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import pcor_sql
+from pcor_sql.engine import ledger as ledger_module
+from pcor_sql.engine.ledger import (
+    IN_MEMORY_WARNING,
+    BudgetStatus,
+    ChargeItem,
+    Ledger,
+    connect_with_retry,
+    dataset_key,
+    new_release_id,
+)
+from pcor_sql.errors import BudgetExceeded, InternalError, UserError
+
+WORKER = Path(__file__).with_name("ledger_worker.py")
+
+
+@pytest.fixture
+def con():
+    connection = duckdb.connect()
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def ledger(con):
+    return Ledger(con)
+
+
+def charge(ledger: Ledger, dataset: str, epsilon: float, release_id: str | None = None) -> float:
+    return ledger.charge(
+        dataset,
+        epsilon,
+        mechanism="bfs",
+        record_key="id = 42",
+        statement="SELECT salary FROM salaries WHERE id = 42",
+        release_id=release_id or new_release_id(),
+    )
+
+
+def ledger_rows(con) -> tuple[list, list]:
+    """The raw ledger tables, to show that a refused or failed charge changed nothing."""
+    budget = con.execute("SELECT * FROM pcor_budget ORDER BY dataset").fetchall()
+    history = con.execute("SELECT * FROM pcor_release_history ORDER BY dataset, seq").fetchall()
+    return budget, history
+
+
+# ---- limits and refusal ------------------------------------------------------------------
+
+
+def test_no_limit_until_one_is_set(ledger):
+    assert ledger.status("salaries") == BudgetStatus("salaries", None, 0.0, None, 0)
+    for _ in range(30):
+        charge(ledger, "salaries", 0.5)
+    status = ledger.status("salaries")
+    assert status.limit is None and status.remaining is None
+    assert status.spent == 15.0 and status.releases == 30
+
+
+def test_refusal_at_the_limit(con, ledger):
+    change = ledger.set_limit("salaries", 1.0)
+    assert (change.limit, change.previous_limit, change.below_spent) == (1.0, None, False)
+    totals = [charge(ledger, "salaries", 0.1) for _ in range(10)]
+    # Compensated summation: the total is the correctly rounded sum, so ten 0.1 make exactly 1.0.
+    assert totals[-1] == 1.0 == math.fsum([0.1] * 10)
+    assert totals == sorted(totals)
+    before = ledger_rows(con)
+    with pytest.raises(BudgetExceeded) as refused:
+        charge(ledger, "salaries", 0.1)
+    assert "salaries" in str(refused.value) and "limit" in str(refused.value)
+    assert refused.value.fix
+    with pytest.raises(BudgetExceeded):
+        ledger.precheck("salaries", 1e-9)
+    assert ledger_rows(con) == before
+    assert ledger.status("salaries") == BudgetStatus("salaries", 1.0, 1.0, 0.0, 10)
+
+
+def test_a_charge_that_exactly_uses_the_remainder_passes(ledger):
+    ledger.set_limit("d", 0.3)
+    charge(ledger, "d", 0.1)
+    ledger.precheck("d", 0.2)
+    # 0.1 + 0.2 is 0.30000000000000004 in floats: the tolerance lets it fit a limit of 0.3.
+    assert charge(ledger, "d", 0.2) == pytest.approx(0.3, abs=1e-15)
+    with pytest.raises(BudgetExceeded):
+        ledger.precheck("d", 1e-6)
+
+
+def test_refused_charge_writes_nothing_and_names_the_headroom(con, ledger):
+    ledger.set_limit("d", 1.0)
+    charge(ledger, "d", 0.8)
+    before = ledger_rows(con)
+    with pytest.raises(BudgetExceeded) as refused:
+        charge(ledger, "d", 0.5, release_id="big")
+    assert "remaining 0.2)" in str(refused.value) and "use ε ≤ 0.2 or" in str(refused.value)
+    assert ledger_rows(con) == before
+    # Nothing of the refused release stuck: once the limit is raised it is charged normally.
+    ledger.set_limit("d", 2.0)
+    assert charge(ledger, "d", 0.5, release_id="big") == pytest.approx(1.3)
+    assert [r.release_id for r in ledger.history("d")][-1] == "big"
+
+
+def test_no_charge_when_the_release_fails_after_precheck(con, ledger):
+    ledger.set_limit("d", 1.0)
+    charge(ledger, "d", 0.25)
+    before = ledger_rows(con)
+
+    def release():
+        ledger.precheck("d", 0.5)
+        raise RuntimeError("the search crashed")  # the expensive work fails before the charge
+
+    with pytest.raises(RuntimeError):
+        release()
+    assert ledger_rows(con) == before
+
+
+class _FailingUpdate:
+    """A cursor whose budget UPDATE fails: the history INSERT before it must be rolled back."""
+
+    def __init__(self, cursor):
+        self._cursor = cursor
+
+    def execute(self, query, *args):
+        if query.startswith("UPDATE pcor_budget"):
+            raise duckdb.IOException("disk full (injected)")
+        return self._cursor.execute(query, *args)
+
+    def close(self):
+        self._cursor.close()
+
+
+def test_a_charge_failing_midway_leaves_the_ledger_untouched(con, ledger, monkeypatch):
+    ledger.set_limit("d", 1.0)
+    charge(ledger, "d", 0.25)
+    before = ledger_rows(con)
+    real_cursor = Ledger._cursor
+    monkeypatch.setattr(Ledger, "_cursor", lambda self: _FailingUpdate(real_cursor(self)))
+    with pytest.raises(duckdb.IOException):
+        charge(ledger, "d", 0.5)
+    monkeypatch.undo()
+    assert ledger_rows(con) == before
+
+
+def test_lowering_the_limit_below_spent_is_allowed_and_reported(ledger):
+    ledger.set_limit("d", 2.0)
+    charge(ledger, "d", 0.75)
+    change = ledger.set_limit("d", 0.5)
+    assert (change.previous_limit, change.spent, change.below_spent) == (2.0, 0.75, True)
+    assert ledger.status("d").remaining == 0.0
+    with pytest.raises(BudgetExceeded, match="used up"):
+        charge(ledger, "d", 0.01)
+    assert ledger.set_limit("d", 0.75).below_spent is False
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, True, "1.0", None])
+def test_limits_and_epsilons_are_validated(ledger, bad):
+    with pytest.raises(UserError):
+        ledger.set_limit("d", bad)
+    with pytest.raises(UserError):
+        ledger.precheck("d", bad)
+    with pytest.raises(UserError):
+        charge(ledger, "d", bad)
+    assert ledger.status() == ()
+
+
+@pytest.mark.parametrize("bad", ["", "   ", None, 3, "a\x00b"])
+def test_dataset_names_are_validated(ledger, bad):
+    with pytest.raises(UserError):
+        ledger.set_limit(bad, 1.0)
+    with pytest.raises(UserError):
+        charge(ledger, bad, 0.1)
+
+
+# ---- idempotency and batches -------------------------------------------------------------
+
+
+def test_a_release_is_never_charged_twice(con, ledger):
+    ledger.set_limit("d", 1.0)
+    assert charge(ledger, "d", 0.6, release_id="r1") == 0.6
+    before = ledger_rows(con)
+    # Retrying the same release (e.g. after a crash between charge and display) charges nothing,
+    # and is not refused although a second 0.6 would not fit.
+    assert charge(ledger, "d", 0.6, release_id="r1") == 0.6
+    assert ledger_rows(con) == before
+    with pytest.raises(InternalError):
+        charge(ledger, "d", 0.3, release_id="r1")  # same id, a different release: a bug
+    with pytest.raises(InternalError):
+        charge(ledger, "other", 0.6, release_id="r1")
+
+
+def test_charge_many_is_all_or_nothing(con, ledger):
+    ledger.set_limit("d", 1.0)
+    charge(ledger, "d", 0.5, release_id="first")
+    before = ledger_rows(con)
+    too_many = [ChargeItem(f"rec-{i}", 0.1, "sensitive", record_key=f"id = {i}") for i in range(6)]
+    with pytest.raises(BudgetExceeded, match="6 releases"):
+        ledger.charge_many("d", too_many)
+    assert ledger_rows(con) == before
+    assert ledger.charge_many("d", too_many[:5]) == 1.0
+    history = ledger.history("d")
+    assert [r.release_id for r in history] == ["first"] + [f"rec-{i}" for i in range(5)]
+    assert [r.seq for r in history] == [1, 2, 3, 4, 5, 6]
+    assert [r.spent_after for r in history] == [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    # Re-sending the batch (with the already charged records) charges only what is new.
+    ledger.set_limit("d", 2.0)
+    assert ledger.charge_many("d", too_many) == pytest.approx(1.1)
+    assert ledger.status("d").releases == 7
+    assert ledger.charge_many("d", []) == pytest.approx(1.1)
+    with pytest.raises(InternalError):
+        ledger.charge_many("d", [ChargeItem("dup", 0.1, "m"), ChargeItem("dup", 0.1, "m")])
+
+
+# ---- reading -----------------------------------------------------------------------------
+
+
+def test_history_contents_and_order(ledger):
+    started = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    ledger.charge("a", 0.2, mechanism="bfs", record_key="id = 1", statement="EXPLAIN OUTLIER ...", release_id="a1")
+    ledger.charge("b", 0.3, mechanism="pareto", release_id="b1")
+    ledger.charge("a", 0.1, mechanism="dfs", record_key="id = 2", statement=None, release_id="a2")
+    ended = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    first, second = ledger.history("a")
+    assert (first.release_id, first.dataset, first.seq, first.mechanism) == ("a1", "a", 1, "bfs")
+    assert (first.epsilon, first.record_key, first.statement, first.spent_after) == (
+        0.2,
+        "id = 1",
+        "EXPLAIN OUTLIER ...",
+        0.2,
+    )
+    assert (second.release_id, second.seq, second.mechanism, second.statement) == ("a2", 2, "dfs", None)
+    assert second.spent_after == pytest.approx(0.3)
+    assert started <= first.released_at <= second.released_at <= ended  # UTC
+    assert [r.release_id for r in ledger.history()] == ["a1", "b1", "a2"]
+    assert [r.release_id for r in ledger.history(limit=2)] == ["b1", "a2"]
+    assert [r.release_id for r in ledger.history("a", limit=1)] == ["a2"]
+    assert ledger.history("never") == ()
+    with pytest.raises(UserError):
+        ledger.history(limit=0)
+
+
+def test_status_reports_remaining_and_counts(ledger):
+    ledger.set_limit("b", 1.5)
+    charge(ledger, "b", 0.5)
+    charge(ledger, "a", 0.25)
+    charge(ledger, "a", 0.25)
+    assert ledger.status() == (
+        BudgetStatus("a", None, 0.5, None, 2),
+        BudgetStatus("b", 1.5, 0.5, 1.0, 1),
+    )
+    assert ledger.status("b").remaining == 1.0
+
+
+def test_the_callers_transaction_is_left_alone(con, ledger):
+    con.execute("BEGIN TRANSACTION")
+    con.execute("CREATE TABLE scratch (x INTEGER)")
+    charge(ledger, "d", 0.5)  # committed on its own, inside the caller's open transaction
+    con.execute("ROLLBACK")
+    assert ledger.status("d").spent == 0.5
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scratch'").fetchall() == [(0,)]
+
+
+def test_the_ledger_lives_in_the_database_in_use(con):
+    con.execute("ATTACH ':memory:' AS other")
+    con.execute("USE other")
+    ledger = Ledger(con)
+    charge(ledger, "d", 0.5)
+    con.execute("USE memory")
+    tables = con.execute(
+        "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name LIKE 'pcor_%' ORDER BY 2"
+    ).fetchall()
+    assert tables == [("other", "pcor_budget"), ("other", "pcor_release_history")]
+    assert ledger.status("d").spent == 0.5  # still the ledger of `other`
+
+
+# ---- in-memory and read-only databases ---------------------------------------------------
+
+
+def test_in_memory_database_warns_once(con, tmp_path):
+    messages: list[str] = []
+    ledger = Ledger(con, warn=messages.append)
+    charge(ledger, "d", 0.1)
+    assert messages == [IN_MEMORY_WARNING]
+    assert "in memory" in IN_MEMORY_WARNING and "--db FILE" in IN_MEMORY_WARNING and "\n" not in IN_MEMORY_WARNING
+    assert ledger.in_memory and not ledger.read_only
+    file_con = duckdb.connect(str(tmp_path / "kept.db"))
+    file_messages: list[str] = []
+    assert not Ledger(file_con, warn=file_messages.append).in_memory
+    assert file_messages == []
+    file_con.close()
+
+
+def test_read_only_database_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "ro.db"
+    writer = duckdb.connect(str(path))
+    Ledger(writer).set_limit("d", 1.0)
+    charge(Ledger(writer), "d", 0.25)
+    writer.close()
+    reader = connect_with_retry(path, read_only=True)
+    ledger = Ledger(reader)
+    assert ledger.read_only
+    assert ledger.status("d") == BudgetStatus("d", 1.0, 0.25, 0.75, 1)  # reading still works
+    assert len(ledger.history("d")) == 1
+    for attempt in (
+        ledger.ensure_writable,
+        lambda: ledger.precheck("d", 0.1),
+        lambda: charge(ledger, "d", 0.1),
+        lambda: ledger.set_limit("d", 2.0),
+    ):
+        with pytest.raises(UserError) as refused:
+            attempt()
+        assert not isinstance(refused.value, BudgetExceeded)
+        assert "read-only" in refused.value.problem and str(path) in refused.value.problem
+        assert refused.value.fix == "open it read-write"
+    reader.close()
+
+
+def test_read_only_database_without_a_ledger_reads_as_empty(tmp_path):
+    path = tmp_path / "plain.db"
+    writer = duckdb.connect(str(path))
+    writer.execute("CREATE TABLE salaries (id INTEGER, salary DOUBLE)")
+    writer.close()
+    reader = duckdb.connect(str(path), read_only=True)
+    ledger = Ledger(reader)
+    assert ledger.status() == () and ledger.history() == ()
+    assert ledger.status("d").spent == 0.0
+    with pytest.raises(UserError, match="read-only"):
+        ledger.precheck("d", 0.1)
+    reader.close()
+
+
+def test_opening_a_missing_file_read_only_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        connect_with_retry(tmp_path / "missing.db", read_only=True)
+
+
+# ---- concurrency -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sharing", ["a ledger per cursor", "one shared ledger"])
+def test_threads_charging_concurrently_never_overspend(con, sharing):
+    shared = Ledger(con)
+    shared.set_limit("d", 1.0)
+    threads_count, attempts = 4, 10
+    cursors = [con.cursor() for _ in range(threads_count)]
+    outcomes: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads_count)
+
+    def work(index: int) -> None:
+        try:
+            ledger = Ledger(cursors[index]) if sharing == "a ledger per cursor" else shared
+            start.wait()
+            for attempt in range(attempts):
+                try:
+                    charge(ledger, "d", 0.1, release_id=f"t{index}-{attempt}")
+                    outcomes.append("charged")
+                except BudgetExceeded:
+                    outcomes.append("refused")
+        except BaseException as exc:  # reported to the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert outcomes.count("charged") == 10 and outcomes.count("refused") == threads_count * attempts - 10
+    ledger = Ledger(con)
+    assert ledger.status("d") == BudgetStatus("d", 1.0, 1.0, 0.0, 10)
+    history = ledger.history("d")
+    assert len(history) == 10 and [r.seq for r in history] == list(range(1, 11))
+    for cursor in cursors:
+        cursor.close()
+
+
+def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con):
+    ledger = Ledger(con)
+    ledger.set_limit("d", 1.0)
+    holder = con.cursor()
+    holder.execute("BEGIN TRANSACTION")
+    # Another writer has the budget row in an uncommitted transaction (as a concurrent charge of
+    # 0.95 would): DuckDB refuses our write until it ends, and then we must see its 0.95.
+    holder.execute("UPDATE pcor_budget SET spent_epsilon = 0.95 WHERE dataset = 'd'")
+    outcome: list[object] = []
+
+    def work():
+        try:
+            outcome.append(charge(Ledger(con.cursor()), "d", 0.1))
+        except BaseException as exc:  # inspected below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive() and outcome == []  # still retrying
+    holder.execute("COMMIT")
+    thread.join(timeout=10)
+    assert len(outcome) == 1 and isinstance(outcome[0], BudgetExceeded)
+    assert ledger.status("d").spent == 0.95 and ledger.history("d") == ()
+    holder.close()
+
+
+def test_a_ledger_that_stays_busy_gives_up_with_a_user_error(con):
+    Ledger(con).set_limit("d", 1.0)
+    holder = con.cursor()
+    holder.execute("BEGIN TRANSACTION")
+    holder.execute("UPDATE pcor_budget SET updated_at = now()::TIMESTAMP WHERE dataset = 'd'")
+    impatient = Ledger(con, busy_timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(UserError, match="busy"):
+        charge(impatient, "d", 0.1)
+    assert 0.2 <= time.monotonic() - started < 5
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert Ledger(con).status("d").spent == 0.0
+
+
+def _subprocess_env() -> dict[str, str]:
+    # The workers import the same pcor_sql as this test (checkout or installed copy).
+    package_root = str(Path(pcor_sql.__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def test_two_processes_never_overspend(tmp_path):
+    path = tmp_path / "shared.db"
+    setup = duckdb.connect(str(path))
+    Ledger(setup).set_limit("salaries", 1.0)
+    setup.close()
+    go = tmp_path / "go"
+    # A releases as the engine does (precheck, work, charge); B charges without a precheck, so
+    # only the charge's own atomic check keeps the two processes within the limit.
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(path), "salaries", tag, "10", "0.1", str(go), "0.02", mode],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_subprocess_env(),
+        )
+        for tag, mode in (("A", "precheck"), ("B", "direct"))
+    ]
+    time.sleep(0.5)  # let both import duckdb, so they start charging together
+    go.touch()
+    reports = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=60)
+        assert worker.returncode == 0, err
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    assert sum(r["charged"] for r in reports) == 10
+    assert sum(r["refused"] for r in reports) == 10
+    reader = duckdb.connect(str(path), read_only=True)
+    ledger = Ledger(reader)
+    assert ledger.status("salaries") == BudgetStatus("salaries", 1.0, 1.0, 0.0, 10)
+    history = ledger.history("salaries")
+    assert len(history) == 10 and [r.seq for r in history] == list(range(1, 11))
+    assert sorted(r.record_key for r in history) == sorted(
+        tag for tag, report in zip("AB", reports) for _ in range(report["charged"])
+    )
+    reader.close()
+
+
+def test_connect_with_retry_waits_for_the_lock_then_names_the_holder(tmp_path):
+    path = tmp_path / "locked.db"
+    duckdb.connect(str(path)).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, duckdb; c = duckdb.connect(sys.argv[1]); print('ready', flush=True);"
+            " sys.stdin.readline(); c.close()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_subprocess_env(),
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        started = time.monotonic()
+        with pytest.raises(UserError) as locked:
+            connect_with_retry(path, timeout=0.3)
+        assert time.monotonic() - started >= 0.3
+        assert f"pid {holder.pid}" in locked.value.problem and str(path) in locked.value.problem
+        with pytest.raises(UserError, match="locked"):
+            connect_with_retry(path, read_only=True, timeout=0.1)
+        # Released while we wait: the open goes through.
+        threading.Timer(0.3, lambda: (holder.stdin.write("done\n"), holder.stdin.flush())).start()
+        started = time.monotonic()
+        con = connect_with_retry(path, timeout=10)
+        assert 0.2 < time.monotonic() - started < 10
+        con.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# ---- dataset keys ------------------------------------------------------------------------
+
+
+def test_dataset_key_is_stable_readable_and_distinguishing():
+    key = dataset_key("salaries")
+    assert key.startswith("salaries#") and key == dataset_key("  SALARIES ; ")
+    query = "SELECT * FROM salaries WHERE dept = 'Nurse'"
+    same = "select *\n  from Salaries -- the table\n where dept='Nurse' /* x */;"
+    assert dataset_key(query) == dataset_key(same)
+    assert dataset_key(query) != dataset_key(query.replace("Nurse", "nurse"))  # literals keep case
+    assert dataset_key("read_csv('a.csv')") != dataset_key("read_csv('b.csv')")
+    assert dataset_key(query).startswith("select_from_salaries_where_dept_nurse#")
+    for bad in ("", "  ;", "-- only a comment"):
+        with pytest.raises(UserError):
+            dataset_key(bad)
+
+
+def test_conflict_detection_is_narrow():
+    assert ledger_module._is_conflict(duckdb.TransactionException("TransactionContext Error: Conflict on update!"))
+    assert ledger_module._is_conflict(duckdb.ConstraintException('Duplicate key "id: 1" violates primary key'))
+    assert not ledger_module._is_conflict(duckdb.ConstraintException("CHECK constraint failed"))
+    assert not ledger_module._is_conflict(BudgetExceeded("over", "lower ε"))
