@@ -227,7 +227,8 @@ def _plant(rng, job_i, emp_i, year_i, salary) -> list[dict]:
 
     counts = np.bincount(key[keep], minlength=int(np.prod(shape)))
     tight = {JOBS.index(j) for j in TIGHT_JOBS}
-    featured = int(np.ravel_multi_index((JOBS.index(FEATURED_CELL[0]), EMPLOYERS.index(FEATURED_CELL[1]), YEARS.index(FEATURED_CELL[2])), shape))
+    job, employer, year = FEATURED_CELL
+    featured = int(np.ravel_multi_index((JOBS.index(job), EMPLOYERS.index(employer), YEARS.index(year)), shape))
     eligible = [
         int(k)
         for k in np.flatnonzero(counts >= MIN_CELL)
@@ -274,7 +275,9 @@ def _check_planted(records, job_i, emp_i, year_i, salary) -> None:
         z_cell = (v - pop.mean()) / pop.std(ddof=1)
         z_all = abs(v - mean_all) / sd_all
         if not (z_cell >= CELL_G and z_all < 3.0 and v > np.sort(pop)[-2]):
-            raise AssertionError(f"planted record {r['id']} is not a clean contextual outlier: z_cell={z_cell:.2f}, z_all={z_all:.2f}")
+            raise AssertionError(
+                f"planted record {r['id']} is not a clean contextual outlier: G_cell={z_cell:.2f}, z_all={z_all:.2f}"
+            )
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:

@@ -60,7 +60,8 @@ def test_attributes_are_enums_over_the_declared_domains(con, name):
     domains = ds.declared_domains(name)
     assert {a: len(v) for a, v in domains.items()} == {a: s[0] for a, s in DOMAIN_SIZES[name].items()}
     for attr, domain in domains.items():
-        type_text = _one(con, "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND column_name = ?", [name, attr])[0]
+        sql = "SELECT data_type FROM duckdb_columns() WHERE table_name = ? AND column_name = ?"
+        type_text = _one(con, sql, [name, attr])[0]
         assert type_text.startswith("ENUM(")
         (labels,) = _one(con, f"SELECT enum_range(NULL::{ds.enum_type_name(name, attr)})")
         assert labels == domain
