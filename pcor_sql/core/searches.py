@@ -66,8 +66,17 @@ class SearchResult:
     trace: Trace
 
 
-def _em(oracle: Oracle, candidates: Sequence[int], eps1: float, source: Source, trace: Trace, step: str) -> int:
-    utilities = [oracle.utility(c) for c in candidates]
+def _em(
+    oracle: Oracle,
+    candidates: Sequence[int],
+    eps1: float,
+    source: Source,
+    trace: Trace,
+    step: str,
+    utilities: Sequence[float] | None = None,
+) -> int:
+    if utilities is None:
+        utilities = [oracle.utility(c) for c in candidates]
     trace.em_calls.append(EMCall(step, len(candidates)))
     return candidates[exponential_mechanism(utilities, eps1, source)]
 
@@ -179,14 +188,16 @@ def bfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int
     the visited set. Cost ≤ (n+1)ε1."""
     trace = Trace()
     visited: dict[int, None] = {}
-    frontier: dict[int, None] = {start: None}
+    # The frontier C_M, with each member's utility read once when it joins (an insertion-ordered
+    # dict keeps the candidate order, hence seeded runs, deterministic).
+    frontier: dict[int, float] = {start: oracle.utility(start)}
     while len(visited) < samples and frontier:
-        node = _em(oracle, list(frontier), eps1, source, trace, "expand")
+        node = _em(oracle, list(frontier), eps1, source, trace, "expand", list(frontier.values()))
         del frontier[node]
         visited[node] = None
         for c in oracle.space.neighbours(node):
             if c not in visited and c not in frontier and _valid(oracle, c, trace):
-                frontier[c] = None
+                frontier[c] = oracle.utility(c)
     if len(visited) < samples:
         trace.notes.append(f"bfs exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
     trace.visited = list(visited)

@@ -92,6 +92,7 @@ class Evaluator:
         pop = self.population(mask)
         if pop.n == 0:
             raise InternalError("an admissible context has an empty population")
+        self._count[mask] = pop.n
         return bool(self.verifier.check(pop))
 
     def _verify_sql(self, mask: int) -> bool:

@@ -25,6 +25,10 @@ from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
 
 
+_TABLE_MAX_BITS = 16
+_TABLE_MAX_CELLS = 1 << 24
+
+
 @dataclass
 class CellSummary:
     """Moments per present cell; `coords[c, i]` is the domain index of attribute i in cell c."""
@@ -40,6 +44,7 @@ class CellSummary:
     build_seconds: float
     _con: duckdb.DuckDBPyConnection = field(repr=False)
     _sorted: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _tables: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -53,14 +58,32 @@ class CellSummary:
 
     def member(self, space: ContextSpace, mask: int) -> np.ndarray:
         """Boolean over cells: is the cell inside context `mask`?"""
-        keep = np.ones(len(self.count), dtype=bool)
+        keep = None
         for i in range(space.m):
+            size = len(space.attributes[i].domain)
             bits = space.attribute_bits(mask, i)
-            if bits == (1 << len(space.attributes[i].domain)) - 1:
+            if bits == (1 << size) - 1:
                 continue
-            allowed = ((bits >> np.arange(len(space.attributes[i].domain))) & 1).astype(bool)
-            keep &= allowed[self.coords[:, i]]
-        return keep
+            table = self._table(i, size)
+            if table is not None:
+                row = table[bits]
+            else:
+                row = ((bits >> np.arange(size)) & 1).astype(bool)[self.coords[:, i]]
+            keep = row.copy() if keep is None else np.logical_and(keep, row, out=keep)
+        return np.ones(len(self.count), dtype=bool) if keep is None else keep
+
+    def _table(self, i: int, size: int) -> np.ndarray | None:
+        """For attribute i, membership of every cell under every selection of its values:
+        a (2^size, cells) boolean table, so a context's membership is m row lookups. Only for
+        small domains (the table has 2^size rows)."""
+        if size > _TABLE_MAX_BITS or 2**size * len(self.count) > _TABLE_MAX_CELLS:
+            return None
+        table = self._tables.get(i)
+        if table is None:
+            selections = np.arange(2**size, dtype=np.int64)[:, None]
+            table = ((selections >> self.coords[:, i][None, :]) & 1).astype(bool)
+            self._tables[i] = table
+        return table
 
 
 def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary:

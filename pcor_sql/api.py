@@ -1,0 +1,209 @@
+"""The Python API for apps: private contextual outlier release on a DuckDB connection.
+
+    import duckdb, pcor_sql
+    con = duckdb.connect()
+    pcor_sql.load_datasets(con)
+    r = pcor_sql.explain_outlier(con, "SELECT salary FROM salaries WHERE id = 42", epsilon=0.2, seed=7)
+    r.context, r.predicate, r.explanation_sql
+
+Only the released context and the privacy parameters are in a result; population sizes,
+utilities and search diagnostics are in `.owner`, filled only with `owner_view=True`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import duckdb
+
+from pcor_sql.core.accounting import derive_budget, validate_samples
+from pcor_sql.core.randomness import make_source
+from pcor_sql.core.searches import DEFAULT_SAMPLES
+from pcor_sql.engine.coe import DEFAULT_MAX_ADMISSIBLE
+from pcor_sql.engine.evaluator import UTILITIES
+from pcor_sql.engine.ledger import ChargeItem, Ledger, dataset_key, new_release_id
+from pcor_sql.engine.release import OwnerView, release_one, released_predicate
+from pcor_sql.engine.session import Session, make_verifier, verifier_spec
+from pcor_sql.errors import UserError
+from pcor_sql.frontend.rewrite import explanation_sql
+from pcor_sql.frontend.select import parse_select
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One released explanation: the context in which the record is an outlier."""
+
+    record: dict[str, Any]
+    context: dict[str, list[Any]]
+    predicate: str
+    explanation_sql: str
+    epsilon: float
+    epsilon1: float
+    accounting: str
+    search: str
+    samples: int
+    em_calls: int
+    verifier: str
+    utility: str
+    start_source: str
+    seeded: bool
+    dataset: str
+    budget_spent: float | None = None
+    budget_limit: float | None = None
+    owner: OwnerView | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stable JSON shape (documented in the README)."""
+        out: dict[str, Any] = {
+            "record": self.record,
+            "context": self.context,
+            "predicate": self.predicate,
+            "explanation_sql": self.explanation_sql,
+            "epsilon": self.epsilon,
+            "epsilon1": self.epsilon1,
+            "accounting": self.accounting,
+            "search": self.search,
+            "samples": self.samples,
+            "em_calls": self.em_calls,
+            "verifier": self.verifier,
+            "utility": self.utility,
+            "start_source": self.start_source,
+            "seeded": self.seeded,
+            "dataset": self.dataset,
+        }
+        if self.seeded:
+            out["warning"] = "seeded run: reproducible, not for real releases"
+        if self.budget_limit is not None:
+            out["budget"] = {"spent": self.budget_spent, "limit": self.budget_limit}
+        if self.owner is not None:
+            out["owner"] = self.owner.as_dict()
+        return out
+
+
+def explain_outlier(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    *,
+    by: Sequence[str] | None = None,
+    domains: Mapping[str, Sequence[Any]] | None = None,
+    epsilon: float = 0.2,
+    search: str = "bfs",
+    samples: int = DEFAULT_SAMPLES,
+    verifier: Any = "lof",
+    verifier_options: Mapping[str, Any] | None = None,
+    utility: str = "population",
+    start: str | Mapping[str, Sequence[Any]] | None = None,
+    accounting: str = "tight",
+    seed: int | None = None,
+    dataset: str | None = None,
+    owner_view: bool = False,
+    max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
+    warn: Warn | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    session: Session | None = None,
+) -> Explanation | tuple[Explanation, ...]:
+    """Release, under ε-OCDP, a context in which the record(s) picked by `query` are outliers.
+
+    `query` is `SELECT <metric> FROM <relation> WHERE <record selector>`. One selected row gives
+    one `Explanation`; several give a tuple, one per row, each charged ε to the budget ledger
+    (all charges in one transaction, before anything is returned). Every argument is checked
+    before any work; bad input raises `UserError`.
+    """
+    results = explain_outliers(
+        con, query, by=by, domains=domains, epsilon=epsilon, search=search, samples=samples,
+        verifier=verifier, verifier_options=verifier_options, utility=utility, start=start,
+        accounting=accounting, seed=seed, dataset=dataset, owner_view=owner_view,
+        max_contexts=max_contexts, warn=warn, progress=progress, session=session,
+    )
+    return results[0] if len(results) == 1 else results
+
+
+def explain_outliers(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    *,
+    by: Sequence[str] | None = None,
+    domains: Mapping[str, Sequence[Any]] | None = None,
+    epsilon: float = 0.2,
+    search: str = "bfs",
+    samples: int = DEFAULT_SAMPLES,
+    verifier: Any = "lof",
+    verifier_options: Mapping[str, Any] | None = None,
+    utility: str = "population",
+    start: str | Mapping[str, Sequence[Any]] | None = None,
+    accounting: str = "tight",
+    seed: int | None = None,
+    dataset: str | None = None,
+    owner_view: bool = False,
+    max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
+    warn: Warn | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    session: Session | None = None,
+) -> tuple[Explanation, ...]:
+    """As `explain_outlier`, always returning a tuple (one Explanation per selected row)."""
+    q = parse_select(con, query)
+    if q.selector_sql is None:
+        raise UserError(
+            "the query has no WHERE clause picking the record to explain",
+            "add one, e.g. SELECT salary FROM salaries WHERE id = 42",
+        )
+    if utility not in UTILITIES:
+        raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
+    budget = derive_budget(epsilon, search, validate_samples(samples), accounting, monotone=True)
+    verifier_obj = make_verifier(verifier, verifier_options)
+    session = session or Session(con, warn=warn)
+    schema = session.schema(q.relation_sql, q.metric_sql[0], by=by, domains=domains)
+    start_sel = session.start_selection(start, schema)
+    ledger = Ledger(con, warn=warn)
+    name = dataset or dataset_key(q.relation_sql)
+    rows = session.records(q.relation_sql, q.metric_sql[0], q.selector_sql)
+    ledger.precheck(name, budget.epsilon * len(rows))
+    summary = session.summary(schema)
+    source, seeded = make_source(seed)
+    releases = []
+    for row, v in rows:
+        rel = release_one(
+            con, summary, row, v, verifier_obj, budget, source,
+            search=search, samples=samples, utility=utility, start=start_sel,
+            owner_view=owner_view, max_contexts=max_contexts, progress=progress,
+        )
+        releases.append((row, rel))
+    items = [
+        ChargeItem(new_release_id(), budget.epsilon, f"pcor/{search}/{accounting}", _record_key(q, i, row), query)
+        for i, (row, _) in enumerate(releases)
+    ]
+    spent = ledger.charge_many(name, items)
+    limit = ledger.status(name).limit
+    out = []
+    for row, rel in releases:
+        predicate = released_predicate(summary, rel.space, rel.mask)
+        out.append(
+            Explanation(
+                record=row,
+                context=rel.space.values(rel.mask),
+                predicate=predicate,
+                explanation_sql=explanation_sql(q, predicate),
+                epsilon=budget.epsilon,
+                epsilon1=budget.epsilon1,
+                accounting=budget.accounting,
+                search=search,
+                samples=samples,
+                em_calls=rel.trace.n_em_calls,
+                verifier=verifier_spec(verifier_obj),
+                utility=utility,
+                start_source=rel.start_source,
+                seeded=seeded,
+                dataset=name,
+                budget_spent=spent if limit is not None else None,
+                budget_limit=limit,
+                owner=rel.owner,
+            )
+        )
+    return tuple(out)
+
+
+def _record_key(q: Any, index: int, row: Mapping[str, Any]) -> str:
+    return f"{q.selector_sql} #{index + 1}"
