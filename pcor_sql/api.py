@@ -207,3 +207,111 @@ def explain_outliers(
 
 def _record_key(q: Any, index: int, row: Mapping[str, Any]) -> str:
     return f"{q.selector_sql} #{index + 1}"
+
+
+@dataclass(frozen=True)
+class ValidContext:
+    """One member of COE(D, V) (owner's view: utilities are private)."""
+
+    context: dict[str, list[Any]]
+    predicate: str
+    utility: float
+
+
+@dataclass(frozen=True)
+class CoeResult:
+    """The owner's exact enumeration of one record's valid contexts. NOT a private release."""
+
+    record: dict[str, Any]
+    verifier: str
+    utility: str
+    admissible: int
+    size: int
+    max_utility: float | None
+    _space: Any = field(repr=False)
+    _masks: Any = field(repr=False)
+    _utilities: Any = field(repr=False)
+    _cast: frozenset[str] = field(repr=False, default=frozenset())
+
+    def __iter__(self):
+        from pcor_sql.engine.compile import context_predicate
+
+        for mask, u in zip(self._masks, self._utilities):
+            mask = int(mask)
+            yield ValidContext(
+                self._space.values(mask),
+                context_predicate(self._space, mask, cast_varchar=self._cast),
+                float(u),
+            )
+
+    def __len__(self) -> int:
+        return self.size
+
+    def best(self) -> ValidContext | None:
+        """The valid context of largest utility (first in enumeration order among ties)."""
+        if self.size == 0:
+            return None
+        import numpy as np
+        from pcor_sql.engine.compile import context_predicate
+
+        i = int(np.argmax(self._utilities))
+        mask = int(self._masks[i])
+        return ValidContext(self._space.values(mask), context_predicate(self._space, mask, cast_varchar=self._cast), float(self._utilities[i]))
+
+
+def coe(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    *,
+    by: Sequence[str] | None = None,
+    domains: Mapping[str, Sequence[Any]] | None = None,
+    verifier: Any = "lof",
+    verifier_options: Mapping[str, Any] | None = None,
+    utility: str = "population",
+    start: str | Mapping[str, Sequence[Any]] | None = None,
+    max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
+    warn: Warn | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    session: Session | None = None,
+) -> tuple[CoeResult, ...]:
+    """COE(D, V) for each selected record: every valid context with its utility (paper Alg. 1,
+    lines 1–7). This is the data owner's exact tool: it is not differentially private, is not
+    charged to the ledger, and must not be released."""
+    from pcor_sql.engine.evaluator import Evaluator
+    from pcor_sql.engine.release import prepare_space, resolve_start
+
+    q = parse_select(con, query)
+    if q.selector_sql is None:
+        raise UserError("the query has no WHERE clause picking the record", "add one, e.g. WHERE id = 42")
+    if utility not in UTILITIES:
+        raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
+    verifier_obj = make_verifier(verifier, verifier_options)
+    session = session or Session(con, warn=warn)
+    schema = session.schema(q.relation_sql, q.metric_sql[0], by=by, domains=domains)
+    start_sel = session.start_selection(start, schema)
+    rows = session.records(q.relation_sql, q.metric_sql[0], q.selector_sql)
+    summary = session.summary(schema)
+    out = []
+    for row, v in rows:
+        space = prepare_space(summary, row)
+        ev = Evaluator(con, summary, space, v, verifier_obj)
+        start_mask = None
+        if utility == "overlap":
+            start_mask, _ = resolve_start(ev, start_sel)
+            ev = Evaluator(con, summary, space, v, verifier_obj, utility="overlap", start=start_mask)
+        masks, utilities = ev.coe(max_contexts if max_contexts is not None else 1 << 64, progress)
+        out.append(
+            CoeResult(
+                record=row,
+                verifier=verifier_spec(verifier_obj),
+                utility=utility,
+                admissible=space.n_admissible,
+                size=len(masks),
+                max_utility=float(utilities.max()) if len(utilities) else None,
+                _space=space,
+                _masks=masks,
+                _utilities=utilities,
+                _cast=schema.cast_varchar,
+            )
+        )
+    return tuple(out)
