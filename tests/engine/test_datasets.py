@@ -13,7 +13,7 @@ from pcor_sql.errors import UserError
 ROWS = {"salaries": 51_000, "homicides": 110_000, "diamonds": 53_940}
 # dataset → attribute → (declared domain size, values present in the data)
 DOMAIN_SIZES = {
-    "salaries": {"job_title": (10, 9), "employer": (9, 8), "year": (9, 8)},
+    "salaries": {"job_title": (9, 8), "employer": (8, 7), "year": (8, 7)},
     "homicides": {"agency_type": (5, 4), "state": (7, 6), "weapon": (7, 6)},
     "diamonds": {"cut": (6, 5), "color": (8, 7), "clarity": (9, 8)},
 }
@@ -87,7 +87,7 @@ def test_salaries_specifics(con):
     # Salaries are whole cents.
     assert _one(con, "SELECT count(*) FROM salaries WHERE abs(salary * 100 - round(salary * 100)) > 1e-6") == (0,)
     years = [r[0] for r in con.execute("SELECT DISTINCT year::VARCHAR FROM salaries ORDER BY 1").fetchall()]
-    assert years == [str(y) for y in range(2013, 2021)]
+    assert years == [str(y) for y in range(2013, 2020)]
 
 
 def test_homicides_and_diamonds_metrics(con):
@@ -121,7 +121,7 @@ def test_load_into_fresh_connection_is_fast_and_offline_safe():
         elapsed = time.perf_counter() - start
         # Measured ≈ 0.1–0.2 s on 2 cores; the bound only catches a gross regression.
         assert elapsed < 3.0
-        assert _one(c, "SELECT salary FROM salaries WHERE id = 42")[0] > 200_000
+        assert _one(c, "SELECT salary FROM salaries WHERE id = 42")[0] > 180_000
     finally:
         c.close()
 
