@@ -9,6 +9,7 @@ WHERE clauses and must keep its rows the same rows.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,19 +210,59 @@ def _row_level_fix() -> str:
     return "the metric is a per-row value (e.g. SELECT salary ...); compute aggregates in a view and select from it"
 
 
-def _aggregate_names(con: duckdb.DuckDBPyConnection, names: set[str]) -> set[str]:
-    """Which of `names` are aggregate functions in this connection's catalog."""
-    if not names:
-        return set()
+@functools.lru_cache(maxsize=1)
+def _builtin_functions() -> tuple[frozenset[str], frozenset[str]]:
+    """(every built-in function name, the built-in aggregate names) of this DuckDB version,
+    read once from a fresh connection: listing functions costs tens of milliseconds."""
+    fresh = duckdb.connect()
     try:
-        rows = con.execute(
-            "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
-            "WHERE function_type = 'aggregate' AND list_contains($1::VARCHAR[], lower(function_name))",
-            [sorted(names)],
-        ).fetchall()
-    except duckdb.Error as exc:
-        raise InternalError(f"could not list DuckDB's aggregate functions: {exc}") from None
-    return {r[0] for r in rows}
+        rows = fresh.execute("SELECT DISTINCT lower(function_name), function_type FROM duckdb_functions()").fetchall()
+    finally:
+        fresh.close()
+    return frozenset(r[0] for r in rows), frozenset(r[0] for r in rows if r[1] == "aggregate")
+
+
+def _called_functions(expr: Any) -> set[str]:
+    """Names of the functions an expression calls (outside subqueries), lower-cased."""
+    return {str(e.get("function_name", "")).lower() for e in ast.walk_expression(expr) if e.get("class") == "FUNCTION"}
+
+
+def _aggregate_names(con: duckdb.DuckDBPyConnection, names: set[str]) -> set[str]:
+    """Which of `names` are aggregate functions, or macros that call one. Names a fresh
+    DuckDB does not know (from extensions or user definitions) are looked up in this
+    connection's catalog, and macro bodies are followed."""
+    builtin, builtin_aggregates = _builtin_functions()
+    found = names & builtin_aggregates
+    # name -> the names (among `names`) whose definition reaches it
+    reached_from: dict[str, set[str]] = {n: {n} for n in names - builtin}
+    pending = set(reached_from)
+    while pending:
+        try:
+            rows = con.execute(
+                "SELECT lower(function_name), function_type, macro_definition FROM duckdb_functions() "
+                "WHERE list_contains($1::VARCHAR[], lower(function_name))",
+                [sorted(pending)],
+            ).fetchall()
+        except duckdb.Error as exc:
+            raise InternalError(f"could not list DuckDB's functions: {exc}") from None
+        pending = set()
+        for name, function_type, definition in rows:
+            origins = reached_from.get(name, set())
+            if function_type == "aggregate":
+                found |= origins
+            elif function_type == "macro" and definition:
+                doc = ast.serialize(con, f"SELECT {definition}")
+                if doc.get("error") or not doc.get("statements"):
+                    continue
+                called = _called_functions(doc["statements"][0]["node"]["select_list"])
+                if called & builtin_aggregates:
+                    found |= origins
+                for callee in called - builtin:
+                    if callee not in reached_from:
+                        reached_from[callee] = set()
+                        pending.add(callee)
+                    reached_from[callee] |= origins
+    return found
 
 
 def _render(con: duckdb.DuckDBPyConnection, text: str, node: dict[str, Any], star: bool) -> SelectQuery:

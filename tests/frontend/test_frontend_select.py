@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 
 from pcor_sql.errors import InternalError, UserError
@@ -185,3 +186,18 @@ def test_a_connection_with_a_pending_result_is_left_usable(con):
     parse_select(con, "SELECT salary FROM staff")
     assert con.execute("SELECT 1").fetchall() == [(1,)]
     del pending
+
+
+def test_macros_are_followed_to_the_aggregates_they_call():
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE MACRO my_total(x) AS sum(x)")
+        con.execute("CREATE TEMP MACRO twice_total(x) AS 2 * my_total(x)")
+        con.execute("CREATE MACRO plus_one(x) AS x + 1")
+        con.create_function("py_double", lambda x: x * 2.0, ["DOUBLE"], "DOUBLE")
+        for text, name in [("SELECT my_total(a) FROM t", "my_total"), ("SELECT 1 + twice_total(a) FROM t", "twice_total")]:
+            with pytest.raises(UserError, match=f"aggregate {name}"):
+                parse_select(con, text)
+        assert parse_select(con, "SELECT plus_one(py_double(a)) FROM t").metric_sql == ("plus_one(py_double(a))",)
+    finally:
+        con.close()
