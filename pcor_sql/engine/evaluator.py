@@ -62,7 +62,7 @@ class Evaluator:
     # -- populations ---------------------------------------------------------------------
     def population(self, mask: int) -> Population:
         if self.plain:
-            rows = self.con.cursor().execute(plain_population_sql(self.summary, self.space, mask)).fetchnumpy()["m"]
+            rows = self.con.execute(plain_population_sql(self.summary, self.space, mask)).fetchnumpy()["m"]
             return ArrayPopulation.of(np.asarray(rows, dtype=np.float64), self.v)
         return SummaryPopulation.of(self.summary, self.summary.member(self.space, mask), self.v)
 
@@ -99,7 +99,7 @@ class Evaluator:
         schema = self.summary.schema
         where = context_predicate(self.space, mask, cast_varchar=schema.cast_varchar, omit_full=False)
         expr = self.verifier.sql_expression("m", "$1")
-        rows = self.con.cursor().execute(
+        rows = self.con.execute(
             f"SELECT coalesce(({expr}), FALSE) FROM (SELECT CAST({schema.metric_sql} AS DOUBLE) AS m "
             f"FROM {schema.relation_sql} WHERE {where})",
             [self.v],

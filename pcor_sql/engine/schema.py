@@ -42,7 +42,7 @@ class Schema:
 def describe_relation(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, str]:
     """column name → DuckDB type name of `SELECT * FROM relation`."""
     try:
-        rows = con.cursor().execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
+        rows = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
     return {r[0]: r[1] for r in rows}
@@ -50,7 +50,7 @@ def describe_relation(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict
 
 def metric_type(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str) -> str:
     try:
-        rows = con.cursor().execute(f"DESCRIBE SELECT {metric_sql} AS m FROM {relation_sql}").fetchall()
+        rows = con.execute(f"DESCRIBE SELECT {metric_sql} AS m FROM {relation_sql}").fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the metric column name") from None
     return rows[0][1]
@@ -121,7 +121,7 @@ def resolve_schema(
 
 def _enum_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
     col = quote_identifier(name)
-    rows = con.cursor().execute(
+    rows = con.execute(
         f"SELECT enum_range({col}) FROM (SELECT {col} FROM {relation_sql} WHERE {col} IS NOT NULL LIMIT 1)"
     ).fetchall()
     if rows:
@@ -155,7 +155,7 @@ def _parse_enum_type(type_text: str) -> list[str]:
 
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
     col = quote_identifier(name)
-    rows = con.cursor().execute(
+    rows = con.execute(
         f"SELECT DISTINCT {col} FROM {relation_sql} WHERE {col} IS NOT NULL ORDER BY {col}"
     ).fetchall()
     if not rows:
@@ -171,7 +171,7 @@ def _typed_values(con: duckdb.DuckDBPyConnection, values: Sequence[Any], type_na
     if type_name.upper().startswith("ENUM(") or type_name.upper() == "VARCHAR":
         return [str(v) for v in vals]
     try:
-        rows = con.cursor().execute(
+        rows = con.execute(
             f"SELECT CAST(v AS {type_name}) FROM (SELECT unnest($1::VARCHAR[]) AS v, generate_subscripts($1::VARCHAR[], 1) AS i) ORDER BY i",
             [[str(v) for v in vals]],
         ).fetchall()

@@ -61,7 +61,7 @@ class Session:
             f"FROM {relation_sql} WHERE {selector_sql} ORDER BY ALL"
         )
         try:
-            cur = self.con.cursor().execute(sql)
+            cur = self.con.execute(sql)
             names = [d[0] for d in cur.description]
             rows = cur.fetchall()
         except duckdb.Error as exc:

@@ -99,7 +99,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary
         f"GROUP BY ALL"
     )
     try:
-        table = con.cursor().sql(sql).to_arrow_table()
+        table = con.sql(sql).to_arrow_table()
     except duckdb.Error as exc:
         raise UserError(str(exc).strip().splitlines()[0], "check the relation, metric and attribute names") from None
     m = len(schema.attributes)
@@ -143,7 +143,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary
 
 def _load_sorted(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     cols = [quote_identifier(a.name) for a in schema.attributes]
-    table = con.cursor().sql(
+    table = con.sql(
         f"SELECT {', '.join(cols)}, CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql} "
         f"WHERE {' AND '.join(c + ' IS NOT NULL' for c in cols)} ORDER BY m"
     ).to_arrow_table()
