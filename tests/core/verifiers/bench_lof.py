@@ -1,0 +1,50 @@
+"""Per-check time of the LOF verifier: N = 50,000 values, k = 20, V drawn from the population.
+
+Run from the repository root: python -m tests.core.verifiers.bench_lof [--n 50000] [--checks 3000]
+Prints the median and 90th percentile in µs for a few value distributions (seeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from pcor_sql.core.verifiers.base import ArrayPopulation
+from pcor_sql.core.verifiers.lof import Lof
+
+
+def _populations(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        "normal": rng.normal(size=n),
+        "uniform": rng.uniform(size=n),
+        "lognormal salaries, rounded to 100": np.round(rng.lognormal(10.5, 0.5, size=n), -2),
+        "integers 0..99": rng.integers(0, 100, size=n).astype(np.float64),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=50_000)
+    parser.add_argument("--checks", type=int, default=3_000)
+    parser.add_argument("--k", type=int, default=20)
+    args = parser.parse_args()
+    rng = np.random.default_rng(2024)
+    lof = Lof(k=args.k)
+    for label, values in _populations(args.n, rng).items():
+        sorted_values = np.sort(values)
+        pops = [ArrayPopulation(sorted_values, float(v)) for v in rng.choice(values, args.checks)]
+        for pop in pops[:50]:  # warm caches
+            lof.check(pop)
+        times = np.empty(len(pops))
+        for i, pop in enumerate(pops):
+            t0 = time.perf_counter()
+            lof.check(pop)
+            times[i] = time.perf_counter() - t0
+        med, p90 = np.median(times) * 1e6, np.percentile(times, 90) * 1e6
+        print(f"{label:36s} median {med:6.1f} µs   p90 {p90:6.1f} µs")
+
+
+if __name__ == "__main__":
+    main()
