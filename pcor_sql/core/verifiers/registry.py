@@ -1,0 +1,306 @@
+"""Verifiers by name: the built-ins, user Python verifiers and user SQL-aggregate verifiers.
+
+A `VerifierRegistry` is an ordinary object (no module-level state): `default_registry()`
+returns a fresh one holding grubbs, histogram, lof and zscore, and an app or session adds
+its own verifiers to its own registry. `parse_spec` / `format_spec` read and write the
+`lof(k=20, threshold=1.5)` form used by `USING ...` and `--verifier`.
+
+Privacy: verifiers only decide validity, which OCDP treats as public structure; a user
+verifier is trusted code of the data owner and costs nothing either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from pcor_sql.core.verifiers.base import Population, Verifier
+from pcor_sql.core.verifiers.grubbs import Grubbs
+from pcor_sql.core.verifiers.histogram import Histogram
+from pcor_sql.core.verifiers.lof import Lof
+from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.errors import InternalError, PcorError, UserError
+
+_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_SQL_PLACEHOLDERS = ("metric", "v")
+_SPEC_EXAMPLE = "write it like lof(k=20, threshold=1.5)"
+
+
+@dataclass(frozen=True)
+class PythonVerifier:
+    """A user verifier `fn(values, v) -> bool` over the population's sorted metric values."""
+
+    name: str
+    fn: Callable[[np.ndarray, float], Any]
+    needs_values: bool = field(default=True, init=False)
+    needs_sql: bool = field(default=False, init=False)
+
+    def check(self, pop: Population) -> bool:
+        values = pop.values().view()
+        values.flags.writeable = False  # the caller's sorted array must survive the user code
+        try:
+            verdict = self.fn(values, float(pop.v))
+        except PcorError:
+            raise
+        except Exception as exc:  # the user's code failed: say whose and why, in one line
+            raise UserError(
+                f"python verifier '{self.name}' raised {type(exc).__name__}: {exc}",
+                "fix the function (it gets a sorted float64 array and v, and returns True or False)",
+            ) from exc
+        if not isinstance(verdict, (bool, np.bool_)):
+            raise UserError(
+                f"python verifier '{self.name}' returned {type(verdict).__name__}, not a bool",
+                "return True when v is an outlier of the values, else False",
+            )
+        return bool(verdict)
+
+    def score(self, pop: Population) -> float:
+        """1.0 for an outlier, 0.0 otherwise (a user verifier has no statistic to show)."""
+        return 1.0 if self.check(pop) else 0.0
+
+    def options(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True)
+class SqlVerifier:
+    """A user SQL-aggregate verifier: a boolean aggregate over `{metric}` and `{v}`.
+
+    The engine evaluates it over the population's rows; the pure core can only render it.
+    """
+
+    name: str
+    template: str
+    needs_values: bool = field(default=False, init=False)
+    needs_sql: bool = field(default=True, init=False)
+
+    def sql(self, metric_sql: str, v_param: str) -> str:
+        """The template with `{metric}` and `{v}` filled in one pass, parenthesized."""
+        fill = {"metric": metric_sql, "v": v_param}
+        return "(" + _PLACEHOLDER.sub(lambda m: fill[m.group(1)], self.template) + ")"
+
+    def sql_expression(self, metric_sql: str, v_param: str) -> str:
+        return self.sql(metric_sql, v_param)
+
+    def check(self, pop: Population) -> bool:
+        raise InternalError(f"SQL verifier '{self.name}' must be evaluated by the engine, not by check()")
+
+    def score(self, pop: Population) -> float:
+        raise InternalError(f"SQL verifier '{self.name}' must be evaluated by the engine, not by score()")
+
+    def options(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True)
+class _Entry:
+    factory: Callable[..., Any]
+    option_names: tuple[str, ...]
+
+
+def _init_options(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def _class_name(cls: type) -> str:
+    for f in dataclasses.fields(cls):
+        if f.name == "name" and isinstance(f.default, str):
+            return f.default
+    raise InternalError(f"verifier class {cls.__name__} has no default name")
+
+
+class VerifierRegistry:
+    """Verifier factories by (lower-case) name."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._entries))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._entries
+
+    def option_names(self, name: str) -> tuple[str, ...]:
+        return self._entry(name).option_names
+
+    def register_class(self, cls: type) -> None:
+        """A frozen-dataclass verifier: its name field's default names it, its init fields are its options."""
+        self._add(_class_name(cls), _Entry(cls, _init_options(cls)))
+
+    def register_python(self, name: str, fn: Callable[[np.ndarray, float], Any]) -> None:
+        """A verifier `fn(values, v) -> bool` over the population's sorted float64 values."""
+        if not callable(fn):
+            raise UserError(
+                f"python verifier '{name}' is not callable",
+                "pass a function fn(values, v) -> bool",
+            )
+        self._add(name, _Entry(lambda: PythonVerifier(name, fn), ()))
+
+    def register_sql(self, name: str, sql_template: str) -> None:
+        """A boolean SQL aggregate over the placeholders {metric} and {v}, run by the engine."""
+        if not isinstance(sql_template, str) or not sql_template.strip():
+            raise UserError(
+                f"SQL verifier '{name}' has an empty template",
+                "give a boolean aggregate such as abs({v} - median({metric})) > 3 * mad({metric})",
+            )
+        found = _PLACEHOLDER.findall(sql_template)
+        unknown = sorted(set(found) - set(_SQL_PLACEHOLDERS))
+        if unknown:
+            raise UserError(
+                f"SQL verifier '{name}' uses the unknown placeholder {{{unknown[0]}}}",
+                "use only {metric} (the metric column) and {v} (the record's value)",
+            )
+        missing = [p for p in _SQL_PLACEHOLDERS if p not in found]
+        if missing:
+            raise UserError(
+                f"SQL verifier '{name}' does not use {{{missing[0]}}}",
+                "a verifier compares the record's value {v} with the population's {metric}",
+            )
+        template = sql_template.strip()
+        self._add(name, _Entry(lambda: SqlVerifier(name, template), ()))
+
+    def make(self, name: str, **options: Any) -> Verifier:
+        """A verifier from its name and options; unknown names, options or values are UserErrors."""
+        entry = self._entry(name)
+        key = name.lower()
+        for option in options:
+            if option not in entry.option_names:
+                takes = ", ".join(entry.option_names) if entry.option_names else "no options"
+                raise UserError(f"unknown option '{option}' for {key}", f"{key} takes: {takes}")
+        return entry.factory(**options)
+
+    def make_spec(self, spec: str) -> Verifier:
+        """A verifier from `name(option=value, ...)` text."""
+        name, options = parse_spec(spec)
+        return self.make(name, **options)
+
+    def _entry(self, name: str) -> _Entry:
+        entry = self._entries.get(name.lower()) if isinstance(name, str) else None
+        if entry is None:
+            raise UserError(f"unknown verifier {name!r}", f"use one of: {', '.join(self.names())}")
+        return entry
+
+    def _add(self, name: str, entry: _Entry) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise UserError(
+                f"invalid verifier name {name!r}",
+                "use lower-case letters, digits and underscores, starting with a letter",
+            )
+        if name in self._entries:
+            raise UserError(f"verifier '{name}' is already registered", "choose another name")
+        self._entries[name] = entry
+
+
+def default_registry() -> VerifierRegistry:
+    """A fresh registry with the four built-ins (grubbs, histogram, lof, zscore)."""
+    registry = VerifierRegistry()
+    for cls in (Grubbs, Histogram, Lof, ZScore):
+        registry.register_class(cls)
+    return registry
+
+
+# ---- the `name(option=value, ...)` form -------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+      | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+      | (?P<string>'(?:[^']|'')*'|"(?:[^"]|"")*")
+      | (?P<punct>[(),=])
+    )""",
+    re.VERBOSE,
+)
+
+
+def _tokens(spec: str) -> list[tuple[str, str, int]]:
+    out, pos = [], 0
+    while pos < len(spec):
+        if spec[pos:].strip() == "":
+            break
+        m = _TOKEN.match(spec, pos)
+        if m is None or m.end() == pos:
+            at = len(spec) - len(spec[pos:].lstrip())
+            raise UserError(
+                f"cannot read verifier spec {spec!r} at position {at} ({spec[at:at + 10]!r})",
+                _SPEC_EXAMPLE,
+            )
+        kind = m.lastgroup or ""
+        out.append((kind, m.group(kind), m.start(kind)))
+        pos = m.end()
+    return out
+
+
+def _value(kind: str, text: str) -> Any:
+    if kind == "string":
+        quote = text[0]
+        return text[1:-1].replace(quote * 2, quote)
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    return float(text)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """`lof(k=20, threshold=1.5)` → ("lof", {"k": 20, "threshold": 1.5}).
+
+    Accepts `lof`, `lof()`, ints, floats (1.5, 1e-3) and quoted strings ('x', "x", with
+    doubled quotes inside). Names and option names are case-insensitive (lower-cased).
+    """
+    if not isinstance(spec, str):
+        raise UserError(f"verifier spec {spec!r} is not text", _SPEC_EXAMPLE)
+    toks = _tokens(spec)
+
+    def fail(problem: str) -> UserError:
+        return UserError(f"cannot read verifier spec {spec!r}: {problem}", _SPEC_EXAMPLE)
+
+    if not toks or toks[0][0] != "ident":
+        raise fail("it must start with a verifier name")
+    name = toks[0][1].lower()
+    options: dict[str, Any] = {}
+    if len(toks) == 1:
+        return name, options
+    if toks[1][:2] != ("punct", "("):
+        raise fail(f"expected '(' after {toks[0][1]!r}")
+    closing = [j for j, t in enumerate(toks) if t[:2] == ("punct", ")")]
+    if not closing:
+        raise fail("missing closing ')'")
+    if closing[0] != len(toks) - 1:
+        raise fail(f"unexpected text after ')' at position {toks[closing[0] + 1][2]}")
+    body = toks[2:-1]
+    i = 0
+    while i < len(body):
+        if i + 2 >= len(body) or body[i][0] != "ident" or body[i + 1][:2] != ("punct", "="):
+            raise fail(f"expected option=value at position {body[i][2]}")
+        key, (kind, text, at) = body[i][1].lower(), body[i + 2]
+        if kind not in ("number", "string"):
+            raise fail(f"the value of {key} at position {at} must be a number or a quoted string")
+        if key in options:
+            raise fail(f"option {key} is given twice")
+        options[key] = _value(kind, text)
+        i += 3
+        if i < len(body):
+            if body[i][:2] != ("punct", ","):
+                raise fail(f"expected ',' between options at position {body[i][2]}")
+            i += 1
+            if i == len(body):
+                raise fail("a trailing ',' needs another option after it")
+    return name, options
+
+
+def format_spec(name: str, options: Mapping[str, Any]) -> str:
+    """The inverse of `parse_spec`: ("lof", {"k": 20}) → "lof(k=20)"; no options → "lof"."""
+    parts = []
+    for key, value in options.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise InternalError(f"option {key}={value!r} cannot be written in a verifier spec")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InternalError(f"option {key}={value!r} cannot be written in a verifier spec")
+        text = "'" + value.replace("'", "''") + "'" if isinstance(value, str) else repr(value)
+        parts.append(f"{key}={text}")
+    return f"{name}({', '.join(parts)})" if parts else name
