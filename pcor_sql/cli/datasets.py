@@ -1,0 +1,62 @@
+"""`pcor-sql datasets list|export`: the bundled datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pcor_sql.cli import options as o
+from pcor_sql.cli.console import stdout_console, write_line
+from pcor_sql.cli.render import json_text, print_table
+
+app = typer.Typer(name="datasets", help="The bundled datasets: list them, export them to Parquet or a DuckDB file.")
+
+
+@app.command("list")
+def list_(fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")] = o.DataFormat.table) -> None:
+    """The bundled datasets with their metric, context attributes and planted outliers.
+
+    \b
+    Example:
+        pcor-sql datasets list --format json
+    """
+    from pcor_sql.engine.datasets import list_datasets, planted_outliers
+
+    infos = [(info, planted_outliers(info.name)) for info in list_datasets()]
+    if fmt is o.DataFormat.json:
+        for info, planted in infos:
+            write_line(json_text({
+                "name": info.name, "rows": info.rows, "id_column": info.id_column, "metric": info.metric,
+                "attributes": list(info.attributes), "planted_outliers": planted,
+                "description": info.description, "source": info.source, "licence": info.licence,
+            }))
+        return
+    rows = []
+    for info, planted in infos:
+        shown = ", ".join(str(i) for i in planted[:3]) + (", …" if len(planted) > 3 else "")
+        rows.append([
+            info.name, f"{info.rows:,}", info.metric, ", ".join(info.attributes),
+            f"{len(planted)} ({shown})" if planted else "none", info.description,
+        ])
+    print_table(stdout_console(), ["name", "rows", "metric", "attributes", "planted outliers (ids)", "description"], rows)
+
+
+@app.command("export")
+def export(
+    name: Annotated[str, typer.Argument(help="salaries, homicides or diamonds.", show_default=False)],
+    path: Annotated[Path, typer.Argument(help="File to write.", show_default=False)],
+    fmt: Annotated[o.ExportFormat, typer.Option("--format", help="parquet (plain strings) or duckdb (a database file with the ENUM types).")] = o.ExportFormat.parquet,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing file.")] = False,
+) -> None:
+    """Write a bundled dataset to a Parquet file or a DuckDB database file.
+
+    \b
+    Example:
+        pcor-sql datasets export salaries salaries.duckdb --format duckdb
+    """
+    from pcor_sql.engine.datasets import export_dataset
+
+    written = export_dataset(None, name, path, fmt.value, overwrite=overwrite)
+    stdout_console().print(f"wrote {name} to {written} ({fmt.value})", markup=False)

@@ -1,0 +1,56 @@
+"""`pcor-sql explain-outlier`: one private release per selected record."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pcor_sql.cli import options as o
+from pcor_sql.cli.console import ProgressBar, make_warn
+from pcor_sql.cli.database import open_database
+from pcor_sql.cli.render import print_explanations
+
+
+def explain_outlier(
+    query: Annotated[str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)],
+    by: o.By = None,
+    domain: o.Domain = None,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="Total privacy cost ε of each release (> 0).")] = 0.2,
+    search: Annotated[str, typer.Option("--search", help="direct, uniform, random-walk, dfs or bfs.")] = "bfs",
+    samples: Annotated[int, typer.Option("--samples", help="Samples n of the search.")] = 50,
+    verifier: o.Verifier = "lof",
+    verifier_option: o.VerifierOption = None,
+    utility: o.Utility = "population",
+    start: o.Start = None,
+    accounting: Annotated[str, typer.Option("--accounting", help="tight (monotone utility) or paper (the paper's 2ε1 rules).")] = "tight",
+    seed: o.Seed = None,
+    dataset: o.Dataset = None,
+    owner_view: o.OwnerView = False,
+    max_contexts: o.MaxContexts = None,
+    db: o.Db = None,
+    fmt: Annotated[o.ExplainFormat, typer.Option("--format", help="table, json (one object per record) or sql (the explanation query).")] = o.ExplainFormat.table,
+) -> None:
+    """Release, under ε-differential privacy (OCDP), a context in which the record is an outlier.
+
+    \b
+    Example:
+        pcor-sql explain-outlier "SELECT salary FROM salaries WHERE id = 42" --epsilon 0.2
+
+    Each selected record is one release, charged ε to the budget ledger of the database before
+    anything is printed; if printing then fails (say, a closed pipe), the release has still
+    been charged.
+    """
+    from pcor_sql.api import explain_outliers
+
+    name, verifier_options = o.verifier_args(verifier, verifier_option)
+    extra = {} if max_contexts is None else {"max_contexts": o.positive_count(max_contexts, "--max-contexts")}
+    warn = make_warn()
+    with open_database(db) as con, ProgressBar("enumerating contexts") as bar:
+        results = explain_outliers(
+            con, query, by=o.by_list(by), domains=o.domains(domain), epsilon=epsilon, search=search,
+            samples=samples, verifier=name, verifier_options=verifier_options, utility=utility, start=start,
+            accounting=accounting, seed=seed, dataset=dataset, owner_view=owner_view, warn=warn,
+            progress=bar.callback, **extra,
+        )
+    print_explanations(results, fmt.value)

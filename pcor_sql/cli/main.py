@@ -1,0 +1,93 @@
+"""The `pcor-sql` command line: thin commands over the library; the only code that prints.
+
+Every error ends the command with one line on stderr, `error: <problem> — <fix>`, and exit
+code 2 (bad input or usage) or 1 (internal); `pcor-sql --debug ...` adds the traceback.
+Warnings are `warning: ...` lines on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, Sequence
+
+import typer
+from typer.core import TyperGroup
+
+from pcor_sql.cli import anomaly, budget, coe, datasets, explain, runner
+from pcor_sql.cli.console import write_error
+from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
+
+_PASS_THROUGH = (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError)
+
+
+class _Group(TyperGroup):
+    """The top-level group: turns every error into one stderr line and an exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            raise typer.Exit(report(exc, debug=bool(ctx.params.get("debug")))) from None
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            result = super().main(
+                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+            )
+            code = result if isinstance(result, int) else 0
+        except typer.TyperException as exc:  # usage: unknown option, missing argument, bad value
+            where = getattr(getattr(exc, "ctx", None), "command_path", None) or prog_name or "pcor-sql"
+            write_error(f"{exc.format_message().rstrip('.')} — see '{where} --help'")
+            code = getattr(exc, "exit_code", USER_EXIT)
+        except typer.Abort:
+            write_error("aborted")
+            code = INTERNAL_EXIT
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+app = typer.Typer(
+    name="pcor-sql",
+    cls=_Group,
+    help="Explain outliers privately: private contextual outlier release and private anomaly identification on DuckDB.",
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", envvar="PCOR_SQL_DEBUG", help="Show the traceback of an error.")
+    ] = False,
+) -> None:
+    """Explain outliers privately.
+
+    \b
+    Example:
+        pcor-sql explain-outlier "SELECT salary FROM salaries WHERE id = 42" --epsilon 0.2
+    """
+
+
+app.command("explain-outlier")(explain.explain_outlier)
+app.command("coe")(coe.coe)
+app.command("sql")(runner.sql)
+app.command("identify-anomaly")(anomaly.identify_anomaly)
+app.add_typer(budget.app, name="budget")
+app.add_typer(datasets.app, name="datasets")
+
+
+def run() -> None:
+    """The console entry point (`pcor-sql`, `python -m pcor_sql`)."""
+    app(prog_name="pcor-sql")

@@ -1,0 +1,130 @@
+"""Options several commands share, and turning their text into the library's arguments."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, List, Optional
+
+import typer
+
+from pcor_sql.engine.coe import DEFAULT_MAX_ADMISSIBLE
+from pcor_sql.errors import UserError
+
+
+class ExplainFormat(str, Enum):
+    table = "table"
+    json = "json"
+    sql = "sql"
+
+
+class CoeFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class DataFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+class ExportFormat(str, Enum):
+    parquet = "parquet"
+    duckdb = "duckdb"
+
+
+Db = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--db", metavar="PATH",
+        help="DuckDB database file to use (must exist; a read-only file refuses releases). "
+        "Default: an in-memory database with the bundled datasets loaded.",
+    ),
+]
+By = Annotated[
+    Optional[str],
+    typer.Option(
+        "--by", metavar="A,B,C",
+        help="Context attributes, comma-separated (quote odd names: '\"job, title\"'). "
+        "Default: the ENUM / declared-domain columns.",
+    ),
+]
+Domain = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--domain", metavar="ATTR=V1|V2",
+        help="Declare an attribute's domain, e.g. 'job_title=Nurse|Professor' (repeatable; "
+        "quote values holding | ; = in single quotes). Undeclared non-ENUM attributes take the "
+        "values present in the data, with a warning.",
+    ),
+]
+Verifier = Annotated[
+    str,
+    typer.Option("--verifier", metavar="SPEC", help="Outlier test: grubbs, histogram, lof or zscore, with options, e.g. 'lof(k=10, threshold=2)'."),
+]
+VerifierOption = Annotated[
+    Optional[List[str]],
+    typer.Option("--verifier-option", metavar="NAME=VALUE", help="One verifier option, e.g. k=10 (repeatable)."),
+]
+Utility = Annotated[str, typer.Option("--utility", help="Utility of a context: population or overlap.")]
+Start = Annotated[
+    Optional[str],
+    typer.Option(
+        "--start", metavar="PREDICATE",
+        help="Starting context, e.g. \"job_title IN ('Nurse') AND year = '2019'\" (omitted attributes: whole domain). "
+        "Default: found by a validity-only search.",
+    ),
+]
+MaxContexts = Annotated[
+    Optional[int],
+    typer.Option("--max-contexts", metavar="N", help=f"Refuse to enumerate more admissible contexts than N (direct search, coe). Default {DEFAULT_MAX_ADMISSIBLE:,}."),
+]
+Seed = Annotated[
+    Optional[int],
+    typer.Option("--seed", help="Reproducible randomness for tests and benchmarks; output is labelled not for real releases."),
+]
+OwnerView = Annotated[
+    bool,
+    typer.Option("--owner-view", help="Also show the owner's private diagnostics, marked NOT FOR RELEASE."),
+]
+Dataset = Annotated[
+    Optional[str],
+    typer.Option("--dataset", help="Budget ledger name to charge (default: a stable key of the FROM clause)."),
+]
+
+
+def by_list(text: str | None) -> list[str] | None:
+    from pcor_sql.frontend.compact import parse_by
+
+    return None if text is None else list(parse_by(text))
+
+
+def domains(texts: list[str] | None) -> dict[str, list[str]] | None:
+    from pcor_sql.frontend.compact import parse_domain_declarations
+
+    return parse_domain_declarations(texts) if texts else None
+
+
+def verifier_args(spec: str, extra: list[str] | None) -> tuple[str, dict[str, Any]]:
+    """`--verifier 'lof(k=10)'` plus `--verifier-option threshold=2` → ("lof", {k: 10, threshold: 2})."""
+    from pcor_sql.core.verifiers.registry import parse_spec
+
+    name, options = parse_spec(spec)
+    for item in extra or []:
+        if not isinstance(item, str) or "=" not in item:
+            raise UserError(f"--verifier-option {item!r} is not NAME=VALUE", "write e.g. --verifier-option k=10")
+        _, parsed = parse_spec(f"option({item})")
+        if len(parsed) != 1:
+            raise UserError(f"--verifier-option {item!r} must set exactly one option", "repeat the flag for each option")
+        key, value = next(iter(parsed.items()))
+        if key in options:
+            raise UserError(f"verifier option {key} is given twice", "give each option once")
+        options[key] = value
+    return name, options
+
+
+def positive_count(value: int | None, flag: str) -> int | None:
+    if value is not None and value < 1:
+        raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 1000")
+    return value

@@ -1,0 +1,152 @@
+"""`pcor-sql sql`: run a file or stdin of statements, or an interactive prompt on a terminal."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import duckdb
+import typer
+
+from pcor_sql.cli import options as o
+from pcor_sql.cli.console import ProgressBar, make_warn, write_error
+from pcor_sql.cli.database import open_database
+from pcor_sql.cli.errors import StatementError
+from pcor_sql.cli.render import print_answers, print_explanations, print_relation
+from pcor_sql.errors import UserError
+
+PROMPT = "pcor-sql> "
+CONTINUATION = "     ...> "
+QUIT = (".quit", ".exit")
+
+
+def sql(
+    file: Annotated[
+        Optional[Path],
+        typer.Argument(help="Script to run ('-' or nothing: stdin; on a terminal, an interactive prompt).", show_default=False),
+    ] = None,
+    db: o.Db = None,
+    seed: o.Seed = None,
+    owner_view: o.OwnerView = False,
+    max_contexts: o.MaxContexts = None,
+    fmt: Annotated[
+        o.ExplainFormat,
+        typer.Option("--format", help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries."),
+    ] = o.ExplainFormat.table,
+) -> None:
+    """Run SQL statements — EXPLAIN OUTLIER and IDENTIFY ANOMALY included — and print their results.
+
+    \b
+    Example:
+        echo "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs WITH (epsilon = 0.2);" | pcor-sql sql
+
+    Statements run in order; the first error stops the script (the statements before it have
+    run, and their releases are charged). Ordinary SQL goes to DuckDB unchanged.
+    """
+    settings = dict(seed=seed, owner_view=owner_view, max_contexts=o.positive_count(max_contexts, "--max-contexts"))
+    interactive = file is None and sys.stdin.isatty()
+    text = None if interactive else _read_script(file)
+    with open_database(db) as con:
+        if interactive:
+            try:  # line editing and history for input(), where the platform has it
+                importlib.import_module("readline")
+            except ImportError:
+                pass
+            repl(con, fmt.value, settings, read=input)
+        else:
+            run_text(con, text, fmt.value, settings)
+
+
+def _read_script(file: Path | None) -> str:
+    if file is None or str(file) == "-":
+        return sys.stdin.read()
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"script file {str(file)!r} does not exist", "check the path, or pipe the script to stdin") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read script file {str(file)!r}: {exc}", "give a readable UTF-8 text file") from None
+
+
+def run_text(con: duckdb.DuckDBPyConnection, text: str, fmt: str, settings: dict[str, Any]) -> int:
+    """Run every statement of `text`, printing each result before the next statement runs.
+    Returns the number of statements run."""
+    from pcor_sql.statements import EXPLAIN, IDENTIFY, run_script
+
+    warn = make_warn()
+    count = 0
+    with ProgressBar("running") as bar:
+        steps = run_script(con, text, warn=warn, progress=bar.callback, **settings)
+        while True:
+            try:
+                step = next(steps)
+            except StopIteration:
+                break
+            except duckdb.Error as exc:  # DuckDB refused the user's own (lone) statement
+                raise StatementError(_first_line(exc)) from None
+            bar.stop()
+            count += 1
+            if step.kind == EXPLAIN:
+                print_explanations(step.value, fmt)
+            elif step.kind == IDENTIFY:
+                print_answers(step.value, fmt, bool(settings.get("owner_view")))
+            else:
+                print_relation(step.value, "json" if fmt == "json" else "table")
+    return count
+
+
+def statement_complete(text: str) -> bool:
+    """True when `text` ends with a `;` that is code (not inside a string or comment)."""
+    from pcor_sql.frontend.tokens import significant, tokenize
+
+    try:
+        tokens = significant(tokenize(text))
+    except UserError:  # an unterminated string or comment: keep reading
+        return False
+    return bool(tokens) and tokens[-1].is_punct(";")
+
+
+def repl(
+    con: duckdb.DuckDBPyConnection,
+    fmt: str,
+    settings: dict[str, Any],
+    *,
+    read: Callable[[str], str],
+) -> None:
+    """Read statements until `;`, run them, print results; `.quit` or end of input ends it.
+    An error is reported and the prompt continues."""
+    from pcor_sql.cli.errors import report
+
+    buffer: list[str] = []
+    while True:
+        try:
+            line = read(CONTINUATION if buffer else PROMPT)
+        except EOFError:
+            return
+        except KeyboardInterrupt:
+            buffer = []
+            sys.stdout.write("\n")
+            continue
+        if not buffer and line.strip().lower() in QUIT:
+            return
+        buffer.append(line)
+        text = "\n".join(buffer)
+        if not text.strip():
+            buffer = []
+            continue
+        if not statement_complete(text):
+            continue
+        buffer = []
+        try:
+            run_text(con, text, fmt, settings)
+        except KeyboardInterrupt:
+            write_error("interrupted")
+        except Exception as exc:  # reported in one line; the session goes on
+            report(exc, debug=False)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
