@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from pcor_sql.core.accounting import (
@@ -117,3 +118,18 @@ def test_unknown_search_or_accounting_is_a_user_error():
         derive_budget(0.2, "bfs", 50, "loose")
     with pytest.raises(UserError):
         derive_budget(0.2, "bfs", 50, "Tight")
+
+
+def test_a_boolean_is_not_an_epsilon():
+    # `epsilon=True` would otherwise run silently at ε = 1, five times the default budget;
+    # samples already refuse booleans the same way.
+    with pytest.raises(UserError):
+        validate_epsilon(True)
+    with pytest.raises(UserError):
+        derive_budget(False, "direct", 50, "tight")
+
+
+def test_numpy_integers_are_samples():
+    # Python-API callers often hold counts as numpy integers (array lengths, pandas cells).
+    assert validate_samples(np.int64(50)) == 50
+    assert derive_budget(0.2, "bfs", np.int32(50), "tight").epsilon1 == 0.2 / 51
