@@ -1,0 +1,221 @@
+"""The other commands: coe, sql (script and prompt), budget, datasets, identify-anomaly."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+
+import duckdb
+import pytest
+
+from cli_helpers import FAST, QUERY, assert_clean_stderr, assert_error, invoke
+
+import pcor_sql.api
+from pcor_sql.cli.runner import repl, statement_complete
+from pcor_sql.engine.datasets import declared_domains
+
+
+def _ok(*args: str, input: str | None = None):
+    result = invoke(*args, input=input)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert_clean_stderr(result)
+    return result
+
+
+# ---- coe ---------------------------------------------------------------------------------
+
+COE = ("coe", QUERY, "--by", "job_title,year", "--verifier", "grubbs")
+
+
+def test_coe_json_lines_one_valid_context_each(salaries_file):
+    result = _ok(*COE, "--db", str(salaries_file), "--format", "json")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    summary = result.stderr.strip().splitlines()[-1]
+    assert summary.startswith("coe: OWNER ONLY — NOT FOR RELEASE")
+    assert f"{len(rows):,} valid of " in summary
+    utilities = [r["utility"] for r in rows]
+    assert utilities == sorted(utilities, reverse=True)  # largest first
+    assert f"largest utility {int(utilities[0]):,}" in summary
+    domains = declared_domains("salaries")
+    for r in rows[:50]:
+        assert {"context", "utility", "predicate", "record"} <= set(r) and r["not_for_release"] is True
+        for attribute, values in r["context"].items():
+            assert values == [v for v in domains[attribute] if v in values]  # domain order
+            assert r["record"][attribute] in values  # admissible
+    # Every line is a different context.
+    assert len({json.dumps(r["context"], sort_keys=True) for r in rows}) == len(rows)
+
+
+def test_coe_limit_table_and_csv(salaries_file):
+    table = _ok(*COE, "--db", str(salaries_file), "--limit", "2").stdout
+    assert "OWNER ONLY — NOT FOR RELEASE" in table and "#2  utility" in table and "#3" not in table
+    assert "more (use --limit N or --format json)" in table
+    rows = list(csv.reader(io.StringIO(_ok(*COE, "--db", str(salaries_file), "--format", "csv", "--limit", "3").stdout)))
+    assert rows[0] == ["record", "utility", "predicate", "job_title", "year"]
+    assert len(rows) == 4
+    assert "Registered Nurse" in rows[1][3].split("|")
+    assert_error(invoke(*COE, "--db", str(salaries_file), "--limit", "0"), "--limit")
+
+
+# ---- sql runner --------------------------------------------------------------------------
+
+SCRIPT = """
+CREATE TABLE notes AS SELECT 1 AS n;   -- ordinary SQL passes through
+INSERT INTO notes VALUES (2);
+EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs WITH (epsilon = 0.25, seed = 4);
+SELECT sum(n) AS total FROM notes;
+"""
+
+
+def test_sql_runner_mixes_ordinary_sql_and_explain_outlier(tmp_path):
+    script = tmp_path / "report.sql"
+    script.write_text(SCRIPT, encoding="utf-8")
+    objects = [json.loads(line) for line in _ok("sql", str(script), "--format", "json").stdout.splitlines()]
+    explanations = [o for o in objects if "explanation_sql" in o]
+    assert len(explanations) == 1 and explanations[0]["epsilon"] == 0.25 and explanations[0]["seeded"] is True
+    assert {"total": 3} in objects
+    table = _ok("sql", "--seed", "2", input=SCRIPT).stdout  # the same script on stdin, as tables
+    assert "job_title ∈ {" in table and "total" in table
+    sql_only = _ok("sql", "--format", "sql", input="EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs;").stdout
+    assert sql_only.startswith("SELECT salary FROM salaries WHERE ")
+
+
+def test_sql_runner_stops_at_the_first_bad_statement():
+    result = invoke("sql", "--format", "json", input="SELECT 1 AS a;\nSELEC 2;\nSELECT 3 AS c;")
+    assert result.exit_code == 2
+    assert result.stdout.splitlines() == ['{"a": 1}']  # statement 1 ran and printed; 3 did not run
+    assert result.stderr.startswith("error: statement 2 (line 2): ") and "syntax error" in result.stderr
+    lone = invoke("sql", input="SELECT * FROM no_such_table")
+    assert_error(lone, "no_such_table")
+    assert_error(invoke("sql", "missing.sql"), "does not exist")
+
+
+def test_sql_runner_owner_view_and_seed_defaults():
+    text = "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs;"
+    first = json.loads(_ok("sql", "--seed", "5", "--owner-view", "--format", "json", input=text).stdout)
+    second = json.loads(_ok("sql", "--seed", "5", "--format", "json", input=text).stdout)
+    assert first["owner"]["not_for_release"] is True and "owner" not in second
+    assert first["context"] == second["context"] and first["seeded"]
+
+
+def test_prompt_reads_until_semicolon_and_survives_errors(capsys):
+    lines = iter(["SELECT 40 +", "2 AS answer;", "SELEC 1;", "SELECT 'a;b' AS s", ";", ".quit", "SELECT 99;"])
+
+    def read(prompt: str) -> str:
+        return next(lines)
+
+    con = duckdb.connect()
+    try:
+        repl(con, "json", {"seed": None, "owner_view": False, "max_contexts": None}, read=read)
+    finally:
+        con.close()
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ['{"answer": 42}', '{"s": "a;b"}']  # 99 never ran: .quit ended it
+    assert err.startswith("error: ") and "syntax error" in err
+
+
+def test_statement_complete():
+    assert statement_complete("SELECT 1;")
+    assert statement_complete("SELECT 1; -- done\n")
+    assert not statement_complete("SELECT 'a;")
+    assert not statement_complete("SELECT 1 /* ; */")
+    assert not statement_complete("")
+
+
+# ---- budget ------------------------------------------------------------------------------
+
+def test_budget_set_limit_status_history(db):
+    assert_error(invoke("budget", "status"), "--db")
+    change = json.loads(_ok("budget", "set-limit", "payroll", "1.5", "--db", str(db), "--format", "json").stdout)
+    assert change == {"dataset": "payroll", "limit": 1.5, "previous_limit": None, "spent": 0.0, "below_spent": False}
+    _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll", "--epsilon", "0.5")
+    status = [json.loads(line) for line in _ok("budget", "status", "--db", str(db), "--format", "json").stdout.splitlines()]
+    assert status == [{"dataset": "payroll", "limit": 1.5, "spent": 0.5, "remaining": 1.0, "releases": 1}]
+    history = [json.loads(line) for line in _ok("budget", "history", "payroll", "--db", str(db), "--format", "json").stdout.splitlines()]
+    assert len(history) == 1
+    assert history[0]["epsilon"] == 0.5 and history[0]["mechanism"] == "pcor/bfs/tight"
+    assert history[0]["statement"] == QUERY and history[0]["seq"] == 1
+    assert "payroll" in _ok("budget", "status", "--db", str(db)).stdout
+    assert "pcor/bfs/tight" in _ok("budget", "history", "--db", str(db)).stdout
+    lowered = _ok("budget", "set-limit", "payroll", "0.1", "--db", str(db))
+    assert "warning: the new limit is below the ε already spent" in lowered.stderr
+    assert "set to ε = 0.1 (was 1.5; spent 0.5)" in lowered.stdout
+    hint = _ok("budget", "set-limit", "salaries", "1", "--db", str(db))
+    assert "warning: no release has been charged to 'salaries' yet" in hint.stderr and "salaries#" in hint.stderr
+    assert_error(invoke("budget", "set-limit", "payroll", "nan", "--db", str(db)), "budget limit")
+
+
+# ---- datasets ----------------------------------------------------------------------------
+
+def test_datasets_list_and_export(tmp_path):
+    listed = [json.loads(line) for line in _ok("datasets", "list", "--format", "json").stdout.splitlines()]
+    assert [d["name"] for d in listed] == ["salaries", "homicides", "diamonds"]
+    assert 42 in listed[0]["planted_outliers"] and listed[0]["metric"] == "salary"
+    assert "salaries" in _ok("datasets", "list").stdout
+    parquet = tmp_path / "s.parquet"
+    _ok("datasets", "export", "salaries", str(parquet))
+    database = tmp_path / "d.duckdb"
+    _ok("datasets", "export", "diamonds", str(database), "--format", "duckdb")
+    con = duckdb.connect()
+    try:
+        assert con.execute(f"SELECT count(*) FROM read_parquet('{parquet}')").fetchall() == [(51000,)]
+        con.execute(f"ATTACH '{database}' AS d (READ_ONLY)")
+        assert con.execute("SELECT count(*) FROM d.diamonds").fetchall() == [(53940,)]
+        assert con.execute("SELECT typeof(cut) FROM d.diamonds LIMIT 1").fetchall()[0][0].startswith("ENUM")
+    finally:
+        con.close()
+    assert_error(invoke("datasets", "export", "salaries", str(parquet)), "already exists")
+    _ok("datasets", "export", "salaries", str(parquet), "--overwrite")
+    assert_error(invoke("datasets", "export", "nope", str(tmp_path / "x.parquet")), "unknown dataset")
+
+
+# ---- identify-anomaly --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _FakeAnswer:
+    record: dict
+    anomaly: bool
+    epsilon: float
+
+    def as_dict(self, owner_view: bool = False) -> dict:
+        out = {"record": self.record, "anomaly": self.anomaly, "epsilon": self.epsilon, "privacy": "sp", "k": 1}
+        if owner_view:
+            out["owner"] = {"true_answer": self.anomaly, "ball_count": 3}
+        return out
+
+
+def test_identify_anomaly_wiring_and_output(monkeypatch):
+    """The command passes its options through and prints what the library returns (a stand-in
+    library function here, so this runs whatever the state of the anomaly engine)."""
+    calls = []
+
+    def fake(con, query, **kwargs):
+        calls.append((query, kwargs))
+        return (_FakeAnswer({"id": 1, "victim_age": 30}, True, kwargs["epsilon"]),
+                _FakeAnswer({"id": 2, "victim_age": 31}, False, kwargs["epsilon"]))
+
+    monkeypatch.setattr(pcor_sql.api, "identify_anomaly", fake, raising=False)
+    args = ("identify-anomaly", "SELECT victim_age FROM homicides WHERE id < 3", "--beta", "5", "--radius", "1",
+            "--epsilon", "0.5", "--privacy", "dp", "--k", "2", "--norm", "l1", "--seed", "9", "--dataset", "h")
+    lines = _ok(*args, "--format", "json").stdout.splitlines()
+    assert [json.loads(line)["anomaly"] for line in lines] == [True, False]
+    query, kwargs = calls[0]
+    assert query == "SELECT victim_age FROM homicides WHERE id < 3"
+    assert kwargs == {"beta": 5.0, "radius": 1.0, "epsilon": 0.5, "privacy": "dp", "k": 2, "norm": "l1",
+                      "seed": 9, "dataset": "h", "owner_view": False, "warn": kwargs["warn"]}
+    table = _ok(*args, "--owner-view").stdout
+    assert "2 answers, total ε = 1" in table and "owner.ball_count" in table and "NOT FOR RELEASE" in table
+    assert_error(invoke("identify-anomaly", "SELECT victim_age FROM homicides", "--radius", "1", "--epsilon", "1"), "--beta")
+
+
+@pytest.mark.skipif(not hasattr(pcor_sql.api, "identify_anomaly"), reason="pcor_sql.api.identify_anomaly is not there yet")
+def test_identify_anomaly_on_the_library(db):
+    result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--beta", "5",
+                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--db", str(db), "--format", "json")
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["record"]["id"] for a in answers] == [42, 43]
+    for a in answers:
+        assert isinstance(a["anomaly"], bool) and a["epsilon"] == 0.5 and a["privacy"] == "sp" and a["k"] == 1
+        assert "true_answer" not in json.dumps(a)

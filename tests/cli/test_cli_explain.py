@@ -1,0 +1,120 @@
+"""`pcor-sql explain-outlier`: the three output formats, the JSON keys, owner view, several records."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+
+from cli_helpers import FAST, QUERY, assert_clean_stderr, invoke
+
+from pcor_sql.engine.datasets import declared_domains
+
+# The keys issue 4 fixes for every explanation object (the README documents them).
+STABLE_KEYS = {
+    "record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
+    "samples", "verifier", "utility", "start_source", "seeded",
+}
+
+
+def _ok(*args: str):
+    result = invoke(*args)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert_clean_stderr(result)
+    return result
+
+
+def test_table_format_shows_the_released_context_and_the_privacy_parameters():
+    result = _ok("explain-outlier", QUERY, *FAST, "--epsilon", "0.3")
+    out = result.stdout
+    assert "record id=42" in out
+    assert "job_title ∈ {" in out and "year" in out
+    assert "ε = 0.3" in out and "ε1 = " in out and "tight accounting" in out and "EM calls" in out
+    assert "bfs, 50 samples" in out
+    assert "found by a validity-only search" in out
+    assert "seeded: not for real releases" in out
+    assert "NOT FOR RELEASE" not in out and "population" not in out.replace("utility population", "")
+    # The default database is in memory, and the ledger says so.
+    assert "warning: the budget ledger is in memory" in result.stderr
+
+
+def test_owner_view_only_with_the_flag():
+    plain = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json").stdout)
+    assert "owner" not in plain
+    owner = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json", "--owner-view").stdout)
+    assert owner["owner"]["not_for_release"] is True
+    assert owner["owner"]["population"] >= 1
+    table = _ok("explain-outlier", QUERY, *FAST, "--owner-view").stdout
+    assert "NOT FOR RELEASE" in table and "population" in table
+
+
+def test_json_keys_and_values():
+    result = _ok("explain-outlier", QUERY, *FAST, "--format", "json", "--search", "dfs", "--samples", "7")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1
+    e = json.loads(lines[0])
+    assert STABLE_KEYS <= set(e)
+    assert e["record"]["id"] == 42
+    assert e["search"] == "dfs" and e["samples"] == 7 and e["accounting"] == "tight"
+    assert e["epsilon"] == 0.2 and e["epsilon1"] < e["epsilon"]
+    assert e["seeded"] is True and "not for real releases" in e["warning"]
+    assert e["verifier"].startswith("grubbs")
+    assert e["start_source"] in ("search", "user", "none")
+    domains = declared_domains("salaries")
+    for attribute, values in e["context"].items():
+        assert values and values == [v for v in domains[attribute] if v in values]  # domain order
+        assert e["record"][attribute] in values  # the record is in its released context
+
+
+def test_seed_makes_the_release_reproducible():
+    first = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json").stdout)
+    second = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json").stdout)
+    assert first["context"] == second["context"]
+
+
+def test_sql_format_is_the_runnable_explanation_query():
+    result = _ok("explain-outlier", QUERY, *FAST, "--format", "sql")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("SELECT salary FROM salaries WHERE ") and lines[0].endswith(";")
+    con = duckdb.connect()
+    try:
+        from pcor_sql.engine.datasets import load_dataset
+
+        load_dataset(con, "salaries")
+        assert con.execute(lines[0]).fetchall()
+    finally:
+        con.close()
+
+
+def test_several_records_give_several_json_lines():
+    result = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST, "--format", "json")
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [o["record"]["id"] for o in objects] == [42, 171]
+    table = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST).stdout
+    assert "Released context 1 of 2" in table and "Released context 2 of 2" in table
+
+
+def test_options_reach_the_library(db):
+    start = "job_title = 'Registered Nurse' AND year = '2018'"  # the record's own cell
+    result = _ok(
+        "explain-outlier", QUERY, "--verifier", "grubbs", "--verifier-option", "alpha=0.1", "--seed", "3",
+        "--by", "job_title,year", "--search", "random-walk", "--samples", "5", "--utility", "overlap",
+        "--start", start, "--accounting", "paper",
+        "--epsilon", "0.5", "--dataset", "payroll", "--max-contexts", "100000", "--db", str(db), "--format", "json",
+    )
+    e = json.loads(result.stdout)
+    assert e["verifier"] == "grubbs(alpha=0.1)"
+    assert set(e["context"]) == {"job_title", "year"}
+    assert (e["search"], e["samples"], e["utility"], e["accounting"]) == ("random-walk", 5, "overlap", "paper")
+    assert e["start_source"] == "user"
+    assert e["epsilon1"] == 0.25  # paper accounting of a random walk: ε = 2·ε1
+    assert e["dataset"] == "payroll"
+    assert "in memory" not in result.stderr  # a file database keeps its ledger
+
+
+def test_budget_is_shown_once_a_limit_is_set(db):
+    assert invoke("budget", "set-limit", "payroll", "2", "--db", str(db)).exit_code == 0
+    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll", "--format", "json").stdout)
+    assert e["budget"] == {"spent": 0.2, "limit": 2.0}
+    table = _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll").stdout
+    assert "spent ε = 0.4 of limit 2" in table
