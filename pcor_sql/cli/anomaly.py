@@ -13,18 +13,31 @@ from pcor_sql.cli.render import print_answers
 
 
 def identify_anomaly(
-    query: Annotated[str, typer.Argument(help="SELECT <column(s)> FROM <relation> [WHERE <selector>] (no WHERE: every row).", show_default=False)],
-    beta: Annotated[float, typer.Option("--beta", help="β: a record is an anomaly when at most β records lie within the radius.", show_default=False)],
-    radius: Annotated[float, typer.Option("--radius", help="r: the ball radius (distance |a − b|, or --norm for several columns).", show_default=False)],
+    query: Annotated[
+        str,
+        typer.Argument(help="SELECT <column(s)> FROM <relation> [WHERE <selector>] (no WHERE: every row).", show_default=False),
+    ],
+    beta: Annotated[
+        float,
+        typer.Option("--beta", help="β: a record is an anomaly when at most β records lie within the radius.", show_default=False),
+    ],
+    radius: Annotated[
+        float,
+        typer.Option("--radius", help="r: the ball radius (|a − b|, or --norm for several columns).", show_default=False),
+    ],
     epsilon: Annotated[float, typer.Option("--epsilon", help="Privacy cost ε of each answer (> 0).", show_default=False)],
-    privacy: Annotated[str, typer.Option("--privacy", help="sp: (ε, k)-sensitive privacy; dp: ε-differential privacy.")] = "sp",
+    privacy: Annotated[
+        str, typer.Option("--privacy", help="sp: (ε, k)-sensitive privacy; dp: ε-differential privacy.")
+    ] = "sp",
     k: Annotated[int, typer.Option("--k", help="k of (ε, k)-sensitive privacy, 1 ≤ k ≤ β + 1.")] = 1,
     norm: Annotated[str, typer.Option("--norm", help="l1, l2 or linf, for several columns.")] = "l2",
     seed: o.Seed = None,
     dataset: o.Dataset = None,
     owner_view: o.OwnerView = False,
     db: o.Db = None,
-    fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines, one object per answered row).")] = o.DataFormat.table,
+    fmt: Annotated[
+        o.DataFormat, typer.Option("--format", help="table or json (JSON Lines, one object per answered row).")
+    ] = o.DataFormat.table,
 ) -> None:
     """Answer, with a randomized bit, whether each selected record is a (β, r)-anomaly.
 

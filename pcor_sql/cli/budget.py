@@ -16,6 +16,7 @@ from pcor_sql.errors import UserError
 app = typer.Typer(
     name="budget",
     help="The privacy budget ledger of a database file: spent ε, limits, release history.",
+    short_help="The budget ledger: status, history, set-limit.",
 )
 
 Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
@@ -42,7 +43,9 @@ def _limit(value: float | None) -> str:
 
 @app.command("status")
 def status(
-    dataset: Annotated[Optional[str], typer.Argument(help="One dataset (default: every dataset in the ledger).", show_default=False)] = None,
+    dataset: Annotated[
+        Optional[str], typer.Argument(help="One dataset (default: every dataset in the ledger).", show_default=False)
+    ] = None,
     db: o.Db = None,
     fmt: Format = o.DataFormat.table,
 ) -> None:
@@ -72,7 +75,9 @@ def status(
 
 @app.command("history")
 def history(
-    dataset: Annotated[Optional[str], typer.Argument(help="One dataset (default: every dataset).", show_default=False)] = None,
+    dataset: Annotated[
+        Optional[str], typer.Argument(help="One dataset (default: every dataset).", show_default=False)
+    ] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the N most recent releases.")] = None,
     db: o.Db = None,
     fmt: Format = o.DataFormat.table,

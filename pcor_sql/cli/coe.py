@@ -21,7 +21,9 @@ _LABEL = "OWNER ONLY — NOT FOR RELEASE"
 
 
 def coe(
-    query: Annotated[str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)],
+    query: Annotated[
+        str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)
+    ],
     by: o.By = None,
     domain: o.Domain = None,
     verifier: o.Verifier = "lof",
@@ -31,10 +33,15 @@ def coe(
     max_contexts: o.MaxContexts = None,
     limit: Annotated[
         Optional[int],
-        typer.Option("--limit", metavar="N", help=f"Show the N contexts of largest utility (table default {TABLE_DEFAULT_LIMIT}; json/csv: all)."),
+        typer.Option(
+            "--limit", metavar="N",
+            help=f"Show the N contexts of largest utility (table default {TABLE_DEFAULT_LIMIT}; json/csv: all).",
+        ),
     ] = None,
     db: o.Db = None,
-    fmt: Annotated[o.CoeFormat, typer.Option("--format", help="table, json (JSON Lines, one valid context per line) or csv.")] = o.CoeFormat.table,
+    fmt: Annotated[
+        o.CoeFormat, typer.Option("--format", help="table, json (JSON Lines, one valid context per line) or csv.")
+    ] = o.CoeFormat.table,
 ) -> None:
     """The owner's exact enumeration COE(D, V) of a record's valid contexts, largest utility first.
 

@@ -11,11 +11,17 @@ from pcor_sql.cli import options as o
 from pcor_sql.cli.console import stdout_console, write_line
 from pcor_sql.cli.render import json_text, print_table
 
-app = typer.Typer(name="datasets", help="The bundled datasets: list them, export them to Parquet or a DuckDB file.")
+app = typer.Typer(
+    name="datasets",
+    help="The bundled datasets: list them, export them to Parquet or a DuckDB file.",
+    short_help="The bundled datasets: list, export.",
+)
 
 
 @app.command("list")
-def list_(fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")] = o.DataFormat.table) -> None:
+def list_(
+    fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")] = o.DataFormat.table,
+) -> None:
     """The bundled datasets with their metric, context attributes and planted outliers.
 
     \b
@@ -47,7 +53,10 @@ def list_(fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or j
 def export(
     name: Annotated[str, typer.Argument(help="salaries, homicides or diamonds.", show_default=False)],
     path: Annotated[Path, typer.Argument(help="File to write.", show_default=False)],
-    fmt: Annotated[o.ExportFormat, typer.Option("--format", help="parquet (plain strings) or duckdb (a database file with the ENUM types).")] = o.ExportFormat.parquet,
+    fmt: Annotated[
+        o.ExportFormat,
+        typer.Option("--format", help="parquet (plain strings) or duckdb (a database file with the ENUM types)."),
+    ] = o.ExportFormat.parquet,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing file.")] = False,
 ) -> None:
     """Write a bundled dataset to a Parquet file or a DuckDB database file.

@@ -13,7 +13,9 @@ from pcor_sql.cli.render import print_explanations
 
 
 def explain_outlier(
-    query: Annotated[str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)],
+    query: Annotated[
+        str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)
+    ],
     by: o.By = None,
     domain: o.Domain = None,
     epsilon: Annotated[float, typer.Option("--epsilon", help="Total privacy cost ε of each release (> 0).")] = 0.2,
@@ -23,13 +25,18 @@ def explain_outlier(
     verifier_option: o.VerifierOption = None,
     utility: o.Utility = "population",
     start: o.Start = None,
-    accounting: Annotated[str, typer.Option("--accounting", help="tight (monotone utility) or paper (the paper's 2ε1 rules).")] = "tight",
+    accounting: Annotated[
+        str, typer.Option("--accounting", help="tight (monotone utility) or paper (the paper's 2ε1 rules).")
+    ] = "tight",
     seed: o.Seed = None,
     dataset: o.Dataset = None,
     owner_view: o.OwnerView = False,
     max_contexts: o.MaxContexts = None,
     db: o.Db = None,
-    fmt: Annotated[o.ExplainFormat, typer.Option("--format", help="table, json (one object per record) or sql (the explanation query).")] = o.ExplainFormat.table,
+    fmt: Annotated[
+        o.ExplainFormat,
+        typer.Option("--format", help="table, json (one object per record) or sql (the explanation query)."),
+    ] = o.ExplainFormat.table,
 ) -> None:
     """Release, under ε-differential privacy (OCDP), a context in which the record is an outlier.
 

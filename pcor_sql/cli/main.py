@@ -59,7 +59,6 @@ class _Group(TyperGroup):
 app = typer.Typer(
     name="pcor-sql",
     cls=_Group,
-    help="Explain outliers privately: private contextual outlier release and private anomaly identification on DuckDB.",
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -72,7 +71,8 @@ def _options(
         bool, typer.Option("--debug", envvar="PCOR_SQL_DEBUG", help="Show the traceback of an error.")
     ] = False,
 ) -> None:
-    """Explain outliers privately.
+    """Explain outliers privately: private contextual outlier release (PCOR) and private
+    anomaly identification, on DuckDB. Run a command with --help for its options.
 
     \b
     Example:
@@ -80,10 +80,14 @@ def _options(
     """
 
 
-app.command("explain-outlier")(explain.explain_outlier)
-app.command("coe")(coe.coe)
-app.command("sql")(runner.sql)
-app.command("identify-anomaly")(anomaly.identify_anomaly)
+_COMMANDS = (
+    ("explain-outlier", "Privately release a context in which a record is an outlier.", explain.explain_outlier),
+    ("coe", "Owner only: list a record's valid contexts exactly.", coe.coe),
+    ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
+    ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
+)
+for _name, _short, _function in _COMMANDS:
+    app.command(_name, short_help=_short)(_function)
 app.add_typer(budget.app, name="budget")
 app.add_typer(datasets.app, name="datasets")
 

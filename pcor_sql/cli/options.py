@@ -61,7 +61,10 @@ Domain = Annotated[
 ]
 Verifier = Annotated[
     str,
-    typer.Option("--verifier", metavar="SPEC", help="Outlier test: grubbs, histogram, lof or zscore, with options, e.g. 'lof(k=10, threshold=2)'."),
+    typer.Option(
+        "--verifier", metavar="SPEC",
+        help="Outlier test: grubbs, histogram, lof or zscore, with options, e.g. 'lof(k=10, threshold=2)'.",
+    ),
 ]
 VerifierOption = Annotated[
     Optional[List[str]],
@@ -78,11 +81,16 @@ Start = Annotated[
 ]
 MaxContexts = Annotated[
     Optional[int],
-    typer.Option("--max-contexts", metavar="N", help=f"Refuse to enumerate more admissible contexts than N (direct search, coe). Default {DEFAULT_MAX_ADMISSIBLE:,}."),
+    typer.Option(
+        "--max-contexts", metavar="N",
+        help=f"Refuse to enumerate more admissible contexts than N (direct search, coe). Default {DEFAULT_MAX_ADMISSIBLE:,}.",
+    ),
 ]
 Seed = Annotated[
     Optional[int],
-    typer.Option("--seed", help="Reproducible randomness for tests and benchmarks; output is labelled not for real releases."),
+    typer.Option(
+        "--seed", help="Reproducible randomness for tests and benchmarks; output is labelled not for real releases."
+    ),
 ]
 OwnerView = Annotated[
     bool,

@@ -141,7 +141,8 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
     _field(console, "explanation", e.explanation_sql)
     _field(
         console, "privacy",
-        f"ε = {e.epsilon:.6g}, ε1 = {e.epsilon1:.6g} ({e.accounting} accounting), {e.em_calls} EM calls",
+        f"ε = {e.epsilon:.6g}, ε1 = {e.epsilon1:.6g} ({e.accounting} accounting), "
+        f"{e.em_calls} EM call{'' if e.em_calls == 1 else 's'}",
     )
     _field(console, "search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}")
     _field(console, "start", _START_SOURCES.get(e.start_source, e.start_source))

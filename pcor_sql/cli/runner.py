@@ -25,7 +25,9 @@ QUIT = (".quit", ".exit")
 def sql(
     file: Annotated[
         Optional[Path],
-        typer.Argument(help="Script to run ('-' or nothing: stdin; on a terminal, an interactive prompt).", show_default=False),
+        typer.Argument(
+            help="Script to run ('-' or nothing: stdin; on a terminal, an interactive prompt).", show_default=False
+        ),
     ] = None,
     db: o.Db = None,
     seed: o.Seed = None,
@@ -33,7 +35,10 @@ def sql(
     max_contexts: o.MaxContexts = None,
     fmt: Annotated[
         o.ExplainFormat,
-        typer.Option("--format", help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries."),
+        typer.Option(
+            "--format",
+            help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries.",
+        ),
     ] = o.ExplainFormat.table,
 ) -> None:
     """Run SQL statements — EXPLAIN OUTLIER and IDENTIFY ANOMALY included — and print their results.
