@@ -44,13 +44,15 @@ class StatementResult:
 
     `kind` is "explain" (value: list of Explanation), "identify" (value: list of answers) or
     "sql" (value: what DuckDB's `con.sql` returned: a relation, or None). `index` counts the
-    script's statements from 1; `line` is the line the statement starts on."""
+    script's statements from 1; `line` is the line the statement starts on; `statement` is the
+    parsed statement (`ExplainOutlier`, `IdentifyAnomaly` or `Passthrough`)."""
 
     index: int
     line: int
     text: str
     kind: str
     value: Any
+    statement: Any = None
 
 
 def sql(
@@ -119,7 +121,7 @@ def run_script(
             if not where:
                 raise
             raise UserError(where + _first_line(exc), "fix that statement; the ones before it have run") from None
-        yield StatementResult(index, line, piece, kind, value)
+        yield StatementResult(index, line, piece, kind, value, statement)
 
 
 def _run(

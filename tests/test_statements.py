@@ -63,6 +63,7 @@ def test_a_script_runs_in_order_and_returns_the_last_result(con):
     assert sql(con, script).fetchall() == [(3,)]
     steps = list(run_script(con, script.replace("INSERT INTO t VALUES (2)", "INSERT INTO t VALUES (5)")))
     assert [(s.index, s.line, s.kind) for s in steps] == [(1, 1, "sql"), (2, 2, "sql"), (3, 3, "explain"), (4, 4, "sql")]
+    assert [type(s.statement).__name__ for s in steps] == ["Passthrough", "Passthrough", "ExplainOutlier", "Passthrough"]
     assert isinstance(steps[2].value[0], Explanation)
     assert steps[3].text == "SELECT sum(n) FROM t" and steps[3].value.fetchall() == [(6,)]
 

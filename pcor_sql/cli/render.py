@@ -203,12 +203,13 @@ def print_answers(answers: Sequence[Any], fmt: str, owner_view: bool, console: C
 
 # ---- ordinary query results --------------------------------------------------------------
 
-def print_relation(relation: Any, fmt: str, console: Console | None = None) -> None:
-    """What DuckDB returned for an ordinary statement: rows as a table or JSON objects."""
-    if relation is None:
+def print_relation(
+    result: tuple[Sequence[str], Sequence[Sequence[Any]]] | None, fmt: str, console: Console | None = None
+) -> None:
+    """What an ordinary statement returned, as (columns, rows): a table or one JSON object per row."""
+    if result is None:
         return
-    columns = list(relation.columns)
-    rows = relation.fetchall()
+    columns, rows = result
     if fmt == JSON:
         for row in rows:
             write_line(json_text(dict(zip(columns, row))))

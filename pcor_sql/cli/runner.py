@@ -96,10 +96,22 @@ def run_text(con: duckdb.DuckDBPyConnection, text: str, fmt: str, settings: dict
             if step.kind == EXPLAIN:
                 print_explanations(step.value, fmt)
             elif step.kind == IDENTIFY:
-                print_answers(step.value, fmt, bool(settings.get("owner_view")))
+                own = getattr(step.statement, "owner_view", None)
+                print_answers(step.value, fmt, bool(settings.get("owner_view") if own is None else own))
             else:
-                print_relation(step.value, "json" if fmt == "json" else "table")
+                print_relation(_fetched(step), "json" if fmt == "json" else "table")
     return count
+
+
+def _fetched(step: Any) -> tuple[list[str], list[tuple]] | None:
+    """(columns, rows) of an ordinary statement's relation, read now: DuckDB runs a SELECT when
+    it is read, so its errors (a failed cast, say) surface here."""
+    if step.value is None:
+        return None
+    try:
+        return list(step.value.columns), step.value.fetchall()
+    except duckdb.Error as exc:
+        raise StatementError(f"statement {step.index} (line {step.line}): {_first_line(exc)}") from None
 
 
 def statement_complete(text: str) -> bool:

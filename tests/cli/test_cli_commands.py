@@ -89,6 +89,9 @@ def test_sql_runner_stops_at_the_first_bad_statement():
     assert result.stderr.startswith("error: statement 2 (line 2): ") and "syntax error" in result.stderr
     lone = invoke("sql", input="SELECT * FROM no_such_table")
     assert_error(lone, "no_such_table")
+    # DuckDB runs a SELECT when it is read: its run-time errors are the user's too.
+    late = invoke("sql", input="SELECT CAST(job_title AS INTEGER) FROM salaries")
+    assert_error(late, "statement 1 (line 1)", "could not convert")
     assert_error(invoke("sql", "missing.sql"), "does not exist")
 
 
