@@ -20,9 +20,11 @@ How it is computed without touching all N values.
   the global one. Distances are monotone in the other point, so checking the first double
   beyond the window covers every point beyond it. Otherwise R grows and the check repeats;
   at R ⊇ [min, max] the window is the population and the check passes trivially.
-  R starts from a few range counts (the radius holding k'+1 points around v, times 3.5).
-  Shortcut: when v itself has more than k' copies (one count), kdist(V) = 0, N_k(V) is V's
-  copies, all of whose k-distances are 0, and LOF(V) = 1 exactly — no window is fetched.
+  R starts from a few range counts (the radius holding k'+1 points around v, times 6.5:
+  the band of ±2H distinct values plus k' more points fits inside, the fast path).
+  Shortcut: when v itself has more than k' copies, kdist(V) = 0, N_k(V) is V's copies, all
+  of whose k-distances are 0, and LOF(V) = 1 exactly (read off the window's run lengths, or
+  from one count when the window is big, so many copies are never scanned).
   In 1-D the k'+1 points nearest p (p included) are consecutive in sorted order, so
   kdist(p) = min_i max(p − w[p−i], w[p+k'−i] − p), i = 0..k' — one vectorized (k'+1) × (4H+1)
   step over a band of distinct values around V; neighbourhoods are then a matrix of the rows
@@ -56,28 +58,36 @@ from pcor_sql.errors import InternalError, UserError
 
 _LRD_GUARD = 1e-10  # scikit-learn's guard against duplicate points (reach-dist mean 0)
 _FAR = np.finfo(np.float64).max  # stands in for an infinite k-distance that carries weight 0
-_WINDOW_FACTOR = 3.5  # R = factor × (radius holding k'+1 points): V, o ∈ N_k(V), q ∈ N_k(o)
-_ZERO = np.zeros(1, dtype=np.intp)
+_WINDOW_FACTOR = 6.5  # R = factor × (radius holding k'+1 points): room for the band and k' more
 
 
 class _Layout(NamedTuple):
-    """Index arrays for one (k', H), built once: the kernel only gathers through them."""
+    """Index arrays for one (k', H), built once: the kernel only gathers through them.
 
-    back: np.ndarray  # (k'+1, 1): k' − i for i = 0..k', the left end of each k'+1 run
-    cols: np.ndarray  # (2H+1, 2H+1): band position of row r's column c is r + c
-    pad_int: np.ndarray  # 2H zeros (intp): pads of the distinct-value arrays
-    tail: np.ndarray  # 2H+1 zeros (intp): plus nw, the right pads of the run bounds
+    Every 2-D operand is gathered to full shape rather than broadcast: numpy runs a
+    broadcast (n, 1) operand row by row, which costs more than the gather on these sizes.
+    """
+
+    run_col: np.ndarray  # (k'+1, 4H+1): band position t, for each i = 0..k'
+    run_i: np.ndarray  # (k'+1, 4H+1): −i, for each band position
+    cols: np.ndarray  # (2H+1, 2H+1): band position of row r's column c, r + c
+    rowpos: np.ndarray  # (2H+1, 2H+1): band position of row r itself, H + r
+    pad_int: np.ndarray  # 2H + 1 zeros (intp): left pads of the run bounds, and the first start
+    tail: np.ndarray  # 2H + 1 zeros (intp): plus nw, the right pads of the run bounds
     neg: np.ndarray  # k' × −inf, left pad of the window values
     pos: np.ndarray  # k' × +inf, right pad of the window values
 
 
 @lru_cache(maxsize=256)
 def _layout(k: int, h: int) -> _Layout:
-    width = 2 * h + 1
+    width, band = 2 * h + 1, 4 * h + 1
+    steps = np.arange(k + 1, dtype=np.intp)[:, None]
     arrays = _Layout(
-        back=(k - np.arange(k + 1, dtype=np.intp))[:, None],
+        run_col=np.broadcast_to(np.arange(band, dtype=np.intp), (k + 1, band)).copy(),
+        run_i=np.broadcast_to(-steps, (k + 1, band)).copy(),
         cols=np.arange(width, dtype=np.intp)[:, None] + np.arange(width, dtype=np.intp)[None, :],
-        pad_int=np.zeros(2 * h, dtype=np.intp),
+        rowpos=np.broadcast_to(h + np.arange(width, dtype=np.intp)[:, None], (width, width)).copy(),
+        pad_int=np.zeros(2 * h + 1, dtype=np.intp),
         tail=np.zeros(2 * h + 1, dtype=np.intp),
         neg=np.full(k, -np.inf),
         pos=np.full(k, np.inf),
@@ -113,29 +123,53 @@ def _window_lof(
     lay = _layout(k, h)
     nw = w.size
     g = 2 * h
-    # Run bounds of the distinct values, padded with 2H empty runs on each side: a pad
-    # repeats the edge value with multiplicity 0, so it is a real value that weighs nothing.
     brk = (w[1:] != w[:-1]).nonzero()[0]
-    brk += 1
-    bounds = np.concatenate((lay.pad_int, _ZERO, brk, lay.tail + nw))
+    brk += 1  # first positions of distinct values 1..D−1
     pv = int(w.searchsorted(v))
     if pv >= nw or w[pv] != v:
         raise InternalError("the record's value is not in its own population")
     jv = int(brk.searchsorted(pv, side="right"))  # distinct index of v
-    band = bounds[jv : jv + 2 * g + 2]  # run bounds of distinct values jv−2H .. jv+2H
+    if g < jv and jv + g < brk.size:
+        # Interior (the usual case, windows are sized for it): the band of distinct values
+        # jv−2H .. jv+2H lies inside the window; band[i] .. band[i+1] is the run of value i.
+        band = brk[jv - g - 1 : jv + g + 1]
+        sb = band[:-1]
+        lo_r, hi_r = 0, g + 1  # every row is a real value
+    else:
+        # Near the window's ends: pad with 2H empty runs on each side. A pad repeats the edge
+        # value with multiplicity 0, so it is a real value that weighs nothing.
+        bounds = np.concatenate((lay.pad_int, brk, lay.tail + nw))
+        band = bounds[jv : jv + 2 * g + 2]
+        sb = np.minimum(band[:-1], nw - 1)  # right pads: the last position
+        lo_r, hi_r = max(0, h - jv), min(g + 1, brk.size + 1 - jv + h)  # rows of real values
     cb = (band[1:] - band[:-1]).astype(np.float64)  # multiplicities
-    sb = np.minimum(band[:-1], nw - 1)  # a position of each value (right pads: the last)
+    if cb[g] > k:
+        # k' other copies of v: kdist(V) = 0, N_k(V) is V's copies, whose k-distances are 0
+        # too, so every lrd involved is 1/1e-10 and LOF(V) = 1 exactly.
+        return 1.0
     ub = w[sb]
 
     # k-distance of each band value: its k'+1 nearest points (itself included) are
-    # consecutive, so kdist = min_i max(u − w[p−i], w[p+k'−i] − u). ±inf pads make runs
-    # that leave the fetched values infinitely long (and so never proven).
-    wp = np.concatenate((lay.neg, w, lay.pos))
-    left = sb + lay.back  # wp index of w[p − i]; wp[k:][left] is w[p + k' − i]
-    kdb = np.maximum(ub - wp[left], wp[k:][left] - ub).min(axis=0)
-    # An infinite k-distance becomes _FAR: still never proven (every distance the proof
-    # compares it with is below _FAR / 4, see local_outlier_factor), and 0 · _FAR = 0 below.
-    np.minimum(kdb, _FAR, out=kdb)
+    # consecutive, so kdist = min_i max(u − w[p−i], w[p+k'−i] − u). Where those runs could
+    # leave the fetched values, ±inf pads make them infinitely long (so never proven).
+    left = sb[lay.run_col]
+    left += lay.run_i  # position p − i
+    inside = sb[0] >= k and sb[-1] + k < nw
+    if inside:
+        wl, wr = w[left], w[k:][left]  # w[p − i], w[p + k' − i]
+    else:
+        wp = np.concatenate((lay.neg, w, lay.pos))
+        left += k  # the same positions in wp, which has k' pads on each side
+        wl, wr = wp[left], wp[k:][left]
+    um = ub[lay.run_col]
+    np.subtract(um, wl, out=wl)
+    np.subtract(wr, um, out=wr)
+    np.maximum(wl, wr, out=wl)
+    kdb = np.minimum.reduce(wl, axis=0)
+    if not inside:
+        # An infinite k-distance becomes _FAR: still never proven (every distance the proof
+        # compares it with is below _FAR / 4, see local_outlier_factor); 0 · _FAR = 0 below.
+        np.minimum(kdb, _FAR, out=kdb)
     kd_v = kdb[g]
     if kd_v == _FAR:
         return _Grow(math.inf)
@@ -144,39 +178,53 @@ def _window_lof(
     # position H + r (distinct value jv − H + r). Rows that are V or points of N_k(V) form
     # one run r0..r1−1 (distances grow away from v on both sides); pads are cut off by index.
     # Row r's columns c = 0..2H are band positions r + c.
-    lo_r, hi_r = max(0, h - jv), min(g + 1, brk.size + 1 - jv + h)
     near = (np.abs(ub[h + lo_r : h + hi_r] - v) <= kd_v).nonzero()[0]
     r0, r1 = lo_r + int(near[0]), lo_r + int(near[-1]) + 1
-    rows = slice(h + r0, h + r1)
-    cols = lay.cols[r0:r1]
-    uc = ub[cols]
-    kdr = kdb[rows]
-    dist = np.abs(uc - ub[rows, None])
-    mask = dist <= kdr[:, None]  # mask[o, q]: q ∈ N_k(o)
-    kdc = kdb[cols]
+    cols, rowpos = lay.cols[r0:r1], lay.rowpos[r0:r1]
+    dist = ub[cols]
+    dist -= ub[rowpos]
+    np.abs(dist, out=dist)
+    mask = dist <= kdb[rowpos]  # mask[o, q]: q ∈ N_k(o)
 
     # The proof: from each q whose k-distance was read, the first double outside the window
-    # (−inf / +inf when the window holds that whole side) is farther than kdist_W(q).
-    margin = np.minimum(uc - left_out, right_out - uc) - kdc
-    if not margin[mask].min() > 0:
-        widest = float(kdc[mask].max())
-        return _Grow(math.inf if widest == _FAR else float(np.abs(uc - v).max()) + widest)
+    # (−inf / +inf when the window holds that whole side) is farther than kdist_W(q). Checked
+    # first for every column of the used rows (band r0 .. r1−1+2H; usually all pass), and
+    # only if that fails for the q actually read.
+    span = slice(r0, r1 + g)
+    ends = ub[span]
+    unproven = np.minimum(ends - left_out, right_out - ends) <= kdb[span]
+    if np.count_nonzero(unproven):
+        unproven = unproven[cols - r0]
+        unproven &= mask
+        if np.count_nonzero(unproven):
+            widest = float(np.maximum.reduce(kdb[cols][mask]))
+            reach_out = float(np.abs(ub[cols] - v).max()) + widest
+            return _Grow(math.inf if widest == _FAR else reach_out)
 
-    wt = np.where(mask, cb[cols], 0.0)  # multiplicity of each neighbour value (0: not one)
-    if wt[:, :: 2 * h].any():  # columns 0 and 2H: a neighbourhood may reach past the band
+    wt = cb[cols]
+    np.multiply(wt, mask, out=wt)  # multiplicity of each neighbour value (0: not one)
+    if np.count_nonzero(wt[:, :: 2 * h]):  # columns 0, 2H: a neighbourhood may pass the band
         return _Widen()
 
     # Proven: every masked k-distance is global. A row's own column (reach = its kdist)
     # counts its c − 1 other copies: subtract one copy from the sums.
-    reach = np.maximum(kdc, dist)
-    n_nb = wt.sum(axis=1) - 1.0
-    lrd = 1.0 / ((np.einsum("ij,ij->i", wt, reach) - kdr) / n_nb + _LRD_GUARD)
-    # V's column c is band position H + c, i.e. row c: the rows r0..r1−1 are V's neighbours
-    # (V itself weighted by its c_v − 1 other copies). Ratios first, as the definition reads.
+    reach = kdb[cols]
+    np.maximum(reach, dist, out=reach)
+    reach *= wt
+    n_nb = np.add.reduce(wt, axis=1)
+    n_nb -= 1.0
+    lrd = np.add.reduce(reach, axis=1)
+    lrd -= kdb[h + r0 : h + r1]
+    lrd /= n_nb
+    lrd += _LRD_GUARD
+    np.reciprocal(lrd, out=lrd)
+    # V's column c is band position H + c, i.e. row c: the rows r0..r1−1 are V's neighbours,
+    # V itself weighted by its c_v − 1 other copies (weight c_v in wt, so scale its lrd).
     at_v = h - r0
-    weights_v = wt[at_v, r0:r1].copy()
-    weights_v[at_v] -= 1.0
-    return float(weights_v @ (lrd / lrd[at_v])) / float(n_nb[at_v])
+    lrd_v = float(lrd[at_v])
+    c_v = float(wt[at_v, h])
+    lrd[at_v] = lrd_v * ((c_v - 1.0) / c_v)
+    return float(wt[at_v, r0:r1] @ lrd) / lrd_v / float(n_nb[at_v])
 
 
 def _first_radius(pop: Population, v: float, k: int, n: int, lo: float, hi: float, full: float) -> float:
@@ -205,11 +253,8 @@ def local_outlier_factor(pop: Population, k: int) -> float:
         return math.nan
     kk = min(k, n - 1)
     v, lo, hi = float(pop.v), float(pop.min), float(pop.max)
-    if pop.count_between(v, v, True) > kk:
-        # k' other copies of v: kdist(V) = 0, N_k(V) is V's copies, whose k-distances are 0
-        # too, so every lrd involved is 1/1e-10 and LOF(V) = 1 exactly (constant populations
-        # included) — answered without fetching a window of possibly many copies.
-        return 1.0
+    if lo == hi:
+        return 1.0  # a constant population: see the shortcut in _window_lof
     if not hi - lo < _FAR / 4:
         raise UserError(
             f"the metric spans [{lo!r}, {hi!r}], too wide for LOF's distance arithmetic",
@@ -226,8 +271,13 @@ def local_outlier_factor(pop: Population, k: int) -> float:
             a = lo
         if right_done:
             b = hi
+        w = pop.between(a, b)
+        if w.size > 16 * h and pop.count_between(v, v, True) > kk:
+            # A big window, maybe of V's own copies: if there are more than k' of them,
+            # LOF(V) = 1 exactly (see _window_lof) — one count instead of a scan.
+            return 1.0
         result = _window_lof(
-            pop.between(a, b),
+            w,
             v,
             kk,
             h,

@@ -1,7 +1,9 @@
 """Per-check time of the LOF verifier: N = 50,000 values, k = 20, V drawn from the population.
 
 Run from the repository root: python -m tests.core.verifiers.bench_lof [--n 50000] [--checks 3000]
-Prints the median and 90th percentile in µs for a few value distributions (seeded).
+Prints, for a few seeded value distributions, the median and 90th percentile over V of one
+timed check ("single"), and of the best of --repeat runs of the same check ("best of r"),
+which filters out preemption when the machine is shared (it also runs with warm caches).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50_000)
     parser.add_argument("--checks", type=int, default=3_000)
     parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     rng = np.random.default_rng(2024)
     lof = Lof(k=args.k)
@@ -37,13 +40,20 @@ def main() -> None:
         pops = [ArrayPopulation(sorted_values, float(v)) for v in rng.choice(values, args.checks)]
         for pop in pops[:50]:  # warm caches
             lof.check(pop)
-        times = np.empty(len(pops))
+        single = np.empty(len(pops))
+        best = np.full(len(pops), np.inf)
         for i, pop in enumerate(pops):
-            t0 = time.perf_counter()
-            lof.check(pop)
-            times[i] = time.perf_counter() - t0
-        med, p90 = np.median(times) * 1e6, np.percentile(times, 90) * 1e6
-        print(f"{label:36s} median {med:6.1f} µs   p90 {p90:6.1f} µs")
+            for r in range(args.repeat):
+                t0 = time.perf_counter()
+                lof.check(pop)
+                t = time.perf_counter() - t0
+                if r == 0:
+                    single[i] = t
+                best[i] = min(best[i], t)
+        print(
+            f"{label:36s} single: median {np.median(single) * 1e6:6.1f} µs, p90 {np.percentile(single, 90) * 1e6:6.1f}"
+            f"   best of {args.repeat}: median {np.median(best) * 1e6:6.1f} µs, p90 {np.percentile(best, 90) * 1e6:6.1f}"
+        )
 
 
 if __name__ == "__main__":
