@@ -56,9 +56,7 @@ def jsonable(value: Any) -> Any:
         return bytes(value).hex()
     if isinstance(value, uuid.UUID):
         return str(value)
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return jsonable(value.item())
-    if hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays
+    if callable(getattr(value, "tolist", None)):  # numpy scalars and arrays
         return jsonable(value.tolist())
     return str(value)
 

@@ -68,6 +68,7 @@ EXPLAIN_CASES = [
     ("--max-contexts below 1", [QUERY, "--max-contexts", "0"], "--max-contexts"),
     ("several statements in the query", [QUERY + "; DROP TABLE salaries"], "2 statements"),
     ("unknown option", [QUERY, "--nope"], "no such option"),
+    ("unknown format", [QUERY, "--format", "xml"], "--format"),
     ("non-numeric --samples", [QUERY, "--samples", "abc"], "--samples"),
 ]
 
