@@ -232,6 +232,7 @@ class CoeResult:
     _masks: Any = field(repr=False)
     _utilities: Any = field(repr=False)
     _cast: frozenset[str] = field(repr=False, default=frozenset())
+    _not_null: frozenset[str] = field(repr=False, default=frozenset())
 
     def __iter__(self):
         from pcor_sql.engine.compile import context_predicate
@@ -240,7 +241,7 @@ class CoeResult:
             mask = int(mask)
             yield ValidContext(
                 self._space.values(mask),
-                context_predicate(self._space, mask, cast_varchar=self._cast),
+                context_predicate(self._space, mask, cast_varchar=self._cast, not_null=self._not_null),
                 float(u),
             )
 
@@ -256,7 +257,11 @@ class CoeResult:
 
         i = int(np.argmax(self._utilities))
         mask = int(self._masks[i])
-        return ValidContext(self._space.values(mask), context_predicate(self._space, mask, cast_varchar=self._cast), float(self._utilities[i]))
+        return ValidContext(
+            self._space.values(mask),
+            context_predicate(self._space, mask, cast_varchar=self._cast, not_null=self._not_null),
+            float(self._utilities[i]),
+        )
 
 
 def coe(
@@ -312,6 +317,7 @@ def coe(
                 _masks=masks,
                 _utilities=utilities,
                 _cast=schema.cast_varchar,
+                _not_null=schema.not_null,
             )
         )
     return tuple(out)

@@ -13,6 +13,7 @@ same on OCDP neighbours, so they are free. `tight` is valid only for a monotone 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from pcor_sql.errors import UserError
@@ -33,6 +34,8 @@ class Budget:
 
 
 def validate_epsilon(epsilon: float) -> float:
+    if isinstance(epsilon, bool):
+        raise UserError(f"epsilon must be a number, got {epsilon!r}", "pass e.g. --epsilon 0.2")
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
@@ -43,9 +46,9 @@ def validate_epsilon(epsilon: float) -> float:
 
 
 def validate_samples(samples: int) -> int:
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:
+    if isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or samples <= 0:
         raise UserError(f"samples must be a positive integer, got {samples!r}", "pass e.g. --samples 50")
-    return samples
+    return int(samples)
 
 
 def em_calls(search: str, samples: int) -> int:

@@ -11,7 +11,7 @@ from typing import Protocol, Union
 
 import numpy as np
 
-_TWO_POW_M53 = 2.0**-53
+_TWO_POW_M52 = 2.0**-52
 
 
 class RandomSource(Protocol):
@@ -23,15 +23,16 @@ class RandomSource(Protocol):
 class SecureRandom:
     """Uniform draws from `os.urandom` (the kernel CSPRNG).
 
-    `random` returns doubles in the open interval (0, 1): (k + 0.5)·2⁻⁵³ for a uniform 53-bit k,
-    so log(u) and log(−log u) are always finite. `integers` uses rejection sampling, so it has
+    `random` returns doubles in the open interval (0, 1): (k + 0.5)·2⁻⁵² for a uniform 52-bit k.
+    Every such value is exactly representable (the largest is 1 − 2⁻⁵³), so none rounds to 0
+    or 1 and log(u) and log(−log u) are always finite. `integers` uses rejection sampling, so it has
     no modulo bias.
     """
 
     def random(self, size: int | None = None) -> np.ndarray | float:
         n = 1 if size is None else int(size)
-        words = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) >> np.uint64(11)
-        out = (words.astype(np.float64) + 0.5) * _TWO_POW_M53
+        words = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) >> np.uint64(12)
+        out = (words.astype(np.float64) + 0.5) * _TWO_POW_M52
         return float(out[0]) if size is None else out
 
     def integers(self, low: int, high: int | None = None) -> int:

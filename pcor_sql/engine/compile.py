@@ -1,7 +1,10 @@
 """Contexts compiled to conjunction-of-disjunction WHERE clauses over the declared domains.
 
-An attribute whose whole domain is selected is omitted: it constrains nothing but NULLs,
-and rows with a NULL attribute are in no population, so it still gets `IS NOT NULL`.
+An attribute whose whole domain is selected constrains nothing but NULLs, and rows with a
+NULL attribute are in no population. So in the released form it is omitted when the catalog
+declares the column NOT NULL, and otherwise becomes `IS NOT NULL` — decided by the schema,
+never by whether the data happens to hold a NULL (that would make the released text depend
+on one row).
 Declared values outside an ENUM type cannot be compared with the ENUM column directly
 (DuckDB would fail to cast them), so such columns are compared as VARCHAR.
 """
@@ -33,17 +36,18 @@ def context_predicate(
     *,
     cast_varchar: frozenset[str] = frozenset(),
     omit_full: bool = True,
+    not_null: frozenset[str] = frozenset(),
 ) -> str:
-    """The WHERE predicate selecting population D_C of context `mask`.
+    """The WHERE predicate selecting exactly population D_C of context `mask`.
 
-    With `omit_full` (the released form) fully selected attributes are left out entirely, and
-    an all-full context compiles to TRUE; without it (the population form) they become
-    `IS NOT NULL`, so NULL rows stay out of every population as DESIGN.md requires.
+    With `omit_full` (the released form) a fully selected attribute whose column is declared
+    NOT NULL (`not_null`) is left out, and a context left with no condition compiles to TRUE;
+    otherwise a fully selected attribute becomes `IS NOT NULL`.
     """
     parts = []
     for i, attr in enumerate(space.attributes):
         full = space.is_full(mask, i)
-        if full and omit_full:
+        if full and omit_full and attr.name in not_null:
             continue
         values = [attr.domain[j] for j in space.selected_indices(mask, i)]
         parts.append(attribute_predicate(column_sql(attr, cast_varchar), values, full))

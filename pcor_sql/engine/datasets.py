@@ -216,6 +216,10 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
         select = f"SELECT * REPLACE ({casts}) FROM read_parquet({source}) ORDER BY {quote_identifier('id')}"
         try:
             con.execute(f"CREATE TABLE {_qualified(where, table)} AS {select}")
+            # NOT NULL is a catalog fact, not a data fact: it lets a released predicate omit a
+            # fully selected attribute and still select exactly the population.
+            for column in con.execute(f"SELECT * FROM {_qualified(where, table)} LIMIT 0").description:
+                con.execute(f"ALTER TABLE {_qualified(where, table)} ALTER COLUMN {quote_identifier(column[0])} SET NOT NULL")
         except duckdb.ConversionException as exc:
             raise InternalError(f"the shipped {name!r} data has a value outside its declared domain: {exc}") from exc
     except BaseException:

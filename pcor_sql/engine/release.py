@@ -150,4 +150,5 @@ def release_one(
 
 
 def released_predicate(summary: CellSummary, space: ContextSpace, mask: int) -> str:
-    return context_predicate(space, mask, cast_varchar=summary.schema.cast_varchar, omit_full=True)
+    schema = summary.schema
+    return context_predicate(space, mask, cast_varchar=schema.cast_varchar, omit_full=True, not_null=schema.not_null)

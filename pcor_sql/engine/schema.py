@@ -33,6 +33,7 @@ class Schema:
     attributes: tuple[Attribute, ...]
     derived: tuple[str, ...] = ()
     cast_varchar: frozenset[str] = frozenset()  # ENUM columns declared with values outside the type
+    not_null: frozenset[str] = frozenset()  # columns the catalog declares NOT NULL
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -41,11 +42,16 @@ class Schema:
 
 def describe_relation(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, str]:
     """column name → DuckDB type name of `SELECT * FROM relation`."""
+    return {name: type_name for name, type_name, _ in _describe(con, relation_sql)}
+
+
+def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[str, str, bool]]:
+    """(column, type, declared NOT NULL) of `SELECT * FROM relation`."""
     try:
         rows = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
-    return {r[0]: r[1] for r in rows}
+    return [(r[0], r[1], r[2] == "NO") for r in rows]
 
 
 def metric_type(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str) -> str:
@@ -70,7 +76,9 @@ def resolve_schema(
     warn: Warn | None = None,
 ) -> Schema:
     """Resolve the attributes (default: ENUM and declared columns) and their domains."""
-    columns = describe_relation(con, relation_sql)
+    described = _describe(con, relation_sql)
+    columns = {name: type_name for name, type_name, _ in described}
+    not_null = frozenset(name for name, _, nn in described if nn)
     mtype = metric_type(con, relation_sql, metric_sql)
     if not is_numeric(mtype):
         raise UserError(
@@ -116,7 +124,7 @@ def resolve_schema(
                     f"which {name} values exist; declare it (e.g. --domain '{name}={shown}') or use an ENUM column"
                 )
         attributes.append(Attribute(name, tuple(values)))
-    return Schema(relation_sql, metric_sql, tuple(attributes), tuple(derived), frozenset(cast_varchar))
+    return Schema(relation_sql, metric_sql, tuple(attributes), tuple(derived), frozenset(cast_varchar), not_null)
 
 
 def _enum_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:

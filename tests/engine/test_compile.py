@@ -65,14 +65,18 @@ def test_mask_and_compiled_where_select_the_same_rows(case):
     assert got == expected
 
 
-def test_full_attributes_are_omitted_from_the_released_predicate():
+def test_full_not_null_attributes_are_omitted_from_the_released_predicate():
     space = ContextSpace([Attribute("job", ("a", "b")), Attribute("year", (1, 2, 3))], (0, 1))
     mask = space.full
-    assert context_predicate(space, mask) == "TRUE"
-    assert context_predicate(space, mask, omit_full=False) == '"job" IS NOT NULL AND "year" IS NOT NULL'
+    nn = frozenset({"job", "year"})
+    assert context_predicate(space, mask, not_null=nn) == "TRUE"
+    assert context_predicate(space, mask, omit_full=False, not_null=nn) == '"job" IS NOT NULL AND "year" IS NOT NULL'
     only = space.from_values({"job": ["a"], "year": [2, 3]})
-    assert context_predicate(space, only) == '"job" = \'a\' AND "year" IN (2, 3)'
-    assert context_predicate(space, space.from_values({"year": [1, 2]})) == '"year" IN (1, 2)'
+    assert context_predicate(space, only, not_null=nn) == '"job" = \'a\' AND "year" IN (2, 3)'
+    assert context_predicate(space, space.from_values({"year": [1, 2]}), not_null=nn) == '"year" IN (1, 2)'
+    # A nullable column is never omitted: NULL rows are in no population, whatever the data holds.
+    assert context_predicate(space, mask) == '"job" IS NOT NULL AND "year" IS NOT NULL'
+    assert context_predicate(space, space.from_values({"year": [1, 2]})) == '"job" IS NOT NULL AND "year" IN (1, 2)'
 
 
 def test_injection_in_domain_values_is_inert():
