@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from pcor_sql.core.verifiers.base import Population
 from pcor_sql.core.verifiers.options import real_number
@@ -35,7 +35,8 @@ def grubbs_critical(alpha: float, n_array: Any) -> np.ndarray:
     crit = np.full(uniq.shape, np.nan)
     ok = uniq >= 3
     un = uniq[ok].astype(np.float64)
-    t = stats.t.ppf(1.0 - alpha / (2.0 * un), un - 2.0)
+    # special.stdtrit(df, p) is what stats.t.ppf evaluates, without its ~60 µs argument checks.
+    t = special.stdtrit(un - 2.0, 1.0 - alpha / (2.0 * un))
     t2 = t * t
     crit[ok] = (un - 1.0) / np.sqrt(un) * np.sqrt(t2 / (un - 2.0 + t2))
     return crit[inverse].reshape(n.shape)
