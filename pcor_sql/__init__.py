@@ -1,28 +1,46 @@
-"""pcor-sql: private contextual outlier release and private anomaly identification on DuckDB."""
+"""pcor-sql: private contextual outlier release and private anomaly identification on DuckDB.
 
-from pcor_sql.api import CoeResult, Explanation, ValidContext, coe, explain_outlier, explain_outliers
-from pcor_sql.engine.datasets import load_all as load_datasets
-from pcor_sql.engine.datasets import load_dataset
-from pcor_sql.engine.ledger import Ledger
-from pcor_sql.engine.session import Session
-from pcor_sql.errors import BudgetExceeded, InternalError, NoValidContext, PcorError, UserError
+The public names load on first use, so `pcor-sql --help` does not pay for scipy and DuckDB.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BudgetExceeded",
-    "CoeResult",
-    "Explanation",
-    "InternalError",
-    "Ledger",
-    "NoValidContext",
-    "PcorError",
-    "Session",
-    "UserError",
-    "ValidContext",
-    "coe",
-    "explain_outlier",
-    "explain_outliers",
-    "load_dataset",
-    "load_datasets",
-]
+_EXPORTS = {
+    "explain_outlier": "pcor_sql.api",
+    "explain_outliers": "pcor_sql.api",
+    "identify_anomaly": "pcor_sql.api",
+    "coe": "pcor_sql.api",
+    "Explanation": "pcor_sql.api",
+    "CoeResult": "pcor_sql.api",
+    "ValidContext": "pcor_sql.api",
+    "sql": "pcor_sql.statements",
+    "run_script": "pcor_sql.statements",
+    "Session": "pcor_sql.engine.session",
+    "Ledger": "pcor_sql.engine.ledger",
+    "load_dataset": "pcor_sql.engine.datasets",
+    "PcorError": "pcor_sql.errors",
+    "UserError": "pcor_sql.errors",
+    "InternalError": "pcor_sql.errors",
+    "BudgetExceeded": "pcor_sql.errors",
+    "NoValidContext": "pcor_sql.errors",
+}
+_RENAMED = {"load_datasets": ("pcor_sql.engine.datasets", "load_all")}
+
+__all__ = sorted([*_EXPORTS, *_RENAMED])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _RENAMED:
+        module, attr = _RENAMED[name]
+        value = getattr(importlib.import_module(module), attr)
+    else:
+        raise AttributeError(f"module 'pcor_sql' has no attribute {name!r}")
+    globals()[name] = value
+    return value

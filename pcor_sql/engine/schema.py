@@ -106,6 +106,8 @@ def resolve_schema(
         for name in names:
             if name not in columns:
                 raise UserError(f"unknown column {name!r}", f"columns are: {', '.join(columns)}")
+            if quote_identifier(name) == metric_sql or name == metric_sql:
+                raise UserError(f"the metric {name!r} cannot also be a context attribute", "name other columns in --by")
     attributes, derived, cast_varchar = [], [], set()
     for name in names:
         if name in declared:
