@@ -1,0 +1,80 @@
+"""Smoke tests of `bench` and `reproduce` through a local typer app (the lead registers them in
+the real one): tiny settings, every output file, BENCHMARKS.md sections, option errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pcor_sql.cli.bench import bench
+from pcor_sql.cli.reproduce import reproduce
+from pcor_sql.errors import UserError
+
+app = typer.Typer()
+app.command("bench")(bench)
+app.command("reproduce")(reproduce)
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize("command", ["bench", "reproduce"])
+def test_help_has_an_example(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "Example:" in result.stdout and f"pcor-sql {command} --quick" in result.stdout
+
+
+def test_bench_smoke(tmp_path):
+    out, md = tmp_path / "out", tmp_path / "BENCHMARKS.md"
+    result = run("bench", "--quick", "--datasets", "salaries", "--searches", "random-walk", "--verifiers", "zscore",
+                 "--repeats", "2", "--no-direct", "--big-rows", "60000", "--out-dir", str(out),
+                 "--update-benchmarks", "--benchmarks-file", str(md))
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "bench.json").read_text())
+    (cell,) = data["releases"]
+    assert (cell["dataset"], cell["search"], cell["verifier"], cell["record"]) == ("salaries", "random-walk", "zscore", 42)
+    assert cell["end_to_end"]["repeats"] == 2 and cell["naive"]["repeats"] == 1
+    assert cell["speedup_end_to_end"] > 0 and cell["compared_releases"] == 1
+    assert [p["verifier"] for p in data["per_context"]] == ["zscore"]
+    assert data["summary"][0]["rows"] == 51_000
+    assert data["big"]["rows"] == 60_000 and data["big"]["peak_rss_bytes"] > 0
+    verdicts = {t["name"]: t["met"] for t in data["targets"]}
+    assert len(verdicts) == 6 and verdicts[next(n for n in verdicts if n.startswith("peak memory"))] is True
+    text = md.read_text()
+    assert "<!-- pcor-sql bench:begin -->" in text and "`pcor-sql bench --quick --repeats 2" in text
+    assert "Targets" in result.stdout and "machine:" in (out / "bench.md").read_text()
+
+
+def test_reproduce_smoke(tmp_path):
+    out = tmp_path / "out"
+    result = run("reproduce", "--datasets", "homicides", "--records", "1", "--repeats", "1", "--groups", "verifiers",
+                 "--match-datasets", "homicides", "--match-outliers", "2", "--match-neighbours", "1",
+                 "--no-figures", "--out-dir", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "reproduce.json").read_text())
+    ds = data["datasets"]["homicides"]
+    assert ds["records"] == [1356] and ds["cross_check"]["equal"] is True
+    cells = {(c["cell"]["verifier"], c["cell"]["accounting"]): c for c in ds["cells"]}
+    assert set(cells) == {(v, a) for v in ("grubbs", "histogram", "lof", "zscore") for a in ("paper", "tight")}
+    for c in cells.values():
+        assert c["releases"] == 1 and 0 < c["ratios"][0] <= 1.0
+    assert {m["verifier"] for m in data["match"]} == {"grubbs", "lof", "histogram", "zscore"}
+    assert all(len(m["pairs"]) == 2 * 4 for m in data["match"])  # 2 outliers × ΔD ∈ {1, 5, 10, 25}
+    md = (out / "reproduce.md").read_text()
+    assert "Table 6: Outlier detection algorithms" in md and "Table 13: COE match" in md and "§6.7" in md
+
+
+@pytest.mark.parametrize("args", [
+    ("bench", "--repeats", "0"),
+    ("bench", "--datasets", "diamonds"),
+    ("reproduce", "--groups", "nope"),
+    ("reproduce", "--records", "0"),
+])
+def test_bad_options_are_user_errors(args):
+    result = run(*args)
+    assert result.exit_code != 0 and isinstance(result.exception, UserError)
