@@ -10,8 +10,8 @@ Two fresh Python processes, so that the memory figure is the release's alone:
    summary is rebuilt every time): the end-to-end `explain_outlier` (parse, schema, summary
    build, record lookup, start search, search, ledger charge) and, separately, the engine
    alone (`build_summary` + `release_one`). Peak memory is the process's peak resident set
-   size (`getrusage(RUSAGE_SELF).ru_maxrss`): the interpreter, numpy, DuckDB's buffer pool
-   and every array the release built.
+   size (`measure.peak_rss_bytes`: VmHWM): the interpreter, numpy, DuckDB's buffer pool and
+   every array the release built.
 
 Run as `python -m pcor_sql.bench.bigtable generate|measure ...`; results go to a JSON file.
 """
@@ -110,8 +110,9 @@ def measure(db_path: Path, repeats: int, seed: int) -> dict[str, Any]:
         "released_population": populations,
         "peak_rss_bytes": peak_rss_bytes(),
         "rss_after_imports_bytes": rss_after_imports,
-        "memory_method": "peak resident set size of a fresh Python process (getrusage RUSAGE_SELF ru_maxrss), "
-        "covering imports, DuckDB's buffer pool and every array of the release",
+        "memory_method": "peak resident set size of a fresh Python process (VmHWM in /proc/self/status; "
+        "getrusage ru_maxrss where there is no /proc), covering the interpreter, imports, DuckDB's buffer pool "
+        "and every array of the release",
     }
 
 

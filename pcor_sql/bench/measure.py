@@ -87,10 +87,30 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (getrusage ru_maxrss; KiB on Linux,
+    """Peak resident set size of this process so far.
+
+    Linux: VmHWM of /proc/self/status, the high-water mark of this process's own address
+    space. (`getrusage(...).ru_maxrss` survives fork + exec on Linux, so a child started by a
+    big parent would report the parent's peak.) Elsewhere: ru_maxrss (KiB on Linux/BSD,
     bytes on macOS)."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                m = re.match(r"VmHWM:\s+(\d+)\s+kB", line)
+                if m:
+                    return int(m.group(1)) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
+def load_average() -> list[float] | None:
+    """The 1-, 5- and 15-minute load averages (other processes competing for the cores)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def _cpu_model() -> str:

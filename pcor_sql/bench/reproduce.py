@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -19,7 +18,7 @@ import duckdb
 
 from pcor_sql.bench import coe_match
 from pcor_sql.bench.experiments import GROUPS, Cell, DatasetRun, cells_of, needed_exact, run_groups
-from pcor_sql.bench.measure import machine
+from pcor_sql.bench.measure import load_average, machine
 from pcor_sql.bench.tables import Table, fraction, make_table, percent, seconds
 from pcor_sql.bench.targets import at_least
 from pcor_sql.engine.datasets import load_all, planted_outliers
@@ -70,17 +69,10 @@ class ReproduceResult:
         return dict(self.__dict__)
 
 
-def _loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
 def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> ReproduceResult:
     started = time.perf_counter()
     res = ReproduceResult(asdict(cfg), machine(), _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
-    res.load["start"] = _loadavg()
+    res.load["start"] = load_average()
     groups = [g for g in GROUPS if g.key in cfg.groups]
     con = duckdb.connect()
     try:
@@ -115,7 +107,7 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> Rep
     finally:
         con.close()
     res.targets = [t.as_dict() for t in reproduce_targets(res)]
-    res.load["end"] = _loadavg()
+    res.load["end"] = load_average()
     res.wall_s = time.perf_counter() - started
     return res
 
@@ -271,8 +263,7 @@ def settings_table(res: dict[str, Any]) -> Table:
         (f"Seed: release r of record V in a cell uses numpy default_rng([{cfg['seed']}, crc32(cell), V, r]). Full "
          "lattice of all three attributes (salaries: 2^22 admissible contexts per record, homicides: 2^16). The exact "
          "largest utility is found by verifying contexts in decreasing utility until the first valid one "
-         "(bench/exact.py) — the same value as enumerating the whole COE, which the cross-check confirms for grubbs. "
-         f"Load average (1, 5, 15 min) at start {res['load'].get('start')}, at end {res['load'].get('end')}.",))
+         "(bench/exact.py) — the same value as enumerating the whole COE, which the cross-check confirms for grubbs.",))
 
 
 def reproduce_tables(res: dict[str, Any]) -> list[Table]:

@@ -33,7 +33,7 @@ import duckdb
 import numpy as np
 
 from pcor_sql.bench import bigtable
-from pcor_sql.bench.measure import Timing, machine, percentile, timed
+from pcor_sql.bench.measure import Timing, load_average, machine, percentile, timed
 from pcor_sql.bench.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
 from pcor_sql.bench.targets import Target, at_least, at_most
 from pcor_sql.bench.tables import mib, seconds
@@ -307,6 +307,7 @@ class BenchResult:
     direct: dict[str, Any] | None = None
     big: dict[str, Any] | None = None
     targets: list[Target] = field(default_factory=list)
+    load: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "targets"}
@@ -317,6 +318,7 @@ class BenchResult:
 def run_bench(cfg: BenchConfig, report: Report = lambda _m: None) -> BenchResult:
     started = time.perf_counter()
     result = BenchResult(asdict(cfg), machine(), _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    result.load["start"] = load_average()
     con = duckdb.connect()
     try:
         load_all(con)
@@ -336,6 +338,7 @@ def run_bench(cfg: BenchConfig, report: Report = lambda _m: None) -> BenchResult
         with tempfile.TemporaryDirectory(prefix="pcor-bench-") as tmp:
             result.big = bigtable.run_big(Path(tmp), cfg.big_rows, cfg.big_repeats, cfg.seed, report)
     result.targets = evaluate_targets(result)
+    result.load["end"] = load_average()
     result.wall_s = time.perf_counter() - started
     return result
 
