@@ -162,11 +162,16 @@ def document(title: str, command: str, result: dict[str, Any], tables: Sequence[
     return "\n".join(parts)
 
 
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=_json_default) + "\n", encoding="utf-8")
+
+
 def write_outputs(out_dir: Path, stem: str, markdown_text: str, result: dict[str, Any]) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     md, js = out_dir / f"{stem}.md", out_dir / f"{stem}.json"
     md.write_text(markdown_text, encoding="utf-8")
-    js.write_text(json.dumps(result, indent=2, default=_json_default) + "\n", encoding="utf-8")
+    write_json(js, result)
     return md, js
 
 

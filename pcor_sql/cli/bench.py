@@ -78,6 +78,13 @@ def command_line(name: str, params: Sequence[tuple[str, Any, Any]]) -> str:
     return shlex.join(parts)
 
 
+def save_raw(out_dir: Path, stem: str, result: dict[str, Any]) -> None:
+    """OUT_DIR/STEM.json right after the measurements, before any rendering."""
+    from pcor_sql.bench.report import write_json
+
+    write_json(out_dir / f"{stem}.json", result)
+
+
 def write_results(out_dir: Path, stem: str, title: str, command: str, result: dict[str, Any], tables: Sequence[Any],
                   update_benchmarks: bool, benchmarks: Path, extra: str = "") -> None:
     from pcor_sql.bench.report import document, update_section, write_outputs
@@ -151,6 +158,7 @@ def bench(
         ("--big-rows", big_rows, 10_000_000), ("--big", big, True), ("--direct", direct, True),
     ])
     result = run_bench(cfg, progress_reporter()).as_dict()
+    save_raw(out_dir, "bench", result)  # the figures survive whatever happens below
     tables = bench_tables(result)
     print_tables(tables)
     write_results(out_dir, "bench", "pcor-sql bench", command, result, tables, update_benchmarks, benchmarks_file)

@@ -8,7 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from pcor_sql.cli.bench import DEFAULT_BENCHMARKS, DEFAULT_OUT, command_line, print_tables, progress_reporter, split_list, write_results
+from pcor_sql.cli.bench import (
+    DEFAULT_BENCHMARKS, DEFAULT_OUT, command_line, print_tables, progress_reporter, save_raw, split_list, write_results,
+)
 from pcor_sql.errors import UserError
 
 
@@ -64,6 +66,7 @@ def reproduce(
     ])
     report = progress_reporter()
     result = run_reproduce(cfg, report).as_dict()
+    save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
     tables = reproduce_tables(result)
     print_tables(tables)
     extra = ""

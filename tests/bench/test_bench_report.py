@@ -74,3 +74,10 @@ def test_max_log_ratio_of_the_direct_em():
     pb = {c: math.exp(eps1 * u) / sum(math.exp(eps1 * x) for x in b.values()) for c, u in b.items()}
     want = max(abs(math.log(pa[c] / pb[c])) for c in (2, 3))
     assert max_log_ratio(a, b, eps1) == pytest.approx(want)
+
+
+def test_exp_text_never_overflows():
+    from pcor_sql.bench.reproduce import exp_text
+
+    assert exp_text(0.2) == "1.2214"
+    assert exp_text(5000.0) == "e^5000.0"  # math.exp would overflow here
