@@ -1,0 +1,144 @@
+"""Answer (β, r)-anomaly identification queries on a DuckDB relation (DESIGN.md §3).
+
+`prepare_anomaly_queries` validates the parameters and the data and computes every selected
+record's ball count — nothing random yet, so the caller can charge the budget ledger with
+`batch.cost` (n answers × ε, sequential composition) before any answer exists.
+`AnomalyBatch.answer(source)` then draws Construction 1 for each record with independent coins.
+`answer_anomaly_queries` does both in one call.
+
+Privacy: each answer is ε-DP (privacy="dp", λ = Δ_G, pareto optimal) or (ε, k)-sensitively
+private (privacy="sp", λ = λ_k) — proofs in `pcor_sql.core.anomaly`. The noisy `anomaly` bit is
+the release; `true_answer`, `ball_count`, `multiplicity`, `lambda_` and `flip_probability` are
+the owner's private diagnostics and must not be released.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import duckdb
+import numpy as np
+
+from pcor_sql.core import anomaly as core
+from pcor_sql.core.randomness import Source
+from pcor_sql.engine.balls import PointData, load_points, relation_ball_counts
+from pcor_sql.errors import InternalError
+
+
+@dataclass(frozen=True)
+class AnomalyAnswer:
+    """One answered record. Releasable: record, anomaly, epsilon, privacy, k (None for dp).
+    Owner-only (not for release): true_answer, ball_count, multiplicity, lambda_, flip_probability."""
+
+    record: dict[str, Any]
+    anomaly: bool
+    epsilon: float
+    privacy: str
+    k: int | None
+    true_answer: bool
+    ball_count: int
+    multiplicity: int
+    lambda_: int
+    flip_probability: float
+
+
+@dataclass(frozen=True)
+class AnomalyBatch:
+    """Everything but the coins: validated parameters and per-record exact quantities."""
+
+    params: core.AnomalyParams
+    norm: str
+    points: PointData
+    multiplicity: np.ndarray
+    ball: np.ndarray
+    truth: np.ndarray
+    lam: np.ndarray
+    flip_probability: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.points.selected.size)
+
+    @property
+    def cost(self) -> core.AnomalyCost:
+        """What answering the whole batch costs (charge it before answering)."""
+        return core.anomaly_privacy_cost(self.params.epsilon, self.size, self.params.privacy, self.params.k)
+
+    def answer(self, source: Source) -> list[AnomalyAnswer]:
+        """Construction 1 for every selected record, one independent uniform each from `source`."""
+        noisy = core.construction1(self.truth, self.flip_probability, source)
+        p = self.params
+        return [
+            AnomalyAnswer(
+                record=dict(self.points.records[idx]),
+                anomaly=bool(noisy[idx]),
+                epsilon=p.epsilon,
+                privacy=p.privacy,
+                k=p.k,
+                true_answer=bool(self.truth[idx]),
+                ball_count=int(self.ball[idx]),
+                multiplicity=int(self.multiplicity[idx]),
+                lambda_=int(self.lam[idx]),
+                flip_probability=float(self.flip_probability[idx]),
+            )
+            for idx in range(self.size)
+        ]
+
+
+def prepare_anomaly_queries(
+    con: duckdb.DuckDBPyConnection,
+    relation_sql: str,
+    columns: Sequence[str],
+    selector_sql: str | None,
+    *,
+    beta: float,
+    radius: float,
+    epsilon: float,
+    privacy: str,
+    k: int | None,
+    norm: str,
+) -> AnomalyBatch:
+    """Validate and compute ball counts, g, λ and flip probabilities for the selected records.
+
+    `relation_sql` is text usable after FROM; `columns` the numeric columns (distance: |a − b|
+    for one, the named norm for several); `selector_sql` a trusted SQL boolean expression over
+    the relation (None: every row). Input errors (β < 1, r < 0, ε ≤ 0, k outside 1..⌊β⌋+1 for
+    sp, unknown norm or privacy mode, missing or non-numeric columns, NULL/NaN/±inf values,
+    a selector matching no row) raise UserError.
+    """
+    params = core.validate_params(beta, radius, epsilon, privacy, k)
+    norm_name = core.validate_norm(norm)
+    points = load_points(con, relation_sql, columns, selector_sql)
+    counts = relation_ball_counts(points, params.radius, norm_name)
+    if np.any(counts.multiplicity < 1):
+        raise InternalError("a selected record was not counted among the data")
+    truth = core.anomaly_truth(counts.multiplicity, counts.ball, params.beta)
+    lam = core.mechanism_lambda(counts.multiplicity, counts.ball, params)
+    flip = core.flip_probability(lam, params.epsilon)
+    return AnomalyBatch(params, norm_name, points, counts.multiplicity, counts.ball, truth, lam, flip)
+
+
+def answer_anomaly_queries(
+    con: duckdb.DuckDBPyConnection,
+    relation_sql: str,
+    columns: Sequence[str],
+    selector_sql: str | None,
+    *,
+    beta: float,
+    radius: float,
+    epsilon: float,
+    privacy: str,
+    k: int | None,
+    norm: str,
+    source: Source,
+) -> list[AnomalyAnswer]:
+    """One noisy answer per selected record, in scan order (see `prepare_anomaly_queries`).
+
+    Cost: len(result) × ε under the chosen notion (`AnomalyBatch.cost`); callers that keep a
+    budget ledger should use prepare/answer to charge before the coins are drawn.
+    """
+    batch = prepare_anomaly_queries(
+        con, relation_sql, columns, selector_sql, beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k, norm=norm
+    )
+    return batch.answer(source)
