@@ -45,11 +45,10 @@ from pcor_sql.core.anomaly import validate_norm
 from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import InternalError, UserError
 
-_NUMERIC_PREFIXES = (
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
-    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
-    "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC",
-)  # fmt: skip
+_NUMERIC_PREFIXES = tuple(
+    "TINYINT SMALLINT INTEGER BIGINT HUGEINT UTINYINT USMALLINT UINTEGER UBIGINT UHUGEINT "
+    "FLOAT REAL DOUBLE DECIMAL NUMERIC".split()
+)
 
 
 @dataclass(frozen=True)
@@ -141,10 +140,13 @@ def load_points(
     """
     cols = check_columns(con, relation_sql, columns)
     check_finite(con, relation_sql, cols)
-    as_double = ", ".join(f"CAST({quote_identifier(c)} AS DOUBLE) AS {quote_identifier(f'v{j}')}" for j, c in enumerate(cols))
-    originals = ", ".join(f"{quote_identifier(c)} AS {quote_identifier(f'o{j}')}" for j, c in enumerate(cols))
-    selector = "TRUE" if selector_sql is None else f"coalesce(CAST(({selector_sql}) AS BOOLEAN), FALSE)"
-    sql = f"SELECT {as_double}, {originals}, {selector} AS sel FROM {relation_sql}"
+    as_double = ", ".join(
+        f"CAST({quote_identifier(c)} AS DOUBLE) AS {quote_identifier(f'__pcor_v{j}')}" for j, c in enumerate(cols)
+    )
+    # The newline keeps a trailing "-- comment" in the selector from swallowing the rest.
+    selector = "TRUE" if selector_sql is None else f"coalesce(CAST(({selector_sql}\n) AS BOOLEAN), FALSE)"
+    # The whole row comes along so each answer names its record (e.g. by id), from the same scan.
+    sql = f"SELECT {as_double}, {selector} AS __pcor_sel, * FROM {relation_sql}"
     try:
         table = con.sql(sql).to_arrow_table()
     except duckdb.Error as err:
@@ -155,17 +157,17 @@ def load_points(
     n = table.num_rows
     values = np.empty((n, len(cols)), dtype=np.float64)
     for j in range(len(cols)):
-        values[:, j] = table.column(f"v{j}").to_numpy()
+        values[:, j] = table.column(f"__pcor_v{j}").to_numpy()
     values += 0.0  # −0.0 + 0.0 = +0.0: equal values must also be equal bit patterns for np.unique
     if not np.all(np.isfinite(values)):
         raise InternalError("non-finite values passed the NULL/NaN check")
-    sel = table.column("sel").to_numpy(zero_copy_only=False).astype(bool)
+    sel = table.column("__pcor_sel").to_numpy(zero_copy_only=False).astype(bool)
     selected = np.flatnonzero(sel)
     if selected.size == 0:
         where = "the relation is empty" if n == 0 else f"the record selector {selector_sql!r} matches no rows"
         raise UserError(where, "select at least one record (check the WHERE clause and the relation)")
-    picked = table.select([f"o{j}" for j in range(len(cols))]).filter(pa.array(sel))
-    picked = picked.rename_columns(list(cols))
+    row_columns = list(range(len(cols) + 1, table.num_columns))
+    picked = table.select(row_columns).filter(pa.array(sel))
     return PointData(cols, values, selected, tuple(picked.to_pylist()))
 
 

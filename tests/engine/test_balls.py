@@ -98,6 +98,32 @@ def test_float_boundaries_on_decimal_grid():
             np.testing.assert_array_equal(g2.ball, brute_force(two, two, r, norm)[1], err_msg=f"{norm} r={r}")
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["huge offset", "tiny", "mixed scale", "identical", "negatives", "subnormal differences"],
+)
+def test_extreme_scales_agree_with_brute_force(name):
+    """The margins are relative to the data's scale and r: exact far from unit magnitudes too."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(-5, 5, (200, 2)).astype(float)
+    data, radii = {
+        "huge offset": (base * 1e-3 + 1e12, [0, 1e-3, 2e-3, 0.5]),
+        "tiny": (base * 1e-200, [0, 1e-200, 3e-200]),
+        "mixed scale": (np.stack([base[:, 0] * 1e9, base[:, 1] * 1e-9], 1), [0, 1e-9, 1e9, 2e9]),
+        "identical": (np.ones((50, 3)), [0, 1]),
+        "negatives": (-np.abs(rng.normal(0, 1, (200, 3))).round(1), [0, 0.1, 0.3, 1.0]),
+        "subnormal differences": (np.stack([np.full(100, 1e-300), np.arange(100) * 1e-310], 1), [0, 1e-309, 1e-308]),
+    }[name]
+    up, weights = np.unique(data, axis=0, return_counts=True)
+    for r in radii:
+        for norm in ("l1", "l2", "linf"):
+            want = [np.count_nonzero(within(data, q, r, norm)) for q in data]
+            np.testing.assert_array_equal(ball_counts(data, data, r, norm).ball, want, err_msg=f"{r} {norm}")
+            for c in (1, 3, 8):
+                got = _ball_strips(up, weights, up, r, norm, refinement=c)
+                np.testing.assert_array_equal(got, [weights[within(up, q, r, norm)].sum() for q in up])
+
+
 def test_signed_zero_is_one_value():
     got = ball_counts([0.0, -0.0, 1.0], [-0.0], 0.0, "l1")
     assert got.multiplicity.tolist() == [2] and got.ball.tolist() == [2]
