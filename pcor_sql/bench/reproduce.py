@@ -261,8 +261,10 @@ def match_tables(res: dict[str, Any]) -> list[Table]:
 
 
 def exp_text(log_value: float) -> str:
-    """e^x as a number while it is readable, else as a power of e (ratios can be astronomic)."""
-    return f"{math.exp(log_value):.4f}" if log_value < 20 else f"e^{log_value:.1f}"
+    """e^x as a number and as a power of e with 6 significant digits (an excess of the bound can
+    be tiny); just the power when the number would be astronomic."""
+    power = f"e^{log_value:.6g}"
+    return f"{math.exp(log_value):.5g} ({power})" if log_value < 20 else power
 
 
 def reproduce_targets(res: ReproduceResult | dict[str, Any]) -> list[Any]:

@@ -79,5 +79,6 @@ def test_max_log_ratio_of_the_direct_em():
 def test_exp_text_never_overflows():
     from pcor_sql.bench.reproduce import exp_text
 
-    assert exp_text(0.2) == "1.2214"
-    assert exp_text(5000.0) == "e^5000.0"  # math.exp would overflow here
+    assert exp_text(0.2) == "1.2214 (e^0.2)"
+    assert exp_text(0.20001670156) == "1.2214 (e^0.200017)"  # a tiny excess stays visible
+    assert exp_text(5000.0) == "e^5000"  # math.exp would overflow here
