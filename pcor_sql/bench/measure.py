@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
@@ -150,6 +151,26 @@ def _usable_cpus() -> int | None:
         return None
 
 
+def code_version() -> str | None:
+    """The git commit of the pcor_sql checkout being measured ('+ local changes' when pcor_sql/
+    differs from it), or None outside a git checkout (e.g. an installed wheel)."""
+    import subprocess
+
+    import pcor_sql
+
+    root = Path(pcor_sql.__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "pcor_sql"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + (" + local changes" if dirty else "")
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on: platform, CPU, cores, memory and library versions."""
     mem = _mem_total_bytes()
@@ -160,6 +181,7 @@ def machine() -> dict[str, Any]:
         "usable_cpus": _usable_cpus(),
         "mem_total_gib": round(mem / 2**30, 1) if mem else None,
         "python": platform.python_version(),
+        "code": code_version(),
         "versions": {
             name: _version(name)
             for name in ("pcor-sql", "duckdb", "numpy", "scipy", "scikit-learn", "pyarrow")

@@ -146,6 +146,7 @@ def header(title: str, command: str, result: dict[str, Any]) -> str:
         f"- command: `{command}`\n"
         f"- date: {result['started']}\n"
         f"- machine: {machine_line(result['machine'])}\n"
+        f"- code: pcor_sql at commit {result['machine'].get('code') or 'unknown (not a git checkout)'}\n"
         f"- wall time of the whole command: {seconds(result['wall_s'])}\n"
     )
     if load:
