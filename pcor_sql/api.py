@@ -321,3 +321,129 @@ def coe(
             )
         )
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class AnomalyResult:
+    """One private answer to "is this record a (β, r)-anomaly?" (DESIGN.md §3)."""
+
+    record: dict[str, Any]
+    anomaly: bool
+    epsilon: float
+    privacy: str
+    k: int | None
+    beta: float
+    radius: float
+    norm: str
+    seeded: bool
+    dataset: str
+    owner: dict[str, Any] | None = field(default=None, repr=False)
+
+    def as_dict(self, owner_view: bool | None = None) -> dict[str, Any]:
+        """The stable JSON shape; owner fields only when the result carries them (owner_view)."""
+        out: dict[str, Any] = {
+            "record": self.record,
+            "anomaly": self.anomaly,
+            "epsilon": self.epsilon,
+            "privacy": self.privacy,
+            "k": self.k,
+            "beta": self.beta,
+            "radius": self.radius,
+            "norm": self.norm,
+            "seeded": self.seeded,
+            "dataset": self.dataset,
+        }
+        if self.seeded:
+            out["warning"] = "seeded run: reproducible, not for real releases"
+        if self.owner is not None and owner_view is not False:
+            out["owner"] = self.owner
+        return out
+
+
+def identify_anomaly(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    *,
+    beta: float,
+    radius: float,
+    epsilon: float,
+    privacy: str = "sp",
+    k: int | None = 1,
+    norm: str = "l2",
+    seed: int | None = None,
+    dataset: str | None = None,
+    owner_view: bool = False,
+    warn: Warn | None = None,
+) -> tuple[AnomalyResult, ...]:
+    """Private (β, r)-anomaly answers for the records `query` selects.
+
+    `query` is `SELECT <col>[, <col> ...] FROM <relation> [WHERE <selector>]`; without WHERE
+    every row is asked about. Distance: |a − b| on one column, the `norm` (l1, l2, linf) on
+    several. `privacy="dp"` is the pareto-optimal ε-DP mechanism, `"sp"` the (ε, k)-sensitively
+    private one (far more accurate on true anomalies). Each answer costs ε (sequential
+    composition): the batch total is announced through `warn`, refused up front if it would
+    pass the dataset's limit, and charged to the ledger before any answer is drawn.
+    """
+    from pcor_sql.engine.anomaly_queries import prepare_anomaly_queries
+    from pcor_sql.frontend.select import expand_star
+
+    q = parse_select(con, query, multiple=True)
+    if q.star:
+        q = expand_star(con, q)
+    columns = []
+    for sql_text, name in zip(q.metric_sql, q.metric_names):
+        if name is None:
+            raise UserError(
+                f"{sql_text} is an expression, not a column",
+                "select plain numeric columns (make a view for computed ones)",
+            )
+        columns.append(name)
+    ledger = Ledger(con, warn=warn)
+    ledger.ensure_writable()
+    batch = prepare_anomaly_queries(
+        con, q.relation_sql, columns, q.selector_sql,
+        beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k, norm=norm,
+    )
+    cost = batch.cost
+    name = dataset or dataset_key(q.relation_sql)
+    if warn is not None and batch.size > 1:
+        warn(f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total ({cost.guarantee})")
+    ledger.precheck(name, cost.epsilon_total)
+    mechanism = f"anomaly/{batch.params.privacy}" + (f"/k={batch.params.k}" if batch.params.privacy == "sp" else "")
+    ledger.charge_many(
+        name,
+        [
+            ChargeItem(new_release_id(), cost.epsilon_per_answer, mechanism, f"{q.selector_sql or 'all rows'} #{i + 1}", query)
+            for i in range(batch.size)
+        ],
+    )
+    source, seeded = make_source(seed)
+    answers = batch.answer(source)
+    out = []
+    for a in answers:
+        owner = None
+        if owner_view:
+            owner = {
+                "not_for_release": True,
+                "true_answer": a.true_answer,
+                "ball_count": a.ball_count,
+                "multiplicity": a.multiplicity,
+                "lambda": a.lambda_,
+                "flip_probability": a.flip_probability,
+            }
+        out.append(
+            AnomalyResult(
+                record=a.record,
+                anomaly=a.anomaly,
+                epsilon=a.epsilon,
+                privacy=a.privacy,
+                k=a.k,
+                beta=batch.params.beta,
+                radius=batch.params.radius,
+                norm=batch.norm,
+                seeded=seeded,
+                dataset=name,
+                owner=owner,
+            )
+        )
+    return tuple(out)

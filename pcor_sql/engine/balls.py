@@ -64,8 +64,8 @@ class PointData:
     """The records of a relation on the chosen numeric columns.
 
     `values` holds every row (N × d, float64, −0.0 normalised to 0.0); `selected` the row
-    positions picked by the selector, in scan order; `records` the selected rows' original
-    values (ints, Decimals or floats as DuckDB returns them), one dict per selected row.
+    positions picked by the selector, in scan order; `records` the selected rows, every column
+    as DuckDB returns it (so an answer names its record, e.g. by id), one dict per selected row.
     """
 
     columns: tuple[str, ...]

@@ -144,7 +144,7 @@ def test_relation_counts_with_selector(con):
     _table(con, "pts", {"id": np.arange(1000), "x": x, "y y": y})
     pts = load_points(con, "pts", ["x", "y y"], "id % 7 = 3")
     assert pts.selected.tolist() == [i for i in range(1000) if i % 7 == 3]
-    assert pts.records[0] == {"x": int(x[3]), "y y": float(y[3])}
+    assert pts.records[0] == {"id": 3, "x": int(x[3]), "y y": float(y[3])}
     got = relation_ball_counts(pts, 4.0, "linf")
     mult, ball = brute_force(np.stack([x, y], 1), np.stack([x, y], 1)[pts.selected], 4.0, "linf")
     np.testing.assert_array_equal(got.ball, ball)
