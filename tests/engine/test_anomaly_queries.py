@@ -31,7 +31,12 @@ def con():
 
 def test_answers_selected_records_with_owner_fields(con):
     answers = answer_anomaly_queries(con, "people", ["age"], "age >= 50", source=np.random.default_rng(3), **KW)
-    assert [a.record for a in answers] == [{"age": 50}, {"age": 50}, {"age": 100}]
+    # The record is the whole selected row, so an answer can be matched to its record by id.
+    assert [a.record for a in answers] == [
+        {"id": 101, "age": 50, "score": 125.0, "name": "x"},
+        {"id": 102, "age": 50, "score": 125.0, "name": "x"},
+        {"id": 103, "age": 100, "score": 250.0, "name": "x"},
+    ]
     assert all(isinstance(a, AnomalyAnswer) and a.privacy == "sp" and a.k == 1 and a.epsilon == 0.5 for a in answers)
     assert [(a.multiplicity, a.ball_count, a.true_answer) for a in answers] == [(2, 2, True), (2, 2, True), (1, 1, True)]
     # λ_1 = β + 1 − B for non-sensitive records (B < β): 4, 4, 5; p from the formula.
