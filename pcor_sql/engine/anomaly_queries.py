@@ -69,20 +69,19 @@ class AnomalyBatch:
         """Construction 1 for every selected record, one independent uniform each from `source`."""
         noisy = core.construction1(self.truth, self.flip_probability, source)
         p = self.params
+        # Whole-array .tolist() gives Python bools/ints/floats far faster than per-element casts.
+        columns = zip(
+            self.points.records,
+            noisy.tolist(),
+            self.truth.tolist(),
+            self.ball.tolist(),
+            self.multiplicity.tolist(),
+            self.lam.tolist(),
+            self.flip_probability.tolist(),
+        )
         return [
-            AnomalyAnswer(
-                record=dict(self.points.records[idx]),
-                anomaly=bool(noisy[idx]),
-                epsilon=p.epsilon,
-                privacy=p.privacy,
-                k=p.k,
-                true_answer=bool(self.truth[idx]),
-                ball_count=int(self.ball[idx]),
-                multiplicity=int(self.multiplicity[idx]),
-                lambda_=int(self.lam[idx]),
-                flip_probability=float(self.flip_probability[idx]),
-            )
-            for idx in range(self.size)
+            AnomalyAnswer(dict(record), bit, p.epsilon, p.privacy, p.k, truth, ball, mult, lam, flip)
+            for record, bit, truth, ball, mult, lam, flip in columns
         ]
 
 

@@ -195,3 +195,20 @@ def test_batch_over_110k_rows_takes_seconds(con):
             times.append(time.perf_counter() - t0)
         assert res.ball.shape == (n,) and np.all(res.ball >= res.multiplicity)
         assert statistics.median(times) < 10.0, (cols, times)
+
+
+def test_records_convert_like_to_pylist():
+    """The fast row conversion gives the same values and types as pyarrow's to_pylist."""
+    from pcor_sql.engine.balls import _rows_as_dicts
+
+    c = duckdb.connect()
+    c.execute("CREATE TYPE mood AS ENUM ('a', 'b')")
+    table = c.sql(
+        "SELECT i::INTEGER a, i::DOUBLE b, (i % 2 = 0) c, CASE WHEN i = 1 THEN NULL ELSE i END d, 'x' || i e, "
+        "(CASE WHEN i = 2 THEN NULL ELSE 'a' END)::mood f, i::DECIMAL(5, 1) g, i::FLOAT h, "
+        "DATE '2020-01-01' + i::INTEGER dt, i::HUGEINT hu, i::UTINYINT ut FROM range(4) r(i)"
+    ).to_arrow_table()
+    c.close()
+    fast, slow = _rows_as_dicts(table), tuple(table.to_pylist())
+    assert fast == slow
+    assert all([type(v) for v in f.values()] == [type(v) for v in s.values()] for f, s in zip(fast, slow))
