@@ -345,12 +345,10 @@ def _strip_offsets(c: int, d: int, side: float, r: float, margin: float, norm: s
     return offs[_norm_rows(np.hstack([near, np.zeros((offs.shape[0], 1))]), norm) <= r + margin]
 
 
-def _mean_ball_sample(data: np.ndarray, queries: np.ndarray, r: float, norm: str, rng_seed: int = 0) -> float:
-    """Mean number of distinct data points within r of a few queries (sizes the refinement)."""
-    take = queries[np.random.default_rng(rng_seed).choice(queries.shape[0], min(64, queries.shape[0]), replace=False)]
-    total = 0
-    for q in take:
-        total += int(np.count_nonzero(_norm_rows(np.abs(data - q), norm) <= r))
+def _mean_ball_sample(data: np.ndarray, queries: np.ndarray, r: float, norm: str) -> float:
+    """Mean number of distinct data points within r of ~64 evenly spaced queries (sizes c)."""
+    take = queries[:: max(1, queries.shape[0] // 64)]
+    total = sum(int(np.count_nonzero(_norm_rows(np.abs(data - q), norm) <= r)) for q in take)
     return total / take.shape[0]
 
 
