@@ -150,3 +150,57 @@ def anomaly_error_table(
                         )
                     )
     return rows
+
+
+# ---- formatting (pure: text out, nothing printed) -----------------------------------------
+
+_HEADERS = (
+    "ε", "β", "r", "k", "anomalies", "DP err (anom.)", "SP err (anom.)", "DP err (other)", "SP err (other)",
+    "DP err (all)", "SP err (all)",
+)
+_SIM_HEADERS = ("sim DP (anom.)", "sim SP (anom.)")
+
+
+def format_rate(value: float | None) -> str:
+    """A rate in 3 significant digits (scientific below 10⁻³); "–" for a rate over an empty group."""
+    if value is None:
+        return "–"
+    return f"{value:.3g}" if value >= 1e-3 or value == 0 else f"{value:.1e}"
+
+
+def is_simulated(rows: Sequence[EvidenceRow]) -> bool:
+    return any(r.sim_dp_error_anomalies is not None or r.sim_dp_error_overall is not None for r in rows)
+
+
+def evidence_headers(rows: Sequence[EvidenceRow]) -> list[str]:
+    """Column names of the evidence table (the simulated columns only when rows carry them)."""
+    return list(_HEADERS) + (list(_SIM_HEADERS) if is_simulated(rows) else [])
+
+
+def evidence_cells(row: EvidenceRow, simulated: bool) -> list[str]:
+    """One row of the evidence table as text, in the order of `evidence_headers`."""
+    cells = [
+        f"{row.epsilon:g}", f"{row.beta:g}", f"{row.radius:g}", str(row.k), str(row.anomalies),
+        format_rate(row.dp_error_anomalies), format_rate(row.sp_error_anomalies),
+        format_rate(row.dp_error_normal), format_rate(row.sp_error_normal),
+        format_rate(row.dp_error_overall), format_rate(row.sp_error_overall),
+    ]
+    if simulated:
+        cells += [format_rate(row.sim_dp_error_anomalies), format_rate(row.sim_sp_error_anomalies)]
+    return cells
+
+
+def evidence_title(relation: str, columns: Sequence[str], rows: Sequence[EvidenceRow]) -> str:
+    """`salaries on salary (51000 records, norm l2)`."""
+    if not rows:
+        return f"{relation} on {', '.join(columns)} (no rows: no k fits any β)"
+    return f"{relation} on {', '.join(columns)} ({rows[0].records} records, norm {rows[0].norm})"
+
+
+def evidence_markdown(relation: str, columns: Sequence[str], rows: Sequence[EvidenceRow]) -> str:
+    """The evidence table of one relation as a Markdown section (a `###` title and a table)."""
+    simulated = is_simulated(rows)
+    head = evidence_headers(rows)
+    lines = [f"### {evidence_title(relation, columns, rows)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(evidence_cells(r, simulated)) + " |" for r in rows]
+    return "\n".join(lines)
