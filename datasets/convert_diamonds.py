@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
+
+# The sibling shipping.py, found also when this file is loaded by path (as the tests do).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shipping import update_json, write_parquet
 
 NAME = "diamonds"
 HERE = Path(__file__).resolve().parent
@@ -79,36 +81,12 @@ def convert(raw: bytes) -> pa.Table:
     return csv.add_column(0, "id", ids)
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    """zstd Parquet: dictionaries for the string columns, delta encoding for the ids (a
-    dictionary of unique ids would be most of the file), row groups DuckDB reads in parallel."""
-    strings = [f.name for f in table.schema if pa.types.is_string(f.type)]
-    pq.write_table(
-        table,
-        path,
-        compression="zstd",
-        compression_level=19,
-        use_dictionary=strings,
-        column_encoding={"id": "DELTA_BINARY_PACKED"},
-        row_group_size=32_768,
-    )
-
-
-def _update_json(path: Path, key: str, value) -> None:
-    """Set one dataset's entry in a shared JSON file, keeping the other datasets' entries."""
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    data[key] = value
-    order = ["salaries", "homicides", "diamonds"]
-    ordered = {k: data[k] for k in sorted(data, key=lambda k: (order.index(k) if k in order else len(order), k))}
-    path.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def main(argv: list[str]) -> None:
     table = convert(csv_bytes(Path(argv[0]) if argv else None))
     path = HERE / f"{NAME}.parquet"
-    _write_parquet(table, path)
-    _update_json(HERE / "domains.json", NAME, DOMAINS)
-    _update_json(HERE / "planted_outliers.json", NAME, [])
+    write_parquet(table, path)
+    update_json(HERE / "domains.json", NAME, DOMAINS)
+    update_json(HERE / "planted_outliers.json", NAME, [])
     print(f"wrote {path.name}: {table.num_rows} rows, {path.stat().st_size:,} bytes")
 
 

@@ -27,12 +27,16 @@ How the data is made (numpy only, one seeded generator, no other randomness):
 
 from __future__ import annotations
 
-import json
+import sys
+
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+# The sibling shipping.py, found also when this file is loaded by path (as the tests do).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shipping import update_json, write_parquet
 
 NAME = "salaries"
 SEED = 20200731  # the paper's access date of the Ontario data, 2019-07-31, would do as well
@@ -275,39 +279,15 @@ def _check_planted(records, job_i, emp_i, year_i, salary) -> None:
             )
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    """zstd Parquet: dictionaries for the string columns, delta encoding for the ids (a
-    dictionary of unique ids would be most of the file), row groups DuckDB reads in parallel."""
-    strings = [f.name for f in table.schema if pa.types.is_string(f.type)]
-    pq.write_table(
-        table,
-        path,
-        compression="zstd",
-        compression_level=19,
-        use_dictionary=strings,
-        column_encoding={"id": "DELTA_BINARY_PACKED"},
-        row_group_size=32_768,
-    )
-
-
-def _update_json(path: Path, key: str, value) -> None:
-    """Set one dataset's entry in a shared JSON file, keeping the other datasets' entries."""
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    data[key] = value
-    order = ["salaries", "homicides", "diamonds"]
-    ordered = {k: data[k] for k in sorted(data, key=lambda k: (order.index(k) if k in order else len(order), k))}
-    path.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def domains() -> dict[str, list[str]]:
     return {"job_title": JOB_DOMAIN, "employer": EMPLOYER_DOMAIN, "year": YEAR_DOMAIN}
 
 
 def main() -> None:
     table, planted = build()
-    _write_parquet(table, HERE / f"{NAME}.parquet")
-    _update_json(HERE / "domains.json", NAME, domains())
-    _update_json(HERE / "planted_outliers.json", NAME, planted)
+    write_parquet(table, HERE / f"{NAME}.parquet")
+    update_json(HERE / "domains.json", NAME, domains())
+    update_json(HERE / "planted_outliers.json", NAME, planted)
     size = (HERE / f"{NAME}.parquet").stat().st_size
     print(f"wrote {NAME}.parquet: {table.num_rows} rows, {size:,} bytes; {len(planted)} planted outliers")
 
