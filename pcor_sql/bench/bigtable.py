@@ -131,7 +131,8 @@ def run_big(
     _child(["generate", "--db", str(db), "--rows", str(rows), "--out", str(out_gen)], timeout_s)
     gen = json.loads(out_gen.read_text())
     report(f"10M-row table: measuring bfs+grubbs in a fresh process ({repeats} repeat(s))")
-    _child(["measure", "--db", str(db), "--repeats", str(repeats), "--seed", str(seed), "--out", str(out_measure)], timeout_s)
+    _child(["measure", "--db", str(db), "--repeats", str(repeats), "--seed", str(seed), "--out", str(out_measure)],
+           timeout_s)
     res = json.loads(out_measure.read_text())
     for path in (db, db.with_name(db.name + ".wal")):
         if path.exists():

@@ -272,7 +272,9 @@ def needed_exact(groups: Sequence[Group]) -> list[tuple[str, str]]:
     return list(needs)
 
 
-def run_groups(run: DatasetRun, groups: Sequence[Group], repeats: int, seed: int, report: Report) -> dict[Cell, CellResult]:
+def run_groups(
+    run: DatasetRun, groups: Sequence[Group], repeats: int, seed: int, report: Report
+) -> dict[Cell, CellResult]:
     results: dict[Cell, CellResult] = {}
     for g in groups:
         for row, cells in cells_of(g, run.name):

@@ -198,7 +198,9 @@ class NaiveOracle:
             return float(self.population_size(mask))
         return float(self.population_size(mask & self.start))
 
-    def coe(self, max_admissible: int, progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def coe(
+        self, max_admissible: int, progress: Callable[[int, int], None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Every valid context and its utility, one query per admissible context."""
         total = self.space.n_admissible
         check_size(total, max_admissible)

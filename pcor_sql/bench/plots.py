@@ -54,7 +54,8 @@ def write_figures(result: dict[str, Any], folder: Path) -> tuple[list[Path], str
                     lows.append(m - lo)
                     highs.append(hi - m)
                 off = [x + (k - 0.5) * 0.3 for x in xs]
-                ax_u.errorbar(off, means, yerr=[lows, highs], fmt="o", color=color, capsize=3, label=f"{acc} accounting")
+                ax_u.errorbar(off, means, yerr=[lows, highs], fmt="o", color=color, capsize=3,
+                              label=f"{acc} accounting")
                 avg = [(found.get(acc) or {}).get("t_avg", float("nan")) * 1e3 for _, found in rows]
                 tmin = [(found.get(acc) or {}).get("t_min", float("nan")) * 1e3 for _, found in rows]
                 tmax = [(found.get(acc) or {}).get("t_max", float("nan")) * 1e3 for _, found in rows]

@@ -36,7 +36,7 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
     rows = []
     for e in result["releases"]:
         if "error" in e:
-            rows.append((e["dataset"], e["record"], e["search"], e["verifier"], "error: " + e["error"], "", "", "", "", "", ""))
+            rows.append((e["dataset"], e["record"], e["search"], e["verifier"], "error: " + e["error"], *[""] * 6))
             continue
         naive = e.get("naive")
         verified = e.get("contexts_verified") or []
@@ -48,7 +48,8 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
             ratio(e.get("speedup_end_to_end"), bool(e.get("speedup_lower_bound"))),
             ratio(e.get("speedup_engine"), bool(e.get("speedup_lower_bound"))),
             f"{e['same_release']}/{e['compared_releases']}" if naive else "—",
-            f"{min(verified)}–{max(verified)}" + (f" / {min(naive_verified)}–{max(naive_verified)}" if naive_verified else ""),
+            f"{min(verified)}–{max(verified)}"
+            + (f" / {min(naive_verified)}–{max(naive_verified)}" if naive_verified else ""),
         ))
     limit = cfg.get("naive_limit_s")
     notes = [
@@ -105,7 +106,8 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
     if d:
         tables.append(make_table(
             "Direct: exact enumeration with grubbs",
-            ("dataset", "record", "admissible contexts", "valid (|COE|)", "api.coe enumeration", "direct release (end to end)"),
+            ("dataset", "record", "admissible contexts", "valid (|COE|)", "api.coe enumeration",
+             "direct release (end to end)"),
             [(d["dataset"], d["record"], f"{d['admissible']:,}", f"{d['coe_size']:,}", _ms(d["enumeration"]),
               _ms(d["direct_release"]))],
             ("Times: median (min–max) over the repeats.",)))
@@ -119,7 +121,8 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
             ("rows", "end to end incl. summary", "engine: build_summary + release_one", "of which build_summary",
              "peak memory", "generation (not timed in the figures)"),
             [(f"{b['rows']:,}",
-              f"{seconds(statistics.median(b['end_to_end_s']))} (" + ", ".join(seconds(x) for x in b["end_to_end_s"]) + ")",
+              f"{seconds(statistics.median(b['end_to_end_s']))} ("
+              + ", ".join(seconds(x) for x in b["end_to_end_s"]) + ")",
               f"{seconds(statistics.median(b['engine_s']))}",
               f"{seconds(statistics.median(b['summary_build_s']))}",
               mib(b["peak_rss_bytes"]),
@@ -135,8 +138,11 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
 def target_table(targets: Sequence[dict[str, Any]]) -> Table:
     return make_table(
         "Targets", ("target", "goal", "measured", "verdict"),
-        [(t["name"], t["goal"], t["measured"], "not measured" if t["met"] is None else ("met" if t["met"] else "MISSED"))
-         for t in targets])
+        [(t["name"], t["goal"], t["measured"], _verdict(t["met"])) for t in targets])
+
+
+def _verdict(met: bool | None) -> str:
+    return "not measured" if met is None else ("met" if met else "MISSED")
 
 
 def header(title: str, command: str, result: dict[str, Any]) -> str:

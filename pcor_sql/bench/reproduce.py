@@ -90,8 +90,10 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> Rep
             results = run_groups(run, groups, cfg.repeats, cfg.seed, report)
             res.datasets[name] = {
                 "records": [r.id for r in run.records],
-                "exact": {str(r.id): {f"{v}/{u}": {"utility": e.utility, "checks": e.checks} for (v, u), e in r.exact.items()}
-                          for r in run.records},
+                "exact": {
+                    str(r.id): {f"{v}/{u}": {"utility": e.utility, "checks": e.checks} for (v, u), e in r.exact.items()}
+                    for r in run.records
+                },
                 "exact_s": exact_s,
                 "exact_notes": run.exact_notes,
                 "cross_check": run.cross_check,
@@ -228,10 +230,12 @@ def match_tables(res: dict[str, Any]) -> list[Table]:
                          f"{m['rows']:,} / {m['admissible']:,}"])
         n = cfg["match_neighbours"]
         out.append(make_table(
-            f"{ds} — Table {12 if ds == 'salaries' else 13}: COE match (share of (V, D') pairs with COE(D', V) = COE(D, V))",
+            f"{ds} — Table {12 if ds == 'salaries' else 13}: COE match "
+            "(share of (V, D') pairs with COE(D', V) = COE(D, V))",
             ["Algorithm", *[f"ΔD = {d}" for d in deltas], "outliers V", "rows / admissible contexts"],
             rows,
-            (f"{n} neighbouring datasets D' per ΔD (ΔD rows removed, seeded), every sampled outlier compared on each; "
+            (f"{n} neighbouring datasets D' per ΔD (ΔD rows removed, seeded), every sampled outlier compared "
+             "on each; "
              "J = mean Jaccard similarity of the two COEs. Reduced data as in the paper's §6.7 "
              "(salaries: 14 attribute values, homicides: 12); outliers drawn uniformly among records that are "
              "outliers in their own cell.",)))
@@ -250,12 +254,14 @@ def match_tables(res: dict[str, Any]) -> list[Table]:
             rows.append(row)
     out.append(make_table(
         "§6.7: non-matching COEs — largest ratio of selection probabilities of shared contexts (direct EM)",
-        ["dataset", "Algorithm", "ΔD", "non-matching pairs", "max ratio, tight (ε1 = ε)", "max ratio, paper (ε1 = ε/2)",
+        ["dataset", "Algorithm", "ΔD", "non-matching pairs", "max ratio, tight (ε1 = ε)",
+         "max ratio, paper (ε1 = ε/2)",
          "bound e^(ΔD·ε)"],
         rows,
         (f"ε = {eps:g}. For each pair whose COEs differ, the exact EM laws over COE(D, V) and COE(D', V) (utility: "
          "population, computed in log space) are compared on the contexts in both; the table shows the largest "
-         "max(Pr_D/Pr_D', Pr_D'/Pr_D) and how many pairs exceed e^(ΔD·ε). ΔD = 1 is the paper's check against e^ε; "
+         "max(Pr_D/Pr_D', Pr_D'/Pr_D) and how many pairs exceed e^(ΔD·ε). ΔD = 1 is the paper's check against "
+         "e^ε; "
          "larger ΔD is compared with the group-privacy bound.",)))
     return out
 
@@ -286,15 +292,16 @@ def settings_table(res: dict[str, Any]) -> Table:
         cc = data.get("cross_check")
         check = (f"record {cc['record']}: best-first {cc['best_first']:g} = enumeration {cc['enumeration']:g} "
                  f"({'equal' if cc['equal'] else 'DIFFERENT'}; |COE| {cc['coe_size']:,})") if cc else "—"
-        rows.append([name, ", ".join(str(r) for r in data["records"]), cfg["repeats"], seconds(data["exact_s"]), check, notes])
+        rows.append([name, ", ".join(str(r) for r in data["records"]), cfg["repeats"], seconds(data["exact_s"]),
+                     check, notes])
     est = res.get("full_estimate_s")
     estimate = ((f" Estimated wall time of the full run (`pcor-sql reproduce`: all planted outliers of both datasets, "
                  f"6 releases each per setting, 40 outliers × 20 neighbours in the COE match) on this machine: "
                  f"~{est / 3600:.1f} h, extrapolated from this run's per-release times.") if est else "")
     return make_table(
         "Settings: records, repeats, seeds, exact maxima",
-        ["dataset", "records (planted outliers)", "releases per record per cell", "exact-max scans", "cross-check (grubbs)",
-         "left out"],
+        ["dataset", "records (planted outliers)", "releases per record per cell", "exact-max scans",
+         "cross-check (grubbs)", "left out"],
         rows,
         (f"Seed: release r of record V in a cell uses numpy default_rng([{cfg['seed']}, crc32(cell), V, r]). Full "
          "lattice of all three attributes (salaries: 2^22 admissible contexts per record, homicides: 2^16). The exact "

@@ -132,7 +132,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, name: str) -> _Data:
 # ---- releases -------------------------------------------------------------------------
 
 
-def bench_releases(con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchConfig, report: Report) -> list[dict[str, Any]]:
+def bench_releases(
+    con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchConfig, report: Report
+) -> list[dict[str, Any]]:
     from pcor_sql.api import explain_outlier
 
     out = []

@@ -17,7 +17,8 @@ class Table:
     notes: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "columns": list(self.columns), "rows": [list(r) for r in self.rows], "notes": list(self.notes)}
+        return {"title": self.title, "columns": list(self.columns), "rows": [list(r) for r in self.rows],
+                "notes": list(self.notes)}
 
 
 def make_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], notes: Sequence[str] = ()) -> Table:

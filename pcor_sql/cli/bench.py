@@ -102,21 +102,101 @@ def write_results(out_dir: Path, stem: str, title: str, command: str, result: di
 
 
 def bench(
-    quick: Annotated[bool, typer.Option("--quick", help="A run of a few minutes: 5 repeats, the naive baseline once per cell (stopped after --naive-limit s outside the target cells).")] = False,
-    out_dir: Annotated[Path, typer.Option("--out-dir", metavar="DIR", help="Where bench.md and bench.json go.")] = DEFAULT_OUT,
-    repeats: Annotated[Optional[int], typer.Option("--repeats", metavar="N", help="Timed releases per cell (default 20; --quick 5).")] = None,
-    naive_repeats: Annotated[Optional[int], typer.Option("--naive-repeats", metavar="N", help="Naive-baseline runs per cell, ≥ 1 (default 3; --quick 1).")] = None,
-    naive_limit: Annotated[Optional[float], typer.Option("--naive-limit", metavar="SECONDS", help="Stop a naive run after this long and report a lower bound (default: none; --quick 10; 0 = none). Never applied to the target cells.")] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="A run of a few minutes: 5 repeats, the naive baseline once per cell (stopped after "
+            "--naive-limit s outside the target cells).",
+        ),
+    ] = False,
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out-dir", metavar="DIR",
+            help="Where bench.md and bench.json go.",
+        ),
+    ] = DEFAULT_OUT,
+    repeats: Annotated[
+        Optional[int],
+        typer.Option(
+            "--repeats", metavar="N",
+            help="Timed releases per cell (default 20; --quick 5).",
+        ),
+    ] = None,
+    naive_repeats: Annotated[
+        Optional[int],
+        typer.Option(
+            "--naive-repeats", metavar="N",
+            help="Naive-baseline runs per cell, ≥ 1 (default 3; --quick 1).",
+        ),
+    ] = None,
+    naive_limit: Annotated[
+        Optional[float],
+        typer.Option(
+            "--naive-limit", metavar="SECONDS",
+            help="Stop a naive run after this long and report a lower bound (default: none; --quick 10; 0 "
+            "= none). Never applied to the target cells.",
+        ),
+    ] = None,
     naive: Annotated[bool, typer.Option("--naive/--no-naive", help="Measure the naive baseline.")] = True,
-    datasets: Annotated[Optional[str], typer.Option("--datasets", metavar="A,B", help="salaries,homicides (default both).")] = None,
-    searches: Annotated[Optional[str], typer.Option("--searches", metavar="S,...", help="Among uniform,random-walk,dfs,bfs (default all).")] = None,
-    verifiers: Annotated[Optional[str], typer.Option("--verifiers", metavar="V,...", help="Among grubbs,lof,histogram,zscore (default all).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="First seed; repeat i uses seed + i (engine and naive alike).")] = 2024,
-    big_rows: Annotated[int, typer.Option("--big-rows", metavar="N", help="Rows of the large generated table.")] = 10_000_000,
+    datasets: Annotated[
+        Optional[str],
+        typer.Option(
+            "--datasets", metavar="A,B",
+            help="salaries,homicides (default both).",
+        ),
+    ] = None,
+    searches: Annotated[
+        Optional[str],
+        typer.Option(
+            "--searches", metavar="S,...",
+            help="Among uniform,random-walk,dfs,bfs (default all).",
+        ),
+    ] = None,
+    verifiers: Annotated[
+        Optional[str],
+        typer.Option(
+            "--verifiers", metavar="V,...",
+            help="Among grubbs,lof,histogram,zscore (default all).",
+        ),
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            help="First seed; repeat i uses seed + i (engine and naive alike).",
+        ),
+    ] = 2024,
+    big_rows: Annotated[
+        int,
+        typer.Option(
+            "--big-rows", metavar="N",
+            help="Rows of the large generated table.",
+        ),
+    ] = 10_000_000,
     big: Annotated[bool, typer.Option("--big/--no-big", help="Run the large-table release (two subprocesses).")] = True,
-    direct: Annotated[bool, typer.Option("--direct/--no-direct", help="Time the exact grubbs enumeration of salaries record 42.")] = True,
-    update_benchmarks: Annotated[bool, typer.Option("--update-benchmarks", help="Regenerate the bench section of BENCHMARKS.md.")] = False,
-    benchmarks_file: Annotated[Path, typer.Option("--benchmarks-file", metavar="PATH", help="The file --update-benchmarks writes.")] = DEFAULT_BENCHMARKS,
+    direct: Annotated[
+        bool,
+        typer.Option(
+            "--direct/--no-direct",
+            help="Time the exact grubbs enumeration of salaries record 42.",
+        ),
+    ] = True,
+    update_benchmarks: Annotated[
+        bool,
+        typer.Option(
+            "--update-benchmarks",
+            help="Regenerate the bench section of BENCHMARKS.md.",
+        ),
+    ] = False,
+    benchmarks_file: Annotated[
+        Path,
+        typer.Option(
+            "--benchmarks-file", metavar="PATH",
+            help="The file --update-benchmarks writes.",
+        ),
+    ] = DEFAULT_BENCHMARKS,
 ) -> None:
     """Time releases on salaries and homicides for every search × verifier against a naive
     baseline (one DuckDB query per context), the per-cell summary build, the exact direct

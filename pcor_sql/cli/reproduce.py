@@ -15,20 +15,99 @@ from pcor_sql.errors import UserError
 
 
 def reproduce(
-    quick: Annotated[bool, typer.Option("--quick", help="A run of a few minutes: salaries only, 2 records × 5 releases per cell, 3 neighbours × 5 outliers for the COE match.")] = False,
-    out_dir: Annotated[Path, typer.Option("--out-dir", metavar="DIR", help="Where reproduce.md, reproduce.json and figures/ go.")] = DEFAULT_OUT,
-    datasets: Annotated[Optional[str], typer.Option("--datasets", metavar="A,B", help="Datasets of Tables 2–11: salaries,homicides (default both; --quick salaries).")] = None,
-    records: Annotated[Optional[int], typer.Option("--records", metavar="K", help="Use the first K planted outliers of each dataset (default all; --quick 2).")] = None,
-    repeats: Annotated[Optional[int], typer.Option("--repeats", metavar="N", help="Releases per record per setting (default 6; --quick 5).")] = None,
-    groups: Annotated[Optional[str], typer.Option("--groups", metavar="G,...", help="Among sampling,overlap,verifiers,epsilon,samples (default all).")] = None,
-    match: Annotated[bool, typer.Option("--match/--no-match", help="Run the COE-match experiment (Tables 12–13, §6.7).")] = True,
-    match_datasets: Annotated[Optional[str], typer.Option("--match-datasets", metavar="A,B", help="Datasets of the COE match: salaries,homicides (default both).")] = None,
-    match_outliers: Annotated[Optional[int], typer.Option("--match-outliers", metavar="N", help="Outliers per verifier in the COE match (default 40; --quick 5).")] = None,
-    match_neighbours: Annotated[Optional[int], typer.Option("--match-neighbours", metavar="N", help="Neighbouring datasets per ΔD (default 20; --quick 3).")] = None,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="A run of a few minutes: salaries only, 2 records × 5 releases per cell, 3 neighbours × 5 "
+            "outliers for the COE match.",
+        ),
+    ] = False,
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out-dir", metavar="DIR",
+            help="Where reproduce.md, reproduce.json and figures/ go.",
+        ),
+    ] = DEFAULT_OUT,
+    datasets: Annotated[
+        Optional[str],
+        typer.Option(
+            "--datasets", metavar="A,B",
+            help="Datasets of Tables 2–11: salaries,homicides (default both; --quick salaries).",
+        ),
+    ] = None,
+    records: Annotated[
+        Optional[int],
+        typer.Option(
+            "--records", metavar="K",
+            help="Use the first K planted outliers of each dataset (default all; --quick 2).",
+        ),
+    ] = None,
+    repeats: Annotated[
+        Optional[int],
+        typer.Option(
+            "--repeats", metavar="N",
+            help="Releases per record per setting (default 6; --quick 5).",
+        ),
+    ] = None,
+    groups: Annotated[
+        Optional[str],
+        typer.Option(
+            "--groups", metavar="G,...",
+            help="Among sampling,overlap,verifiers,epsilon,samples (default all).",
+        ),
+    ] = None,
+    match: Annotated[
+        bool,
+        typer.Option(
+            "--match/--no-match",
+            help="Run the COE-match experiment (Tables 12–13, §6.7).",
+        ),
+    ] = True,
+    match_datasets: Annotated[
+        Optional[str],
+        typer.Option(
+            "--match-datasets", metavar="A,B",
+            help="Datasets of the COE match: salaries,homicides (default both).",
+        ),
+    ] = None,
+    match_outliers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--match-outliers", metavar="N",
+            help="Outliers per verifier in the COE match (default 40; --quick 5).",
+        ),
+    ] = None,
+    match_neighbours: Annotated[
+        Optional[int],
+        typer.Option(
+            "--match-neighbours", metavar="N",
+            help="Neighbouring datasets per ΔD (default 20; --quick 3).",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Base seed of every release and draw.")] = 2024,
-    figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write PNG figures when matplotlib is installed (extra: plot).")] = True,
-    update_benchmarks: Annotated[bool, typer.Option("--update-benchmarks", help="Regenerate the reproduce section of BENCHMARKS.md.")] = False,
-    benchmarks_file: Annotated[Path, typer.Option("--benchmarks-file", metavar="PATH", help="The file --update-benchmarks writes.")] = DEFAULT_BENCHMARKS,
+    figures: Annotated[
+        bool,
+        typer.Option(
+            "--figures/--no-figures",
+            help="Write PNG figures when matplotlib is installed (extra: plot).",
+        ),
+    ] = True,
+    update_benchmarks: Annotated[
+        bool,
+        typer.Option(
+            "--update-benchmarks",
+            help="Regenerate the reproduce section of BENCHMARKS.md.",
+        ),
+    ] = False,
+    benchmarks_file: Annotated[
+        Path,
+        typer.Option(
+            "--benchmarks-file", metavar="PATH",
+            help="The file --update-benchmarks writes.",
+        ),
+    ] = DEFAULT_BENCHMARKS,
 ) -> None:
     """Reproduce the PCOR paper's experiments (§6, Tables 2–13) on the bundled data: sampling
     methods, overlap utility, verifiers, ε, n — runtime and utility ratio under both accountings
@@ -40,7 +119,8 @@ def reproduce(
         pcor-sql reproduce --groups sampling,epsilon --records 5 --no-match
 
     The full run (all planted outliers of both datasets, 6 releases each per setting) takes
-    hours on 2 cores; --quick a few minutes. Writes OUT_DIR/reproduce.md and .json.
+    over an hour on 2 cores (every run prints an estimate); --quick under two minutes.
+    Writes OUT_DIR/reproduce.md and OUT_DIR/reproduce.json.
     """
     from pcor_sql.bench.experiments import GROUPS
     from pcor_sql.bench.plots import write_figures
@@ -61,8 +141,8 @@ def reproduce(
     command = command_line("reproduce", [
         ("--quick", quick, False), ("--datasets", datasets, None), ("--records", records, None),
         ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
-        ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None), ("--match-neighbours", match_neighbours, None),
-        ("--seed", seed, 2024),
+        ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
+        ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
     ])
     report = progress_reporter()
     result = run_reproduce(cfg, report).as_dict()

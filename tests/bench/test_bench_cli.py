@@ -37,7 +37,8 @@ def test_bench_smoke(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads((out / "bench.json").read_text())
     (cell,) = data["releases"]
-    assert (cell["dataset"], cell["search"], cell["verifier"], cell["record"]) == ("salaries", "random-walk", "zscore", 42)
+    where = (cell["dataset"], cell["search"], cell["verifier"], cell["record"])
+    assert where == ("salaries", "random-walk", "zscore", 42)
     assert cell["end_to_end"]["repeats"] == 2 and cell["naive"]["repeats"] == 1
     assert cell["speedup_end_to_end"] > 0 and cell["compared_releases"] == 1
     assert [p["verifier"] for p in data["per_context"]] == ["zscore"]

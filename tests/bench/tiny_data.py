@@ -30,7 +30,8 @@ def tiny_con() -> duckdb.DuckDBPyConnection:
     con.execute("CREATE TABLE tiny (id INTEGER, a tiny_a, b tiny_b, c tiny_c, x DOUBLE)")
     rows = [(RECORD, "a0", "b0", "c0", 6.0)]
     for i in range(2, ROWS + 1):
-        rows.append((i, f"a{rng.integers(0, 3)}", f"b{rng.integers(0, 3)}", f"c{rng.integers(0, 2)}", float(rng.normal())))
+        a, b, c = rng.integers(0, 3), rng.integers(0, 3), rng.integers(0, 2)
+        rows.append((i, f"a{a}", f"b{b}", f"c{c}", float(rng.normal())))
     con.executemany("INSERT INTO tiny VALUES (?, ?, ?, ?, ?)", rows)
     return con
 
