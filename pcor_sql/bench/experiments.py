@@ -5,8 +5,10 @@ Each group varies one thing around the paper's default — BFS, LOF, population 
 and the utility ratio (mean and 90 % confidence interval), under both accountings:
 `paper` (ε = (2n+2)ε1 for dfs/bfs, 2ε1 otherwise) and `tight` ((n+1)ε1, ε1).
 
-- Records: planted contextual outliers (`planted_outliers`), the first `records` of them, on
-  the full lattice of all three attributes (salaries: 2^22 admissible contexts per record).
+- Records: planted contextual outliers (`planted_outliers`) — all of them, or a seeded
+  uniform sample of `records` of them (not the first ones: the list order is arbitrary and a
+  prefix could be all easy or all hard cases) — on the full lattice of all three attributes
+  (salaries: 2^22 admissible contexts per record).
 - Utility ratio = utility of the released context / largest utility in COE(D, V). The
   denominator is exact (`exact.best_first_max`: contexts verified in decreasing utility until
   the first valid one), which keeps LOF tractable on 4.2 million contexts; for grubbs it is
@@ -123,17 +125,21 @@ class CellResult:
     cell: Cell
     seconds: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
+    visited_ratios: list[float] = field(default_factory=list)
     failures: int = 0
     records: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"cell": self.cell.__dict__, "releases": len(self.seconds), "failures": self.failures,
-                               "records": self.records, "seconds": self.seconds, "ratios": self.ratios}
+                               "records": self.records, "seconds": self.seconds, "ratios": self.ratios,
+                               "visited_ratios": self.visited_ratios}
         if self.seconds:
             out.update(t_min=min(self.seconds), t_max=max(self.seconds), t_avg=statistics.fmean(self.seconds))
         if self.ratios:
             mean, lo, hi = mean_ci(self.ratios, 0.90)
             out.update(utility_mean=mean, ci90=[lo, hi])
+        if self.visited_ratios:
+            out["visited_mean"] = statistics.fmean(self.visited_ratios)
         return out
 
 
@@ -253,7 +259,17 @@ def run_cell(run: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResult
                 continue
             res.seconds.append(time.perf_counter() - t0)
             res.ratios.append(rel.owner.utility / best.utility)
+            # Diagnostics (owner-side, not part of any release): the best context the search
+            # visited, so a low ratio can be split into exploration (best visited is far from the
+            # optimum) and selection (the final EM picked far below the best visited).
+            visited = max(_utility(run, rel.space, m, cell.utility, rel.start_mask) for m in rel.trace.visited)
+            res.visited_ratios.append(visited / best.utility)
     return res
+
+
+def _utility(run: DatasetRun, space: Any, mask: int, utility: str, start: int) -> float:
+    m = mask & start if utility == "overlap" else mask
+    return float(run.summary.count[run.summary.member(space, m)].sum())
 
 
 def cells_of(group: Group, dataset: str) -> list[tuple[Row, dict[str, Cell]]]:

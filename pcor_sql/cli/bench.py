@@ -4,6 +4,7 @@ this module parses options and prints."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import time
@@ -85,8 +86,15 @@ def save_raw(out_dir: Path, stem: str, result: dict[str, Any]) -> None:
     write_json(out_dir / f"{stem}.json", result)
 
 
+def section_name(name: str) -> str:
+    """A BENCHMARKS.md section name: letters, digits, '-' and '_' (it goes into marker comments)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name or ""):
+        raise UserError(f"invalid section name {name!r}", "use letters, digits, '-' and '_', e.g. reproduce-all")
+    return name
+
+
 def write_results(out_dir: Path, stem: str, title: str, command: str, result: dict[str, Any], tables: Sequence[Any],
-                  update_benchmarks: bool, benchmarks: Path, extra: str = "") -> None:
+                  update_benchmarks: bool, benchmarks: Path, extra: str = "", section: str | None = None) -> None:
     from pcor_sql.bench.report import document, update_section, write_outputs
 
     text = document(title, command, result, tables, extra)
@@ -94,8 +102,8 @@ def write_results(out_dir: Path, stem: str, title: str, command: str, result: di
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     err.print(f"wrote {md} and {js}", markup=False)
     if update_benchmarks:
-        update_section(benchmarks, stem, text)
-        err.print(f"updated the {stem} section of {benchmarks}", markup=False)
+        update_section(benchmarks, section or stem, text)
+        err.print(f"updated the {section or stem} section of {benchmarks}", markup=False)
 
 
 # ---- the command ----------------------------------------------------------------------------
@@ -197,6 +205,13 @@ def bench(
             help="The file --update-benchmarks writes.",
         ),
     ] = DEFAULT_BENCHMARKS,
+    benchmarks_section: Annotated[
+        str,
+        typer.Option(
+            "--benchmarks-section", metavar="NAME",
+            help="The section of BENCHMARKS.md that --update-benchmarks replaces (default: the command's name).",
+        ),
+    ] = "bench",
 ) -> None:
     """Time releases on salaries and homicides for every search × verifier against a naive
     baseline (one DuckDB query per context), the per-cell summary build, the exact direct
@@ -212,6 +227,7 @@ def bench(
     from pcor_sql.bench.report import bench_tables
     from pcor_sql.bench.suite import DATASETS, SEARCHES, VERIFIERS, BenchConfig, run_bench
 
+    section = section_name(benchmarks_section)
     for value, flag in ((repeats, "--repeats"), (naive_repeats, "--naive-repeats")):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 3")
@@ -236,9 +252,11 @@ def bench(
         ("--naive-limit", naive_limit, None), ("--naive", naive, True), ("--datasets", datasets, None),
         ("--searches", searches, None), ("--verifiers", verifiers, None), ("--seed", seed, 2024),
         ("--big-rows", big_rows, 10_000_000), ("--big", big, True), ("--direct", direct, True),
+        ("--benchmarks-section", benchmarks_section, "bench"),
     ])
     result = run_bench(cfg, progress_reporter()).as_dict()
     save_raw(out_dir, "bench", result)  # the figures survive whatever happens below
     tables = bench_tables(result)
     print_tables(tables)
-    write_results(out_dir, "bench", "pcor-sql bench", command, result, tables, update_benchmarks, benchmarks_file)
+    write_results(out_dir, "bench", "pcor-sql bench", command, result, tables, update_benchmarks, benchmarks_file,
+                  section=section)

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from pcor_sql.cli.bench import (
-    DEFAULT_BENCHMARKS, DEFAULT_OUT, command_line, print_tables, progress_reporter, save_raw, split_list, write_results,
+    DEFAULT_BENCHMARKS, DEFAULT_OUT, command_line, print_tables, progress_reporter, save_raw, section_name, split_list,
+    write_results,
 )
 from pcor_sql.errors import UserError
 
@@ -19,8 +20,8 @@ def reproduce(
         bool,
         typer.Option(
             "--quick",
-            help="A run of a few minutes: salaries only, 2 records × 5 releases per cell, 3 neighbours × 5 "
-            "outliers for the COE match.",
+            help="A run of a few minutes: salaries only, 3 sampled planted outliers × 4 releases per setting, "
+            "3 neighbours × 5 outliers for the COE match.",
         ),
     ] = False,
     out_dir: Annotated[
@@ -41,7 +42,7 @@ def reproduce(
         Optional[int],
         typer.Option(
             "--records", metavar="K",
-            help="Use the first K planted outliers of each dataset (default all; --quick 2).",
+            help="Use K planted outliers of each dataset, drawn uniformly with the seed (default all; --quick 3).",
         ),
     ] = None,
     repeats: Annotated[
@@ -108,6 +109,13 @@ def reproduce(
             help="The file --update-benchmarks writes.",
         ),
     ] = DEFAULT_BENCHMARKS,
+    benchmarks_section: Annotated[
+        str,
+        typer.Option(
+            "--benchmarks-section", metavar="NAME",
+            help="The section of BENCHMARKS.md that --update-benchmarks replaces (default: the command's name).",
+        ),
+    ] = "reproduce",
 ) -> None:
     """Reproduce the PCOR paper's experiments (§6, Tables 2–13) on the bundled data: sampling
     methods, overlap utility, verifiers, ε, n — runtime and utility ratio under both accountings
@@ -126,6 +134,7 @@ def reproduce(
     from pcor_sql.bench.plots import write_figures
     from pcor_sql.bench.reproduce import ReproduceConfig, reproduce_tables, run_reproduce
 
+    section = section_name(benchmarks_section)
     for value, flag in ((records, "--records"), (repeats, "--repeats"), (match_outliers, "--match-outliers"),
                         (match_neighbours, "--match-neighbours")):
         if value is not None and value < 1:
@@ -143,6 +152,7 @@ def reproduce(
         ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
         ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
+        ("--benchmarks-section", benchmarks_section, "reproduce"),
     ])
     report = progress_reporter()
     result = run_reproduce(cfg, report).as_dict()
@@ -157,4 +167,4 @@ def reproduce(
                  else f"Figures: none ({why}).")
         report(extra)
     write_results(out_dir, "reproduce", "pcor-sql reproduce", command, result, tables, update_benchmarks,
-                  benchmarks_file, extra)
+                  benchmarks_file, extra, section=section)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from pcor_sql.cli.bench import bench
 from pcor_sql.cli.reproduce import reproduce
+from pcor_sql.engine.datasets import planted_outliers
 from pcor_sql.errors import UserError
 
 app = typer.Typer()
@@ -53,13 +54,16 @@ def test_bench_smoke(tmp_path):
 
 def test_reproduce_smoke(tmp_path):
     out = tmp_path / "out"
+    md_file = tmp_path / "B.md"
     result = run("reproduce", "--datasets", "homicides", "--records", "1", "--repeats", "1", "--groups", "verifiers",
                  "--match-datasets", "homicides", "--match-outliers", "2", "--match-neighbours", "1",
-                 "--no-figures", "--out-dir", str(out))
+                 "--no-figures", "--out-dir", str(out), "--update-benchmarks", "--benchmarks-file", str(md_file),
+                 "--benchmarks-section", "reproduce-small")
     assert result.exit_code == 0, result.output
     data = json.loads((out / "reproduce.json").read_text())
     ds = data["datasets"]["homicides"]
-    assert ds["records"] == [1356] and ds["cross_check"]["equal"] is True
+    (record,) = ds["records"]  # a seeded sample of one planted outlier
+    assert record in planted_outliers("homicides") and ds["cross_check"]["equal"] is True
     cells = {(c["cell"]["verifier"], c["cell"]["accounting"]): c for c in ds["cells"]}
     assert set(cells) == {(v, a) for v in ("grubbs", "histogram", "lof", "zscore") for a in ("paper", "tight")}
     for c in cells.values():
@@ -68,6 +72,8 @@ def test_reproduce_smoke(tmp_path):
     assert all(len(m["pairs"]) == 2 * 4 for m in data["match"])  # 2 outliers × ΔD ∈ {1, 5, 10, 25}
     md = (out / "reproduce.md").read_text()
     assert "Table 6: Outlier detection algorithms" in md and "Table 13: COE match" in md and "§6.7" in md
+    assert "<!-- pcor-sql reproduce-small:begin -->" in md_file.read_text()
+    assert "--benchmarks-section reproduce-small" in md_file.read_text()
 
 
 @pytest.mark.parametrize("args", [
@@ -75,6 +81,8 @@ def test_reproduce_smoke(tmp_path):
     ("bench", "--datasets", "diamonds"),
     ("reproduce", "--groups", "nope"),
     ("reproduce", "--records", "0"),
+    ("bench", "--benchmarks-section", "a b", "--no-big", "--no-naive", "--datasets", "homicides",
+     "--searches", "random-walk", "--verifiers", "zscore", "--repeats", "1", "--update-benchmarks"),
 ])
 def test_bad_options_are_user_errors(args):
     result = run(*args)
