@@ -157,7 +157,7 @@ def explain_outliers(
     session = session or Session(con, warn=warn)
     schema = session.schema(q.relation_sql, q.metric_sql[0], by=by, domains=domains)
     start_sel = session.start_selection(start, schema)
-    ledger = Ledger(con, warn=warn)
+    ledger = session.ledger()
     name = dataset or dataset_key(q.relation_sql)
     rows = session.records(q.relation_sql, q.metric_sql[0], q.selector_sql)
     ledger.precheck(name, budget.epsilon * len(rows))

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 import duckdb
 
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
+from pcor_sql.engine.ledger import Ledger
 from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.engine.schema import Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
@@ -33,6 +34,13 @@ class Session:
         self.registry = registry or default_registry()
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
+        self._ledger: Ledger | None = None
+
+    def ledger(self) -> Ledger:
+        """The budget ledger of this connection (made once, so its in-memory warning shows once)."""
+        if self._ledger is None:
+            self._ledger = Ledger(self.con, warn=self.warn)
+        return self._ledger
 
     def schema(
         self,
