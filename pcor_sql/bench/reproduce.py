@@ -109,7 +109,9 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> Rep
     finally:
         con.close()
     res.targets = [t.as_dict() for t in reproduce_targets(res)]
-    if cfg != ReproduceConfig(seed=cfg.seed):
+    everything = set(cfg.groups) == {g.key for g in GROUPS} and cfg.match
+    if everything and cfg != ReproduceConfig(seed=cfg.seed):
+        # Only a run of every group can price the full run (a group not run has no rates).
         res.full_estimate_s = estimate_full(res.as_dict(), ReproduceConfig(seed=cfg.seed))
     res.load["end"] = load_average()
     res.wall_s = time.perf_counter() - started
