@@ -152,7 +152,7 @@ def reproduce(
         ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
         ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
-        ("--benchmarks-section", benchmarks_section, "reproduce"),
+        ("--figures", figures, True), ("--benchmarks-section", benchmarks_section, "reproduce"),
     ])
     report = progress_reporter()
     result = run_reproduce(cfg, report).as_dict()
