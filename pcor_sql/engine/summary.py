@@ -153,9 +153,14 @@ def _load_sorted(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndar
         encoded = pc.dictionary_encode(table.column(i)).combine_chunks()
         dictionary = encoded.dictionary.to_pylist()
         index = {v: j for j, v in enumerate(attr.domain)}
-        lookup = np.array([index[v] for v in dictionary], dtype=np.int64)
+        # An ENUM's dictionary lists every label of the type, used or not; a label outside the
+        # declared domain is harmless unless a row uses it (build_summary refused those rows).
+        lookup = np.array([index.get(v, -1) for v in dictionary], dtype=np.int64)
         codes = encoded.indices.to_numpy(zero_copy_only=False)
-        key = key * sizes[i] + lookup[codes]
+        mapped = lookup[codes]
+        if mapped.size and mapped.min() < 0:
+            raise InternalError("a row's value is outside the declared domain after the summary accepted it")
+        key = key * sizes[i] + mapped
     cell_key = np.zeros(len(coords), dtype=np.int64)
     for i in range(len(sizes)):
         cell_key = cell_key * sizes[i] + coords[:, i]

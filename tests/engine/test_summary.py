@@ -157,3 +157,16 @@ def test_typed_declared_domain_and_record_outside_it():
         record_cell(schema, {"y": None})
     with pytest.raises(UserError, match="not a valid INTEGER"):
         resolve_schema(con, "t", "x", domains={"y": ["twenty"]})
+
+
+def test_declared_domain_narrower_than_the_enum_type_reads_sorted_values():
+    # The ENUM type has labels the declared domain leaves out (and no row uses): the sorted
+    # index used by LOF and histogram must not trip over them.
+    con = duckdb.connect()
+    con.execute("CREATE TYPE wide AS ENUM ('a', 'b', 'unused')")
+    con.execute("CREATE TABLE w(g wide, x DOUBLE)")
+    con.executemany("INSERT INTO w VALUES (?, ?)", [("a", 1.0), ("b", 2.0), ("a", 3.0)])
+    schema = resolve_schema(con, "w", "x", domains={"g": ["a", "b"]})
+    summary = build_summary(con, schema)
+    values, cells = summary.sorted_values()
+    assert values.tolist() == [1.0, 2.0, 3.0] and len(cells) == 3
