@@ -12,6 +12,7 @@ from typing import Protocol
 from pcor_sql.core.space import ContextSpace
 
 DEFAULT_MAX_CHECKS = 20_000
+DEFAULT_DOWN_CHECKS = 2_000
 
 
 class ValidityOracle(Protocol):
@@ -20,17 +21,31 @@ class ValidityOracle(Protocol):
     def is_valid(self, mask: int) -> bool: ...
 
 
-def find_start(oracle: ValidityOracle, max_checks: int = DEFAULT_MAX_CHECKS) -> tuple[int | None, int]:
+def find_start(
+    oracle: ValidityOracle, max_checks: int = DEFAULT_MAX_CHECKS, down_checks: int = DEFAULT_DOWN_CHECKS
+) -> tuple[int | None, int]:
     """(a valid context or None, contexts checked).
 
-    Two breadth-first sweeps of the lattice run in lockstep: one up from V's own cell (the
-    smallest admissible context, where a contextual outlier usually shows), one down from the
-    full context (where a global outlier shows). Neighbours are visited in bit order.
+    First a breadth-first sweep down from the full context, for at most `down_checks`
+    contexts: the valid context it meets first is among the largest, which is where the
+    utilities point, so the private search starts close to its target instead of many
+    EM-guided steps away. If that finds nothing, two breadth-first sweeps run in lockstep: one
+    up from V's own cell (the smallest admissible context, where a contextual outlier usually
+    shows) and one further down from the full context. Neighbours are visited in bit order.
     """
     space = oracle.space
-    queues = (deque([space.v_mask]), deque([space.full]))
-    seen = {space.v_mask, space.full}
+    down = deque([space.full])
+    seen = {space.full}
     checks = 0
+    while down and checks < min(down_checks, max_checks):
+        mask = down.popleft()
+        checks += 1
+        if oracle.is_valid(mask):
+            return mask, checks
+        _extend(space, mask, down, seen)
+    up = deque([space.v_mask]) if space.v_mask not in seen else deque()
+    seen.add(space.v_mask)
+    queues = (up, down)
     while checks < max_checks and any(queues):
         for q in queues:
             if not q or checks >= max_checks:
@@ -39,8 +54,12 @@ def find_start(oracle: ValidityOracle, max_checks: int = DEFAULT_MAX_CHECKS) -> 
             checks += 1
             if oracle.is_valid(mask):
                 return mask, checks
-            for nb in space.neighbours(mask):
-                if nb not in seen:
-                    seen.add(nb)
-                    q.append(nb)
+            _extend(space, mask, q, seen)
     return None, checks
+
+
+def _extend(space: ContextSpace, mask: int, queue: deque, seen: set[int]) -> None:
+    for nb in space.neighbours(mask):
+        if nb not in seen:
+            seen.add(nb)
+            queue.append(nb)

@@ -297,13 +297,20 @@ def test_run_search_guards():
 # -- start search ----------------------------------------------------------------------
 
 
-def test_find_start_takes_vs_cell_first():
-    assert find_start(FakeOracle(SPACE, ALL)) == (SPACE.v_mask, 1)
+def test_find_start_takes_the_full_context_first():
+    assert find_start(FakeOracle(SPACE, ALL)) == (SPACE.full, 1)
+    assert find_start(FakeOracle(SPACE, {SPACE.full})) == (SPACE.full, 1)
 
 
-def test_find_start_takes_the_full_context_second():
-    assert find_start(FakeOracle(SPACE, {SPACE.full})) == (SPACE.full, 2)
-    assert find_start(FakeOracle(SPACE, set(ALL) - {SPACE.v_mask})) == (SPACE.full, 2)
+def test_find_start_sweeps_down_from_the_full_context_before_trying_vs_cell():
+    near_full = SPACE.full & ~(1 << SPACE.free_bits[0]) & ~(1 << SPACE.free_bits[1])  # two steps down
+    mask, checks = find_start(FakeOracle(SPACE, {SPACE.v_mask, near_full}))
+    assert mask == near_full and checks > 2
+
+
+def test_find_start_falls_back_to_vs_cell_when_the_down_sweep_runs_out():
+    # With a down-sweep budget of 3 contexts, V's cell is the next one checked.
+    assert find_start(FakeOracle(SPACE, {SPACE.v_mask}), down_checks=3) == (SPACE.v_mask, 4)
 
 
 def test_find_start_without_valid_context():
@@ -316,7 +323,8 @@ def test_find_start_without_valid_context():
 def test_find_start_prefers_the_context_nearest_to_an_end():
     near_cell = SPACE.v_mask | (1 << SPACE.free_bits[4])  # one step up from V's cell
     near_full = SPACE.full & ~(1 << SPACE.free_bits[0]) & ~(1 << SPACE.free_bits[1])  # two steps down
-    mask, checks = find_start(FakeOracle(SPACE, {near_cell, near_full}))
+    # After a too-short down-sweep, the lockstep sweeps meet the cell side first.
+    mask, _ = find_start(FakeOracle(SPACE, {near_cell, near_full}), down_checks=1)
     assert mask == near_cell
     mask, _ = find_start(FakeOracle(SPACE, {near_full, SPACE.full & ~(1 << SPACE.free_bits[2])}))
     assert mask == SPACE.full & ~(1 << SPACE.free_bits[2])
