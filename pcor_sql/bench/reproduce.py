@@ -36,6 +36,7 @@ class ReproduceConfig:
     quick: bool = False
     datasets: tuple[str, ...] = ("salaries", "homicides")
     records: int | None = None  # a seeded sample of k planted outliers per dataset; None: all of them
+    record_ids: tuple[int, ...] | None = None  # exactly these records (of every dataset run) instead
     repeats: int = 6  # releases per record per cell
     seed: int = 2024
     groups: tuple[str, ...] = tuple(g.key for g in GROUPS)
@@ -81,7 +82,7 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> Rep
     try:
         load_all(con)
         for name in cfg.datasets:
-            ids = sample_records(name, cfg.records, cfg.seed)
+            ids = list(cfg.record_ids) if cfg.record_ids else sample_records(name, cfg.records, cfg.seed)
             run = DatasetRun.open(con, name, ids)
             t0 = time.perf_counter()
             run.compute_exact(needed_exact(groups), cfg.max_checks, report)

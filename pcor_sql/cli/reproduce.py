@@ -45,6 +45,13 @@ def reproduce(
             help="Use K planted outliers of each dataset, drawn uniformly with the seed (default all; --quick 3).",
         ),
     ] = None,
+    record_ids: Annotated[
+        Optional[str],
+        typer.Option(
+            "--record-ids", metavar="ID,...",
+            help="Use exactly these record ids (e.g. 42) instead of a sample of planted outliers.",
+        ),
+    ] = None,
     repeats: Annotated[
         Optional[int],
         typer.Option(
@@ -139,8 +146,16 @@ def reproduce(
                         (match_neighbours, "--match-neighbours")):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 3")
+    ids = None
+    if record_ids is not None:
+        try:
+            ids = tuple(int(x) for x in record_ids.split(",") if x.strip())
+        except ValueError:
+            raise UserError(f"--record-ids must be integers separated by commas, got {record_ids!r}", "pass e.g. --record-ids 42,171") from None
+        if not ids:
+            raise UserError("--record-ids names no record", "pass e.g. --record-ids 42")
     cfg = ReproduceConfig.preset(
-        quick,
+        quick, record_ids=ids,
         datasets=split_list(datasets, ("salaries", "homicides"), "--datasets"),
         records=records, repeats=repeats,
         groups=split_list(groups, tuple(g.key for g in GROUPS), "--groups"),
@@ -149,7 +164,7 @@ def reproduce(
     )
     command = command_line("reproduce", [
         ("--quick", quick, False), ("--datasets", datasets, None), ("--records", records, None),
-        ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
+        ("--record-ids", record_ids, None), ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
         ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
         ("--figures", figures, True), ("--benchmarks-section", benchmarks_section, "reproduce"),
