@@ -20,6 +20,7 @@ import duckdb
 from pcor_sql.core.accounting import derive_budget, validate_samples
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.searches import DEFAULT_SAMPLES
+from pcor_sql.core.start import DEFAULT_DESCENTS
 from pcor_sql.engine.coe import DEFAULT_MAX_ADMISSIBLE
 from pcor_sql.engine.evaluator import UTILITIES
 from pcor_sql.engine.ledger import ChargeItem, Ledger, dataset_key, new_release_id
@@ -45,6 +46,7 @@ class Explanation:
     accounting: str
     search: str
     samples: int
+    descents: int
     em_calls: int
     verifier: str
     utility: str
@@ -67,6 +69,7 @@ class Explanation:
             "accounting": self.accounting,
             "search": self.search,
             "samples": self.samples,
+            "descents": self.descents,
             "em_calls": self.em_calls,
             "verifier": self.verifier,
             "utility": self.utility,
@@ -101,6 +104,7 @@ def explain_outlier(
     dataset: str | None = None,
     owner_view: bool = False,
     max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
+    descents: int = DEFAULT_DESCENTS,
     warn: Warn | None = None,
     progress: Callable[[int, int], None] | None = None,
     session: Session | None = None,
@@ -110,13 +114,15 @@ def explain_outlier(
     `query` is `SELECT <metric> FROM <relation> WHERE <record selector>`. One selected row gives
     one `Explanation`; several give a tuple, one per row, each charged ε to the budget ledger
     (all charges in one transaction, before anything is returned). Every argument is checked
-    before any work; bad input raises `UserError`.
+    before any work; bad input raises `UserError`. `descents` (bfs only) seeds the search's
+    frontier with that many validity-only random descents from the full context — free under
+    OCDP; 0 runs the paper's Algorithm 5 exactly.
     """
     results = explain_outliers(
         con, query, by=by, domains=domains, epsilon=epsilon, search=search, samples=samples,
         verifier=verifier, verifier_options=verifier_options, utility=utility, start=start,
         accounting=accounting, seed=seed, dataset=dataset, owner_view=owner_view,
-        max_contexts=max_contexts, warn=warn, progress=progress, session=session,
+        max_contexts=max_contexts, descents=descents, warn=warn, progress=progress, session=session,
     )
     return results[0] if len(results) == 1 else results
 
@@ -139,6 +145,7 @@ def explain_outliers(
     dataset: str | None = None,
     owner_view: bool = False,
     max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
+    descents: int = DEFAULT_DESCENTS,
     warn: Warn | None = None,
     progress: Callable[[int, int], None] | None = None,
     session: Session | None = None,
@@ -153,6 +160,9 @@ def explain_outliers(
     if utility not in UTILITIES:
         raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
     budget = derive_budget(epsilon, search, validate_samples(samples), accounting, monotone=True)
+    if isinstance(descents, bool) or not isinstance(descents, int) or descents < 0:
+        raise UserError(f"descents must be an integer ≥ 0, got {descents!r}", "pass e.g. descents=24 (0: the paper's BFS)")
+    descents = descents if search == "bfs" else 0
     verifier_obj = make_verifier(verifier, verifier_options)
     session = session or Session(con, warn=warn)
     schema = session.schema(q.relation_sql, q.metric_sql[0], by=by, domains=domains)
@@ -168,7 +178,7 @@ def explain_outliers(
         rel = release_one(
             con, summary, row, v, verifier_obj, budget, source,
             search=search, samples=samples, utility=utility, start=start_sel,
-            owner_view=owner_view, max_contexts=max_contexts, progress=progress,
+            owner_view=owner_view, max_contexts=max_contexts, progress=progress, descents=descents,
         )
         releases.append((row, rel))
     items = [
@@ -191,6 +201,7 @@ def explain_outliers(
                 accounting=budget.accounting,
                 search=search,
                 samples=samples,
+                descents=descents,
                 em_calls=rel.trace.n_em_calls,
                 verifier=verifier_spec(verifier_obj),
                 utility=utility,

@@ -28,9 +28,10 @@ def test_release_holds_context_and_parameters_only(con, search):
     expected_eps1 = 0.2 / 21 if search in ("dfs", "bfs") else 0.2
     assert r.epsilon1 == pytest.approx(expected_eps1)
     assert 1 <= r.em_calls <= (21 if search in ("dfs", "bfs") else 1)
+    assert r.descents == (24 if search == "bfs" else 0)
     d = r.as_dict()
     assert set(d) == {"record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
-                      "samples", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "warning"}
+                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "warning"}
     # The explanation query runs, and the record is in the population it selects.
     assert 187190.79 in [row[0] for row in con.execute(r.explanation_sql).fetchall()]
 
@@ -132,3 +133,10 @@ def test_statement_runner_passes_ordinary_sql_through(con):
     assert rel.fetchall() == [(51000,)]
     res = pcor_sql.sql(con, "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs WITH (seed = 5, search = 'dfs')")
     assert res[0].search == "dfs" and res[0].verifier.startswith("grubbs")
+
+
+def test_descents_zero_is_the_papers_bfs_and_negative_is_refused(con):
+    r = pcor_sql.explain_outlier(con, Q, verifier="grubbs", seed=3, descents=0)
+    assert r.descents == 0 and r.as_dict()["descents"] == 0
+    with pytest.raises(pcor_sql.UserError, match="descents"):
+        pcor_sql.explain_outlier(con, Q, verifier="grubbs", descents=-1)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from pcor_sql.core.start import DEFAULT_DESCENTS
+
 from pcor_sql.cli import options as o
 from pcor_sql.cli.console import ProgressBar, make_warn
 from pcor_sql.cli.database import open_database
@@ -32,6 +34,14 @@ def explain_outlier(
     dataset: o.Dataset = None,
     owner_view: o.OwnerView = False,
     max_contexts: o.MaxContexts = None,
+    descents: Annotated[
+        int,
+        typer.Option(
+            "--descents",
+            help="bfs: validity-only random descents from the full context that seed the frontier "
+            "(free under OCDP; 0 = the paper's Algorithm 5).",
+        ),
+    ] = DEFAULT_DESCENTS,
     db: o.Db = None,
     fmt: Annotated[
         o.ExplainFormat,
@@ -58,6 +68,6 @@ def explain_outlier(
             con, query, by=o.by_list(by), domains=o.domains(domain), epsilon=epsilon, search=search,
             samples=samples, verifier=name, verifier_options=verifier_options, utility=utility, start=start,
             accounting=accounting, seed=seed, dataset=dataset, owner_view=owner_view, warn=warn,
-            progress=bar.callback, **extra,
+            progress=bar.callback, descents=descents, **extra,
         )
     print_explanations(results, fmt.value)

@@ -28,6 +28,7 @@ import numpy as np
 from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.randomness import Source, uniform_open
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.start import DEFAULT_DESCENTS, random_descents
 from pcor_sql.errors import InternalError, NoValidContext, UserError
 
 DEFAULT_SAMPLES = 50
@@ -182,15 +183,31 @@ def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
 
 
-def bfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int = DEFAULT_SAMPLES) -> SearchResult:
+def bfs(
+    oracle: Oracle,
+    eps1: float,
+    source: Source,
+    start: int,
+    *,
+    samples: int = DEFAULT_SAMPLES,
+    descents: int = 0,
+) -> SearchResult:
     """Algorithm 5: the frontier C_M starts as {C_V}; EM over C_M picks the node to expand, its
     valid unvisited neighbours join C_M; stop when `samples` nodes are visited; final EM over
-    the visited set. Cost ≤ (n+1)ε1."""
+    the visited set. Cost ≤ (n+1)ε1.
+
+    With `descents` > 0, C_M also starts with the valid contexts found by that many
+    validity-only random descents from the full context (`start.random_descents`). Their law
+    depends on COE(D, V) only, so the cost is unchanged: for each fixed starting frontier the
+    run is (n+1)ε1-OCDP, and so is the mixture. `descents=0` is the paper's algorithm."""
     trace = Trace()
     visited: dict[int, None] = {}
+    starts = [start]
+    if descents:
+        starts += random_descents(oracle, source, descents)
     # The frontier C_M, with each member's utility read once when it joins (an insertion-ordered
     # dict keeps the candidate order, hence seeded runs, deterministic).
-    frontier: dict[int, float] = {start: oracle.utility(start)}
+    frontier: dict[int, float] = {c: oracle.utility(c) for c in starts}
     while len(visited) < samples and frontier:
         node = _em(oracle, list(frontier), eps1, source, trace, "expand", list(frontier.values()))
         del frontier[node]
@@ -215,8 +232,9 @@ def run_search(
     max_admissible: int = 1 << 23,
     max_draws: int = DEFAULT_MAX_DRAWS,
     progress: Callable[[int, int], None] | None = None,
+    descents: int = DEFAULT_DESCENTS,
 ) -> SearchResult:
-    """Dispatch by search name. Graph searches need a valid `start`."""
+    """Dispatch by search name. Graph searches need a valid `start`; `descents` is bfs's."""
     if name == "direct":
         return direct(oracle, eps1, source, max_admissible=max_admissible, progress=progress)
     if name == "uniform":
@@ -226,4 +244,6 @@ def run_search(
         raise UserError(f"unknown search {name!r}", "use one of: direct, uniform, random-walk, dfs, bfs")
     if start is None or not oracle.space.is_admissible(start):
         raise InternalError("graph search started without an admissible start context")
+    if name == "bfs":
+        return bfs(oracle, eps1, source, start, samples=samples, descents=descents)
     return graph(oracle, eps1, source, start, samples=samples)

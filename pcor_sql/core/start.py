@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
+from pcor_sql.core.randomness import Source
 from pcor_sql.core.space import ContextSpace
 
 DEFAULT_MAX_CHECKS = 20_000
 DEFAULT_DOWN_CHECKS = 2_000
+DEFAULT_DESCENTS = 24
 
 
 class ValidityOracle(Protocol):
@@ -63,3 +65,26 @@ def _extend(space: ContextSpace, mask: int, queue: deque, seen: set[int]) -> Non
         if nb not in seen:
             seen.add(nb)
             queue.append(nb)
+
+
+def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[int]:
+    """Up to `count` valid contexts, each the first valid one met on a uniformly random walk
+    down from the full context (one random selected free value removed per step).
+
+    Every step reads validity only, and the coins come from `source` independently of the
+    data, so the law of the result is a function of COE(D, V) alone: equal on OCDP
+    neighbours, hence free. The contexts are large (few values removed), which is where the
+    utilities point; BFS adds them to its starting frontier.
+    """
+    space = oracle.space
+    found: dict[int, None] = {}
+    for _ in range(count):
+        mask = space.full
+        while not oracle.is_valid(mask):
+            selected = [b for b in space.free_bits if (mask >> b) & 1]
+            if not selected:
+                break
+            mask &= ~(1 << selected[int(source.integers(0, len(selected)))])
+        else:
+            found[mask] = None
+    return list(found)

@@ -17,7 +17,7 @@ from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.searches import SearchResult, Trace, run_search
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.start import DEFAULT_MAX_CHECKS, find_start
+from pcor_sql.core.start import DEFAULT_DESCENTS, DEFAULT_MAX_CHECKS, find_start
 from pcor_sql.engine.coe import DEFAULT_MAX_ADMISSIBLE
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator
@@ -111,6 +111,7 @@ def release_one(
     owner_view: bool,
     max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
     progress: Callable[[int, int], None] | None = None,
+    descents: int = DEFAULT_DESCENTS,
 ) -> RecordRelease:
     space = prepare_space(summary, row)
     ev = Evaluator(con, summary, space, v, verifier, utility="population")
@@ -129,6 +130,7 @@ def release_one(
         samples=samples,
         max_admissible=max_contexts if max_contexts is not None else 1 << 64,
         progress=progress,
+        descents=descents,
     )
     if not ev.is_valid(result.mask):
         raise InternalError("a search released a context in which the record is not an outlier")

@@ -60,6 +60,7 @@ EXPLAIN_OPTIONS = (
     OptionSpec("seed", INTEGER_KIND, "seed = 7", minimum=0),
     OptionSpec("dataset", STRING_KIND, "dataset = 'salaries'"),
     OptionSpec("owner_view", BOOLEAN_KIND, "owner_view = TRUE"),
+    OptionSpec("descents", INTEGER_KIND, "descents = 24", minimum=0),
 )
 
 IDENTIFY_OPTIONS = (

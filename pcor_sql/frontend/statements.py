@@ -69,6 +69,7 @@ class ExplainOutlier:
     seed: int | None = None
     dataset: str | None = None
     owner_view: bool | None = None
+    descents: int | None = None
     options_given: tuple[str, ...] = field(default=())
 
     def options(self) -> dict[str, Any]:
@@ -323,6 +324,7 @@ def _explain(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], e
         seed=_integer(opts, "seed"),
         dataset=_string(opts, "dataset"),
         owner_view=_boolean(opts, "owner_view"),
+        descents=_integer(opts, "descents"),
         options_given=tuple(opts),
     )
 

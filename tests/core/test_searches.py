@@ -242,7 +242,7 @@ def test_graph_search_em_calls_never_exceed_n_plus_one_and_match_the_trace(name,
             continue
         n = 1 + seed % 12
         before = len(em_counter)
-        res = run_search(name, oracle, 0.3, np.random.default_rng(seed), start=start, samples=n)
+        res = run_search(name, oracle, 0.3, np.random.default_rng(seed), start=start, samples=n, descents=0)
         made = len(em_counter) - before
         assert made == res.trace.n_em_calls <= n + 1
         assert [c.candidates for c in res.trace.em_calls] == em_counter[before:]
@@ -342,3 +342,27 @@ def test_find_start_reads_validity_only_and_is_deterministic():
             assert ra[0] in valid
         else:
             assert ra[0] is None
+
+
+def test_bfs_descents_seed_the_frontier_by_validity_only():
+    from pcor_sql.core.searches import bfs
+    from pcor_sql.core.start import random_descents
+
+    for seed in range(40):
+        valid = random_valid_set(500 + seed, p=0.3)
+        oracle = FakeOracle(SPACE, valid)
+        start, _ = find_start(oracle)
+        if start is None:
+            continue
+        roots = random_descents(oracle, np.random.default_rng(seed), 6)
+        assert set(roots) <= valid and not oracle.utility_asked  # descents read validity only
+        # A descent stops at the first valid context on its way down from the full context.
+        if SPACE.full in valid:
+            assert roots == [SPACE.full]
+        n = 1 + seed % 10
+        res = bfs(FakeOracle(SPACE, valid), 0.3, np.random.default_rng(seed), start, samples=n, descents=6)
+        assert res.trace.n_em_calls <= n + 1
+        assert set(res.trace.visited) <= valid and res.mask in res.trace.visited
+        # With the same coins, the frontier's first EM sees the start and the distinct roots.
+        first = res.trace.em_calls[0].candidates
+        assert first == len({start, *random_descents(FakeOracle(SPACE, valid), np.random.default_rng(seed), 6)})
