@@ -8,6 +8,7 @@ fetched by the compiled WHERE. Both must give the same verdict.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,6 +47,18 @@ class Verifier(Protocol):
     def check(self, pop: Population) -> bool: ...
 
     def options(self) -> dict[str, Any]: ...
+
+
+def studentized_distance(pop: Population, min_n: int) -> float:
+    """|v − mean| / s with s the sample standard deviation (ddof 1): the statistic of both the
+    z-score and Grubbs' test. NaN when N < min_n, 0.0 when s = 0 (a constant population)."""
+    n = int(pop.n)
+    if n < min_n:
+        return math.nan
+    s = math.sqrt(pop.m2 / (n - 1))
+    if not s > 0:
+        return 0.0
+    return abs(pop.v - pop.mean) / s
 
 
 @dataclass(frozen=True)

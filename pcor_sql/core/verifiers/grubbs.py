@@ -13,7 +13,6 @@ valid, which OCDP treats as public structure (DESIGN.md §2, "validity-only step
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from pcor_sql.core.verifiers.base import Population
+from pcor_sql.core.verifiers.base import Population, studentized_distance
 from pcor_sql.core.verifiers.options import real_number
 
 
@@ -80,22 +79,12 @@ class Grubbs:
 
     def score(self, pop: Population) -> float:
         """G = |v − mean|/s; NaN when N < 3, 0.0 when s = 0 (a constant population)."""
-        n = int(pop.n)
-        if n < 3:
-            return math.nan
-        s = math.sqrt(pop.m2 / (n - 1))
-        if not s > 0:
-            return 0.0
-        return abs(pop.v - pop.mean) / s
+        return studentized_distance(pop, 3)
 
     def check(self, pop: Population) -> bool:
-        n = int(pop.n)
-        if n < 3:
-            return False
-        s = math.sqrt(pop.m2 / (n - 1))
-        if not s > 0:
-            return False
-        return abs(pop.v - pop.mean) / s > grubbs_critical_one(self.alpha, n)
+        g = studentized_distance(pop, 3)
+        # NaN (N < 3) and 0.0 (s = 0) are never outliers; only then is the critical value needed.
+        return g > 0 and g > grubbs_critical_one(self.alpha, int(pop.n))
 
     def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray:
         """Verdicts for many populations from moment arrays (see `grubbs_check_many`)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pcor_sql.core.verifiers.base import Population
+from pcor_sql.core.verifiers.base import Population, studentized_distance
 from pcor_sql.core.verifiers.options import real_number
 
 
@@ -50,22 +50,11 @@ class ZScore:
 
     def score(self, pop: Population) -> float:
         """|v − mean|/s; NaN when N < 2, 0.0 when s = 0 (a constant population)."""
-        n = int(pop.n)
-        if n < 2:
-            return math.nan
-        s = math.sqrt(pop.m2 / (n - 1))
-        if not s > 0:
-            return 0.0
-        return abs(pop.v - pop.mean) / s
+        return studentized_distance(pop, 2)
 
     def check(self, pop: Population) -> bool:
-        n = int(pop.n)
-        if n < 2:
-            return False
-        s = math.sqrt(pop.m2 / (n - 1))
-        if not s > 0:
-            return False
-        return abs(pop.v - pop.mean) / s > self.z
+        # NaN (N < 2) compares False; a constant population scores 0.0, never above z > 0.
+        return studentized_distance(pop, 2) > self.z
 
     def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray:
         """Verdicts for many populations from moment arrays (see `zscore_check_many`)."""
