@@ -61,6 +61,20 @@ def studentized_distance(pop: Population, min_n: int) -> float:
     return abs(pop.v - pop.mean) / s
 
 
+def studentized_distances(n: Any, mean: Any, m2: Any, v: Any, min_n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`studentized_distance` over moment arrays (broadcast together): (N as int64, distances).
+    A lane is NaN when N < min_n and 0.0 when s = 0, as in the scalar form."""
+    n = np.asarray(n, dtype=np.int64)
+    mean = np.asarray(mean, dtype=np.float64)
+    m2 = np.asarray(m2, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    # N < min_n divides by 0 or a negative; those lanes are replaced below.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.sqrt(m2 / (n - 1))
+        g = np.where(s > 0, np.abs(v - mean) / s, 0.0)
+    return n, np.where(n >= min_n, g, np.nan)
+
+
 @dataclass(frozen=True)
 class ArrayPopulation:
     """A Population over an in-memory array: the reference and plain-path implementation."""

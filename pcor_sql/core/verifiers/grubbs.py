@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from pcor_sql.core.verifiers.base import Population, studentized_distance
+from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
 from pcor_sql.core.verifiers.options import real_number
 
 
@@ -49,16 +49,9 @@ def grubbs_critical_one(alpha: float, n: int) -> float:
 
 def grubbs_check_many(n: Any, mean: Any, m2: Any, v: Any, alpha: float) -> np.ndarray:
     """Grubbs verdicts for many populations at once, from moment arrays (broadcast together)."""
-    n = np.asarray(n, dtype=np.int64)
-    mean = np.asarray(mean, dtype=np.float64)
-    m2 = np.asarray(m2, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    # N < 3 gives a 0 or negative denominator; those lanes are masked out by `n >= 3` below.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.sqrt(m2 / (n - 1))
-        g = np.abs(v - mean) / s
-    crit = grubbs_critical(alpha, n)
-    return (n >= 3) & (s > 0) & (g > crit)
+    n, g = studentized_distances(n, mean, m2, v, 3)
+    # NaN (N < 3) and 0.0 (s = 0) lanes are never outliers: the critical value is positive.
+    return (g > 0) & (g > grubbs_critical(alpha, n))
 
 
 @dataclass(frozen=True)

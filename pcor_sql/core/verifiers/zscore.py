@@ -15,21 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from pcor_sql.core.verifiers.base import Population, studentized_distance
+from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
 from pcor_sql.core.verifiers.options import real_number
 
 
 def zscore_check_many(n: Any, mean: Any, m2: Any, v: Any, z: float) -> np.ndarray:
     """Z-score verdicts for many populations at once, from moment arrays (broadcast together)."""
-    n = np.asarray(n, dtype=np.int64)
-    mean = np.asarray(mean, dtype=np.float64)
-    m2 = np.asarray(m2, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    # N < 2 divides by 0 or a negative; those lanes are masked out by `n >= 2` below.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.sqrt(m2 / (n - 1))
-        score = np.abs(v - mean) / s
-    return (n >= 2) & (s > 0) & (score > z)
+    _, score = studentized_distances(n, mean, m2, v, 2)
+    return score > z  # NaN (N < 2) compares False; s = 0 scores 0.0, never above z > 0
 
 
 @dataclass(frozen=True)
