@@ -36,7 +36,7 @@ import pyarrow as pa
 
 # The sibling shipping.py, found also when this file is loaded by path (as the tests do).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shipping import update_json, write_parquet
+from shipping import ship
 
 NAME = "salaries"
 SEED = 20200731  # the paper's access date of the Ontario data, 2019-07-31, would do as well
@@ -285,11 +285,7 @@ def domains() -> dict[str, list[str]]:
 
 def main() -> None:
     table, planted = build()
-    write_parquet(table, HERE / f"{NAME}.parquet")
-    update_json(HERE / "domains.json", NAME, domains())
-    update_json(HERE / "planted_outliers.json", NAME, planted)
-    size = (HERE / f"{NAME}.parquet").stat().st_size
-    print(f"wrote {NAME}.parquet: {table.num_rows} rows, {size:,} bytes; {len(planted)} planted outliers")
+    ship(HERE, NAME, table, domains(), planted)
 
 
 if __name__ == "__main__":

@@ -31,3 +31,12 @@ def update_json(path: Path, key: str, value) -> None:
     order = ["salaries", "homicides", "diamonds"]
     ordered = {k: data[k] for k in sorted(data, key=lambda k: (order.index(k) if k in order else len(order), k))}
     path.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def ship(here: Path, name: str, table: pa.Table, domains: dict, planted: list) -> None:
+    """Write one generated dataset: its Parquet file and its entries in the shared JSON files."""
+    write_parquet(table, here / f"{name}.parquet")
+    update_json(here / "domains.json", name, domains)
+    update_json(here / "planted_outliers.json", name, planted)
+    size = (here / f"{name}.parquet").stat().st_size
+    print(f"wrote {name}.parquet: {table.num_rows} rows, {size:,} bytes; {len(planted)} planted outliers")
