@@ -151,14 +151,7 @@ def explain_outliers(
     session: Session | None = None,
 ) -> tuple[Explanation, ...]:
     """As `explain_outlier`, always returning a tuple (one Explanation per selected row)."""
-    q = parse_select(con, query)
-    if q.selector_sql is None:
-        raise UserError(
-            "the query has no WHERE clause picking the record to explain",
-            "add one, e.g. SELECT salary FROM salaries WHERE id = 42",
-        )
-    if utility not in UTILITIES:
-        raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
+    q = _record_query(con, query, utility)
     budget = derive_budget(epsilon, search, validate_samples(samples), accounting, monotone=True)
     if isinstance(descents, bool) or not isinstance(descents, int) or descents < 0:
         raise UserError(f"descents must be an integer ≥ 0, got {descents!r}", "pass e.g. descents=24 (0: the paper's BFS)")
@@ -214,6 +207,19 @@ def explain_outliers(
             )
         )
     return tuple(out)
+
+
+def _record_query(con: duckdb.DuckDBPyConnection, query: str, utility: str) -> Any:
+    """The parsed `SELECT <metric> FROM <relation> WHERE <selector>`; the utility name checked."""
+    q = parse_select(con, query)
+    if q.selector_sql is None:
+        raise UserError(
+            "the query has no WHERE clause picking the record to explain",
+            "add one, e.g. SELECT salary FROM salaries WHERE id = 42",
+        )
+    if utility not in UTILITIES:
+        raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
+    return q
 
 
 def _record_key(q: Any, index: int, row: Mapping[str, Any]) -> str:
@@ -296,11 +302,7 @@ def coe(
     from pcor_sql.engine.evaluator import Evaluator
     from pcor_sql.engine.release import prepare_space, resolve_start
 
-    q = parse_select(con, query)
-    if q.selector_sql is None:
-        raise UserError("the query has no WHERE clause picking the record", "add one, e.g. WHERE id = 42")
-    if utility not in UTILITIES:
-        raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
+    q = _record_query(con, query, utility)
     verifier_obj = make_verifier(verifier, verifier_options)
     session = session or Session(con, warn=warn)
     schema = session.schema(q.relation_sql, q.metric_sql[0], by=by, domains=domains)
