@@ -14,13 +14,20 @@ _EXPORTS = {
     "explain_outlier": "pcor_sql.api",
     "explain_outliers": "pcor_sql.api",
     "identify_anomaly": "pcor_sql.api",
+    "identify_anomalies": "pcor_sql.api",
     "coe": "pcor_sql.api",
-    "Explanation": "pcor_sql.api",
-    "CoeResult": "pcor_sql.api",
-    "ValidContext": "pcor_sql.api",
+    "outlier_request": "pcor_sql.frontend.requests",
+    "anomaly_request": "pcor_sql.frontend.requests",
+    "OutlierRequest": "pcor_sql.requests",
+    "AnomalyRequest": "pcor_sql.requests",
+    "VerifierSpec": "pcor_sql.requests",
+    "Explanation": "pcor_sql.results",
+    "CoeResult": "pcor_sql.results",
+    "ValidContext": "pcor_sql.results",
+    "AnomalyResult": "pcor_sql.results",
     "sql": "pcor_sql.statements",
     "run_script": "pcor_sql.statements",
-    "Session": "pcor_sql.engine.session",
+    "Session": "pcor_sql.session",
     "Ledger": "pcor_sql.engine.ledger",
     "load_dataset": "pcor_sql.engine.datasets",
     "PcorError": "pcor_sql.errors",
@@ -32,6 +39,10 @@ _EXPORTS = {
 _RENAMED = {"load_datasets": ("pcor_sql.engine.datasets", "load_all")}
 
 __all__ = sorted([*_EXPORTS, *_RENAMED])
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def __getattr__(name: str) -> Any:

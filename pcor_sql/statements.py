@@ -7,10 +7,11 @@
                             "USING grubbs WITH (epsilon = 0.2, seed = 7)")
     pcor_sql.sql(con, "SELECT count(*) FROM salaries").fetchall()
 
-- `EXPLAIN OUTLIER ...` returns a list of `Explanation`s (one per selected record) from
-  `pcor_sql.api.explain_outliers`; each is charged to the budget ledger before it is returned.
-- `IDENTIFY ANOMALY ...` returns a list of answers (one per selected record) from
-  `pcor_sql.api.identify_anomaly`; each is charged likewise.
+- `EXPLAIN OUTLIER ...` returns a list of `Explanation`s (one per selected record): the
+  statement becomes an `OutlierRequest` run by a `Session`; each release is charged to the
+  budget ledger before it is returned.
+- `IDENTIFY ANOMALY ...` returns a list of answers (one per selected record), as an
+  `AnomalyRequest`; each is charged likewise.
 - Anything else goes to DuckDB unchanged and returns what `con.sql` returns (a relation;
   DuckDB runs non-SELECT statements at once, a SELECT relation when it is read).
 
@@ -29,6 +30,7 @@ from typing import Any, Callable, Iterator
 import duckdb
 
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.requests import VerifierSpec
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -56,42 +58,44 @@ class StatementResult:
 
 
 def sql(
-    con: duckdb.DuckDBPyConnection,
+    con: duckdb.DuckDBPyConnection | None,
     text: str,
     *,
+    session: Any = None,
     warn: Warn | None = None,
-    seed: int | None = None,
-    owner_view: bool = False,
-    max_contexts: int | None = None,
     progress: Progress | None = None,
+    **defaults: Any,
 ) -> Any:
     """Run one statement or a script and return the last statement's result (None for a text
-    holding no statement). `seed` and `owner_view` apply to pcor-sql statements that do not set
-    them in WITH (...); a seed makes releases reproducible and labels them not for real use.
-    `max_contexts` bounds the `direct` search's enumeration (None: the library's default)."""
+    holding no statement). `defaults` are request options (e.g. `seed`, `owner_view`,
+    `max_contexts`) for pcor-sql statements that do not set them in WITH (...); a seed makes
+    releases reproducible and labels them not for real use. `session` runs the statements
+    on that Session (its verifier registry, ledger and cached summaries); without it each
+    statement gets a fresh Session on `con`, so it sees the data as the script left it."""
     result = None
-    for step in run_script(
-        con, text, warn=warn, seed=seed, owner_view=owner_view, max_contexts=max_contexts, progress=progress
-    ):
+    for step in run_script(con, text, session=session, warn=warn, progress=progress, **defaults):
         result = step.value
     return result
 
 
 def run_script(
-    con: duckdb.DuckDBPyConnection,
+    con: duckdb.DuckDBPyConnection | None,
     text: str,
     *,
+    session: Any = None,
     warn: Warn | None = None,
-    seed: int | None = None,
-    owner_view: bool = False,
-    max_contexts: int | None = None,
     progress: Progress | None = None,
+    **defaults: Any,
 ) -> Iterator[StatementResult]:
     """Run the statements of `text` one by one, yielding each one's result before the next
     runs. In a script an error names the statement (its number and line) and stops the script;
     the statements before it have run (and their releases have been charged). DuckDB's own
     errors are raised unchanged for a lone ordinary statement (it is DuckDB's statement) and
     as a UserError naming the statement in a script."""
+    from pcor_sql.session import session_for
+
+    defaults = {name: value for name, value in defaults.items() if value is not None}
+    con = session_for(con, session, warn).con if session is not None else con
     from pcor_sql.frontend.statements import parse_statement
     from pcor_sql.frontend.tokens import split_statements
 
@@ -109,10 +113,7 @@ def run_script(
         where = "" if len(pieces) == 1 else f"statement {index} (line {line}): "
         try:
             statement = parse_statement(con, piece)
-            kind, value = _run(
-                con, statement, warn=warn, seed=seed, owner_view=owner_view,
-                max_contexts=max_contexts, progress=progress,
-            )
+            kind, value = _run(con, statement, session or session_for(con, None, warn), defaults, progress)
         except UserError as exc:
             if not where:
                 raise
@@ -125,65 +126,25 @@ def run_script(
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection,
-    statement: Any,
-    *,
-    warn: Warn | None,
-    seed: int | None,
-    owner_view: bool,
-    max_contexts: int | None,
-    progress: Progress | None,
+    con: duckdb.DuckDBPyConnection, statement: Any, session: Any, defaults: dict[str, Any], progress: Progress | None
 ) -> tuple[str, Any]:
+    """A statement's kind and result: ours as requests on `session`, anything else DuckDB's."""
+    from pcor_sql.frontend.requests import anomaly_from_select, outlier_from_select
     from pcor_sql.frontend.statements import ExplainOutlier, IdentifyAnomaly, Passthrough
 
     if isinstance(statement, Passthrough):
         return ORDINARY, con.sql(statement.sql)
-    defaults = {"seed": seed, "owner_view": owner_view}
+    options: dict[str, Any] = {**defaults, **statement.options()}
     if isinstance(statement, ExplainOutlier):
-        return EXPLAIN, explain_statement(con, statement, defaults, warn, max_contexts, progress)
+        if statement.by is not None:
+            options["by"] = list(statement.by)
+        if statement.verifier is not None:
+            options["verifier"] = VerifierSpec(statement.verifier.name, statement.verifier.options)
+        return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
     if isinstance(statement, IdentifyAnomaly):
-        return IDENTIFY, identify_statement(con, statement, defaults, warn)
+        options.pop("max_contexts", None)  # a release option; anomaly answers enumerate nothing
+        return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options))
     raise InternalError(f"parse_statement returned {type(statement).__name__}")
-
-
-def explain_statement(
-    con: duckdb.DuckDBPyConnection,
-    statement: Any,
-    defaults: dict[str, Any],
-    warn: Warn | None = None,
-    max_contexts: int | None = None,
-    progress: Progress | None = None,
-) -> list[Any]:
-    """An `ExplainOutlier` statement through `pcor_sql.api.explain_outliers`."""
-    from pcor_sql import api
-
-    kwargs: dict[str, Any] = {**defaults, **statement.options()}
-    if statement.by is not None:
-        kwargs["by"] = list(statement.by)
-    if statement.verifier is not None:
-        kwargs["verifier"] = statement.verifier.name
-        kwargs["verifier_options"] = statement.verifier.options_dict()
-    if max_contexts is not None:
-        kwargs["max_contexts"] = max_contexts
-    return list(api.explain_outliers(con, statement.query.original, warn=warn, progress=progress, **kwargs))
-
-
-def identify_statement(
-    con: duckdb.DuckDBPyConnection, statement: Any, defaults: dict[str, Any], warn: Warn | None = None
-) -> list[Any]:
-    """An `IdentifyAnomaly` statement through `pcor_sql.api.identify_anomaly`."""
-    kwargs: dict[str, Any] = {**defaults, **statement.options()}
-    return list(identify_anomaly_function()(con, statement.query.original, warn=warn, **kwargs))
-
-
-def identify_anomaly_function() -> Callable[..., Any]:
-    """`pcor_sql.api.identify_anomaly`, or an InternalError saying this build lacks it."""
-    from pcor_sql import api
-
-    function = getattr(api, "identify_anomaly", None)
-    if function is None:
-        raise InternalError("IDENTIFY ANOMALY needs pcor_sql.api.identify_anomaly, which this build does not have")
-    return function
 
 
 def _first_line(exc: BaseException) -> str:

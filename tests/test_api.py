@@ -53,10 +53,21 @@ def test_seeded_runs_repeat_and_unseeded_are_labelled_secure(con):
 def test_several_rows_give_one_release_each_all_charged(tmp_path):
     db = duckdb.connect(str(tmp_path / "x.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
-    out = pcor_sql.explain_outlier(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=2, dataset="s")
-    assert isinstance(out, tuple) and len(out) == 2
+    out = pcor_sql.explain_outliers(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=2, dataset="s")
+    assert isinstance(out, list) and len(out) == 2
     assert {r.record["id"] for r in out} == {42, 171}
     assert Ledger(db).status("s").spent == pytest.approx(0.4)
+    db.close()
+
+
+def test_explain_outlier_on_several_rows_names_explain_outliers_and_charges_nothing(tmp_path):
+    db = duckdb.connect(str(tmp_path / "x.duckdb"))
+    pcor_sql.load_dataset(db, "salaries")
+    with pytest.raises(pcor_sql.UserError, match="explain_outliers"):
+        pcor_sql.explain_outlier(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", dataset="s")
+    assert Ledger(db).status("s").spent == 0
+    one = pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=2, dataset="s")
+    assert isinstance(one, pcor_sql.Explanation)
     db.close()
 
 
@@ -118,14 +129,16 @@ def test_coe_is_the_owner_enumeration(con):
 
 
 def test_identify_anomaly_batch_and_owner_fields(con):
-    out = pcor_sql.identify_anomaly(con, "SELECT salary FROM salaries WHERE id IN (42, 43)", beta=5, radius=1000, epsilon=0.5, seed=1, owner_view=True)
+    out = pcor_sql.identify_anomalies(con, "SELECT salary FROM salaries WHERE id IN (42, 43)", beta=5, radius=1000, epsilon=0.5, seed=1, owner_view=True)
     assert [a.record["id"] for a in out] == [42, 43]
     for a in out:
         d = a.as_dict()
         assert isinstance(d["anomaly"], bool) and d["privacy"] == "sp" and d["k"] == 1
         assert set(d["owner"]) >= {"true_answer", "ball_count", "multiplicity", "lambda", "flip_probability"}
     plain = pcor_sql.identify_anomaly(con, "SELECT salary FROM salaries WHERE id = 42", beta=5, radius=1000, epsilon=0.5, seed=1)
-    assert "owner" not in plain[0].as_dict()
+    assert isinstance(plain, pcor_sql.AnomalyResult) and "owner" not in plain.as_dict()
+    with pytest.raises(pcor_sql.UserError, match="identify_anomalies"):
+        pcor_sql.identify_anomaly(con, "SELECT salary FROM salaries WHERE id IN (42, 43)", beta=5, radius=1000, epsilon=0.5)
 
 
 def test_statement_runner_passes_ordinary_sql_through(con):

@@ -80,19 +80,22 @@ def test_a_script_stops_at_the_first_error_and_names_it(con):
         sql(con, "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = -1 USING grubbs")
 
 
-def test_identify_anomaly_goes_to_the_library(con, monkeypatch):
+def test_identify_anomaly_becomes_a_request_with_the_defaults(con, monkeypatch):
     calls = []
 
-    def fake(connection, query, **kwargs):
-        calls.append((connection, query, kwargs))
-        return ("answer",)
+    def fake(session, request, **kwargs):
+        calls.append((session, request))
+        return ["answer"]
 
-    monkeypatch.setattr(pcor_sql.api, "identify_anomaly", fake, raising=False)
+    monkeypatch.setattr(pcor_sql.Session, "identify", fake)
     text = "IDENTIFY ANOMALY SELECT salary FROM salaries WITH (beta = 5, radius = 1000, epsilon = 0.5, k = 2)"
     assert sql(con, text, seed=4) == ["answer"]
-    connection, query, kwargs = calls[0]
-    assert connection is con and query == "SELECT salary FROM salaries"
-    assert kwargs == {"beta": 5.0, "radius": 1000.0, "epsilon": 0.5, "k": 2, "seed": 4, "owner_view": False, "warn": None}
-    monkeypatch.delattr(pcor_sql.api, "identify_anomaly", raising=False)
-    with pytest.raises(InternalError, match="identify_anomaly"):
-        sql(con, text)
+    session, request = calls[0]
+    assert session.con is con
+    assert isinstance(request, pcor_sql.AnomalyRequest)
+    assert (request.relation, request.columns, request.selector, request.statement) == (
+        "salaries", ("salary",), None, "SELECT salary FROM salaries"
+    )
+    assert (request.beta, request.radius, request.epsilon, request.k, request.seed, request.owner_view) == (
+        5.0, 1000.0, 0.5, 2, 4, False
+    )

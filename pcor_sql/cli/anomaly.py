@@ -48,13 +48,11 @@ def identify_anomaly(
     Each answered record costs ε (sequential composition: n rows cost n·ε), charged to the
     budget ledger before anything is printed; if printing fails, the answers were charged.
     """
-    from pcor_sql.statements import identify_anomaly_function
+    from pcor_sql.api import identify_anomalies
 
-    function = identify_anomaly_function()
-    warn = make_warn()
     with open_database(db) as con:
-        answers = function(
-            con, query, beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k, norm=norm,
-            seed=seed, dataset=dataset, owner_view=owner_view, warn=warn,
+        answers = identify_anomalies(
+            con, query, warn=make_warn(), beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k,
+            norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
         )
-    print_answers(list(answers), fmt.value, owner_view)
+    print_answers(answers, fmt.value, owner_view)

@@ -54,19 +54,16 @@ def coe(
     """
     from pcor_sql.api import coe as enumerate_coe
 
-    name, verifier_options = o.verifier_args(verifier, verifier_option)
     o.positive_count(limit, "--limit")
-    extra = {} if max_contexts is None else {"max_contexts": o.positive_count(max_contexts, "--max-contexts")}
+    options = o.outlier_options(
+        by=by, domain=domain, verifier=verifier, verifier_option=verifier_option, max_contexts=max_contexts,
+        utility=utility, start=start,
+    )
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
-    warn = make_warn()
     with open_database(db) as con, ProgressBar("checking contexts") as bar:
-        results = enumerate_coe(
-            con, query, by=o.by_list(by), domains=o.domains(domain), verifier=name,
-            verifier_options=verifier_options, utility=utility, start=start, warn=warn,
-            progress=bar.callback, **extra,
-        )
-        # Ranked before any output, so a failure prints nothing.
-        ranked = [(result, _ranked(result, shown)) for result in results]
+        results = enumerate_coe(con, query, warn=make_warn(), progress=bar.callback, **options)
+        # Ranked before any output, so a failure prints nothing; only the shown ones are rendered.
+        ranked = [(result, result.ranked(shown)) for result in results]
     for result, _ in ranked:
         sys.stderr.write(_summary(result) + "\n")
     if fmt is o.CoeFormat.json:
@@ -80,18 +77,6 @@ def coe(
         _write_csv(ranked)
     else:
         _print_tables(ranked)
-
-
-def _ranked(result: Any, limit: int | None) -> list[Any]:
-    """Valid contexts by utility, largest first (ties in enumeration order), at most `limit`."""
-    import heapq
-
-    def key(pair: tuple[int, Any]) -> tuple[float, int]:
-        return (-pair[1].utility, pair[0])
-
-    indexed = enumerate(result)
-    chosen = heapq.nsmallest(limit, indexed, key=key) if limit is not None else sorted(indexed, key=key)
-    return [c for _, c in chosen]
 
 
 def _summary(result: Any) -> str:

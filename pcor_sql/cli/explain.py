@@ -60,14 +60,11 @@ def explain_outlier(
     """
     from pcor_sql.api import explain_outliers
 
-    name, verifier_options = o.verifier_args(verifier, verifier_option)
-    extra = {} if max_contexts is None else {"max_contexts": o.positive_count(max_contexts, "--max-contexts")}
-    warn = make_warn()
+    options = o.outlier_options(
+        by=by, domain=domain, verifier=verifier, verifier_option=verifier_option, max_contexts=max_contexts,
+        epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
+        seed=seed, dataset=dataset, owner_view=owner_view, descents=descents,
+    )
     with open_database(db) as con, ProgressBar("enumerating contexts") as bar:
-        results = explain_outliers(
-            con, query, by=o.by_list(by), domains=o.domains(domain), epsilon=epsilon, search=search,
-            samples=samples, verifier=name, verifier_options=verifier_options, utility=utility, start=start,
-            accounting=accounting, seed=seed, dataset=dataset, owner_view=owner_view, warn=warn,
-            progress=bar.callback, descents=descents, **extra,
-        )
+        results = explain_outliers(con, query, warn=make_warn(), progress=bar.callback, **options)
     print_explanations(results, fmt.value)

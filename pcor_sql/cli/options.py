@@ -8,7 +8,7 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
-from pcor_sql.engine.coe import DEFAULT_MAX_ADMISSIBLE
+from pcor_sql.core.searches import DEFAULT_MAX_ADMISSIBLE
 from pcor_sql.errors import UserError
 
 
@@ -102,10 +102,23 @@ Dataset = Annotated[
 ]
 
 
-def by_list(text: str | None) -> list[str] | None:
-    from pcor_sql.frontend.compact import parse_by
-
-    return None if text is None else list(parse_by(text))
+def outlier_options(
+    *,
+    domain: list[str] | None,
+    verifier: str,
+    verifier_option: list[str] | None,
+    max_contexts: int | None,
+    **flags: Any,
+) -> dict[str, Any]:
+    """The flags a command was given, as `outlier_request` options (flags left unset are left
+    out, so the request's own defaults apply)."""
+    options = {name: value for name, value in flags.items() if value is not None}
+    if domain:
+        options["domains"] = domains(domain)
+    options["verifier"], options["verifier_options"] = verifier_args(verifier, verifier_option)
+    if max_contexts is not None:
+        options["max_contexts"] = positive_count(max_contexts, "--max-contexts")
+    return options
 
 
 def domains(texts: list[str] | None) -> dict[str, list[str]] | None:

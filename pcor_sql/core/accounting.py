@@ -15,11 +15,29 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Union
+
+from pcor_sql.core.searches import SEARCH_SPECS, search_spec
 
 from pcor_sql.errors import UserError
 
-SEARCHES = ("direct", "uniform", "random-walk", "dfs", "bfs")
-ACCOUNTINGS = ("tight", "paper")
+SEARCHES = tuple(SEARCH_SPECS)
+
+
+@dataclass(frozen=True)
+class AccountingRule:
+    """What one EM call of ε1 costs under a rule: `factor`·ε1 (DESIGN.md §2). `tight` (factor 1)
+    holds only for a monotone utility, whose sensitivity is one-sided; `paper` (factor 2) always."""
+
+    name: str
+    factor: float
+    needs_monotone: bool
+
+
+ACCOUNTING_RULES = {
+    rule.name: rule for rule in (AccountingRule("tight", 1.0, True), AccountingRule("paper", 2.0, False))
+}
+ACCOUNTINGS = tuple(ACCOUNTING_RULES)
 
 
 @dataclass(frozen=True)
@@ -31,6 +49,41 @@ class Budget:
     accounting: str
     max_em_calls: int
     cost_per_call: float
+
+    @property
+    def cost(self) -> "OcdpCost":
+        return OcdpCost(self.epsilon)
+
+
+@dataclass(frozen=True)
+class OcdpCost:
+    """ε of an output-constrained DP release (PCOR): neighbours share COE(D, V)."""
+
+    epsilon: float
+    notion = "ocdp"
+
+
+@dataclass(frozen=True)
+class DpCost:
+    """ε of an ε-differentially private answer (any two neighbouring datasets)."""
+
+    epsilon: float
+    notion = "dp"
+
+
+@dataclass(frozen=True)
+class SpCost:
+    """ε of an (ε, k)-sensitively private answer: the guarantee depends on k as well."""
+
+    epsilon: float
+    k: int
+    notion = "sp"
+
+
+#: A privacy cost. The three notions hold under different neighbour relations, so costs of
+#: different notions must never be added into one number (DESIGN.md §6); the ledger keeps
+#: them apart by `notion`.
+Cost = Union[OcdpCost, DpCost, SpCost]
 
 
 def validate_epsilon(epsilon: float) -> float:
@@ -52,27 +105,25 @@ def validate_samples(samples: int) -> int:
 
 
 def em_calls(search: str, samples: int) -> int:
-    """Worst-case number of EM calls a search makes."""
-    if search not in SEARCHES:
-        raise UserError(f"unknown search {search!r}", f"use one of: {', '.join(SEARCHES)}")
-    return samples + 1 if search in ("dfs", "bfs") else 1
+    """Worst-case number of EM calls a search makes (its declared privacy map)."""
+    return search_spec(search).worst_case_em_calls(samples)
 
 
 def derive_budget(epsilon: float, search: str, samples: int, accounting: str, monotone: bool = True) -> Budget:
-    """Split the total ε into ε1 for `search` under the `accounting` rule."""
+    """Split the total ε into ε1 for `search` under the `accounting` rule: ε = calls · factor · ε1."""
     eps = validate_epsilon(epsilon)
     n = validate_samples(samples)
-    if accounting not in ACCOUNTINGS:
+    rule = ACCOUNTING_RULES.get(accounting) if isinstance(accounting, str) else None
+    if rule is None:
         raise UserError(f"unknown accounting {accounting!r}", "use 'tight' or 'paper'")
-    if accounting == "tight" and not monotone:
+    if rule.needs_monotone and not monotone:
         raise UserError(
             "tight accounting needs a monotone utility",
             "use --accounting paper with this utility",
         )
     calls = em_calls(search, n)
-    per_call_factor = 1.0 if accounting == "tight" else 2.0
-    eps1 = eps / (per_call_factor * calls)
-    return Budget(eps, eps1, accounting, calls, per_call_factor * eps1)
+    eps1 = eps / (rule.factor * calls)
+    return Budget(eps, eps1, rule.name, calls, rule.factor * eps1)
 
 
 def spent(budget: Budget, calls_made: int) -> float:

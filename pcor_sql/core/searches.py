@@ -33,6 +33,8 @@ from pcor_sql.errors import InternalError, NoValidContext, UserError
 
 DEFAULT_SAMPLES = 50
 DEFAULT_MAX_DRAWS = 100_000
+#: The most admissible contexts `direct` (and the owner's COE) will enumerate unless told otherwise.
+DEFAULT_MAX_ADMISSIBLE = 1 << 23
 
 
 class Oracle(Protocol):
@@ -221,6 +223,71 @@ def bfs(
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
 
 
+@dataclass(frozen=True)
+class SearchSpec:
+    """A search and its privacy map (OpenDP's habit: the mechanism declares its own cost).
+
+    `worst_case_em_calls(n)` bounds the EM calls a run with n samples makes; the accounting
+    (`core.accounting`) multiplies it by the cost of one call under its rule, and a release
+    checks the actual count against it. `graph` searches start from a valid context C_V.
+    `options` names the request options the search reads besides ε (for help and checks)."""
+
+    name: str
+    algorithm: str
+    summary: str
+    run: Callable[..., SearchResult] = field(repr=False)
+    em_calls_per_sample: int = 0
+    graph: bool = False
+    options: tuple[str, ...] = ()
+
+    def worst_case_em_calls(self, samples: int) -> int:
+        return self.em_calls_per_sample * samples + 1
+
+
+def _run_direct(oracle: Oracle, eps1: float, source: Source, start: int | None, **opts) -> SearchResult:
+    return direct(oracle, eps1, source, max_admissible=opts["max_admissible"], progress=opts.get("progress"))
+
+
+def _run_uniform(oracle: Oracle, eps1: float, source: Source, start: int | None, **opts) -> SearchResult:
+    return uniform(oracle, eps1, source, samples=opts["samples"], max_draws=opts.get("max_draws", DEFAULT_MAX_DRAWS))
+
+
+def _run_walk(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
+    return random_walk(oracle, eps1, source, start, samples=opts["samples"])
+
+
+def _run_dfs(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
+    return dfs(oracle, eps1, source, start, samples=opts["samples"])
+
+
+def _run_bfs(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
+    return bfs(oracle, eps1, source, start, samples=opts["samples"], descents=opts.get("descents", 0))
+
+
+#: Every search by name, in the order help and tables list them.
+SEARCH_SPECS: dict[str, SearchSpec] = {
+    s.name: s
+    for s in (
+        SearchSpec("direct", "Alg. 1", "EM over all of COE(D, V)", _run_direct, options=("max_contexts",)),
+        SearchSpec("uniform", "Alg. 2", "uniform admissible draws until n valid, EM", _run_uniform, options=("samples",)),
+        SearchSpec("random-walk", "Alg. 3", "validity-only walk, EM over the path", _run_walk, graph=True,
+                   options=("samples",)),
+        SearchSpec("dfs", "Alg. 4", "EM picks each child; final EM", _run_dfs, em_calls_per_sample=1, graph=True,
+                   options=("samples",)),
+        SearchSpec("bfs", "Alg. 5", "EM picks each node to expand; final EM", _run_bfs, em_calls_per_sample=1,
+                   graph=True, options=("samples", "descents")),
+    )
+}
+
+
+def search_spec(name: str) -> SearchSpec:
+    """The declared search `name`, or a UserError listing the known ones."""
+    spec = SEARCH_SPECS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise UserError(f"unknown search {name!r}", f"use one of: {', '.join(SEARCH_SPECS)}")
+    return spec
+
+
 def run_search(
     name: str,
     oracle: Oracle,
@@ -234,16 +301,11 @@ def run_search(
     progress: Callable[[int, int], None] | None = None,
     descents: int = DEFAULT_DESCENTS,
 ) -> SearchResult:
-    """Dispatch by search name. Graph searches need a valid `start`; `descents` is bfs's."""
-    if name == "direct":
-        return direct(oracle, eps1, source, max_admissible=max_admissible, progress=progress)
-    if name == "uniform":
-        return uniform(oracle, eps1, source, samples=samples, max_draws=max_draws)
-    graph = {"random-walk": random_walk, "dfs": dfs, "bfs": bfs}.get(name)
-    if graph is None:
-        raise UserError(f"unknown search {name!r}", "use one of: direct, uniform, random-walk, dfs, bfs")
-    if start is None or not oracle.space.is_admissible(start):
+    """Run the declared search `name`. Graph searches need an admissible `start`."""
+    spec = search_spec(name)
+    if spec.graph and (start is None or not oracle.space.is_admissible(start)):
         raise InternalError("graph search started without an admissible start context")
-    if name == "bfs":
-        return bfs(oracle, eps1, source, start, samples=samples, descents=descents)
-    return graph(oracle, eps1, source, start, samples=samples)
+    return spec.run(
+        oracle, eps1, source, start, samples=samples, max_admissible=max_admissible, max_draws=max_draws,
+        progress=progress, descents=descents,
+    )

@@ -167,3 +167,28 @@ class Context:
 
     def values(self) -> dict[str, list[Any]]:
         return self.space.values(self.mask)
+
+
+def resolve_name(name: str, attributes: Sequence[str], what: str) -> str:
+    """`name` spelled as in `attributes`: exact, else the one case-insensitive match (SQL
+    identifiers ignore case); otherwise a UserError naming the attributes."""
+    if name in attributes:
+        return name
+    folded = [a for a in attributes if a.casefold() == name.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    known = ", ".join(attributes) if attributes else "(none)"
+    raise UserError(f"{what} names {name!r}, which is not a context attribute", f"attributes are: {known}")
+
+
+def resolve_selection(
+    selection: Mapping[str, Sequence[Any]], attributes: Sequence[str], what: str
+) -> dict[str, list[Any]]:
+    """A selection keyed by names as the user wrote them, re-keyed as `attributes` spell them."""
+    out: dict[str, list[Any]] = {}
+    for name, values in selection.items():
+        key = resolve_name(name, attributes, what)
+        if key in out:
+            raise UserError(f"{what} constrains {key} twice", f"list all its values once: {key} IN (...)")
+        out[key] = list(values)
+    return out

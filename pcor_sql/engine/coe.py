@@ -18,7 +18,6 @@ from pcor_sql.errors import UserError
 if TYPE_CHECKING:
     from pcor_sql.engine.evaluator import Evaluator
 
-DEFAULT_MAX_ADMISSIBLE = 1 << 23
 _PROGRESS_STEPS = 100
 
 

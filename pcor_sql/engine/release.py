@@ -11,18 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+import math
+
 import duckdb
 
 from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
-from pcor_sql.core.searches import SearchResult, Trace, run_search
+from pcor_sql.core.searches import DEFAULT_MAX_ADMISSIBLE, SearchResult, Trace, run_search
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_DESCENTS, DEFAULT_MAX_CHECKS, find_start
-from pcor_sql.engine.coe import DEFAULT_MAX_ADMISSIBLE
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator
 from pcor_sql.engine.summary import CellSummary, record_cell
+from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import InternalError, NoValidContext, UserError
+from pcor_sql.requests import OutlierRequest
+
+METRIC_COLUMN = "__pcor_metric"
 
 
 @dataclass(frozen=True)
@@ -136,19 +141,108 @@ def release_one(
         raise InternalError("a search released a context in which the record is not an outlier")
     if result.trace.n_em_calls > budget.max_em_calls:
         raise InternalError(f"{search} made {result.trace.n_em_calls} EM calls, more than the {budget.max_em_calls} accounted for")
-    owner = None
-    if owner_view:
-        owner = OwnerView(
-            population=ev.population_size(result.mask),
-            utility=ev.utility(result.mask),
-            start_population=ev.population_size(start_mask),
-            em_calls=result.trace.n_em_calls,
-            validity_checks=result.trace.validity_checks,
-            contexts_verified=ev.n_verified,
-            visited=len(result.trace.visited),
-            notes=tuple(result.trace.notes),
-        )
+    owner = _owner_view(ev, result, start_mask) if owner_view else None
     return RecordRelease(space, result.mask, start_mask, start_source, result.trace, owner)
+
+
+def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerView:
+    return OwnerView(
+        population=ev.population_size(result.mask),
+        utility=ev.utility(result.mask),
+        start_population=ev.population_size(start_mask),
+        em_calls=result.trace.n_em_calls,
+        validity_checks=result.trace.validity_checks,
+        contexts_verified=ev.n_verified,
+        visited=len(result.trace.visited),
+        notes=tuple(result.trace.notes),
+    )
+
+
+@dataclass(frozen=True)
+class SelectedRecord:
+    """One record a request selects: its row (all columns) and its metric value V."""
+
+    record: dict[str, Any]
+    value: float
+
+
+def load_records(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str, selector_sql: str) -> tuple[SelectedRecord, ...]:
+    """Every row the selector picks, in a stable order, with its metric as a finite float."""
+    sql = (
+        f"SELECT *, CAST({metric_sql} AS DOUBLE) AS {quote_identifier(METRIC_COLUMN)} "
+        f"FROM {relation_sql} WHERE {selector_sql} ORDER BY ALL"
+    )
+    try:
+        cur = con.execute(sql)
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise UserError(str(exc).strip().splitlines()[0], "check the WHERE clause that picks the record") from None
+    if not rows:
+        raise UserError("the WHERE clause selects no row", "check the record selector, e.g. WHERE id = 42")
+    out = []
+    for row in rows:
+        d = dict(zip(names, row))
+        v = d.pop(METRIC_COLUMN)
+        if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
+            raise UserError(f"the selected record's metric is {v!r}", "pick a record whose metric is a finite number")
+        out.append(SelectedRecord(d, float(v)))
+    return tuple(out)
+
+
+class OutlierRun:
+    """What the releases of one request read — summary, verifier, selected records — and the
+    means to run them. Made by `Session.prepare`; the owner's and the lab's object: its
+    oracles answer utilities and its `release` is not charged, so it never reaches an analyst."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        request: OutlierRequest,
+        summary: CellSummary,
+        verifier: Any,
+        records: Sequence[SelectedRecord],
+        start: Mapping[str, Sequence[Any]] | None,
+    ):
+        self.con = con
+        self.request = request
+        self.summary = summary
+        self.verifier = verifier
+        self.records = tuple(records)
+        self.start_selection = start
+        self.verifier_label = verifier_label(verifier)
+
+    def space(self, i: int) -> ContextSpace:
+        """The lattice of contexts admissible for record i (those holding its cell)."""
+        return prepare_space(self.summary, self.records[i].record)
+
+    def oracle(self, i: int, *, utility: str = "population", plain: bool = False) -> Evaluator:
+        """Validity and utility of record i's contexts (`plain`: one DuckDB query per context,
+        the naive path). The overlap utility is measured against the resolved start."""
+        rec = self.records[i]
+        space = self.space(i)
+        ev = Evaluator(self.con, self.summary, space, rec.value, self.verifier, plain=plain)
+        if utility == "population":
+            return ev
+        start, _ = resolve_start(ev, self.start_selection)
+        return Evaluator(self.con, self.summary, space, rec.value, self.verifier, utility=utility, start=start, plain=plain)
+
+    def release(self, i: int, source: Source, *, progress: Callable[[int, int], None] | None = None) -> RecordRelease:
+        """Run the request's search for record i with `source` (uncharged: the caller charges)."""
+        r = self.request
+        rec = self.records[i]
+        return release_one(
+            self.con, self.summary, rec.record, rec.value, self.verifier, r.budget, source,
+            search=r.search, samples=r.samples, utility=r.utility, start=self.start_selection,
+            owner_view=r.owner_view, max_contexts=r.max_contexts, progress=progress, descents=r.descents,
+        )
+
+
+def verifier_label(verifier: Any) -> str:
+    """`name(opt=value, ...)`: how a verifier is shown in outputs."""
+    opts = verifier.options() if hasattr(verifier, "options") else {}
+    inner = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in opts.items())
+    return f"{verifier.name}({inner})"
 
 
 def released_predicate(summary: CellSummary, space: ContextSpace, mask: int) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import duckdb
 
+from pcor_sql.core.space import resolve_name
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.frontend import duckdb_ast as ast
 from pcor_sql.frontend.tokens import significant, tokenize
@@ -116,12 +117,4 @@ def _literal(expr: dict[str, Any]) -> Any:
 
 
 def _resolve(name: str, attributes: Sequence[str] | None) -> str:
-    if attributes is None:
-        return name
-    if name in attributes:
-        return name
-    folded = [a for a in attributes if a.casefold() == name.casefold()]
-    if len(folded) == 1:
-        return folded[0]
-    known = ", ".join(attributes) if attributes else "(none)"
-    raise UserError(f"the start context names {name!r}, which is not a context attribute", f"attributes are: {known}")
+    return name if attributes is None else resolve_name(name, attributes, "the start context")

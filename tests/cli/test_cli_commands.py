@@ -199,7 +199,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
         return (_FakeAnswer({"id": 1, "victim_age": 30}, True, kwargs["epsilon"]),
                 _FakeAnswer({"id": 2, "victim_age": 31}, False, kwargs["epsilon"]))
 
-    monkeypatch.setattr(pcor_sql.api, "identify_anomaly", fake, raising=False)
+    monkeypatch.setattr(pcor_sql.api, "identify_anomalies", fake)
     args = ("identify-anomaly", "SELECT victim_age FROM homicides WHERE id < 3", "--beta", "5", "--radius", "1",
             "--epsilon", "0.5", "--privacy", "dp", "--k", "2", "--norm", "l1", "--seed", "9", "--dataset", "h")
     lines = _ok(*args, "--format", "json").stdout.splitlines()
