@@ -24,7 +24,8 @@ from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.ledger import ChargeItem, Ledger, dataset_key, new_release_id
+from pcor_sql.core.accounting import DpCost, SpCost
+from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, dataset_key, new_release_id
 from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
 from pcor_sql.engine.schema import Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
@@ -73,22 +74,29 @@ class Session:
         ledger = self.ledger()
         name = request.dataset or dataset_key(request.relation)
         budget = request.budget
+        mechanism = f"pcor/{request.search}/{request.accounting}"
+        pending: list[PendingCharge] = []
 
-        def check(rows: int) -> None:
+        def reserve(rows: int) -> None:
+            # The ledger transaction opens, and refuses, before the summary is built and the
+            # searches run; it writes once they are done.
             if single:
                 _one_row(rows, "explain_outlier", "explain_outliers")
-            ledger.precheck(name, budget.epsilon * rows)
+            items = [
+                ChargeItem(new_release_id(), budget.cost, mechanism, f"{request.selector} #{i + 1}", request.statement)
+                for i in range(rows)
+            ]
+            pending.append(ledger.open_charge(name, items))
 
-        prepared = self._prepare(request, check)
-        source, seeded = make_source(request.seed)
-        runs = [prepared.release(i, source, progress=progress) for i in range(len(prepared.records))]
-        mechanism = f"pcor/{request.search}/{request.accounting}"
-        items = [
-            ChargeItem(new_release_id(), budget.epsilon, mechanism, f"{request.selector} #{i + 1}", request.statement)
-            for i in range(len(runs))
-        ]
-        spent = ledger.charge_many(name, items)
-        limit = ledger.status(name).limit
+        try:
+            prepared = self._prepare(request, reserve)
+            source, seeded = make_source(request.seed)
+            runs = [prepared.release(i, source, progress=progress) for i in range(len(prepared.records))]
+            charged = pending[0].commit()
+        finally:
+            for p in pending:
+                p.close()
+        spent, limit = charged.spent, charged.limit
         verifier = prepared.verifier_label
         out = []
         for rec, run in zip(prepared.records, runs):
@@ -155,12 +163,12 @@ class Session:
                 f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total "
                 f"({cost.guarantee})"
             )
-        ledger.precheck(name, cost.epsilon_total)
         params = batch.params
         mechanism = f"anomaly/{params.privacy}" + (f"/k={params.k}" if params.privacy == "sp" else "")
         key = request.selector or "all rows"
+        typed = DpCost(cost.epsilon_per_answer) if params.privacy == "dp" else SpCost(cost.epsilon_per_answer, params.k)
         items = [
-            ChargeItem(new_release_id(), cost.epsilon_per_answer, mechanism, f"{key} #{i + 1}", request.statement)
+            ChargeItem(new_release_id(), typed, mechanism, f"{key} #{i + 1}", request.statement)
             for i in range(batch.size)
         ]
         ledger.charge_many(name, items)

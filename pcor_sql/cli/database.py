@@ -54,7 +54,7 @@ def open_database(path: Path | None) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def _connect_file(path: Path) -> duckdb.DuckDBPyConnection:
-    from pcor_sql.engine.ledger import connect_with_retry
+    from pcor_sql.engine.database_file import connect_with_retry
 
     if not path.exists():
         raise UserError(f"database file {str(path)!r} does not exist", _MAKE_ONE)

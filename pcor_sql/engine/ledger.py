@@ -27,7 +27,6 @@ Why it cannot be overspent.
 from __future__ import annotations
 
 import datetime as _dt
-import decimal
 import hashlib
 import math
 import numbers
@@ -42,13 +41,27 @@ from typing import TypeVar, overload
 
 import duckdb
 
+from pcor_sql.engine.ledger_charge import (
+    TOLERANCE,
+    ChargeItem,
+    Tables,
+    check_item,
+    check_limit,
+    check_positive,
+    fresh_items,
+    is_conflict,
+    read_budget,
+    refusal,
+    rollback_quietly,
+    utc_now,
+    write_charge,
+)
 from pcor_sql.engine.quoting import quote_identifier
-from pcor_sql.errors import BudgetExceeded, InternalError, UserError
+from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import sql_text
 
-#: Float slack when comparing spent + ε with a limit: releases of ε = 0.1 and 0.2 must fit a
-#: limit of 0.3 although 0.1 + 0.2 is 0.30000000000000004 in floats.
-TOLERANCE = 1e-12
+__all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord", "dataset_key",
+           "new_release_id", "TOLERANCE"]
 
 IN_MEMORY_WARNING = (
     "the budget ledger is in memory and is lost when the process ends — use --db FILE to keep it"
@@ -85,17 +98,6 @@ class ReleaseRecord:
 
 
 @dataclass(frozen=True)
-class ChargeItem:
-    """One release to charge (see `Ledger.charge_many`)."""
-
-    release_id: str
-    epsilon: float
-    mechanism: str
-    record_key: str | None = None
-    statement: str | None = None
-
-
-@dataclass(frozen=True)
 class LimitChange:
     """The result of `Ledger.set_limit`. `below_spent` is True when the new limit is below the ε
     already spent: allowed (the owner may tighten a budget), but no release fits until it is raised."""
@@ -116,10 +118,10 @@ def new_release_id() -> str:
 class Ledger:
     """The budget ledger of the database `con` is using (its current database and schema).
 
-    Every operation runs on a private cursor of `con`, so the caller's open transaction or
-    half-read result is never touched, and a charge is committed on its own. Safe to share
-    between threads. `warn(message)` receives the in-memory warning, once per Ledger (so make
-    one per session, not one per release).
+    Every operation runs on a private cursor of `con`, naming the ledger's tables in full, so
+    the caller's open transaction, half-read result or later `USE` is never touched, and a
+    charge is committed on its own. Safe to share between threads. `warn(message)` receives the
+    in-memory warning, once per Ledger (so make one per session, not one per release).
     `busy_timeout` bounds, in seconds, how long a charge retries on transaction conflicts.
     """
 
@@ -138,24 +140,31 @@ class Ledger:
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
-        database, schema = con.execute("SELECT current_database(), current_schema()").fetchall()[0]
+        # One catalog read: where the ledger lives, whether it can be written, whether it exists.
         rows = con.execute(
-            "SELECT path, readonly FROM duckdb_databases() WHERE database_name = $1", [database]
+            "SELECT d.database_name, current_schema(), d.path, d.readonly, (SELECT count(*) FROM duckdb_tables() t"
+            " WHERE t.database_name = d.database_name AND t.schema_name = current_schema()"
+            " AND t.table_name IN ('pcor_budget', 'pcor_release_history'))"
+            " FROM duckdb_databases() d WHERE d.database_name = current_database()"
         ).fetchall()
         if not rows:
-            raise InternalError(f"the current database {database!r} is not in duckdb_databases()")
-        path, read_only = rows[0]
+            raise InternalError("the current database is not in duckdb_databases()")
+        database, schema, path, read_only, tables = rows[0]
         self.database: str = database
         self.schema: str = schema
         self.path: str | None = path or None
         self.in_memory: bool = self.path is None
         self.read_only: bool = bool(read_only)
-        self._use = f"USE {quote_identifier(database)}.{quote_identifier(schema)}"
+        prefix = f"{quote_identifier(database)}.{quote_identifier(schema)}."
+        self._tables = Tables(prefix + "pcor_budget", prefix + "pcor_release_history")
+        self._exists = tables == 2
         if self.in_memory and warn is not None:
             warn(IN_MEMORY_WARNING)
-        if not self.read_only:
+        if not self.read_only and not self._exists:
             # Two cursors creating the tables at once is a catalog conflict: retried like a charge.
-            self._transaction(lambda cur: cur.execute(sql_text("ledger.sql")))
+            use = f"USE {prefix.rstrip('.')}"
+            self._transaction(lambda cur: (cur.execute(use), cur.execute(sql_text("ledger.sql"))))
+            self._exists = True
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -168,7 +177,7 @@ class Ledger:
     def status(self, dataset: str | None = None) -> BudgetStatus | tuple[BudgetStatus, ...]:
         """The budget of `dataset` (a dataset never charged and without a limit: spent 0, no limit),
         or of every dataset in the ledger, sorted by name."""
-        query = "SELECT dataset, limit_epsilon, spent_epsilon, releases FROM pcor_budget"
+        query = f"SELECT dataset, limit_epsilon, spent_epsilon, releases FROM {self._tables.budget}"
         if dataset is None:
             return tuple(_budget_status(*row) for row in self._read(query + " ORDER BY dataset", []))
         _check_dataset(dataset)
@@ -182,7 +191,7 @@ class Ledger:
             raise UserError(f"history limit must be a positive integer, got {limit!r}", "pass a count ≥ 1")
         query = (
             "SELECT release_id, dataset, seq, released_at, mechanism, epsilon, record_key, statement,"
-            " spent_after FROM pcor_release_history"
+            f" spent_after FROM {self._tables.history}"
         )
         params: list[object] = []
         if dataset is None:
@@ -213,26 +222,19 @@ class Ledger:
         allowed and reported through `LimitChange.below_spent`."""
         self.ensure_writable()
         _check_dataset(dataset)
-        limit = _check_positive(epsilon_limit, "budget limit")
+        limit = check_positive(epsilon_limit, "budget limit")
+        budget = self._tables.budget
 
         def body(cur: duckdb.DuckDBPyConnection) -> LimitChange:
-            now = _utc_now()
-            rows = cur.execute(
-                "SELECT limit_epsilon, spent_epsilon FROM pcor_budget WHERE dataset = $1", [dataset]
-            ).fetchall()
-            if rows:
-                previous, spent = rows[0]
-                cur.execute(
-                    "UPDATE pcor_budget SET limit_epsilon = $2, updated_at = $3 WHERE dataset = $1",
-                    [dataset, limit, now],
-                )
-            else:
-                previous, spent = None, 0.0
-                cur.execute(
-                    "INSERT INTO pcor_budget (dataset, limit_epsilon, spent_epsilon, releases, created_at,"
-                    " updated_at) VALUES ($1, $2, 0, 0, $3, $3)",
-                    [dataset, limit, now],
-                )
+            now = utc_now()
+            rows = cur.execute(f"SELECT limit_epsilon, spent_epsilon FROM {budget} WHERE dataset = $1", [dataset]).fetchall()
+            previous, spent = rows[0] if rows else (None, 0.0)
+            cur.execute(
+                f"INSERT INTO {budget} (dataset, limit_epsilon, spent_epsilon, releases, created_at, updated_at)"
+                " VALUES ($1, $2, 0, 0, $3, $3) ON CONFLICT (dataset) DO UPDATE SET"
+                " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at",
+                [dataset, limit, now],
+            )
             return LimitChange(dataset, limit, previous, spent, spent > limit + TOLERANCE)
 
         return self._transaction(body)
@@ -243,44 +245,49 @@ class Ledger:
         reservation — `charge` checks again atomically."""
         self.ensure_writable()
         _check_dataset(dataset)
-        eps = _check_positive(epsilon, "ε")
+        eps = check_positive(epsilon, "ε")
         current = self.status(dataset)
         if current.limit is not None and current.spent + eps > current.limit + TOLERANCE:
-            raise _refusal(dataset, current.limit, current.spent, eps, 1)
+            raise refusal(dataset, current.limit, current.spent, eps, 1)
         return current
 
     def charge(
         self,
         dataset: str,
-        epsilon: float,
+        cost: object,
         *,
         mechanism: str,
         record_key: str | None = None,
         statement: str | None = None,
         release_id: str,
     ) -> float:
-        """Charge one release to `dataset` and return the dataset's total spent ε afterwards.
-        Atomic; refused with BudgetExceeded (nothing written) if it would exceed the limit; a
-        release_id already charged is not charged again (the current total is returned)."""
-        item = ChargeItem(release_id, epsilon, mechanism, record_key, statement)
-        return self.charge_many(dataset, [item])
+        """Charge one release of typed `cost` to `dataset` and return the dataset's total spent ε
+        afterwards. Atomic; refused with BudgetExceeded (nothing written) if it would exceed the
+        limit; a release_id already charged is not charged again (the current total is returned)."""
+        return self.charge_many(dataset, [ChargeItem(release_id, cost, mechanism, record_key, statement)])
 
     def charge_many(self, dataset: str, items: Iterable[ChargeItem]) -> float:
         """Charge several releases to `dataset` in one transaction, all or nothing, and return the
         dataset's total spent ε afterwards. Their ε add up (sequential composition), and the
         whole batch is refused if the sum would exceed the limit. Items whose release_id is
         already in the history are skipped (already paid for)."""
+        with self.open_charge(dataset, items) as pending:
+            return pending.commit().spent
+
+    def open_charge(self, dataset: str, items: Iterable[ChargeItem]) -> "PendingCharge":
+        """Begin charging `items`: the transaction opens and the limit is checked now
+        (BudgetExceeded now, nothing written), the write waits for `commit()` — so the caller's
+        work runs between an early refusal and the charge, inside one ledger transaction.
+        Use it as a context manager: leaving the block without `commit()` charges nothing."""
         self.ensure_writable()
         _check_dataset(dataset)
         batch = tuple(items)
         for item in batch:
-            _check_item(item)
+            check_item(item)
         ids = [item.release_id for item in batch]
         if len(set(ids)) != len(ids):
             raise InternalError("one batch of charges repeats a release_id")
-        if not batch:
-            return self.status(dataset).spent
-        return self._transaction(lambda cur: _charge_in(cur, dataset, batch))
+        return PendingCharge(self, dataset, batch)
 
     # ---- plumbing ------------------------------------------------------------------------
 
@@ -291,19 +298,13 @@ class Ledger:
         # A DuckDB connection is not safe to use from several threads at once; making cursors
         # from it is serialised here, and each cursor is used by one call only.
         with self._cursor_lock:
-            cur = self._con.cursor()
-        try:
-            cur.execute(self._use)
-        except BaseException:
-            cur.close()
-            raise
-        return cur
+            return self._con.cursor()
 
     def _read(self, query: str, params: Sequence[object]) -> list[tuple]:
+        if not self._exists:
+            return []  # a read-only database that was never charged has an empty ledger
         cur = self._cursor()
         try:
-            if self.read_only and not _tables_exist(cur, self.database, self.schema):
-                return []  # a read-only database that was never charged has an empty ledger
             return cur.execute(query, list(params)).fetchall()
         finally:
             cur.close()
@@ -321,8 +322,8 @@ class Ledger:
                 cur.execute("COMMIT")
                 return result
             except BaseException as exc:
-                _rollback_quietly(cur)
-                if not _is_conflict(exc):
+                rollback_quietly(cur)
+                if not is_conflict(exc):
                     raise
                 if time.monotonic() >= deadline:
                     raise UserError(
@@ -336,117 +337,66 @@ class Ledger:
             delay = min(delay * 2, 0.05)
 
 
-def _charge_in(cur: duckdb.DuckDBPyConnection, dataset: str, batch: tuple[ChargeItem, ...]) -> float:
-    """The body of one charge transaction: idempotency, the limit check, history, the total."""
-    seen = {
-        rid: (owner, eps)
-        for rid, owner, eps in cur.execute(
-            "SELECT release_id, dataset, epsilon FROM pcor_release_history"
-            " WHERE release_id IN (SELECT unnest($1::VARCHAR[]))",
-            [[item.release_id for item in batch]],
-        ).fetchall()
-    }
-    fresh = []
-    for item in batch:
-        if item.release_id not in seen:
-            fresh.append(item)
-        elif seen[item.release_id] != (dataset, item.epsilon):
-            owner, eps = seen[item.release_id]
-            raise InternalError(
-                f"release_id {item.release_id!r} was charged before as ε = {eps!r} to dataset {owner!r}, "
-                f"now as ε = {item.epsilon!r} to {dataset!r}"
-            )
-    rows = cur.execute(
-        "SELECT limit_epsilon, spent_epsilon, spent_residual, releases FROM pcor_budget WHERE dataset = $1",
-        [dataset],
-    ).fetchall()
-    limit, spent, residual, releases = rows[0] if rows else (None, 0.0, 0.0, 0)
-    if not fresh:
-        return spent
-    running = []
-    total = spent
-    for item in fresh:
-        total, residual = _add_compensated(total, residual, item.epsilon)
-        running.append(total)
-    if limit is not None and total > limit + TOLERANCE:
-        raise _refusal(dataset, limit, spent, math.fsum(item.epsilon for item in fresh), len(fresh))
-    now = _utc_now()
-    cur.execute(
-        "INSERT INTO pcor_release_history (release_id, dataset, seq, released_at, mechanism, epsilon,"
-        " record_key, statement, spent_after)"
-        " SELECT unnest($1::VARCHAR[]), $2, unnest($3::BIGINT[]), $4, unnest($5::VARCHAR[]),"
-        " unnest($6::DOUBLE[]), unnest($7::VARCHAR[]), unnest($8::VARCHAR[]), unnest($9::DOUBLE[])",
-        [
-            [item.release_id for item in fresh],
-            dataset,
-            list(range(releases + 1, releases + 1 + len(fresh))),
-            now,
-            [item.mechanism for item in fresh],
-            [float(item.epsilon) for item in fresh],
-            [item.record_key for item in fresh],
-            [item.statement for item in fresh],
-            running,
-        ],
-    )
-    if rows:
-        cur.execute(
-            "UPDATE pcor_budget SET spent_epsilon = $2, spent_residual = $3, releases = $4, updated_at = $5"
-            " WHERE dataset = $1",
-            [dataset, total, residual, releases + len(fresh), now],
-        )
-    else:
-        cur.execute(
-            "INSERT INTO pcor_budget (dataset, limit_epsilon, spent_epsilon, spent_residual, releases, created_at,"
-            " updated_at) VALUES ($1, NULL, $2, $3, $4, $5, $5)",
-            [dataset, total, residual, len(fresh), now],
-        )
-    return total
+class PendingCharge:
+    """A charge between its check and its write (see `Ledger.open_charge`). `limit` and
+    `spent` are what the check read; after `commit()`, `spent` is the total afterwards."""
 
-
-def _add_compensated(total: float, residual: float, epsilon: float) -> tuple[float, float]:
-    """(total, residual) + epsilon in double-double arithmetic: Knuth's TwoSum gives the exact
-    rounding error of total + epsilon, which joins the residual; the pair is then renormalised
-    so `total` is the sum rounded once and `residual` what rounding left out."""
-    rounded = total + epsilon
-    virtual = rounded - total
-    error = (total - (rounded - virtual)) + (epsilon - virtual)
-    residual += error
-    renormalised = rounded + residual
-    return renormalised, residual - (renormalised - rounded)
-
-
-def connect_with_retry(
-    path: str | os.PathLike[str], *, read_only: bool = False, timeout: float = 10.0
-) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB database file, waiting up to `timeout` seconds while another process holds
-    its lock (DuckDB lets one process at a time open a file read-write; a reader is also locked
-    out by a writer). Then a UserError names the file and the process holding it."""
-    if not (isinstance(timeout, numbers.Real) and math.isfinite(timeout) and timeout >= 0):
-        raise UserError(f"timeout must be a finite number of seconds ≥ 0, got {timeout!r}", "pass e.g. 10")
-    target = os.fspath(path)
-    jitter = random.Random()  # timing only, see Ledger
-    deadline = time.monotonic() + timeout
-    delay = 0.005
-    while True:
+    def __init__(self, ledger: Ledger, dataset: str, batch: tuple[ChargeItem, ...]):
+        self._ledger, self._dataset, self._batch = ledger, dataset, batch
+        self._cur: duckdb.DuckDBPyConnection | None = ledger._cursor()
         try:
-            return duckdb.connect(target, read_only=read_only)
-        except duckdb.IOException as exc:
-            message = str(exc)
-            if "lock" not in message.lower():
-                if read_only and "does not exist" in message:
-                    raise UserError(
-                        f"database {target!r} does not exist", "check the path (a read-only open cannot create it)"
-                    ) from None
+            self._cur.execute("BEGIN TRANSACTION")
+            self._row = read_budget(self._cur, ledger._tables, dataset, [item.release_id for item in batch])
+            check_limit(self._row, dataset, fresh_items(self._row, dataset, batch))
+        except BaseException:
+            self.close()
+            raise
+        self.limit: float | None = self._row.limit
+        self.spent: float = self._row.spent
+
+    def commit(self) -> "PendingCharge":
+        """Write the charge. If another writer committed to the same budget meanwhile, DuckDB
+        refuses this write; the charge then runs again from a fresh snapshot (re-checking the
+        limit, so BudgetExceeded is still possible)."""
+        if self._cur is None:
+            raise InternalError("a pending charge was committed twice or after it was closed")
+        try:
+            self.spent = self._write(self._cur, self._row)
+            self._cur.execute("COMMIT")
+        except BaseException as exc:
+            self.close()
+            if not is_conflict(exc):
                 raise
-            if time.monotonic() >= deadline:
-                pid = re.search(r"PID (\d+)", message)
-                holder = f" (pid {pid.group(1)})" if pid else ""
-                raise UserError(
-                    f"database {target!r} is locked by another process{holder}",
-                    f"wait for that process to finish or stop it, then retry (waited {timeout:g} s)",
-                ) from None
-        time.sleep(min(delay * (0.5 + jitter.random()), max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 0.1)
+            self.spent = self._ledger._transaction(lambda cur: self._again(cur))
+        else:
+            self._cur.close()
+            self._cur = None
+        return self
+
+    def _again(self, cur: duckdb.DuckDBPyConnection) -> float:
+        row = read_budget(cur, self._ledger._tables, self._dataset, [item.release_id for item in self._batch])
+        self.limit = row.limit
+        return self._write(cur, row)
+
+    def _write(self, cur: duckdb.DuckDBPyConnection, row: object) -> float:
+        fresh = fresh_items(row, self._dataset, self._batch)
+        running, total, residual = check_limit(row, self._dataset, fresh)
+        if fresh:
+            write_charge(cur, self._ledger._tables, self._dataset, row, fresh, running, total, residual)
+        return total if fresh else row.spent
+
+    def close(self) -> None:
+        """Roll back whatever was not committed and give the cursor back (idempotent)."""
+        if self._cur is not None:
+            rollback_quietly(self._cur)
+            self._cur.close()
+            self._cur = None
+
+    def __enter__(self) -> "PendingCharge":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def dataset_key(relation_sql: str) -> str:
@@ -498,87 +448,8 @@ def _budget_status(dataset: str, limit: float | None, spent: float, releases: in
     return BudgetStatus(dataset, limit, spent, remaining, releases)
 
 
-def _refusal(dataset: str, limit: float, spent: float, epsilon: float, count: int) -> BudgetExceeded:
-    what = "a release costing" if count == 1 else f"{count} releases costing in total"
-    headroom = _headroom(limit, spent)
-    if headroom is None:
-        return BudgetExceeded(
-            f"the privacy budget of dataset {dataset!r} is used up (spent ε = {spent:.6g} of limit "
-            f"{limit:.6g}): {what} ε = {epsilon:.6g} is refused",
-            "raise the dataset's budget limit to release more",
-        )
-    return BudgetExceeded(
-        f"{what} ε = {epsilon:.6g} would exceed the privacy budget of dataset {dataset!r} "
-        f"(limit {limit:.6g}, spent {spent:.6g}, remaining {headroom})",
-        f"use ε ≤ {headroom} or raise the dataset's budget limit",
-    )
-
-
-def _headroom(limit: float, spent: float) -> str | None:
-    """The remaining budget in 6 significant digits, rounded to nearest if that still fits the
-    limit (1.0 − 0.8 shows as 0.2), else rounded down — so following the advice never hits the
-    limit again. None when nothing is left."""
-    remaining = limit - spent
-    if remaining <= TOLERANCE:
-        return None
-    for rounding in (decimal.ROUND_HALF_EVEN, decimal.ROUND_DOWN):
-        shown = decimal.Context(prec=6, rounding=rounding).create_decimal(remaining)
-        if shown > 0 and spent + float(shown) <= limit + TOLERANCE:
-            return f"{float(shown):.6g}"
-    return None
-
-
 def _check_dataset(dataset: object) -> None:
     if not isinstance(dataset, str) or not dataset.strip():
         raise UserError(f"invalid dataset name {dataset!r}", "name the dataset with a non-empty string")
     if "\x00" in dataset:
         raise UserError("a dataset name contains a NUL character", "remove it")
-
-
-def _check_positive(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise UserError(f"the {what} must be a finite number > 0, got {value!r}", f"pass a positive {what}")
-    return float(value)
-
-
-def _check_item(item: object) -> None:
-    if not isinstance(item, ChargeItem):
-        raise InternalError(f"charge_many expects ChargeItem values, got {type(item).__name__}")
-    _check_positive(item.epsilon, "ε")
-    if not isinstance(item.release_id, str) or not item.release_id:
-        raise InternalError(f"a charge needs a non-empty release_id, got {item.release_id!r}")
-    if not isinstance(item.mechanism, str) or not item.mechanism:
-        raise InternalError(f"a charge needs a mechanism name, got {item.mechanism!r}")
-    for name in ("record_key", "statement"):
-        if not isinstance(getattr(item, name), (str, type(None))):
-            raise InternalError(f"{name} of a charge must be text or None")
-
-
-def _tables_exist(cur: duckdb.DuckDBPyConnection, database: str, schema: str) -> bool:
-    rows = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = $1 AND schema_name = $2"
-        " AND table_name IN ('pcor_budget', 'pcor_release_history')",
-        [database, schema],
-    ).fetchall()
-    return rows[0][0] == 2
-
-
-def _is_conflict(exc: BaseException) -> bool:
-    """A DuckDB error that a retry from a fresh snapshot resolves: a write-write conflict on a row
-    or the catalog, or a duplicate key inserted by a transaction that committed first."""
-    if not isinstance(exc, (duckdb.TransactionException, duckdb.ConstraintException)):
-        return False
-    message = str(exc).lower()
-    return "conflict" in message or "duplicate key" in message
-
-
-def _rollback_quietly(cur: duckdb.DuckDBPyConnection) -> None:
-    # After a failed statement or COMMIT DuckDB may already have ended the transaction.
-    try:
-        cur.execute("ROLLBACK")
-    except duckdb.Error:
-        pass
-
-
-def _utc_now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)

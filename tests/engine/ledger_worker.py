@@ -18,7 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from pcor_sql.engine.ledger import Ledger, connect_with_retry
+from pcor_sql.engine.database_file import connect_with_retry
+from pcor_sql.core.accounting import OcdpCost
+from pcor_sql.engine.ledger import Ledger
 from pcor_sql.errors import BudgetExceeded
 
 
@@ -54,7 +56,7 @@ def main(
         time.sleep(work)
         con = open_db()
         try:
-            Ledger(con).charge(dataset, epsilon, mechanism="test", record_key=tag, release_id=f"{tag}-{attempt}")
+            Ledger(con).charge(dataset, OcdpCost(epsilon), mechanism="test", record_key=tag, release_id=f"{tag}-{attempt}")
             charged += 1
         except BudgetExceeded:
             refused += 1

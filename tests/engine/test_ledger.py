@@ -17,13 +17,15 @@ import duckdb
 import pytest
 
 import pcor_sql
+from pcor_sql.core.accounting import OcdpCost
 from pcor_sql.engine import ledger as ledger_module
+from pcor_sql.engine import ledger_charge
+from pcor_sql.engine.database_file import connect_with_retry
 from pcor_sql.engine.ledger import (
     IN_MEMORY_WARNING,
     BudgetStatus,
     ChargeItem,
     Ledger,
-    connect_with_retry,
     dataset_key,
     new_release_id,
 )
@@ -47,7 +49,7 @@ def ledger(con):
 def charge(ledger: Ledger, dataset: str, epsilon: float, release_id: str | None = None) -> float:
     return ledger.charge(
         dataset,
-        epsilon,
+        OcdpCost(epsilon),
         mechanism="bfs",
         record_key="id = 42",
         statement="SELECT salary FROM salaries WHERE id = 42",
@@ -137,7 +139,7 @@ class _FailingUpdate:
         self._cursor = cursor
 
     def execute(self, query, *args):
-        if query.startswith("UPDATE pcor_budget"):
+        if query.startswith("INSERT INTO") and "pcor_budget" in query:
             raise duckdb.IOException("disk full (injected)")
         return self._cursor.execute(query, *args)
 
@@ -208,7 +210,7 @@ def test_charge_many_is_all_or_nothing(con, ledger):
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.5, release_id="first")
     before = ledger_rows(con)
-    too_many = [ChargeItem(f"rec-{i}", 0.1, "sensitive", record_key=f"id = {i}") for i in range(6)]
+    too_many = [ChargeItem(f"rec-{i}", OcdpCost(0.1), "sensitive", record_key=f"id = {i}") for i in range(6)]
     with pytest.raises(BudgetExceeded, match="6 releases"):
         ledger.charge_many("d", too_many)
     assert ledger_rows(con) == before
@@ -223,7 +225,7 @@ def test_charge_many_is_all_or_nothing(con, ledger):
     assert ledger.status("d").releases == 7
     assert ledger.charge_many("d", []) == pytest.approx(1.1)
     with pytest.raises(InternalError):
-        ledger.charge_many("d", [ChargeItem("dup", 0.1, "m"), ChargeItem("dup", 0.1, "m")])
+        ledger.charge_many("d", [ChargeItem("dup", OcdpCost(0.1), "m"), ChargeItem("dup", OcdpCost(0.1), "m")])
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -231,9 +233,9 @@ def test_charge_many_is_all_or_nothing(con, ledger):
 
 def test_history_contents_and_order(ledger):
     started = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    ledger.charge("a", 0.2, mechanism="bfs", record_key="id = 1", statement="EXPLAIN OUTLIER ...", release_id="a1")
-    ledger.charge("b", 0.3, mechanism="pareto", release_id="b1")
-    ledger.charge("a", 0.1, mechanism="dfs", record_key="id = 2", statement=None, release_id="a2")
+    ledger.charge("a", OcdpCost(0.2), mechanism="bfs", record_key="id = 1", statement="EXPLAIN OUTLIER ...", release_id="a1")
+    ledger.charge("b", OcdpCost(0.3), mechanism="pareto", release_id="b1")
+    ledger.charge("a", OcdpCost(0.1), mechanism="dfs", record_key="id = 2", statement=None, release_id="a2")
     ended = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     first, second = ledger.history("a")
     assert (first.release_id, first.dataset, first.seq, first.mechanism) == ("a1", "a", 1, "bfs")
@@ -532,7 +534,42 @@ def test_dataset_key_is_stable_readable_and_distinguishing():
 
 
 def test_conflict_detection_is_narrow():
-    assert ledger_module._is_conflict(duckdb.TransactionException("TransactionContext Error: Conflict on update!"))
-    assert ledger_module._is_conflict(duckdb.ConstraintException('Duplicate key "id: 1" violates primary key'))
-    assert not ledger_module._is_conflict(duckdb.ConstraintException("CHECK constraint failed"))
-    assert not ledger_module._is_conflict(BudgetExceeded("over", "lower ε"))
+    assert ledger_charge.is_conflict(duckdb.TransactionException("TransactionContext Error: Conflict on update!"))
+    assert ledger_charge.is_conflict(duckdb.ConstraintException('Duplicate key "id: 1" violates primary key'))
+    assert not ledger_charge.is_conflict(duckdb.ConstraintException("CHECK constraint failed"))
+    assert not ledger_charge.is_conflict(BudgetExceeded("over", "lower ε"))
+
+
+# ---- a charge open around the caller's work ------------------------------------------------
+
+
+def test_an_open_charge_refuses_early_and_writes_only_on_commit(con, ledger):
+    ledger.set_limit("d", 1.0)
+    before = ledger_rows(con)
+    with pytest.raises(BudgetExceeded):
+        ledger.open_charge("d", [ChargeItem("big", OcdpCost(1.5), "bfs")])
+    with ledger.open_charge("d", [ChargeItem("abandoned", OcdpCost(0.5), "bfs")]) as pending:
+        assert (pending.limit, pending.spent) == (1.0, 0.0)
+    assert ledger_rows(con) == before  # left without commit: nothing charged
+    with ledger.open_charge("d", [ChargeItem("kept", OcdpCost(0.5), "bfs")]) as pending:
+        assert pending.commit().spent == 0.5
+    assert [r.release_id for r in ledger.history("d")] == ["kept"]
+
+
+def test_a_charge_committed_meanwhile_is_seen_by_the_open_one(con, ledger):
+    """Another writer charges the same dataset between our check and our write: our write
+    conflicts, runs again from a fresh snapshot, and the limit is checked against both."""
+    ledger.set_limit("d", 1.0)
+    pending = ledger.open_charge("d", [ChargeItem("ours", OcdpCost(0.6), "bfs")])
+    charge(Ledger(con), "d", 0.6, release_id="theirs")
+    with pytest.raises(BudgetExceeded):
+        pending.commit()
+    assert [r.release_id for r in ledger.history("d")] == ["theirs"]
+    pending = ledger.open_charge("d", [ChargeItem("small", OcdpCost(0.3), "bfs")])
+    charge(Ledger(con), "d", 0.05, release_id="tiny")
+    assert pending.commit().spent == pytest.approx(0.95)
+
+
+def test_a_charge_needs_a_typed_cost(ledger):
+    with pytest.raises(InternalError, match="typed"):
+        ledger.charge("d", 0.5, mechanism="bfs", release_id="r")
