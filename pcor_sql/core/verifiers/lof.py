@@ -119,6 +119,25 @@ def _window_lof(
     −inf / +inf when the window already holds every value on that side.
     """
     lay = _layout(k, h)
+    sb, cb, lo_r, hi_r = _band_runs(w, v, h, lay)
+    if cb[2 * h] > k:
+        # k' other copies of v: kdist(V) = 0, N_k(V) is V's copies, whose k-distances are 0
+        # too, so every lrd involved is 1/1e-10 and LOF(V) = 1 exactly.
+        return 1.0
+    ub = w[sb]
+    kdb = _band_kdists(w, sb, ub, k, lay)
+    if kdb[2 * h] == _FAR:
+        return _Grow(math.inf)
+    return _proven_lof(ub, cb, kdb, v, h, lo_r, hi_r, left_out, right_out, lay)
+
+
+def _band_runs(w: np.ndarray, v: float, h: int, lay: _Layout) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The band of 4H+1 distinct values around v (v at band position 2H) in sorted `w`.
+
+    Returns each band value's first position in `w`, its multiplicity (float64: it is a
+    weight in the lrd sums) and the rows lo_r .. hi_r−1 of 0 .. 2H whose values are real, not
+    pads. Everything downstream works on these distinct values rather than on the points.
+    """
     nw = w.size
     g = 2 * h
     brk = (w[1:] != w[:-1]).nonzero()[0]
@@ -141,12 +160,16 @@ def _window_lof(
         sb = np.minimum(band[:-1], nw - 1)  # right pads: the last position
         lo_r, hi_r = max(0, h - jv), min(g + 1, brk.size + 1 - jv + h)  # rows of real values
     cb = (band[1:] - band[:-1]).astype(np.float64)  # multiplicities
-    if cb[g] > k:
-        # k' other copies of v: kdist(V) = 0, N_k(V) is V's copies, whose k-distances are 0
-        # too, so every lrd involved is 1/1e-10 and LOF(V) = 1 exactly.
-        return 1.0
-    ub = w[sb]
+    return sb, cb, lo_r, hi_r
 
+
+def _band_kdists(w: np.ndarray, sb: np.ndarray, ub: np.ndarray, k: int, lay: _Layout) -> np.ndarray:
+    """The k-distance within `w` of each band value (`ub`, first positions `sb`).
+
+    Returns _FAR where the k'+1 nearest points could lie beyond the fetched values: such a
+    k-distance never passes the proof, and being finite it vanishes under a weight of 0.
+    """
+    nw = w.size
     # k-distance of each band value: its k'+1 nearest points (itself included) are
     # consecutive, so kdist = min_i max(u − w[p−i], w[p+k'−i] − u). Where those runs could
     # leave the fetched values, ±inf pads make them infinitely long (so never proven).
@@ -166,10 +189,29 @@ def _window_lof(
         # An infinite k-distance becomes _FAR: still never proven (every distance the proof
         # compares it with is below _FAR / 4, see local_outlier_factor); 0 · _FAR = 0 below.
         np.minimum(kdb, _FAR, out=kdb)
-    kd_v = kdb[g]
-    if kd_v == _FAR:
-        return _Grow(math.inf)
+    return kdb
 
+
+def _proven_lof(
+    ub: np.ndarray,
+    cb: np.ndarray,
+    kdb: np.ndarray,
+    v: float,
+    h: int,
+    lo_r: int,
+    hi_r: int,
+    left_out: float,
+    right_out: float,
+    lay: _Layout,
+) -> float | _Grow | _Widen:
+    """LOF(V) from the band's values, multiplicities and window k-distances, if proven global.
+
+    Returns the global LOF(V) when the window proves it; else _Grow (a k-distance it read may
+    reach past the window: fetch a wider one) or _Widen (a neighbourhood may reach past the
+    band: double H).
+    """
+    g = 2 * h
+    kd_v = kdb[g]
     # V is band position 2H; its candidate neighbours are rows r = 0..2H, row r being band
     # position H + r (distinct value jv − H + r). Rows that are V or points of N_k(V) form
     # one run r0..r1−1 (distances grow away from v on both sides); pads are cut off by index.
