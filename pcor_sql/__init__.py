@@ -28,6 +28,8 @@ _EXPORTS = {
     "sql": "pcor_sql.statements",
     "run_script": "pcor_sql.statements",
     "Session": "pcor_sql.session",
+    "VerifierRegistry": "pcor_sql.core.verifiers.registry",
+    "default_registry": "pcor_sql.core.verifiers.registry",
     "Ledger": "pcor_sql.engine.ledger",
     "load_dataset": "pcor_sql.engine.datasets",
     "PcorError": "pcor_sql.errors",
