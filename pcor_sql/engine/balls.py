@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from pcor_sql.core.anomaly import validate_norm
-from pcor_sql.engine.quoting import quote_identifier
+from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.errors import InternalError, UserError
 
 _NUMERIC_PREFIXES = tuple(

@@ -20,9 +20,9 @@ from typing import Any
 
 import duckdb
 
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import shipped_dir
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 BUNDLED = ("salaries", "homicides", "diamonds")
 EXPORT_FORMATS = ("parquet", "duckdb")

@@ -42,7 +42,7 @@ from typing import TypeVar, overload
 
 import duckdb
 
-from pcor_sql.engine.quoting import quote_identifier
+from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.errors import BudgetExceeded, InternalError, UserError
 from pcor_sql.resources import sql_text
 

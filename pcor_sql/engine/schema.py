@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 import duckdb
 
 from pcor_sql.core.space import Attribute
-from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.quoting import quote_identifier
 
 NUMERIC_TYPES = (
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",

@@ -13,7 +13,7 @@ import duckdb
 
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.ledger import Ledger
-from pcor_sql.engine.quoting import quote_identifier
+from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.engine.schema import Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
 from pcor_sql.errors import UserError

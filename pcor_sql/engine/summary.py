@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.sqltext.quoting import quote_identifier
 
 
 _TABLE_MAX_BITS = 16

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import InternalError
 from pcor_sql.frontend.select import SelectQuery
+from pcor_sql.sqltext.quoting import quote_identifier
 
 METRIC_ALIAS_PREFIX = "__pcor_metric_"
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 from pcor_sql.errors import UserError
 
 
