@@ -397,7 +397,7 @@ def identify_anomaly(
     composition): the batch total is announced through `warn`, refused up front if it would
     pass the dataset's limit, and charged to the ledger before any answer is drawn.
     """
-    from pcor_sql.engine.anomaly_queries import prepare_anomaly_queries
+    from pcor_sql.anomaly.batch import prepare_anomaly_queries
     from pcor_sql.frontend.select import expand_star
 
     q = parse_select(con, query, multiple=True)
