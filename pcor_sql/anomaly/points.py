@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts, ball_counts
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.sqltext.quoting import quote_identifier
+from pcor_sql.sqltext.build import aliased, as_double, count_where, describe, quoted, select_from
 
 _NUMERIC_PREFIXES = tuple(
     "TINYINT SMALLINT INTEGER BIGINT HUGEINT UTINYINT USMALLINT UINTEGER UBIGINT UHUGEINT "
@@ -55,9 +55,8 @@ def check_columns(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Se
     cols = tuple(columns)
     if len(set(cols)) != len(cols):
         raise UserError(f"a column is selected twice in {list(cols)}", "select each column once")
-    select = ", ".join(quote_identifier(c) for c in cols)
     try:
-        described = con.execute(f"DESCRIBE SELECT {select} FROM {relation_sql}").fetchall()
+        described = con.execute(describe(select_from(quoted(cols), relation_sql))).fetchall()
     except duckdb.Error as err:
         raise UserError(
             f"cannot read columns {', '.join(cols)} from {relation_sql}: {_first_line(err)}",
@@ -74,24 +73,21 @@ def check_columns(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Se
 
 def check_finite(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Sequence[str]) -> None:
     """Every record takes part in every ball, so a NULL, NaN or ±inf anywhere is an input error."""
-    parts = []
-    for c in columns:
-        q = quote_identifier(c)
-        parts.append(f"count(*) FILTER (WHERE {q} IS NULL)")
-        parts.append(f"count(*) FILTER (WHERE NOT isfinite(CAST({q} AS DOUBLE)))")
-    counts = con.execute(f"SELECT {', '.join(parts)} FROM {relation_sql}").fetchall()[0]
-    for idx, c in enumerate(columns):
+    conditions = []
+    for q in quoted(columns):
+        conditions += [f"{q} IS NULL", f"NOT isfinite({as_double(q)})"]
+    counts = con.execute(count_where(relation_sql, conditions)).fetchall()[0]
+    for idx, (c, q) in enumerate(zip(columns, quoted(columns))):
         nulls, nonfinite = counts[2 * idx], counts[2 * idx + 1]
-        q = quote_identifier(c)
         if nulls:
             raise UserError(
                 f"column {c!r} has {nulls} NULL value(s); every record takes part in the ball counts",
-                f"filter them out of the data, e.g. FROM (SELECT * FROM {relation_sql} WHERE {q} IS NOT NULL)",
+                f"filter them out of the data, e.g. FROM ({select_from('*', relation_sql, where=f'{q} IS NOT NULL')})",
             )
         if nonfinite:
             raise UserError(
                 f"column {c!r} has {nonfinite} NaN or infinite value(s); distances to them are undefined",
-                f"filter them out of the data, e.g. FROM (SELECT * FROM {relation_sql} WHERE isfinite({q}))",
+                f"filter them out of the data, e.g. FROM ({select_from('*', relation_sql, where=f'isfinite({q})')})",
             )
 
 
@@ -105,13 +101,11 @@ def load_points(
     """
     cols = check_columns(con, relation_sql, columns)
     check_finite(con, relation_sql, cols)
-    as_double = ", ".join(
-        f"CAST({quote_identifier(c)} AS DOUBLE) AS {quote_identifier(f'__pcor_v{j}')}" for j, c in enumerate(cols)
-    )
+    values_sql = [aliased(as_double(q), f"__pcor_v{j}") for j, q in enumerate(quoted(cols))]
     # The newline keeps a trailing "-- comment" in the selector from swallowing the rest.
     selector = "TRUE" if selector_sql is None else f"coalesce(CAST(({selector_sql}\n) AS BOOLEAN), FALSE)"
     # The whole row comes along so each answer names its record (e.g. by id), from the same scan.
-    sql = f"SELECT {as_double}, {selector} AS __pcor_sel, * FROM {relation_sql}"
+    sql = select_from([*values_sql, aliased(selector, "__pcor_sel"), "*"], relation_sql)
     try:
         table = con.sql(sql).to_arrow_table()
     except duckdb.Error as err:

@@ -14,6 +14,7 @@ import duckdb
 
 from pcor_sql.core.space import Attribute
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.build import METRIC_ALIAS, describe, distinct_values, select_from
 from pcor_sql.sqltext.quoting import quote_identifier
 
 NUMERIC_TYPES = (
@@ -48,7 +49,7 @@ def describe_relation(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict
 def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[str, str, bool]]:
     """(column, type, declared NOT NULL) of `SELECT * FROM relation`."""
     try:
-        rows = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
+        rows = con.execute(describe(select_from("*", relation_sql))).fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
     return [(r[0], r[1], r[2] == "NO") for r in rows]
@@ -56,7 +57,7 @@ def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[s
 
 def metric_type(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str) -> str:
     try:
-        rows = con.execute(f"DESCRIBE SELECT {metric_sql} AS m FROM {relation_sql}").fetchall()
+        rows = con.execute(describe(select_from(f"{metric_sql} AS {METRIC_ALIAS}", relation_sql))).fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the metric column name") from None
     return rows[0][1]
@@ -164,10 +165,7 @@ def _parse_enum_type(type_text: str) -> list[str]:
 
 
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
-    col = quote_identifier(name)
-    rows = con.execute(
-        f"SELECT DISTINCT {col} FROM {relation_sql} WHERE {col} IS NOT NULL ORDER BY {col}"
-    ).fetchall()
+    rows = con.execute(distinct_values(relation_sql, name)).fetchall()
     if not rows:
         raise UserError(f"{name} has no non-NULL value to derive a domain from", f"declare its domain: --domain '{name}=a|b'")
     return [r[0] for r in rows]

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.sqltext.quoting import quote_identifier
+from pcor_sql.sqltext.build import group_by_cells, select_from, sorted_cells
 
 
 _TABLE_MAX_BITS = 16
@@ -89,15 +89,7 @@ class CellSummary:
 def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary:
     """One GROUP BY query over the attributes; validates metric values and domains."""
     started = time.perf_counter()
-    cols = [quote_identifier(a.name) for a in schema.attributes]
-    col_list = ", ".join(cols)
-    sql = (
-        f"SELECT {col_list}, count(*) AS n, "
-        f"count(*) FILTER (WHERE m IS NULL OR isnan(m) OR isinf(m)) AS bad, "
-        f"avg(m) AS mean, var_pop(m) AS var, min(m) AS lo, max(m) AS hi "
-        f"FROM (SELECT {col_list}, CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql}) "
-        f"GROUP BY ALL"
-    )
+    sql = group_by_cells(schema.names, schema.metric_sql, schema.relation_sql)
     try:
         table = con.sql(sql).to_arrow_table()
     except duckdb.Error as exc:
@@ -105,9 +97,10 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary
     m = len(schema.attributes)
     bad = int(pc.sum(table.column("bad")).as_py() or 0)
     if bad:
+        finite = f"{schema.metric_sql} IS NOT NULL AND isfinite({schema.metric_sql})"
         raise UserError(
             f"the metric {schema.metric_sql} is NULL, NaN or infinite in {bad} rows",
-            f"filter them out, e.g. FROM (SELECT * FROM {schema.relation_sql} WHERE {schema.metric_sql} IS NOT NULL AND isfinite({schema.metric_sql}))",
+            f"filter them out, e.g. FROM ({select_from('*', schema.relation_sql, where=finite)})",
         )
     keep = np.ones(table.num_rows, dtype=bool)
     coords = np.zeros((table.num_rows, m), dtype=np.int64)
@@ -142,11 +135,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary
 
 
 def _load_sorted(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    cols = [quote_identifier(a.name) for a in schema.attributes]
-    table = con.sql(
-        f"SELECT {', '.join(cols)}, CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql} "
-        f"WHERE {' AND '.join(c + ' IS NOT NULL' for c in cols)} ORDER BY m"
-    ).to_arrow_table()
+    table = con.sql(sorted_cells(schema.names, schema.metric_sql, schema.relation_sql)).to_arrow_table()
     sizes = [len(a.domain) for a in schema.attributes]
     key = np.zeros(table.num_rows, dtype=np.int64)
     for i, attr in enumerate(schema.attributes):

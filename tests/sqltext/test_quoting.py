@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 
 @given(st.text(min_size=1).filter(lambda s: "\x00" not in s))
