@@ -15,8 +15,8 @@ from typing import Any
 
 import duckdb
 
+import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend import duckdb_ast as ast
 from pcor_sql.frontend.tokens import split_statements
 from pcor_sql.sqltext.build import describe, select_from
 from pcor_sql.sqltext.quoting import quote_identifier
