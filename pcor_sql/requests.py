@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from pcor_sql.core.accounting import ACCOUNTINGS, Budget, derive_budget, validate_epsilon, validate_samples
-from pcor_sql.core.anomaly import NORMS, PRIVACY_MODES, validate_norm, validate_params
+from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES, validate_norm, validate_params
 from pcor_sql.core.searches import DEFAULT_MAX_ADMISSIBLE, DEFAULT_SAMPLES, SEARCH_SPECS, search_spec
 from pcor_sql.core.start import DEFAULT_DESCENTS
 from pcor_sql.errors import UserError

@@ -26,7 +26,7 @@ from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, dataset_key, new_release_id
-from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
+from pcor_sql.engine.release import OutlierRun, explanation_sql, load_records, released_predicate
 from pcor_sql.engine.schema import Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
 from pcor_sql.errors import UserError
@@ -104,7 +104,7 @@ class Session:
             out.append(
                 Explanation(
                     record=rec.record, context=run.space.values(run.mask), predicate=predicate,
-                    explanation_sql=f"SELECT {request.select_list} FROM {request.relation} WHERE {predicate or 'TRUE'}",
+                    explanation_sql=explanation_sql(request.select_list, request.relation, predicate),
                     epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
                     search=request.search, samples=request.samples, descents=request.descents,
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
@@ -145,7 +145,7 @@ class Session:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
         composition): announced through `warn` for a batch, refused up front past the
         dataset's limit, charged before any coin is drawn."""
-        from pcor_sql.engine.anomaly_queries import prepare_anomaly_queries
+        from pcor_sql.anomaly.batch import prepare_anomaly_queries
 
         _expect(request, AnomalyRequest, "identify")
         ledger = self.ledger()
@@ -201,7 +201,7 @@ class Session:
         records = load_records(self.con, request.relation, request.metric, request.selector)
         if check is not None:
             check(len(records))
-        summary = self.summary(schema)
+        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)))
         return OutlierRun(self.con, request, summary, verifier, records, start)
 
     def verifier(self, spec: Any) -> Any:
@@ -225,10 +225,13 @@ class Session:
             )
         return self._schemas[key]
 
-    def summary(self, schema: Schema) -> CellSummary:
+    def summary(self, schema: Schema, *, with_values: bool = False) -> CellSummary:
+        """The per-cell summary of `schema`'s relation, built once per Session. `with_values`
+        reads the sorted metric in the same query (LOF and histogram need it; one statement
+        instead of two)."""
         key = (schema.relation_sql, schema.metric_sql, schema.attributes, schema.cast_varchar)
         if key not in self._summaries:
-            self._summaries[key] = build_summary(self.con, schema)
+            self._summaries[key] = build_summary(self.con, schema, with_values=with_values)
         return self._summaries[key]
 
 

@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 
 from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 from pcor_sql.engine.release import prepare_space
 from pcor_sql.engine.schema import resolve_schema
 from pcor_sql.engine.summary import build_summary

@@ -23,8 +23,8 @@ from typing import Sequence
 import duckdb
 import numpy as np
 
-from pcor_sql.core import anomaly as core
-from pcor_sql.engine.balls import load_points, relation_ball_counts
+from pcor_sql.anomaly import mechanisms as core
+from pcor_sql.anomaly.points import load_points, relation_ball_counts
 from pcor_sql.errors import UserError
 
 

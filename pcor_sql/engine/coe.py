@@ -9,16 +9,32 @@ verifiers are asked context by context through the evaluator (with its cache).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import UserError
 
-if TYPE_CHECKING:
-    from pcor_sql.engine.evaluator import Evaluator
-
 _PROGRESS_STEPS = 100
+
+
+class LatticeOracle(Protocol):
+    """What the enumeration reads from the evaluator. A protocol, not the class, so that this
+    module does not import the evaluator that calls it."""
+
+    space: ContextSpace
+    summary: CellSummary
+    verifier: Any
+    v: float
+    plain: bool
+    utility_name: str
+    start: int | None
+
+    def is_valid(self, mask: int) -> bool: ...
+
+    def utility(self, mask: int) -> float: ...
 
 
 def check_size(n_admissible: int, max_admissible: int) -> None:
@@ -30,7 +46,7 @@ def check_size(n_admissible: int, max_admissible: int) -> None:
 
 
 def enumerate_coe(
-    ev: "Evaluator", max_admissible: int, progress: Callable[[int, int], None] | None = None
+    ev: LatticeOracle, max_admissible: int, progress: Callable[[int, int], None] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(masks, utilities as float64) of the valid contexts, in free-word order."""
     space = ev.space
@@ -54,7 +70,7 @@ def words_to_masks(space, words: np.ndarray) -> np.ndarray:
     return masks
 
 
-def lattice_moments(ev: "Evaluator") -> dict[str, np.ndarray]:
+def lattice_moments(ev: LatticeOracle) -> dict[str, np.ndarray]:
     """n, s1, s2, lo, hi for every admissible context, indexed by its free-bit word."""
     summary, space = ev.summary, ev.space
     sizes = [len(a.domain) for a in space.attributes]
@@ -93,7 +109,7 @@ def _zeta_axis(arr: np.ndarray, axis: int, anchor: int, op: np.ufunc) -> np.ndar
     return np.moveaxis(out, 0, axis)
 
 
-def _vectorized(ev: "Evaluator", progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
+def _vectorized(ev: LatticeOracle, progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
     mom = lattice_moments(ev)
     n = mom["n"]
     shift = ev.summary.shift
@@ -114,11 +130,11 @@ def _vectorized(ev: "Evaluator", progress: Callable[[int, int], None] | None) ->
     return words, utilities.astype(np.float64)
 
 
-def _free_word(ev: "Evaluator", mask: int) -> int:
+def _free_word(ev: LatticeOracle, mask: int) -> int:
     return sum(1 << i for i, b in enumerate(ev.space.free_bits) if (mask >> b) & 1)
 
 
-def _one_by_one(ev: "Evaluator", progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
+def _one_by_one(ev: LatticeOracle, progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
     space = ev.space
     total = space.n_admissible
     step = max(1, total // _PROGRESS_STEPS)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pcor_sql.core.space import Attribute, ContextSpace
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 
 def column_sql(attr: Attribute, cast_varchar: frozenset[str]) -> str:

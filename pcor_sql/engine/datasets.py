@@ -20,9 +20,10 @@ from typing import Any
 
 import duckdb
 
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import shipped_dir
+from pcor_sql.sqltext.build import parquet_file, select_from
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 BUNDLED = ("salaries", "homicides", "diamonds")
 EXPORT_FORMATS = ("parquet", "duckdb")
@@ -212,13 +213,12 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
             f"AS {quote_identifier(column)}"
             for column in domains
         )
-        source = quote_literal(str(_parquet(name)))
-        select = f"SELECT * REPLACE ({casts}) FROM read_parquet({source}) ORDER BY {quote_identifier('id')}"
+        select = select_from(f"* REPLACE ({casts})", parquet_file(_parquet(name)), order_by=quote_identifier("id"))
         try:
             con.execute(f"CREATE TABLE {_qualified(where, table)} AS {select}")
             # NOT NULL is a catalog fact, not a data fact: it lets a released predicate omit a
             # fully selected attribute and still select exactly the population.
-            for column in con.execute(f"SELECT * FROM {_qualified(where, table)} LIMIT 0").description:
+            for column in con.execute(select_from("*", _qualified(where, table), limit=0)).description:
                 con.execute(f"ALTER TABLE {_qualified(where, table)} ALTER COLUMN {quote_identifier(column[0])} SET NOT NULL")
         except duckdb.ConversionException as exc:
             raise InternalError(f"the shipped {name!r} data has a value outside its declared domain: {exc}") from exc
@@ -298,9 +298,9 @@ def export_dataset(
     work = duckdb.connect() if con is None else con
     try:
         if fmt == "parquet":
-            source = quote_literal(str(_parquet(name)))
+            rows = select_from("*", parquet_file(_parquet(name)))
             work.execute(
-                f"COPY (SELECT * FROM read_parquet({source})) TO {quote_literal(str(target))} "
+                f"COPY ({rows}) TO {quote_literal(str(target))} "
                 "(FORMAT parquet, COMPRESSION zstd)"
             )
         else:

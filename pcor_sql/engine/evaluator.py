@@ -18,6 +18,7 @@ from pcor_sql.engine.coe import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.summary import CellSummary, SummaryPopulation
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.sqltext.build import METRIC_ALIAS, metric_values, select_from
 
 UTILITIES = ("population", "overlap")
 
@@ -26,7 +27,7 @@ def plain_population_sql(summary_or_schema: Any, space: ContextSpace, mask: int)
     """The population query of context `mask`, run as-is on DuckDB by the plain path."""
     schema = getattr(summary_or_schema, "schema", summary_or_schema)
     where = context_predicate(space, mask, cast_varchar=schema.cast_varchar, omit_full=False)
-    return f"SELECT CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql} WHERE {where}"
+    return metric_values(schema.metric_sql, schema.relation_sql, where)
 
 
 class Evaluator:
@@ -62,7 +63,7 @@ class Evaluator:
     # -- populations ---------------------------------------------------------------------
     def population(self, mask: int) -> Population:
         if self.plain:
-            rows = self.con.execute(plain_population_sql(self.summary, self.space, mask)).fetchnumpy()["m"]
+            rows = self.con.execute(plain_population_sql(self.summary, self.space, mask)).fetchnumpy()[METRIC_ALIAS]
             return ArrayPopulation.of(np.asarray(rows, dtype=np.float64), self.v)
         return SummaryPopulation.of(self.summary, self.summary.member(self.space, mask), self.v)
 
@@ -96,14 +97,9 @@ class Evaluator:
         return bool(self.verifier.check(pop))
 
     def _verify_sql(self, mask: int) -> bool:
-        schema = self.summary.schema
-        where = context_predicate(self.space, mask, cast_varchar=schema.cast_varchar, omit_full=False)
-        expr = self.verifier.sql_expression("m", "$1")
-        rows = self.con.execute(
-            f"SELECT coalesce(({expr}), FALSE) FROM (SELECT CAST({schema.metric_sql} AS DOUBLE) AS m "
-            f"FROM {schema.relation_sql} WHERE {where})",
-            [self.v],
-        ).fetchall()
+        expr = self.verifier.sql_expression(METRIC_ALIAS, "$1")
+        population = plain_population_sql(self.summary, self.space, mask)
+        rows = self.con.execute(select_from(f"coalesce(({expr}), FALSE)", f"({population})"), [self.v]).fetchall()
         return bool(rows[0][0])
 
     def utility(self, mask: int) -> float:

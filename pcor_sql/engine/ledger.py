@@ -56,7 +56,7 @@ from pcor_sql.engine.ledger_charge import (
     utc_now,
     write_charge,
 )
-from pcor_sql.engine.quoting import quote_identifier
+from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import sql_text
 

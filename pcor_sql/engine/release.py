@@ -23,7 +23,7 @@ from pcor_sql.core.start import DEFAULT_DESCENTS, DEFAULT_MAX_CHECKS, find_start
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator
 from pcor_sql.engine.summary import CellSummary, record_cell
-from pcor_sql.engine.quoting import quote_identifier
+from pcor_sql.sqltext.build import aliased, as_double, select_from
 from pcor_sql.errors import InternalError, NoValidContext, UserError
 from pcor_sql.requests import OutlierRequest
 
@@ -168,10 +168,7 @@ class SelectedRecord:
 
 def load_records(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str, selector_sql: str) -> tuple[SelectedRecord, ...]:
     """Every row the selector picks, in a stable order, with its metric as a finite float."""
-    sql = (
-        f"SELECT *, CAST({metric_sql} AS DOUBLE) AS {quote_identifier(METRIC_COLUMN)} "
-        f"FROM {relation_sql} WHERE {selector_sql} ORDER BY ALL"
-    )
+    sql = select_from(["*", aliased(as_double(metric_sql), METRIC_COLUMN)], relation_sql, where=selector_sql, order_by="ALL")
     try:
         cur = con.execute(sql)
         names = [d[0] for d in cur.description]
@@ -243,6 +240,12 @@ def verifier_label(verifier: Any) -> str:
     opts = verifier.options() if hasattr(verifier, "options") else {}
     inner = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in opts.items())
     return f"{verifier.name}({inner})"
+
+
+def explanation_sql(select_list: str, relation_sql: str, predicate_sql: str) -> str:
+    """The released explanation as a runnable query: the metric over the released context
+    (predicate TRUE when the context selects every value of every attribute)."""
+    return select_from(select_list, relation_sql, where=predicate_sql.strip() or "TRUE")
 
 
 def released_predicate(summary: CellSummary, space: ContextSpace, mask: int) -> str:

@@ -13,8 +13,9 @@ from typing import Any, Callable, Mapping, Sequence
 import duckdb
 
 from pcor_sql.core.space import Attribute
-from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, describe, distinct_values, select_from
+from pcor_sql.sqltext.quoting import quote_identifier, string_literals
 
 NUMERIC_TYPES = (
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -40,15 +41,27 @@ class Schema:
         return tuple(a.name for a in self.attributes)
 
 
-def describe_relation(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, str]:
-    """column name → DuckDB type name of `SELECT * FROM relation`."""
-    return {name: type_name for name, type_name, _ in _describe(con, relation_sql)}
+# The metric's column in the one DESCRIBE that types the relation and the metric together; it is
+# read by position (last), so a relation column of the same name cannot be mistaken for it.
+_METRIC_PROBE = "__pcor_metric_type"
+
+
+def describe_with_metric(
+    con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str
+) -> tuple[list[tuple[str, str, bool]], str]:
+    """((column, type, declared NOT NULL) of `SELECT * FROM relation`, the metric's type), in one
+    statement. If it fails, the two parts are described apart to name what is wrong."""
+    try:
+        rows = con.execute(describe(select_from(["*", aliased(metric_sql, _METRIC_PROBE)], relation_sql))).fetchall()
+    except duckdb.Error:
+        return _describe(con, relation_sql), metric_type(con, relation_sql, metric_sql)
+    return [(r[0], r[1], r[2] == "NO") for r in rows[:-1]], rows[-1][1]
 
 
 def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[str, str, bool]]:
     """(column, type, declared NOT NULL) of `SELECT * FROM relation`."""
     try:
-        rows = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
+        rows = con.execute(describe(select_from("*", relation_sql))).fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
     return [(r[0], r[1], r[2] == "NO") for r in rows]
@@ -56,10 +69,15 @@ def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[s
 
 def metric_type(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str) -> str:
     try:
-        rows = con.execute(f"DESCRIBE SELECT {metric_sql} AS m FROM {relation_sql}").fetchall()
+        rows = con.execute(describe(select_from(f"{metric_sql} AS {METRIC_ALIAS}", relation_sql))).fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, "check the metric column name") from None
     return rows[0][1]
+
+
+def enum_labels(type_text: str) -> list[str]:
+    """The labels of an ENUM type as DuckDB renders it (`ENUM('a', 'b''c')`), in type order."""
+    return string_literals(type_text)
 
 
 def is_numeric(type_name: str) -> bool:
@@ -76,10 +94,9 @@ def resolve_schema(
     warn: Warn | None = None,
 ) -> Schema:
     """Resolve the attributes (default: ENUM and declared columns) and their domains."""
-    described = _describe(con, relation_sql)
+    described, mtype = describe_with_metric(con, relation_sql, metric_sql)
     columns = {name: type_name for name, type_name, _ in described}
     not_null = frozenset(name for name, _, nn in described if nn)
-    mtype = metric_type(con, relation_sql, metric_sql)
     if not is_numeric(mtype):
         raise UserError(
             f"the metric {metric_sql} has type {mtype}, not a number",
@@ -112,10 +129,10 @@ def resolve_schema(
     for name in names:
         if name in declared:
             values = _typed_values(con, declared[name], columns[name], name)
-            if name in enum_cols and not set(values) <= set(_parse_enum_type(columns[name])):
+            if name in enum_cols and not set(values) <= set(enum_labels(columns[name])):
                 cast_varchar.add(name)
         elif name in enum_cols:
-            values = _enum_domain(con, relation_sql, name)
+            values = enum_labels(columns[name])
         else:
             values = _data_domain(con, relation_sql, name)
             derived.append(name)
@@ -129,45 +146,8 @@ def resolve_schema(
     return Schema(relation_sql, metric_sql, tuple(attributes), tuple(derived), frozenset(cast_varchar), not_null)
 
 
-def _enum_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
-    col = quote_identifier(name)
-    rows = con.execute(
-        f"SELECT enum_range({col}) FROM (SELECT {col} FROM {relation_sql} WHERE {col} IS NOT NULL LIMIT 1)"
-    ).fetchall()
-    if rows:
-        return list(rows[0][0])
-    # No non-NULL row to read the type from: parse DuckDB's own rendering of the ENUM type.
-    return _parse_enum_type(describe_relation(con, relation_sql)[name])
-
-
-def _parse_enum_type(type_text: str) -> list[str]:
-    """Values of an `ENUM('a', 'b''c')` type text (used when the column has no non-NULL row)."""
-    body = type_text[type_text.index("(") + 1 : type_text.rindex(")")]
-    values, i = [], 0
-    while i < len(body):
-        if body[i] == "'":
-            j, buf = i + 1, []
-            while True:
-                if body[j] == "'" and j + 1 < len(body) and body[j + 1] == "'":
-                    buf.append("'")
-                    j += 2
-                elif body[j] == "'":
-                    break
-                else:
-                    buf.append(body[j])
-                    j += 1
-            values.append("".join(buf))
-            i = j + 1
-        else:
-            i += 1
-    return values
-
-
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
-    col = quote_identifier(name)
-    rows = con.execute(
-        f"SELECT DISTINCT {col} FROM {relation_sql} WHERE {col} IS NOT NULL ORDER BY {col}"
-    ).fetchall()
+    rows = con.execute(distinct_values(relation_sql, name)).fetchall()
     if not rows:
         raise UserError(f"{name} has no non-NULL value to derive a domain from", f"declare its domain: --domain '{name}=a|b'")
     return [r[0] for r in rows]

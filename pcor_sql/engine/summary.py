@@ -4,12 +4,15 @@ One GROUP BY over the context attributes (a "cell" is one combination of attribu
 yields count, mean, variance, min and max per cell; a context's population is a union of
 cells, so its moments combine exactly (Chan et al.'s parallel formula, through sums centred
 on the global mean). Verifiers that need the values themselves (LOF, histogram, user Python
-verifiers) read a metric-sorted array of every row tagged with its cell, loaded once and
-lazily: a context's values in [lo, hi] are the tagged slice filtered by cell membership.
+verifiers) read a metric-sorted array of every row tagged with its cell, loaded once: a
+context's values in [lo, hi] are the tagged slice filtered by cell membership. The array is
+read lazily by a second, ordered query; a caller that knows it will be needed builds the
+summary with `with_values=True`, and that one ordered query then yields the moments too.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.sqltext.build import METRIC_ALIAS, group_by_cells, select_from, sorted_cells
 
 
 _TABLE_MAX_BITS = 16
@@ -86,51 +89,86 @@ class CellSummary:
         return table
 
 
-def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary:
-    """One GROUP BY query over the attributes; validates metric values and domains."""
+def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values: bool = False) -> CellSummary:
+    """The per-cell summary of `schema`'s relation; validates metric values and domains.
+
+    By default one GROUP BY query gives the moments, and the metric-sorted values are read by a
+    second query only if a verifier asks for them. A caller that knows they will be needed
+    (LOF, histogram, Python verifiers: `needs_values`) passes `with_values=True`: one ordered
+    query then gives both, the moments computed in numpy from the sorted rows."""
     started = time.perf_counter()
-    cols = [quote_identifier(a.name) for a in schema.attributes]
-    col_list = ", ".join(cols)
-    sql = (
-        f"SELECT {col_list}, count(*) AS n, "
-        f"count(*) FILTER (WHERE m IS NULL OR isnan(m) OR isinf(m)) AS bad, "
-        f"avg(m) AS mean, var_pop(m) AS var, min(m) AS lo, max(m) AS hi "
-        f"FROM (SELECT {col_list}, CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql}) "
-        f"GROUP BY ALL"
-    )
+    if with_values:
+        sql = sorted_cells(schema.names, schema.metric_sql, schema.relation_sql, complete_only=False)
+        return _from_sorted_rows(con, schema, _run(con, sql), started)
+    table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql))
+    _check_metric(schema, int(pc.sum(table.column("bad")).as_py() or 0))
+    codes = _domain_codes(table, schema)
+    keep = np.all(codes >= 0, axis=1)  # rows with a NULL attribute are in no population
+    count = _column(table, "n", np.int64)[keep]
+    mean, var, lo, hi = (_column(table, name)[keep] for name in ("mean", "var", "lo", "hi"))
+    return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con)
+
+
+def _column(table: pa.Table, name: str, dtype: type = np.float64) -> np.ndarray:
+    return np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     try:
-        table = con.sql(sql).to_arrow_table()
+        return con.sql(sql).to_arrow_table()
     except duckdb.Error as exc:
         raise UserError(str(exc).strip().splitlines()[0], "check the relation, metric and attribute names") from None
-    m = len(schema.attributes)
-    bad = int(pc.sum(table.column("bad")).as_py() or 0)
+
+
+def _check_metric(schema: Schema, bad: int) -> None:
     if bad:
+        finite = f"{schema.metric_sql} IS NOT NULL AND isfinite({schema.metric_sql})"
         raise UserError(
             f"the metric {schema.metric_sql} is NULL, NaN or infinite in {bad} rows",
-            f"filter them out, e.g. FROM (SELECT * FROM {schema.relation_sql} WHERE {schema.metric_sql} IS NOT NULL AND isfinite({schema.metric_sql}))",
+            f"filter them out, e.g. FROM ({select_from('*', schema.relation_sql, where=finite)})",
         )
-    keep = np.ones(table.num_rows, dtype=bool)
-    coords = np.zeros((table.num_rows, m), dtype=np.int64)
+
+
+def _domain_codes(table: pa.Table, schema: Schema) -> np.ndarray:
+    """Per row of `table` (attribute columns first), the domain index of each attribute's value;
+    −1 where it is NULL. A value outside its declared domain is an input error."""
+    codes = np.empty((table.num_rows, len(schema.attributes)), dtype=np.int64)
     for i, attr in enumerate(schema.attributes):
-        raw = table.column(i).to_pylist()
+        encoded = pc.dictionary_encode(table.column(i).combine_chunks())
+        dictionary = encoded.dictionary.to_pylist()
         index = {v: j for j, v in enumerate(attr.domain)}
-        for r, value in enumerate(raw):
-            if value is None:
-                keep[r] = False  # rows with a NULL attribute are in no population
-                continue
-            j = index.get(value)
-            if j is None:
-                raise UserError(
-                    f"the data has {attr.name} = {value!r}, which is outside its declared domain",
-                    f"add {value!r} to the declared domain of {attr.name}, or filter those rows out",
-                )
-            coords[r, i] = j
-    count = np.asarray(table.column("n").to_numpy(zero_copy_only=False), dtype=np.int64)[keep]
-    mean = np.asarray(table.column("mean").to_numpy(zero_copy_only=False), dtype=np.float64)[keep]
-    var = np.asarray(table.column("var").to_numpy(zero_copy_only=False), dtype=np.float64)[keep]
-    lo = np.asarray(table.column("lo").to_numpy(zero_copy_only=False), dtype=np.float64)[keep]
-    hi = np.asarray(table.column("hi").to_numpy(zero_copy_only=False), dtype=np.float64)[keep]
-    coords = coords[keep]
+        # An ENUM's dictionary lists every label of the type, used or not; a label outside the
+        # declared domain is harmless unless a row uses it. The last slot stands for NULL.
+        lookup = np.array([index.get(v, -2) for v in dictionary] + [-1], dtype=np.int64)
+        raw = pc.fill_null(encoded.indices, len(dictionary)).to_numpy(zero_copy_only=False)
+        codes[:, i] = lookup[raw]
+        outside = np.flatnonzero(codes[:, i] == -2)
+        if outside.size:
+            value = dictionary[int(raw[outside[0]])]
+            raise UserError(
+                f"the data has {attr.name} = {value!r}, which is outside its declared domain",
+                f"add {value!r} to the declared domain of {attr.name}, or filter those rows out",
+            )
+    return codes
+
+
+def _row_keys(codes: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """One int64 per row of domain indices, equal exactly when the rows are equal."""
+    if math.prod(sizes) < 2**62:
+        key = np.zeros(len(codes), dtype=np.int64)
+        for i, size in enumerate(sizes):
+            key = key * size + codes[:, i]
+        return key
+    # Too many possible cells for one int64: number the distinct rows instead.
+    return np.unique(codes, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def _summary(
+    schema: Schema, coords: np.ndarray, count: np.ndarray, mean: np.ndarray, var: np.ndarray,
+    lo: np.ndarray, hi: np.ndarray, started: float, con: duckdb.DuckDBPyConnection,
+    sorted_values: tuple[np.ndarray, np.ndarray] | None = None,
+) -> CellSummary:
+    """Sums centred on the global mean from per-cell moments (exact combination, see the module doc)."""
     if count.size == 0:
         raise UserError("no row has a non-NULL value in every context attribute", "check the attributes (--by)")
     var = np.where(lo == hi, 0.0, var)
@@ -138,38 +176,37 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellSummary
     d = mean - shift
     s1 = count * d
     s2 = var * count + count * d * d
-    return CellSummary(schema, coords, count, s1, s2, lo, hi, shift, time.perf_counter() - started, con)
+    return CellSummary(schema, coords, count, s1, s2, lo, hi, shift, time.perf_counter() - started, con, sorted_values)
+
+
+def _from_sorted_rows(con: duckdb.DuckDBPyConnection, schema: Schema, table: pa.Table, started: float) -> CellSummary:
+    """The summary and its sorted index from every row, ascending by the metric."""
+    metric = _column(table, METRIC_ALIAS)
+    _check_metric(schema, int(np.count_nonzero(~np.isfinite(metric))))  # NULL arrives as NaN
+    codes = _domain_codes(table, schema)
+    keep = np.all(codes >= 0, axis=1)
+    values, codes = metric[keep], codes[keep]
+    keys = _row_keys(codes, [len(a.domain) for a in schema.attributes])
+    _, first, cell, count = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    cell = cell.reshape(-1)
+    last = len(keys) - 1 - np.unique(keys[::-1], return_index=True)[1]
+    # Values ascend, so a cell's first row holds its minimum and its last row its maximum.
+    mean = np.bincount(cell, weights=values, minlength=count.size) / count
+    var = np.bincount(cell, weights=(values - mean[cell]) ** 2, minlength=count.size) / count
+    return _summary(schema, codes[first], count.astype(np.int64), mean, var, values[first], values[last], started, con,
+                    (values, cell))
 
 
 def _load_sorted(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    cols = [quote_identifier(a.name) for a in schema.attributes]
-    table = con.sql(
-        f"SELECT {', '.join(cols)}, CAST({schema.metric_sql} AS DOUBLE) AS m FROM {schema.relation_sql} "
-        f"WHERE {' AND '.join(c + ' IS NOT NULL' for c in cols)} ORDER BY m"
-    ).to_arrow_table()
-    sizes = [len(a.domain) for a in schema.attributes]
-    key = np.zeros(table.num_rows, dtype=np.int64)
-    for i, attr in enumerate(schema.attributes):
-        encoded = pc.dictionary_encode(table.column(i)).combine_chunks()
-        dictionary = encoded.dictionary.to_pylist()
-        index = {v: j for j, v in enumerate(attr.domain)}
-        # An ENUM's dictionary lists every label of the type, used or not; a label outside the
-        # declared domain is harmless unless a row uses it (build_summary refused those rows).
-        lookup = np.array([index.get(v, -1) for v in dictionary], dtype=np.int64)
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        mapped = lookup[codes]
-        if mapped.size and mapped.min() < 0:
-            raise InternalError("a row's value is outside the declared domain after the summary accepted it")
-        key = key * sizes[i] + mapped
-    cell_key = np.zeros(len(coords), dtype=np.int64)
-    for i in range(len(sizes)):
-        cell_key = cell_key * sizes[i] + coords[:, i]
+    table = _run(con, sorted_cells(schema.names, schema.metric_sql, schema.relation_sql))
+    codes = _domain_codes(table, schema)
+    keys = _row_keys(np.vstack([coords, codes]), [len(a.domain) for a in schema.attributes])
+    cell_key, key = keys[: len(coords)], keys[len(coords) :]
     order = np.argsort(cell_key)
     pos = np.searchsorted(cell_key[order], key)
     if pos.size and (pos.max() >= len(order) or not np.array_equal(cell_key[order][pos], key)):
         raise InternalError("a row's cell is missing from the per-cell summary")
-    values = table.column("m").to_numpy(zero_copy_only=False).astype(np.float64)
-    return values, order[pos]
+    return _column(table, METRIC_ALIAS), order[pos]
 
 
 @dataclass

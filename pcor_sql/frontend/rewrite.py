@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import InternalError
 from pcor_sql.frontend.select import SelectQuery
+from pcor_sql.sqltext.build import select_from
+from pcor_sql.sqltext.quoting import quote_identifier
 
 METRIC_ALIAS_PREFIX = "__pcor_metric_"
 
@@ -31,13 +32,13 @@ def _where(predicate_sql: str | None) -> str:
 def population_sql(q: SelectQuery, context_where: str | None) -> str:
     """`SELECT <metric> FROM <relation> WHERE <context predicate>`: the metric over D_C.
     An empty predicate means the whole relation (TRUE)."""
-    return f"SELECT {q.select_list_sql} FROM {q.relation_sql} WHERE {_where(context_where)}"
+    return select_from(q.select_list_sql, q.relation_sql, where=_where(context_where))
 
 
 def explanation_sql(q: SelectQuery, predicate_sql: str | None) -> str:
     """The released explanation as a runnable query: the metric over the released context
     (predicate TRUE when the context selects every value of every attribute)."""
-    return f"SELECT {q.select_list_sql} FROM {q.relation_sql} WHERE {_where(predicate_sql)}"
+    return select_from(q.select_list_sql, q.relation_sql, where=_where(predicate_sql))
 
 
 def record_sql(q: SelectQuery, extra_columns: Sequence[str] = (), *, ordered: bool = False) -> str:
@@ -54,9 +55,4 @@ def record_sql(q: SelectQuery, extra_columns: Sequence[str] = (), *, ordered: bo
     for i, (sql, alias) in enumerate(zip(q.metric_sql, q.metric_aliases)):
         items.append(f"{sql} AS {quote_identifier(alias or metric_alias(i))}")
     items.extend(quote_identifier(c) for c in extra_columns)
-    text = f"SELECT {', '.join(items)} FROM {q.relation_sql}"
-    if q.selector_sql is not None:
-        text += f" WHERE {q.selector_sql}"
-    if ordered:
-        text += " ORDER BY ALL"
-    return text
+    return select_from(items, q.relation_sql, where=q.selector_sql, order_by="ALL" if ordered else None)

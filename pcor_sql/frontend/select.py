@@ -15,10 +15,11 @@ from typing import Any
 
 import duckdb
 
-from pcor_sql.engine.quoting import quote_identifier
+import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend import duckdb_ast as ast
 from pcor_sql.frontend.tokens import split_statements
+from pcor_sql.sqltext.build import describe, select_from
+from pcor_sql.sqltext.quoting import quote_identifier
 
 _SYNTAX_FIX = "check the SELECT: it must read SELECT <metric> FROM <relation> [WHERE <record selector>]"
 _SHAPE_FIX = "write SELECT <metric> FROM <relation> WHERE <record selector>"
@@ -304,9 +305,7 @@ def _check_round_trip(con: duckdb.DuckDBPyConnection, query: SelectQuery, node: 
     then every rewrite that reuses them means what the user wrote. DuckDB's renderer
     normalizes a few constructs (e.g. a VALUES list in FROM becomes a subquery), which this
     refuses rather than guess."""
-    rebuilt = f"SELECT {query.select_list_sql} FROM {query.relation_sql}"
-    if query.selector_sql is not None:
-        rebuilt += f" WHERE {query.selector_sql}"
+    rebuilt = select_from(query.select_list_sql, query.relation_sql, where=query.selector_sql)
     doc = ast.serialize(con, rebuilt)
     same = (
         not doc.get("error")
@@ -326,9 +325,9 @@ def expand_star(con: duckdb.DuckDBPyConnection, q: SelectQuery) -> SelectQuery:
     the relation's schema (DESCRIBE); a query without a star is returned unchanged."""
     if not q.star:
         return q
-    select_sql = f"SELECT {q.metric_sql[0]} FROM {q.relation_sql}"
+    select_sql = select_from(q.metric_sql[0], q.relation_sql)
     try:
-        rows = con.execute(f"DESCRIBE {select_sql}").fetchall()
+        rows = con.execute(describe(select_sql)).fetchall()
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"cannot list the columns of {q.metric_sql[0]}: {first}", "check the FROM clause and the column names") from None
@@ -342,11 +341,8 @@ def expand_star(con: duckdb.DuckDBPyConnection, q: SelectQuery) -> SelectQuery:
     doc = ast.serialize(con, select_sql)
     star = doc["statements"][0]["node"]["select_list"][0]
     prefix = quote_identifier(star["relation_name"]) + "." if star.get("relation_name") else ""
-    columns = ", ".join(prefix + quote_identifier(n) for n in names)
-    text = f"SELECT {columns} FROM {q.relation_sql}"
-    if q.selector_sql is not None:
-        text += f" WHERE {q.selector_sql}"
-    expanded = parse_select(con, text, multiple=True)
+    columns = [prefix + quote_identifier(n) for n in names]
+    expanded = parse_select(con, select_from(columns, q.relation_sql, where=q.selector_sql), multiple=True)
     return SelectQuery(
         original=q.original,
         metric_sql=expanded.metric_sql,

@@ -14,8 +14,8 @@ from typing import Any, Sequence
 import duckdb
 
 from pcor_sql.core.space import resolve_name
+import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend import duckdb_ast as ast
 from pcor_sql.frontend.tokens import significant, tokenize
 
 _PROBE = "SELECT * FROM __pcor_start_context WHERE "

@@ -19,10 +19,10 @@ import numpy as np
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
 from pcor_sql.engine.release import prepare_space
 from pcor_sql.engine.schema import Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 DEPTS = ("d0", "d1", "d2", "d3")  # d3: declared in the ENUM type, absent from the data
 ROLES = ("r0", "r1", "r2")

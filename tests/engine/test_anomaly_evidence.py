@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pcor_sql.core import anomaly as core
+from pcor_sql.anomaly import mechanisms as core
 from pcor_sql.engine.anomaly_evidence import anomaly_error_table
 from pcor_sql.errors import UserError
 

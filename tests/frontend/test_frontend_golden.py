@@ -33,7 +33,6 @@ from pathlib import Path
 
 import pytest
 
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
 from pcor_sql.frontend import (
     ExplainOutlier,
     IdentifyAnomaly,
@@ -44,6 +43,7 @@ from pcor_sql.frontend import (
     population_sql,
     record_sql,
 )
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 GOLDEN = Path(__file__).parent / "golden"
 SECTIONS = ("population", "explanation", "record", "population rows", "record rows")

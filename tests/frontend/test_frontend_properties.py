@@ -6,8 +6,8 @@ import duckdb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
 from pcor_sql.frontend import ExplainOutlier, parse_start_predicate, parse_statement, split_statements
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 # Printable text plus the characters that matter to SQL lexing; no NUL (refused by quoting).
 TEXT = st.text(

@@ -7,7 +7,7 @@ record's ball count — nothing random yet, so the caller can charge the budget 
 `answer_anomaly_queries` does both in one call.
 
 Privacy: each answer is ε-DP (privacy="dp", λ = Δ_G, pareto optimal) or (ε, k)-sensitively
-private (privacy="sp", λ = λ_k) — proofs in `pcor_sql.core.anomaly`. The noisy `anomaly` bit is
+private (privacy="sp", λ = λ_k) — proofs in `pcor_sql.anomaly.mechanisms`. The noisy `anomaly` bit is
 the release; `true_answer`, `ball_count`, `multiplicity`, `lambda_` and `flip_probability` are
 the owner's private diagnostics and must not be released.
 """
@@ -20,9 +20,9 @@ from typing import Any, Sequence
 import duckdb
 import numpy as np
 
-from pcor_sql.core import anomaly as core
+from pcor_sql.anomaly import mechanisms as mech
+from pcor_sql.anomaly.points import PointData, load_points, relation_ball_counts
 from pcor_sql.core.randomness import Source
-from pcor_sql.engine.balls import PointData, load_points, relation_ball_counts
 from pcor_sql.errors import InternalError
 
 
@@ -47,7 +47,7 @@ class AnomalyAnswer:
 class AnomalyBatch:
     """Everything but the coins: validated parameters and per-record exact quantities."""
 
-    params: core.AnomalyParams
+    params: mech.AnomalyParams
     norm: str
     points: PointData
     multiplicity: np.ndarray
@@ -61,13 +61,13 @@ class AnomalyBatch:
         return int(self.points.selected.size)
 
     @property
-    def cost(self) -> core.AnomalyCost:
+    def cost(self) -> mech.AnomalyCost:
         """What answering the whole batch costs (charge it before answering)."""
-        return core.anomaly_privacy_cost(self.params.epsilon, self.size, self.params.privacy, self.params.k)
+        return mech.anomaly_privacy_cost(self.params.epsilon, self.size, self.params.privacy, self.params.k)
 
     def answer(self, source: Source) -> list[AnomalyAnswer]:
         """Construction 1 for every selected record, one independent uniform each from `source`."""
-        noisy = core.construction1(self.truth, self.flip_probability, source)
+        noisy = mech.construction1(self.truth, self.flip_probability, source)
         p = self.params
         # Whole-array .tolist() gives Python bools/ints/floats far faster than per-element casts.
         columns = zip(
@@ -106,15 +106,15 @@ def prepare_anomaly_queries(
     sp, unknown norm or privacy mode, missing or non-numeric columns, NULL/NaN/±inf values,
     a selector matching no row) raise UserError.
     """
-    params = core.validate_params(beta, radius, epsilon, privacy, k)
-    norm_name = core.validate_norm(norm)
+    params = mech.validate_params(beta, radius, epsilon, privacy, k)
+    norm_name = mech.validate_norm(norm)
     points = load_points(con, relation_sql, columns, selector_sql)
     counts = relation_ball_counts(points, params.radius, norm_name)
     if np.any(counts.multiplicity < 1):
         raise InternalError("a selected record was not counted among the data")
-    truth = core.anomaly_truth(counts.multiplicity, counts.ball, params.beta)
-    lam = core.mechanism_lambda(counts.multiplicity, counts.ball, params)
-    flip = core.flip_probability(lam, params.epsilon)
+    truth = mech.anomaly_truth(counts.multiplicity, counts.ball, params.beta)
+    lam = mech.mechanism_lambda(counts.multiplicity, counts.ball, params)
+    flip = mech.flip_probability(lam, params.epsilon)
     return AnomalyBatch(params, norm_name, points, counts.multiplicity, counts.ball, truth, lam, flip)
 
 

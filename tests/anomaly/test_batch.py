@@ -1,4 +1,4 @@
-"""answer_anomaly_queries: the engine entry point the public API calls."""
+"""answer_anomaly_queries: the DuckDB entry point the public API calls."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pcor_sql.core import anomaly as core
+from pcor_sql.anomaly import mechanisms as mech
+from pcor_sql.anomaly.batch import AnomalyAnswer, answer_anomaly_queries, prepare_anomaly_queries
 from pcor_sql.core.randomness import SecureRandom
-from pcor_sql.engine.anomaly_queries import AnomalyAnswer, answer_anomaly_queries, prepare_anomaly_queries
 from pcor_sql.errors import UserError
 
 KW = dict(beta=5, radius=1.0, epsilon=0.5, privacy="sp", k=1, norm="l2")
@@ -121,5 +121,5 @@ def test_batch_over_every_row_of_110k_takes_seconds(con):
         times.append(time.perf_counter() - t0)
     assert len(answers) == 110_000
     assert statistics.median(times) < 10.0, times
-    truth = core.anomaly_truth([a.multiplicity for a in answers[:10]], [a.ball_count for a in answers[:10]], 50)
+    truth = mech.anomaly_truth([a.multiplicity for a in answers[:10]], [a.ball_count for a in answers[:10]], 50)
     assert truth.tolist() == [a.true_answer for a in answers[:10]]

@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pytest
 
-from pcor_sql.core import anomaly as A
+from pcor_sql.anomaly import mechanisms as A
 from pcor_sql.core.randomness import SecureRandom
 from pcor_sql.errors import InternalError, UserError
 

@@ -11,7 +11,9 @@ import decimal
 import math
 from typing import Any
 
-from pcor_sql.errors import UserError
+import duckdb
+
+from pcor_sql.errors import InternalError, UserError
 
 
 def quote_identifier(name: str) -> str:
@@ -47,3 +49,21 @@ def quote_literal(value: Any) -> str:
     if isinstance(value, _dt.date):
         return f"DATE '{value.isoformat()}'"
     raise UserError(f"unsupported domain value type {type(value).__name__}", "use strings, numbers, booleans or dates")
+
+
+def string_literals(sql: str) -> list[str]:
+    """The values of the string constants in `sql`, in order: the inverse of `quote_literal` on
+    strings. DuckDB's own tokenizer finds them, so no second lexer has to agree with it."""
+    data = sql.encode("utf-8")
+    tokens = duckdb.tokenize(sql)
+    # Token offsets count UTF-8 bytes; a constant ends where the next token starts, less spaces.
+    ends = [start for start, _ in tokens[1:]] + [len(data)]
+    values = []
+    for (start, kind), end in zip(tokens, ends):
+        if kind != duckdb.token_type.string_const:
+            continue
+        text = data[start:end].decode("utf-8").rstrip()
+        if len(text) < 2 or text[0] != "'" or text[-1] != "'":
+            raise InternalError(f"DuckDB's tokenizer gave {text!r} as a string constant of {sql!r}")
+        values.append(text[1:-1].replace("''", "'"))
+    return values

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcor_sql.engine.quoting import quote_identifier, quote_literal
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
 
 
 @given(st.text(min_size=1).filter(lambda s: "\x00" not in s))
@@ -15,6 +15,12 @@ def test_identifier_round_trips_through_duckdb(name):
     con = duckdb.connect()
     rows = con.execute(f"SELECT 1 AS {quote_identifier(name)}")
     assert rows.description[0][0] == name
+
+
+@given(st.lists(st.text().filter(lambda s: "\x00" not in s), max_size=4))
+def test_string_literals_reads_back_what_quote_literal_wrote(values):
+    sql = f"SELECT {', '.join([quote_literal(v) for v in values] + ['1'])} -- 'not a string'"
+    assert string_literals(sql) == values
 
 
 @given(st.text().filter(lambda s: "\x00" not in s))

@@ -1,0 +1,1 @@
+"""SQL text at the bottom layer: quoting, tokens and named builders."""

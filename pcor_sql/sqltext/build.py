@@ -1,0 +1,115 @@
+"""Named builders for the SQL text the engine and the frontend run.
+
+Each builder takes SQL fragments that are already compiled (a relation after FROM, a metric
+expression, a WHERE predicate) and names of columns, which it quotes itself. Values never
+pass through here: callers bind them as parameters or render them with `quote_literal`.
+The text is kept exactly as the call sites wrote it before, since golden fixtures and
+seeded outputs record some of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from pcor_sql.errors import InternalError
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
+
+# The metric, cast to DOUBLE, is read back under this column name.
+METRIC_ALIAS = "m"
+
+
+def select_from(
+    items: str | Sequence[str],
+    relation_sql: str,
+    *,
+    where: str | None = None,
+    group_by: str | None = None,
+    order_by: str | None = None,
+    limit: int | None = None,
+) -> str:
+    """`SELECT <items> FROM <relation> [WHERE ..] [GROUP BY ..] [ORDER BY ..] [LIMIT ..]`.
+
+    `items` is one compiled select list or a sequence of select items (joined by commas)."""
+    select_list = items if isinstance(items, str) else ", ".join(items)
+    if not select_list.strip():
+        raise InternalError("a SELECT needs at least one item")
+    text = f"SELECT {select_list} FROM {relation_sql}"
+    if where is not None:
+        text += f" WHERE {where}"
+    if group_by is not None:
+        text += f" GROUP BY {group_by}"
+    if order_by is not None:
+        text += f" ORDER BY {order_by}"
+    if limit is not None:
+        text += f" LIMIT {int(limit)}"
+    return text
+
+
+def describe(select_sql: str) -> str:
+    """`DESCRIBE <query>`: the result's column names and types, without running it."""
+    return f"DESCRIBE {select_sql}"
+
+
+def aliased(expr_sql: str, alias: str) -> str:
+    """A select item `<expr> AS "<alias>"`."""
+    return f"{expr_sql} AS {quote_identifier(alias)}"
+
+
+def as_double(expr_sql: str) -> str:
+    """`CAST(<expr> AS DOUBLE)`: metrics and distances are read as float64."""
+    return f"CAST({expr_sql} AS DOUBLE)"
+
+
+def quoted(names: Sequence[str]) -> list[str]:
+    """The quoted identifiers of `names`, in order."""
+    return [quote_identifier(n) for n in names]
+
+
+def all_not_null(names: Sequence[str]) -> str:
+    """`"a" IS NOT NULL AND "b" IS NOT NULL ...`: rows with a value in every named column."""
+    return " AND ".join(f"{c} IS NOT NULL" for c in quoted(names))
+
+
+def parquet_file(path: str | Path) -> str:
+    """`read_parquet('<path>')`: a Parquet file as a relation."""
+    return f"read_parquet({quote_literal(str(path))})"
+
+
+def metric_values(metric_sql: str, relation_sql: str, where: str) -> str:
+    """`SELECT CAST(<metric> AS DOUBLE) AS m FROM <relation> WHERE <where>`: one population."""
+    return select_from(f"{as_double(metric_sql)} AS {METRIC_ALIAS}", relation_sql, where=where)
+
+
+def distinct_values(relation_sql: str, name: str) -> str:
+    """The distinct non-NULL values of column `name`, ascending."""
+    col = quote_identifier(name)
+    return select_from(f"DISTINCT {col}", relation_sql, where=f"{col} IS NOT NULL", order_by=col)
+
+
+def count_where(relation_sql: str, conditions: Sequence[str]) -> str:
+    """One row: for each condition, how many rows satisfy it (one scan for all of them)."""
+    return select_from([f"count(*) FILTER (WHERE {c})" for c in conditions], relation_sql)
+
+
+def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
+    """Per cell (combination of the named columns' values): its row count, how many of its metric
+    values are NULL, NaN or infinite (`bad`), and the metric's mean, population variance,
+    minimum and maximum."""
+    col_list = ", ".join(quoted(names))
+    m = METRIC_ALIAS
+    inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {m}", relation_sql)
+    return select_from(
+        f"{col_list}, count(*) AS n, count(*) FILTER (WHERE {m} IS NULL OR isnan({m}) OR isinf({m})) AS bad, "
+        f"avg({m}) AS mean, var_pop({m}) AS var, min({m}) AS lo, max({m}) AS hi",
+        f"({inner})",
+        group_by="ALL",
+    )
+
+
+def sorted_cells(names: Sequence[str], metric_sql: str, relation_sql: str, *, complete_only: bool = True) -> str:
+    """Every row's named columns and its metric (as DOUBLE, column `m`), ascending by the metric.
+    With `complete_only`, only rows with a value in every named column."""
+    items = f"{', '.join(quoted(names))}, {as_double(metric_sql)} AS {METRIC_ALIAS}"
+    where = all_not_null(names) if complete_only else None
+    return select_from(items, relation_sql, where=where, order_by=METRIC_ALIAS)
