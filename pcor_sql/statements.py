@@ -93,7 +93,7 @@ def run_script(
     errors are raised unchanged for a lone ordinary statement (it is DuckDB's statement) and
     as a UserError naming the statement in a script."""
     from pcor_sql.frontend.statements import parse_statement
-    from pcor_sql.frontend.tokens import split_statements
+    from pcor_sql.sqltext.tokens import split_statements
 
     if not isinstance(text, str):
         raise UserError(f"expected SQL text, got {type(text).__name__}", "pass the statements as a string")

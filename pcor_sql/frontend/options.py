@@ -14,7 +14,7 @@ from typing import Mapping, Sequence, Union
 
 from pcor_sql.core.accounting import ACCOUNTINGS, SEARCHES
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend.tokens import NUMBER, OPERATOR, STRING, WORD, Token, unquote_string
+from pcor_sql.sqltext.tokens import NUMBER, OPERATOR, STRING, WORD, Token, unquote_string
 
 OptionValue = Union[int, float, str, bool]
 

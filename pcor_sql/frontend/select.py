@@ -18,7 +18,7 @@ import duckdb
 from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.frontend import duckdb_ast as ast
-from pcor_sql.frontend.tokens import split_statements
+from pcor_sql.sqltext.tokens import split_statements
 
 _SYNTAX_FIX = "check the SELECT: it must read SELECT <metric> FROM <relation> [WHERE <record selector>]"
 _SHAPE_FIX = "write SELECT <metric> FROM <relation> WHERE <record selector>"

@@ -29,7 +29,7 @@ from pcor_sql.frontend.options import (
 )
 from pcor_sql.frontend.select import SelectQuery, parse_select
 from pcor_sql.frontend.start import parse_start_predicate
-from pcor_sql.frontend.tokens import PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
+from pcor_sql.sqltext.tokens import PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
 
 EXPLAIN_GRAMMAR = (
     "EXPLAIN OUTLIER SELECT <metric> FROM <relation> WHERE <selector> "

@@ -1,17 +1,23 @@
-"""The tokenizer knows what is not code: strings, quoted identifiers, comments, brackets."""
+"""The tokenizer (DuckDB's, with offsets turned into tokens) knows what is not code: strings,
+quoted identifiers, comments, brackets."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pcor_sql.errors import UserError
-from pcor_sql.frontend.tokens import (
+from pcor_sql.sqltext.tokens import (
     COMMENT,
     NUMBER,
+    OPERATOR,
     PARAM,
+    PUNCT,
     QUOTED_IDENT,
     STRING,
     WORD,
+    Unterminated,
     significant,
     split_statements,
     tokenize,
@@ -102,3 +108,66 @@ def test_split_statements_drops_empty_ones():
 def test_split_statements_rejects_an_unterminated_string():
     with pytest.raises(UserError):
         split_statements("SELECT 'a; SELECT 2")
+
+
+def test_offsets_are_characters_not_utf8_bytes():
+    text = "SELECT 'é' AS \"ü\" -- ç\n, $1x"
+    tokens = tokenize(text)
+    assert "".join(t.text for t in tokens) == text
+    assert [(t.kind, t.text) for t in significant(tokens)] == [
+        (WORD, "SELECT"), (STRING, "'é'"), (WORD, "AS"), (QUOTED_IDENT, '"ü"'), (PUNCT, ","), (PARAM, "$1"), (WORD, "x"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, lexemes",
+    [
+        ("a::int>=3", [(WORD, "a"), (OPERATOR, "::"), (WORD, "int"), (OPERATOR, ">="), (NUMBER, "3")]),
+        ("t.*", [(WORD, "t"), (PUNCT, "."), (OPERATOR, "*")]),
+        ("f(a[1],{'k':2})", [(WORD, "f"), (PUNCT, "("), (WORD, "a"), (PUNCT, "["), (NUMBER, "1"), (PUNCT, "]"),
+                             (PUNCT, ","), (PUNCT, "{"), (STRING, "'k'"), (OPERATOR, ":"), (NUMBER, "2"),
+                             (PUNCT, "}"), (PUNCT, ")")]),
+        ("$name", [(PARAM, "$name")]),
+        ("k=-3", [(WORD, "k"), (OPERATOR, "="), (OPERATOR, "-"), (NUMBER, "3")]),
+        ("x'ff' e'a\\'b'", [(STRING, "x'ff'"), (STRING, "e'a\\'b'")]),
+    ],
+)
+def test_duckdb_lexes_operators_brackets_and_prefixed_strings(text, lexemes):
+    assert kinds(text) == lexemes
+
+
+def test_unterminated_says_what_and_where():
+    with pytest.raises(Unterminated) as err:
+        tokenize("SELECT 1;\nSELECT /* open")
+    assert err.value.what == "comment" and err.value.start == 17 and "line 2" in err.value.problem
+
+
+_FRAGMENTS = st.sampled_from(
+    ["SELECT", "a", "é", '"q;"', "'s;'", "'it''s'", "E'\\''", "$$;$$", "-- c;\n", "/* ; */", ";", ";", "(", ")",
+     "[", "]", ",", ".", "::", ">=", "1.5", "$1", "?", " ", "\n", "\t"]
+)
+_SCRIPTS = st.lists(_FRAGMENTS, max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_SCRIPTS, st.text(max_size=40)))
+def test_tokens_cover_the_text_in_order(text):
+    try:
+        tokens = tokenize(text)
+    except Unterminated:
+        return
+    assert "".join(t.text for t in tokens) == text
+    assert [t.start for t in tokens[1:]] == [t.end for t in tokens[:-1]]
+    assert all(t.text and text[t.start:t.end] == t.text for t in tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SCRIPTS)
+def test_split_statements_loses_no_significant_token(text):
+    try:
+        statements = split_statements(text)
+    except Unterminated:
+        return
+    code = [t.text for t in significant(tokenize(text)) if not t.is_punct(";")]
+    assert [t.text for s in statements for t in significant(tokenize(s))] == code
+    assert all(split_statements(s) == [s] for s in statements)
