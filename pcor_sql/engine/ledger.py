@@ -45,6 +45,7 @@ import duckdb
 from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import BudgetExceeded, InternalError, UserError
 from pcor_sql.resources import sql_text
+from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, Token, significant, tokenize
 
 #: Float slack when comparing spent + ε with a limit: releases of ε = 0.1 and 0.2 must fit a
 #: limit of 0.3 although 0.1 + 0.2 is 0.30000000000000004 in floats.
@@ -463,34 +464,32 @@ def dataset_key(relation_sql: str) -> str:
     return f"{slug}#{digest}"
 
 
-_QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|--[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
-_SPACE_BY_PUNCTUATION = re.compile(r" ?([^\w\s'\"]) ?")
-
-
 def _normalize_sql(text: str) -> str:
     """Case-fold and squeeze the text outside quotes (DuckDB's unquoted identifiers and keywords
     ignore case; spacing next to punctuation and quotes means nothing), drop comments and a
     trailing semicolon, keep quoted identifiers and string literals verbatim."""
+    code = significant(tokenize(text))
+    while code and code[-1].is_punct(";"):
+        code.pop()
     pieces: list[str] = []
-    unquoted: list[str] = []
-    position = 0
-    for match in _QUOTED_OR_COMMENT.finditer(text):
-        unquoted.append(text[position : match.start()])
-        token = match.group(0)
-        if token.startswith(("--", "/*")):
-            unquoted.append(" ")
-        else:
-            pieces.append(_squeeze("".join(unquoted)))
-            pieces.append(token)
-            unquoted = []
-        position = match.end()
-    unquoted.append(text[position:])
-    pieces.append(_squeeze("".join(unquoted).rstrip().rstrip(";")))
+    for previous, token in zip([None, *code], code):
+        # Blanks or a comment between two words still separate them; elsewhere they mean nothing.
+        if previous is not None and previous.end < token.start and _WORD_EDGE.match(previous.text[-1] + token.text[0]):
+            pieces.append(" ")
+        pieces.append(_case_folded(token))
     return "".join(pieces)
 
 
-def _squeeze(unquoted: str) -> str:
-    return _SPACE_BY_PUNCTUATION.sub(r"\1", " ".join(unquoted.lower().split()))
+_WORD_EDGE = re.compile(r"\w\w")
+
+
+def _case_folded(token: Token) -> str:
+    if token.kind == QUOTED_IDENT or (token.kind == STRING and token.text.startswith("$")):
+        return token.text
+    if token.kind == STRING:  # only a prefix such as E'...' or X'...' ignores case
+        prefix, quote, rest = token.text.partition("'")
+        return prefix.lower() + quote + rest
+    return token.text.lower()
 
 
 def _budget_status(dataset: str, limit: float | None, spent: float, releases: int) -> BudgetStatus:
