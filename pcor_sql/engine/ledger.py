@@ -45,7 +45,7 @@ import duckdb
 from pcor_sql.engine.quoting import quote_identifier
 from pcor_sql.errors import BudgetExceeded, InternalError, UserError
 from pcor_sql.resources import sql_text
-from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, Token, significant, tokenize
+from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, Token, Unterminated, significant, tokenize
 
 #: Float slack when comparing spent + ε with a limit: releases of ε = 0.1 and 0.2 must fit a
 #: limit of 0.3 although 0.1 + 0.2 is 0.30000000000000004 in floats.
@@ -468,7 +468,15 @@ def _normalize_sql(text: str) -> str:
     """Case-fold and squeeze the text outside quotes (DuckDB's unquoted identifiers and keywords
     ignore case; spacing next to punctuation and quotes means nothing), drop comments and a
     trailing semicolon, keep quoted identifiers and string literals verbatim."""
-    code = significant(tokenize(text))
+    try:
+        code = significant(tokenize(text))
+    except Unterminated as exc:
+        # dataset_key also names ledgers typed by hand (`budget set-limit NAME`), which need not
+        # be SQL: an open quote keeps the rest as one literal, an open comment is dropped.
+        code = significant(tokenize(text[:exc.start]))
+        if exc.what != "comment":
+            kind = QUOTED_IDENT if exc.what == "quoted identifier" else STRING
+            code.append(Token(kind, text[exc.start:], exc.start, len(text), 0))
     while code and code[-1].is_punct(";"):
         code.pop()
     pieces: list[str] = []
