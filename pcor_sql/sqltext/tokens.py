@@ -34,6 +34,7 @@ SPACE = "space"
 _OPEN = "([{"
 _CLOSE = ")]}"
 _PUNCT = frozenset("()[]{},;.")
+_IDENT_QUOTES = ('"', "`")  # DuckDB also takes MySQL's `name`
 # The blanks of DuckDB's lexer (PostgreSQL's): a no-break space, say, is part of an identifier.
 _SQL_SPACE = " \t\n\r\f\v"
 # DuckDB's tokenizer does not fail on an unterminated string, quoted identifier or comment: it
@@ -72,7 +73,7 @@ class Unterminated(UserError):
         opening = text[start:start + 2]
         if opening.startswith("/*"):
             what = "comment"
-        elif opening.startswith('"'):
+        elif opening.startswith(_IDENT_QUOTES):
             what = "quoted identifier"
         elif opening.startswith("$"):
             what = "dollar-quoted string"
@@ -98,7 +99,9 @@ def _duckdb_tokens(text: str) -> list[tuple[int, str]]:
         sizes = (len(c.encode()) for c in text + _PROBE)
         char_at = {b: i for i, b in enumerate(itertools.accumulate(sizes, initial=0))}
         pairs = [(char_at[offset], kind) for offset, kind in pairs]
-    if not pairs or pairs[-1][0] != len(text) + 1:
+    # DuckDB can report two tokens at one offset (`$:` comes back as two operators at 0): keep the first.
+    pairs = [p for p, before in zip(pairs, [(-1, "")] + pairs) if p[0] > before[0]]
+    if pairs[-1][0] != len(text) + 1:
         raise Unterminated(text, pairs[-1][0])
     return pairs[:-1]
 
@@ -108,7 +111,7 @@ def _kind(duckdb_type: str, text: str) -> str:
         return COMMENT
     if duckdb_type == "string_const":
         return STRING
-    if duckdb_type == "identifier" and text.startswith('"'):
+    if duckdb_type == "identifier" and text.startswith(_IDENT_QUOTES):
         return QUOTED_IDENT
     if duckdb_type in ("identifier", "keyword"):
         return WORD
@@ -175,19 +178,20 @@ def split_statements(text: str) -> list[str]:
     for tok in tokenize(text):
         if tok.is_punct(";"):
             if has_code:
-                statements.append(text[start:tok.start].strip())
+                statements.append(text[start:tok.start].strip(_SQL_SPACE))
             start, has_code = tok.end, False
         elif tok.kind not in (SPACE, COMMENT):
             has_code = True
     if has_code:
-        statements.append(text[start:].strip())
+        statements.append(text[start:].strip(_SQL_SPACE))
     return statements
 
 
 def unquote_identifier(token: Token) -> str:
     """The name a word or a double-quoted identifier token stands for."""
     if token.kind == QUOTED_IDENT:
-        return token.text[1:-1].replace('""', '"')
+        quote = token.text[0]
+        return token.text[1:-1].replace(quote * 2, quote)
     return token.text
 
 

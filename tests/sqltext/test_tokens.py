@@ -45,6 +45,7 @@ def test_tokens_cover_the_text_exactly():
         ("$$a'b;$$", STRING, "$$a'b;$$"),
         ("$tag$ $$ ; $tag$", STRING, "$tag$ $$ ; $tag$"),
         ('"a "" b"', QUOTED_IDENT, '"a "" b"'),
+        ("`a `` b`", QUOTED_IDENT, "`a `` b`"),
         ("/* a /* b */ ; */", COMMENT, "/* a /* b */ ; */"),
         ("-- ; 'x", COMMENT, "-- ; 'x"),
         ("$1", PARAM, "$1"),
@@ -72,8 +73,8 @@ def test_words_are_compared_case_insensitively():
 
 
 def test_unquoting():
-    ident, string = significant(tokenize('"a ""b""" \'it\'\'s\''))
-    assert unquote_identifier(ident) == 'a "b"'
+    ident, string, backticked = significant(tokenize('"a ""b""" \'it\'\'s\' `x``y`'))
+    assert unquote_identifier(ident) == 'a "b"' and unquote_identifier(backticked) == "x`y"
     assert unquote_string(string) == "it's"
 
 
