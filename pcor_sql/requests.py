@@ -75,41 +75,41 @@ class OutlierRequest:
     statement: str | None = None
     by: tuple[str, ...] | None = option(None, "context attributes (default: the ENUM / declared-domain columns)")
     domains: Selection | None = option(None, "declared domains: attribute → values")
-    start: Selection | None = option(
-        None, "starting context (default: found by a validity-only search)",
-        "start = 'job_title IN (''Nurse'') AND year = 2019'", kind="string",
-    )
     verifier: Any = option(VerifierSpec("lof"), "outlier test: grubbs, histogram, lof or zscore, with options")
-    utility: str = option(
-        "population", "utility of a context: population or overlap", "utility = 'population'",
-        kind="string", choices=UTILITIES,
+    epsilon: float = option(
+        0.2, "total privacy cost ε of each release (> 0)", "epsilon = 0.2", kind="number", minimum=0.0,
+        minimum_inclusive=False,
     )
     search: str = option(
         "bfs", "direct, uniform, random-walk, dfs or bfs", "search = 'bfs'", kind="string", choices=tuple(SEARCH_SPECS)
     )
     samples: int = option(DEFAULT_SAMPLES, "samples n of the search", "samples = 50", kind="integer", minimum=1)
-    descents: int = option(
-        DEFAULT_DESCENTS,
-        "bfs: validity-only random descents from the full context that seed the frontier "
-        "(free under OCDP; 0 = the paper's Algorithm 5)",
-        "descents = 24", kind="integer", minimum=0,
+    utility: str = option(
+        "population", "utility of a context: population or overlap", "utility = 'population'",
+        kind="string", choices=UTILITIES,
     )
-    epsilon: float = option(
-        0.2, "total privacy cost ε of each release (> 0)", "epsilon = 0.2", kind="number", minimum=0.0,
-        minimum_inclusive=False,
+    start: Selection | None = option(
+        None, "starting context (default: found by a validity-only search)",
+        "start = 'job_title IN (''Nurse'') AND year = 2019'", kind="string",
     )
     accounting: str = option(
         "tight", "tight (monotone utility) or paper (the paper's 2ε1 rules)", "accounting = 'tight'",
         kind="string", choices=ACCOUNTINGS,
-    )
-    max_contexts: int | None = option(
-        DEFAULT_MAX_ADMISSIBLE, "refuse to enumerate more admissible contexts than this (direct search, coe)"
     )
     seed: int | None = option(None, "reproducible randomness; labelled not for real releases", "seed = 7",
                               kind="integer", minimum=0)
     dataset: str | None = option(None, "budget ledger name to charge", "dataset = 'salaries'", kind="string")
     owner_view: bool = option(False, "also return the owner's private diagnostics", "owner_view = TRUE",
                               kind="boolean")
+    descents: int = option(
+        DEFAULT_DESCENTS,
+        "bfs: validity-only random descents from the full context that seed the frontier "
+        "(free under OCDP; 0 = the paper's Algorithm 5)",
+        "descents = 24", kind="integer", minimum=0,
+    )
+    max_contexts: int | None = option(
+        DEFAULT_MAX_ADMISSIBLE, "refuse to enumerate more admissible contexts than this (direct search, coe)"
+    )
 
     def __post_init__(self) -> None:
         for name in ("relation", "metric", "selector"):

@@ -25,9 +25,9 @@ from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.core.accounting import DpCost, SpCost
-from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, dataset_key, new_release_id
+from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, dataset_key, new_release_id
 from pcor_sql.engine.release import OutlierRun, explanation_sql, load_records, released_predicate
-from pcor_sql.engine.schema import Schema, resolve_schema
+from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
 from pcor_sql.errors import UserError
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
@@ -71,7 +71,6 @@ class Session:
         BudgetExceeded before the search runs. `single`: a selector picking several rows is a
         UserError, raised before anything is charged."""
         _expect(request, OutlierRequest, "explain")
-        ledger = self.ledger()
         name = request.dataset or dataset_key(request.relation)
         budget = request.budget
         mechanism = f"pcor/{request.search}/{request.accounting}"
@@ -86,7 +85,7 @@ class Session:
                 ChargeItem(new_release_id(), budget.cost, mechanism, f"{request.selector} #{i + 1}", request.statement)
                 for i in range(rows)
             ]
-            pending.append(ledger.open_charge(name, items))
+            pending.append(self.ledger().open_charge(name, items))
 
         try:
             prepared = self._prepare(request, reserve)
@@ -219,9 +218,15 @@ class Session:
     def schema(self, request: OutlierRequest) -> Schema:
         key = (request.relation, request.metric, request.by, request.domains)
         if key not in self._schemas:
+            # The ledger's location rides along with the first DESCRIBE: one catalog statement.
+            along = LOCATION_SQL if self._ledger is None else None
+            described, location = describe_with_metric(self.con, request.relation, request.metric, along=along)
+            if location is not None:
+                self._ledger = Ledger(self.con, warn=self.warn, location=location)
             domains = None if request.domains is None else {k: list(v) for k, v in request.domains}
             self._schemas[key] = resolve_schema(
-                self.con, request.relation, request.metric, by=request.by, domains=domains, warn=self.warn
+                self.con, request.relation, request.metric, by=request.by, domains=domains, warn=self.warn,
+                described=described,
             )
         return self._schemas[key]
 

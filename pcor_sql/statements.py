@@ -30,7 +30,6 @@ from typing import Any, Callable, Iterator
 import duckdb
 
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.requests import VerifierSpec
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -97,7 +96,7 @@ def run_script(
     defaults = {name: value for name, value in defaults.items() if value is not None}
     con = session_for(con, session, warn).con if session is not None else con
     from pcor_sql.frontend.statements import parse_statement
-    from pcor_sql.frontend.tokens import split_statements
+    from pcor_sql.sqltext.tokens import split_statements
 
     if not isinstance(text, str):
         raise UserError(f"expected SQL text, got {type(text).__name__}", "pass the statements as a string")
@@ -139,7 +138,7 @@ def _run(
         if statement.by is not None:
             options["by"] = list(statement.by)
         if statement.verifier is not None:
-            options["verifier"] = VerifierSpec(statement.verifier.name, statement.verifier.options)
+            options["verifier"] = statement.verifier
         return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
     if isinstance(statement, IdentifyAnomaly):
         options.pop("max_contexts", None)  # a release option; anomaly answers enumerate nothing

@@ -2,6 +2,7 @@
 
 import ast
 import pathlib
+import sys
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
 
@@ -39,3 +40,16 @@ def test_frontend_does_not_import_the_ui():
 def test_no_star_imports():
     for path in PKG.rglob("*.py"):
         assert "import *" not in path.read_text(encoding="utf-8"), path
+
+
+def test_sqltext_is_the_bottom_layer():
+    """Everything may read SQL text through sqltext, so it may use only DuckDB, the standard
+    library and the error types."""
+    allowed = {"duckdb", "pcor_sql.errors"} | set(sys.stdlib_module_names)
+    bad = [
+        f"{path.relative_to(PKG)} imports {mod}"
+        for path in sorted((PKG / "sqltext").rglob("*.py"))
+        for mod in imported_modules(path)
+        if mod not in allowed and mod.split(".")[0] not in allowed and not mod.startswith("pcor_sql.sqltext")
+    ]
+    assert not bad, bad

@@ -38,10 +38,12 @@ def open_database(path: Path | None) -> Iterator[duckdb.DuckDBPyConnection]:
     closed at the end of the block."""
     if path is None:
         from pcor_sql.engine.datasets import load_all
+        from pcor_sql.engine.ledger import Ledger
 
         con = duckdb.connect()
         try:
             load_all(con)
+            Ledger(con)  # the scratch database's (in-memory) ledger tables, made with its data
         except BaseException:
             con.close()
             raise

@@ -129,13 +129,13 @@ def domains(texts: list[str] | None) -> dict[str, list[str]] | None:
 
 def verifier_args(spec: str, extra: list[str] | None) -> tuple[str, dict[str, Any]]:
     """`--verifier 'lof(k=10)'` plus `--verifier-option threshold=2` → ("lof", {k: 10, threshold: 2})."""
-    from pcor_sql.core.verifiers.registry import parse_spec
+    from pcor_sql.frontend.options import parse_verifier_spec
 
-    name, options = parse_spec(spec)
+    name, options = parse_verifier_spec(spec)
     for item in extra or []:
         if not isinstance(item, str) or "=" not in item:
             raise UserError(f"--verifier-option {item!r} is not NAME=VALUE", "write e.g. --verifier-option k=10")
-        _, parsed = parse_spec(f"option({item})")
+        _, parsed = parse_verifier_spec(f"option({item})")
         if len(parsed) != 1:
             raise UserError(f"--verifier-option {item!r} must set exactly one option", "repeat the flag for each option")
         key, value = next(iter(parsed.items()))

@@ -116,7 +116,7 @@ def _fetched(step: Any) -> tuple[list[str], list[tuple]] | None:
 
 def statement_complete(text: str) -> bool:
     """True when `text` ends with a `;` that is code (not inside a string or comment)."""
-    from pcor_sql.frontend.tokens import significant, tokenize
+    from pcor_sql.sqltext.tokens import significant, tokenize
 
     try:
         tokens = significant(tokenize(text))

@@ -18,9 +18,8 @@ from pcor_sql.engine.coe import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.summary import CellSummary, SummaryPopulation
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.requests import UTILITIES
 from pcor_sql.sqltext.build import METRIC_ALIAS, metric_values, select_from
-
-UTILITIES = ("population", "overlap")
 
 
 def plain_population_sql(summary_or_schema: Any, space: ContextSpace, mask: int) -> str:

@@ -59,6 +59,7 @@ from pcor_sql.engine.ledger_charge import (
 from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import sql_text
+from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, Token, Unterminated, significant, tokenize
 
 __all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord", "dataset_key",
            "new_release_id", "TOLERANCE"]
@@ -68,6 +69,15 @@ IN_MEMORY_WARNING = (
 )
 
 _T = TypeVar("_T")
+
+#: One catalog read: where the ledger lives (the database and schema `con` is using), its file
+#: (None in memory), whether it is read-only, and whether its two tables exist.
+LOCATION_SQL = (
+    "SELECT d.database_name, current_schema(), d.path, d.readonly, (SELECT count(*) FROM duckdb_tables() t"
+    " WHERE t.database_name = d.database_name AND t.schema_name = current_schema()"
+    " AND t.table_name IN ('pcor_budget', 'pcor_release_history'))"
+    " FROM duckdb_databases() d WHERE d.database_name = current_database()"
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,8 @@ class Ledger:
     charge is committed on its own. Safe to share between threads. `warn(message)` receives the
     in-memory warning, once per Ledger (so make one per session, not one per release).
     `busy_timeout` bounds, in seconds, how long a charge retries on transaction conflicts.
+    `location` is the row of `LOCATION_SQL` if the caller read it already (in the same
+    statement as other catalog facts: one round trip fewer per release).
     """
 
     def __init__(
@@ -131,6 +143,7 @@ class Ledger:
         *,
         warn: Callable[[str], None] | None = None,
         busy_timeout: float = 10.0,
+        location: Sequence[object] | None = None,
     ):
         if not (isinstance(busy_timeout, numbers.Real) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise InternalError(f"busy_timeout must be a finite number ≥ 0, got {busy_timeout!r}")
@@ -140,16 +153,12 @@ class Ledger:
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
-        # One catalog read: where the ledger lives, whether it can be written, whether it exists.
-        rows = con.execute(
-            "SELECT d.database_name, current_schema(), d.path, d.readonly, (SELECT count(*) FROM duckdb_tables() t"
-            " WHERE t.database_name = d.database_name AND t.schema_name = current_schema()"
-            " AND t.table_name IN ('pcor_budget', 'pcor_release_history'))"
-            " FROM duckdb_databases() d WHERE d.database_name = current_database()"
-        ).fetchall()
-        if not rows:
-            raise InternalError("the current database is not in duckdb_databases()")
-        database, schema, path, read_only, tables = rows[0]
+        if location is None:
+            rows = con.execute(LOCATION_SQL).fetchall()
+            if not rows:
+                raise InternalError("the current database is not in duckdb_databases()")
+            location = rows[0]
+        database, schema, path, read_only, tables = location
         self.database: str = database
         self.schema: str = schema
         self.path: str | None = path or None
@@ -413,34 +422,40 @@ def dataset_key(relation_sql: str) -> str:
     return f"{slug}#{digest}"
 
 
-_QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'?|\"(?:[^\"]|\"\")*\"?|--[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
-_SPACE_BY_PUNCTUATION = re.compile(r" ?([^\w\s'\"]) ?")
-
-
 def _normalize_sql(text: str) -> str:
     """Case-fold and squeeze the text outside quotes (DuckDB's unquoted identifiers and keywords
     ignore case; spacing next to punctuation and quotes means nothing), drop comments and a
     trailing semicolon, keep quoted identifiers and string literals verbatim."""
+    try:
+        code = significant(tokenize(text))
+    except Unterminated as exc:
+        # dataset_key also names ledgers typed by hand (`budget set-limit NAME`), which need not
+        # be SQL: an open quote keeps the rest as one literal, an open comment is dropped.
+        code = significant(tokenize(text[:exc.start]))
+        if exc.what != "comment":
+            kind = QUOTED_IDENT if exc.what == "quoted identifier" else STRING
+            code.append(Token(kind, text[exc.start:], exc.start, len(text), 0))
+    while code and code[-1].is_punct(";"):
+        code.pop()
     pieces: list[str] = []
-    unquoted: list[str] = []
-    position = 0
-    for match in _QUOTED_OR_COMMENT.finditer(text):
-        unquoted.append(text[position : match.start()])
-        token = match.group(0)
-        if token.startswith(("--", "/*")):
-            unquoted.append(" ")
-        else:
-            pieces.append(_squeeze("".join(unquoted)))
-            pieces.append(token)
-            unquoted = []
-        position = match.end()
-    unquoted.append(text[position:])
-    pieces.append(_squeeze("".join(unquoted).rstrip().rstrip(";")))
+    for previous, token in zip([None, *code], code):
+        # Blanks or a comment between two words still separate them; elsewhere they mean nothing.
+        if previous is not None and previous.end < token.start and _WORD_EDGE.match(previous.text[-1] + token.text[0]):
+            pieces.append(" ")
+        pieces.append(_case_folded(token))
     return "".join(pieces)
 
 
-def _squeeze(unquoted: str) -> str:
-    return _SPACE_BY_PUNCTUATION.sub(r"\1", " ".join(unquoted.lower().split()))
+_WORD_EDGE = re.compile(r"\w\w")
+
+
+def _case_folded(token: Token) -> str:
+    if token.kind == QUOTED_IDENT or (token.kind == STRING and token.text.startswith("$")):
+        return token.text
+    if token.kind == STRING:  # only a prefix such as E'...' or X'...' ignores case
+        prefix, quote, rest = token.text.partition("'")
+        return prefix.lower() + quote + rest
+    return token.text.lower()
 
 
 def _budget_status(dataset: str, limit: float | None, spent: float, releases: int) -> BudgetStatus:

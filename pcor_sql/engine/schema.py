@@ -46,16 +46,26 @@ class Schema:
 _METRIC_PROBE = "__pcor_metric_type"
 
 
+Described = tuple[list[tuple[str, str, bool]], str]
+
+
 def describe_with_metric(
-    con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str
-) -> tuple[list[tuple[str, str, bool]], str]:
+    con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str, *, along: str | None = None
+) -> tuple[Described, tuple | None]:
     """((column, type, declared NOT NULL) of `SELECT * FROM relation`, the metric's type), in one
-    statement. If it fails, the two parts are described apart to name what is wrong."""
+    statement. If it fails, the two parts are described apart to name what is wrong.
+
+    `along` is a one-row SELECT of catalog facts a caller needs too (the ledger's location):
+    cross-joined into the same statement, its row comes back second (None if it had none)."""
+    query = describe(select_from(["*", aliased(metric_sql, _METRIC_PROBE)], relation_sql))
+    if along is not None:
+        query = select_from("*", f"({query}) CROSS JOIN ({along})")
     try:
-        rows = con.execute(describe(select_from(["*", aliased(metric_sql, _METRIC_PROBE)], relation_sql))).fetchall()
+        rows = con.execute(query).fetchall()
     except duckdb.Error:
-        return _describe(con, relation_sql), metric_type(con, relation_sql, metric_sql)
-    return [(r[0], r[1], r[2] == "NO") for r in rows[:-1]], rows[-1][1]
+        return (_describe(con, relation_sql), metric_type(con, relation_sql, metric_sql)), None
+    extra = tuple(rows[0][6:]) if along is not None and rows else None
+    return ([(r[0], r[1], r[2] == "NO") for r in rows[:-1]], rows[-1][1]), extra
 
 
 def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[str, str, bool]]:
@@ -92,9 +102,11 @@ def resolve_schema(
     by: Sequence[str] | None = None,
     domains: Mapping[str, Sequence[Any]] | None = None,
     warn: Warn | None = None,
+    described: Described | None = None,
 ) -> Schema:
-    """Resolve the attributes (default: ENUM and declared columns) and their domains."""
-    described, mtype = describe_with_metric(con, relation_sql, metric_sql)
+    """Resolve the attributes (default: ENUM and declared columns) and their domains.
+    `described`: what `describe_with_metric` returned, if the caller read it already."""
+    described, mtype = described or describe_with_metric(con, relation_sql, metric_sql)[0]
     columns = {name: type_name for name, type_name, _ in described}
     not_null = frozenset(name for name, _, nn in described if nn)
     if not is_numeric(mtype):

@@ -20,7 +20,7 @@ from pcor_sql.frontend.statements import (
     is_pcor_statement,
     parse_statement,
 )
-from pcor_sql.frontend.tokens import split_statements
+from pcor_sql.sqltext.tokens import split_statements
 
 __all__ = [
     "ExplainOutlier",

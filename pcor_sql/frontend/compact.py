@@ -5,119 +5,138 @@ double quotes ("" for a quote inside). `--domain`: `attr=v1|v2|...`, several dec
 separated by `;`; a value holding `|`, `;`, `=` or surrounding spaces is written in single
 quotes ('' for a quote inside), an attribute name in double quotes. Values stay strings: the
 engine converts them to the column's type.
+
+Both forms are read with the SQL tokenizer, item by item (a name and a value quote
+differently), so a quoted item follows SQL's quoting rules.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+import dataclasses
+from typing import Iterable, Sequence
 
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.tokens import (
+    QUOTED_IDENT,
+    STRING,
+    Token,
+    Unterminated,
+    significant,
+    tokenize,
+    unquote_identifier,
+    unquote_string,
+)
 
 _BY_FIX = 'write attribute names separated by commas, e.g. --by job_title,year (quote odd names: \'"job, title"\')'
 _DOMAIN_FIX = "write attr=v1|v2|v3 (several: a=x|y;b=1|2; quote values holding | ; = in single quotes: 'a|b')"
+# An item whose quote is never closed: the tokenizer stops there, the parse reports it in place.
+_OPEN_QUOTE = "open_quote"
+_SEPARATOR = "separator"
+_QUOTED = (QUOTED_IDENT, STRING, _OPEN_QUOTE)
 
 
-class _Scanner:
-    def __init__(self, text: str, what: str, fix: str):
-        self.text, self.i, self.what, self.fix = text, 0, what, fix
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    what: str
+    fix: str
+    separators: str
 
     def error(self, problem: str) -> UserError:
         return UserError(f"{self.what}: {problem}", self.fix)
 
-    def at_end(self) -> bool:
-        return self.i >= len(self.text)
+    def item(self, text: str, pos: int, quote: str) -> tuple[str, bool, str, int]:
+        """The item starting at text[pos], in which only `quote` quotes: (its value, whether it
+        was quoted, the separator after it or "" at the end, the position after that)."""
+        tokens = self._tokens(text, pos, quote)
+        cut = next((k for k, t in enumerate(tokens) if t.kind == _SEPARATOR), len(tokens))
+        value, quoted = self._value(text, tokens[:cut], QUOTED_IDENT if quote == '"' else STRING)
+        if cut == len(tokens):
+            return value, quoted, "", len(text)
+        return value, quoted, tokens[cut].text, tokens[cut].end
 
-    def peek(self) -> str:
-        return self.text[self.i] if self.i < len(self.text) else ""
+    def _tokens(self, text: str, pos: int, quote: str) -> list[Token]:
+        """The SQL tokens of text[pos:], placed in `text`. Only the separators and `quote` mean
+        anything here: every other character is lexed as `_`, so that free text such as
+        `dept's` or `1--5` opens no SQL string or comment."""
+        lexable = "".join(c if c in self.separators or c == quote or c.isspace() else "_" for c in text[pos:])
+        try:
+            found, opened = significant(tokenize(lexable)), []
+        except Unterminated as exc:
+            found = significant(tokenize(lexable[:exc.start]))
+            opened = [Token(_OPEN_QUOTE, text[pos + exc.start:], pos + exc.start, len(text), 0)]
+        out: list[Token] = []
+        for tok in found:
+            start = pos + tok.start
+            if tok.kind not in _QUOTED and set(tok.text) <= set(self.separators):
+                # DuckDB lexes a run like `||` or `=|` as one operator: each character separates.
+                out.extend(Token(_SEPARATOR, c, start + k, start + k + 1, 0) for k, c in enumerate(tok.text))
+            else:
+                out.append(Token(tok.kind, text[start:pos + tok.end], start, pos + tok.end, 0))
+        return out + opened
 
-    def skip_spaces(self) -> None:
-        while self.i < len(self.text) and self.text[self.i].isspace():
-            self.i += 1
-
-    def quoted(self, quote: str) -> str:
-        """The quoted run at the cursor (doubled quotes stand for one), cursor after it."""
-        start = self.i
-        self.i += 1
-        out = []
-        while self.i < len(self.text):
-            c = self.text[self.i]
-            if c == quote:
-                if self.text.startswith(quote * 2, self.i):
-                    out.append(quote)
-                    self.i += 2
-                    continue
-                self.i += 1
-                return "".join(out)
-            out.append(c)
-            self.i += 1
-        raise self.error(f"unterminated quote starting at {self.text[start:start + 15]!r}")
-
-    def item(self, stops: str, quote: str) -> tuple[str, bool]:
-        """One item up to a stop character: quoted (exactly) or bare (stripped)."""
-        self.skip_spaces()
-        if self.peek() == quote:
-            value = self.quoted(quote)
-            self.skip_spaces()
-            if not self.at_end() and self.peek() not in stops:
-                raise self.error(f"unexpected {self.peek()!r} after the quoted {value!r}")
+    def _value(self, text: str, tokens: Sequence[Token], kind: str) -> tuple[str, bool]:
+        """A single quoted token of `kind` (its value, exactly) or bare text (stripped)."""
+        if not tokens:
+            return "", False
+        first = tokens[0]
+        if first.kind == _OPEN_QUOTE:
+            raise self.error(f"unterminated quote starting at {first.text[:15]!r}")
+        if first.kind == kind:
+            value = unquote_identifier(first) if kind == QUOTED_IDENT else unquote_string(first)
+            if len(tokens) > 1:
+                raise self.error(f"unexpected {text[tokens[1].start]!r} after the quoted {value!r}")
             return value, True
-        start = self.i
-        while not self.at_end() and self.peek() not in stops:
-            if self.peek() == quote:
-                raise self.error(f"a quote inside {self.text[start:self.i + 1]!r}; quote the whole item")
-            self.i += 1
-        return self.text[start:self.i].strip(), False
+        quote = next((t for t in tokens if t.kind in _QUOTED), None)
+        if quote is not None:
+            raise self.error(f"a quote inside {text[first.start:quote.start + 1]!r}; quote the whole item")
+        return text[first.start:tokens[-1].end].strip(), False
+
+
+_BY = _Form("--by", _BY_FIX, ",")
+_DOMAIN = _Form("--domain", _DOMAIN_FIX, "=|;")
 
 
 def parse_by(text: str) -> tuple[str, ...]:
     """`"a,b,c"` → ("a", "b", "c"). Errors for an empty list, an empty name or a repeat."""
     if not isinstance(text, str) or not text.strip():
         raise UserError("--by is empty", _BY_FIX)
-    scan = _Scanner(text, "--by", _BY_FIX)
     names: list[str] = []
+    pos = 0
     while True:
-        name, quoted = scan.item(",", '"')
+        name, quoted, separator, pos = _BY.item(text, pos, '"')
         if not name:
-            raise scan.error("an attribute name is empty" if quoted else "an attribute name is missing (two commas, or a comma at an end)")
+            raise _BY.error("an attribute name is empty" if quoted else "an attribute name is missing (two commas, or a comma at an end)")
         if name in names:
-            raise scan.error(f"{name!r} is named twice")
+            raise _BY.error(f"{name!r} is named twice")
         names.append(name)
-        if scan.at_end():
+        if not separator:
             return tuple(names)
-        scan.i += 1  # the comma
 
 
-def _declarations(scan: _Scanner) -> list[tuple[str, list[str]]]:
+def _declarations(text: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
+    pos = 0
     while True:
-        scan.skip_spaces()
-        if scan.at_end():
+        if not text[pos:].strip():
             if not out:
-                raise scan.error("no declaration")
+                raise _DOMAIN.error("no declaration")
             return out
-        name, _ = scan.item("=;|", '"')
+        name, _, separator, pos = _DOMAIN.item(text, pos, '"')
         if not name:
-            raise scan.error("an attribute name is missing")
-        if scan.peek() != "=":
-            raise scan.error(f"expected '=' after the attribute {name!r}")
-        scan.i += 1
+            raise _DOMAIN.error("an attribute name is missing")
+        if separator != "=":
+            raise _DOMAIN.error(f"expected '=' after the attribute {name!r}")
         values: list[str] = []
-        while True:
-            value, quoted = scan.item("|;=", "'")
-            if scan.peek() == "=":
-                raise scan.error(f"unexpected '=' in the values of {name!r}; quote values holding '=': 'a=b'")
+        while separator in ("=", "|"):
+            value, quoted, separator, pos = _DOMAIN.item(text, pos, "'")
+            if separator == "=":
+                raise _DOMAIN.error(f"unexpected '=' in the values of {name!r}; quote values holding '=': 'a=b'")
             if not value and not quoted:
-                raise scan.error(f"an empty value in the domain of {name!r} (two '|', or one at an end)")
+                raise _DOMAIN.error(f"an empty value in the domain of {name!r} (two '|', or one at an end)")
             if value in values:
-                raise scan.error(f"the value {value!r} is listed twice for {name!r}")
+                raise _DOMAIN.error(f"the value {value!r} is listed twice for {name!r}")
             values.append(value)
-            if scan.peek() == "|":
-                scan.i += 1
-                continue
-            break
         out.append((name, values))
-        if scan.peek() == ";":
-            scan.i += 1
 
 
 def parse_domain_declaration(text: str) -> tuple[str, list[str]]:
@@ -141,7 +160,7 @@ def parse_domain_declarations(texts: str | Iterable[str]) -> dict[str, list[str]
     for text in texts:
         if not isinstance(text, str) or not text.strip():
             raise UserError("--domain is empty", _DOMAIN_FIX)
-        for name, values in _declarations(_Scanner(text, "--domain", _DOMAIN_FIX)):
+        for name, values in _declarations(text):
             if name in out:
                 raise UserError(f"--domain: the domain of {name!r} is declared twice", "declare each attribute once")
             out[name] = values

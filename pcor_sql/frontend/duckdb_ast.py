@@ -12,7 +12,9 @@ functions that do not look at the catalog.
 from __future__ import annotations
 
 import copy
+import functools
 import json
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import duckdb
@@ -48,15 +50,48 @@ def wrap(node: dict[str, Any]) -> dict[str, Any]:
     return {"error": False, "statements": [{"node": node, "named_param_map": []}]}
 
 
-def render(con: duckdb.DuckDBPyConnection, nodes: list[dict[str, Any]]) -> list[str]:
-    """SQL text of each query node, rendered by DuckDB (one round trip for all of them)."""
-    if not nodes:
-        return []
-    docs = [json.dumps(wrap(n)) for n in nodes]
-    rows = _run(con, "SELECT list_transform($1::VARCHAR[], lambda d: json_deserialize_sql(d::JSON))", [docs])
-    texts = rows[0][0]
-    require(len(texts) == len(nodes), "DuckDB rendered a different number of statements")
-    return list(texts)
+# One round trip renders every piece of a SELECT and parses the SELECT they make when put back
+# together. $1: the pieces' documents (metrics, FROM, WHERE); $2: per metric '' or ' AS "name"';
+# $3: the number of metrics. The slices drop the prefixes `render_select` checks in Python.
+_RENDER_AND_REPARSE = """
+WITH rendered AS (SELECT list_transform($1::VARCHAR[], lambda d: json_deserialize_sql(d::JSON)) AS texts)
+SELECT texts, json_serialize_sql(
+    'SELECT ' || array_to_string(list_transform(texts[1:$3], lambda t, i: t[8:] || ($2::VARCHAR[])[i]), ', ')
+    || ' FROM ' || texts[$3 + 1][15:] || coalesce(' WHERE ' || texts[$3 + 2][8:], ''))
+FROM rendered"""
+
+
+@dataclass(frozen=True)
+class RenderedSelect:
+    """The pieces of a SELECT as DuckDB writes them, and the parse of their reassembly."""
+
+    metrics: tuple[str, ...]
+    relation: str
+    selector: str | None
+    reassembled: dict[str, Any]
+
+
+def render_select(
+    con: duckdb.DuckDBPyConnection, node: dict[str, Any], metrics: list[dict[str, Any]], aliases_sql: list[str]
+) -> RenderedSelect:
+    """Render each metric expression, the FROM clause and the WHERE expression of the SELECT
+    node `node`, and parse `SELECT <metric><alias>, ... FROM <relation> [WHERE <selector>]` put
+    back together from those texts (`aliases_sql`: '' or ' AS "name"' per metric) — all in one
+    round trip."""
+    require(len(metrics) == len(aliases_sql), "one alias text per metric")
+    pieces = [_templates().expression_node(node, e) for e in metrics] + [_templates().relation_node(node)]
+    where = node.get("where_clause")
+    if where is not None:
+        pieces.append(_templates().expression_node(node, where))
+    docs = [json.dumps(wrap(n)) for n in pieces]
+    texts, reassembled = _run(con, _RENDER_AND_REPARSE, [docs, aliases_sql, len(metrics)])[0]
+    require(len(texts) == len(pieces), "DuckDB rendered a different number of statements")
+    return RenderedSelect(
+        metrics=tuple(strip_prefix(t, "SELECT ") for t in texts[: len(metrics)]),
+        relation=strip_prefix(texts[len(metrics)], "SELECT * FROM "),
+        selector=strip_prefix(texts[-1], "SELECT ") if where is not None else None,
+        reassembled=json.loads(reassembled),
+    )
 
 
 def strip_locations(obj: Any) -> Any:
@@ -120,6 +155,17 @@ class Templates:
         node["select_list"] = copy.deepcopy(self.star_list)
         node["where_clause"] = None
         return node
+
+
+@functools.lru_cache(maxsize=1)
+def _templates() -> Templates:
+    """The templates of this DuckDB version, parsed once on a private connection: they depend
+    only on the library, and parsing them on each call would cost two round trips."""
+    fresh = duckdb.connect()
+    try:
+        return Templates(fresh)
+    finally:
+        fresh.close()
 
 
 def strip_prefix(text: str, prefix: str) -> str:

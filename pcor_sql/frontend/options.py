@@ -1,9 +1,11 @@
-"""Option lists of our statements: `WITH (name = value, ...)` and `USING verifier(name = value, ...)`.
+"""Option lists: `WITH (name = value, ...)`, `USING verifier(name = value, ...)`, and the same
+verifier spec as text (`--verifier 'lof(k=20)'`, the API's `verifier="lof(k=20)"`).
 
 Values are numbers, single-quoted strings or TRUE/FALSE — never expressions, so nothing in
 an option can reach SQL as code: a string option stays a Python string from here on.
 Names are case-insensitive words. Each statement declares its options (`OptionSpec`): an
 unknown, repeated, mistyped or out-of-range option is a UserError naming it and the fix.
+A verifier's options are checked by the verifier registry instead.
 """
 
 from __future__ import annotations
@@ -12,9 +14,19 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
-from pcor_sql.core.accounting import ACCOUNTINGS, SEARCHES
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend.tokens import NUMBER, OPERATOR, STRING, WORD, Token, unquote_string
+from pcor_sql.requests import AnomalyRequest, OutlierRequest, statement_options
+from pcor_sql.sqltext.tokens import (
+    NUMBER,
+    OPERATOR,
+    QUOTED_IDENT,
+    STRING,
+    WORD,
+    Token,
+    significant,
+    tokenize,
+    unquote_string,
+)
 
 OptionValue = Union[int, float, str, bool]
 
@@ -22,11 +34,6 @@ NUMBER_KIND = "number"
 INTEGER_KIND = "integer"
 STRING_KIND = "string"
 BOOLEAN_KIND = "boolean"
-
-# The value sets DESIGN.md fixes (§2 utilities, §3 privacy modes and norms).
-UTILITIES = ("population", "overlap")
-PRIVACY_MODES = ("dp", "sp")
-NORMS = ("l1", "l2", "linf")
 
 
 @dataclass(frozen=True)
@@ -50,30 +57,23 @@ class RawOption:
     token: Token
 
 
-EXPLAIN_OPTIONS = (
-    OptionSpec("epsilon", NUMBER_KIND, "epsilon = 0.2", minimum=0.0, minimum_inclusive=False),
-    OptionSpec("search", STRING_KIND, "search = 'bfs'", choices=SEARCHES),
-    OptionSpec("samples", INTEGER_KIND, "samples = 50", minimum=1),
-    OptionSpec("utility", STRING_KIND, "utility = 'population'", choices=UTILITIES),
-    OptionSpec("start", STRING_KIND, "start = 'job_title IN (''Nurse'') AND year = 2019'"),
-    OptionSpec("accounting", STRING_KIND, "accounting = 'tight'", choices=ACCOUNTINGS),
-    OptionSpec("seed", INTEGER_KIND, "seed = 7", minimum=0),
-    OptionSpec("dataset", STRING_KIND, "dataset = 'salaries'"),
-    OptionSpec("owner_view", BOOLEAN_KIND, "owner_view = TRUE"),
-    OptionSpec("descents", INTEGER_KIND, "descents = 24", minimum=0),
-)
+def _statement_specs(cls: type) -> tuple[OptionSpec, ...]:
+    """The `WITH (...)` options of a request class, read from its fields' metadata (the one
+    place an option is described: a new request option is a new statement option)."""
+    out = []
+    for name, f in statement_options(cls).items():
+        spec = f.metadata["statement"]
+        out.append(
+            OptionSpec(
+                name, spec["kind"], f.metadata["example"], choices=tuple(spec.get("choices", ())),
+                minimum=spec.get("minimum"), minimum_inclusive=spec.get("minimum_inclusive", True),
+            )
+        )
+    return tuple(out)
 
-IDENTIFY_OPTIONS = (
-    OptionSpec("beta", NUMBER_KIND, "beta = 5", minimum=1.0),
-    OptionSpec("radius", NUMBER_KIND, "radius = 1000", minimum=0.0),
-    OptionSpec("epsilon", NUMBER_KIND, "epsilon = 0.5", minimum=0.0, minimum_inclusive=False),
-    OptionSpec("privacy", STRING_KIND, "privacy = 'sp'", choices=PRIVACY_MODES),
-    OptionSpec("k", INTEGER_KIND, "k = 1", minimum=1),
-    OptionSpec("norm", STRING_KIND, "norm = 'l2'", choices=NORMS),
-    OptionSpec("seed", INTEGER_KIND, "seed = 7", minimum=0),
-    OptionSpec("dataset", STRING_KIND, "dataset = 'homicides'"),
-    OptionSpec("owner_view", BOOLEAN_KIND, "owner_view = TRUE"),
-)
+
+EXPLAIN_OPTIONS = _statement_specs(OutlierRequest)
+IDENTIFY_OPTIONS = _statement_specs(AnomalyRequest)
 
 
 def _shown(token: Token | None) -> str:
@@ -86,7 +86,7 @@ def _value(tokens: Sequence[Token], i: int, name: str) -> tuple[OptionValue, int
     if tok is None or tok.is_punct(",") or tok.is_punct(")"):
         raise UserError(f"option {name} has no value", f"write {name} = <value>")
     sign = 1
-    if tok.kind == OPERATOR and tok.text in "+-":
+    if tok.kind == OPERATOR and tok.text in ("+", "-"):
         sign = -1 if tok.text == "-" else 1
         i += 1
         tok = tokens[i] if i < len(tokens) else None
@@ -106,6 +106,11 @@ def _value(tokens: Sequence[Token], i: int, name: str) -> tuple[OptionValue, int
                 "write the value as a plain single-quoted string: 'text' (quotes inside doubled: 'it''s')",
             )
         return unquote_string(tok), i + 1
+    if tok.kind == QUOTED_IDENT:
+        raise UserError(
+            f"the value of {name} is in double quotes, which SQL reads as a name",
+            f"write it in single quotes: {name} = '{tok.text[1:-1]}'",
+        )
     if tok.is_word("TRUE", "FALSE"):
         return tok.upper == "TRUE", i + 1
     if tok.kind == WORD:
@@ -199,3 +204,56 @@ def check_options(raw: Sequence[RawOption], specs: Sequence[OptionSpec], where: 
 
 def option_tuple(raw: Sequence[RawOption]) -> tuple[tuple[str, OptionValue], ...]:
     return tuple((o.name, o.value) for o in raw)
+
+
+_SPEC_FIX = "write it like lof(k = 20, threshold = 1.5)"
+
+
+def parse_verifier_spec(text: str) -> tuple[str, dict[str, OptionValue]]:
+    """A verifier spec as text → (name, options): `lof(k = 20, threshold = 1.5)` →
+    ("lof", {"k": 20, "threshold": 1.5}); `lof` and `lof()` → ("lof", {}).
+
+    The same grammar as `USING lof(...)` in a statement (it is `parse_option_list`): values are
+    numbers, single-quoted strings ('it''s') or TRUE/FALSE; the name and option names are
+    case-insensitive and returned lower-cased. Bad text is a UserError naming the spec; whether
+    the verifier and its options exist is the verifier registry's to check (`make(name, **options)`)."""
+    if not isinstance(text, str):
+        raise UserError(f"verifier spec {text!r} is not text", _SPEC_FIX)
+    try:
+        return _verifier_spec(significant(tokenize(text)))
+    except UserError as exc:
+        raise UserError(f"cannot read verifier spec {text!r}: {exc.problem}", exc.fix or _SPEC_FIX) from None
+
+
+def _verifier_spec(tokens: Sequence[Token]) -> tuple[str, dict[str, OptionValue]]:
+    if not tokens:
+        raise UserError("it is empty", _SPEC_FIX)
+    if tokens[0].kind != WORD:
+        raise UserError(f"it must start with a verifier name, found {tokens[0].text!r}", _SPEC_FIX)
+    name = tokens[0].text.lower()
+    if len(tokens) == 1:
+        return name, {}
+    if not tokens[1].is_punct("("):
+        raise UserError(f"expected '(' after {tokens[0].text}, found {tokens[1].text!r}", _SPEC_FIX)
+    close = next((j for j, t in enumerate(tokens) if t.is_punct(")") and t.depth == tokens[1].depth), None)
+    if close is None:
+        raise UserError("the parenthesis is not closed", f"write {name}(k = 20)")
+    if close != len(tokens) - 1:
+        raise UserError(f"unexpected {tokens[close + 1].text!r} after ')'", "end the spec with its ')'")
+    return name, dict(option_tuple(parse_option_list(tokens[2:close], f"{name}(...)")))
+
+
+def format_verifier_spec(name: str, options: Mapping[str, OptionValue]) -> str:
+    """The inverse of `parse_verifier_spec`: ("lof", {"k": 20}) → "lof(k=20)"; no options → "lof"."""
+    parts = []
+    for key, value in options.items():
+        if isinstance(value, bool):
+            text = "TRUE" if value else "FALSE"
+        elif isinstance(value, str):
+            text = "'" + value.replace("'", "''") + "'"
+        elif isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
+            text = repr(value)
+        else:
+            raise InternalError(f"option {key}={value!r} cannot be written in a verifier spec")
+        parts.append(f"{key}={text}")
+    return f"{name}({', '.join(parts)})" if parts else name

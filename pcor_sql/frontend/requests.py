@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import duckdb
 
-from pcor_sql.core.verifiers.registry import parse_spec
+from pcor_sql.frontend.options import parse_verifier_spec
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
@@ -80,7 +80,7 @@ def verifier_spec(verifier: Any, options: Mapping[str, Any] | None = None) -> An
     if isinstance(verifier, VerifierSpec):
         name, given = verifier.name, verifier.options_dict()
     elif isinstance(verifier, str):
-        name, given = parse_spec(verifier)
+        name, given = parse_verifier_spec(verifier)
     else:
         if options:
             raise UserError("verifier options were given with a verifier object", "set them on the object itself")

@@ -17,9 +17,9 @@ import duckdb
 
 import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend.tokens import split_statements
 from pcor_sql.sqltext.build import describe, select_from
 from pcor_sql.sqltext.quoting import quote_identifier
+from pcor_sql.sqltext.tokens import split_statements
 
 _SYNTAX_FIX = "check the SELECT: it must read SELECT <metric> FROM <relation> [WHERE <record selector>]"
 _SHAPE_FIX = "write SELECT <metric> FROM <relation> WHERE <record selector>"
@@ -63,15 +63,16 @@ class SelectQuery:
     def select_list_sql(self) -> str:
         """The projection as written back: `expr [AS alias], ...`. Aliases are kept because
         DuckDB lets the WHERE clause refer to them."""
-        parts = []
-        for sql, alias in zip(self.metric_sql, self.metric_aliases):
-            parts.append(sql if alias is None else f"{sql} AS {quote_identifier(alias)}")
-        return ", ".join(parts)
+        return ", ".join(_aliased(sql, alias) for sql, alias in zip(self.metric_sql, self.metric_aliases))
 
     @property
     def metric_labels(self) -> tuple[str, ...]:
         """A display name per metric: its alias, else its column name, else its SQL."""
         return tuple(a or n or s for s, n, a in zip(self.metric_sql, self.metric_names, self.metric_aliases))
+
+
+def _aliased(sql: str, alias: str | None) -> str:
+    return sql if alias is None else f"{sql} AS {quote_identifier(alias)}"
 
 
 def parse_select(con: duckdb.DuckDBPyConnection, text: str, *, multiple: bool = False) -> SelectQuery:
@@ -267,46 +268,32 @@ def _aggregate_names(con: duckdb.DuckDBPyConnection, names: set[str]) -> set[str
 
 
 def _render(con: duckdb.DuckDBPyConnection, text: str, node: dict[str, Any], star: bool) -> SelectQuery:
-    templates = ast.Templates(con)
     select_list = node["select_list"]
-    bare = []
-    for expr in select_list:
-        e = dict(expr)
-        e["alias"] = ""
-        bare.append(e)
-    nodes = [templates.expression_node(node, e) for e in bare]
-    nodes.append(templates.relation_node(node))
-    where = node.get("where_clause")
-    if where is not None:
-        nodes.append(templates.expression_node(node, where))
-    rendered = ast.render(con, nodes)
-    metric_sql = tuple(ast.strip_prefix(s, "SELECT ") for s in rendered[: len(bare)])
-    relation_sql = ast.strip_prefix(rendered[len(bare)], "SELECT * FROM ")
-    selector_sql = ast.strip_prefix(rendered[-1], "SELECT ") if where is not None else None
+    bare = [{**expr, "alias": ""} for expr in select_list]
+    aliases = tuple(e.get("alias") or None for e in select_list)
+    rendered = ast.render_select(con, node, bare, [_aliased("", alias) for alias in aliases])
     names = tuple(
         e["column_names"][-1] if e.get("class") == "COLUMN_REF" and e.get("column_names") else None for e in select_list
     )
-    aliases = tuple(e.get("alias") or None for e in select_list)
     query = SelectQuery(
         original=text,
-        metric_sql=metric_sql,
+        metric_sql=rendered.metrics,
         metric_names=names,
         metric_aliases=aliases,
-        relation_sql=relation_sql,
-        selector_sql=selector_sql,
+        relation_sql=rendered.relation,
+        selector_sql=rendered.selector,
         star=star,
     )
-    _check_round_trip(con, query, node)
+    _check_round_trip(rendered.reassembled, node)
     return query
 
 
-def _check_round_trip(con: duckdb.DuckDBPyConnection, query: SelectQuery, node: dict[str, Any]) -> None:
+def _check_round_trip(doc: dict[str, Any], node: dict[str, Any]) -> None:
     """The pieces, put back together, must parse to the very AST the user's text parsed to:
     then every rewrite that reuses them means what the user wrote. DuckDB's renderer
     normalizes a few constructs (e.g. a VALUES list in FROM becomes a subquery), which this
-    refuses rather than guess."""
-    rebuilt = select_from(query.select_list_sql, query.relation_sql, where=query.selector_sql)
-    doc = ast.serialize(con, rebuilt)
+    refuses rather than guess. `doc` is the parse of `SELECT <select_list_sql> FROM
+    <relation_sql> [WHERE <selector_sql>]`, made in the round trip that rendered the pieces."""
     same = (
         not doc.get("error")
         and len(doc.get("statements") or []) == 1

@@ -16,7 +16,7 @@ import duckdb
 from pcor_sql.core.space import resolve_name
 import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend.tokens import significant, tokenize
+from pcor_sql.sqltext.tokens import significant, tokenize
 
 _PROBE = "SELECT * FROM __pcor_start_context WHERE "
 _FIX = "write it as attr IN ('v1', 'v2') AND other = 'v' (only AND, IN and =, plain values)"

@@ -12,8 +12,8 @@ and validated by DuckDB's parser (`parse_select`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence, Union
+from dataclasses import dataclass
+from typing import Sequence, Union
 
 import duckdb
 
@@ -29,7 +29,8 @@ from pcor_sql.frontend.options import (
 )
 from pcor_sql.frontend.select import SelectQuery, parse_select
 from pcor_sql.frontend.start import parse_start_predicate
-from pcor_sql.frontend.tokens import PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
+from pcor_sql.requests import VerifierSpec
+from pcor_sql.sqltext.tokens import PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
 
 EXPLAIN_GRAMMAR = (
     "EXPLAIN OUTLIER SELECT <metric> FROM <relation> WHERE <selector> "
@@ -39,65 +40,43 @@ IDENTIFY_GRAMMAR = "IDENTIFY ANOMALY SELECT <columns> FROM <relation> [WHERE <se
 IDENTIFY_REQUIRED = ("beta", "radius", "epsilon")
 
 
+class _WithOptions:
+    """WITH options read by name: `statement.epsilon` is the value written, None if not given."""
+
+    given: tuple[tuple[str, OptionValue], ...]
+    _names: frozenset[str] = frozenset()
+
+    def options(self) -> dict[str, OptionValue]:
+        """The WITH options the statement gave, by name (values already typed and checked)."""
+        return dict(self.given)
+
+    def __getattr__(self, name: str) -> OptionValue | None:
+        if name in type(self)._names:
+            return dict(self.given).get(name)
+        raise AttributeError(name)
+
+
 @dataclass(frozen=True)
-class VerifierSpec:
-    """`USING name(opt = value, ...)`: the verifier's name (lower-cased) and its options as
-    written; the verifier registry checks the names and values."""
-
-    name: str
-    options: tuple[tuple[str, OptionValue], ...] = ()
-
-    def options_dict(self) -> dict[str, OptionValue]:
-        return dict(self.options)
-
-
-@dataclass(frozen=True)
-class ExplainOutlier:
-    """`EXPLAIN OUTLIER ...`. None means "not given" (the API's default applies); `start` is
-    the predicate text, already checked for form (see `parse_start_predicate`)."""
+class ExplainOutlier(_WithOptions):
+    """`EXPLAIN OUTLIER ...`. `by` and `verifier` are None when not given; the WITH options
+    are the statement options of `OutlierRequest`; `start` stays text, checked for form."""
 
     text: str
     query: SelectQuery
     by: tuple[str, ...] | None = None
     verifier: VerifierSpec | None = None
-    epsilon: float | None = None
-    search: str | None = None
-    samples: int | None = None
-    utility: str | None = None
-    start: str | None = None
-    accounting: str | None = None
-    seed: int | None = None
-    dataset: str | None = None
-    owner_view: bool | None = None
-    descents: int | None = None
-    options_given: tuple[str, ...] = field(default=())
-
-    def options(self) -> dict[str, Any]:
-        """The WITH options the statement gave, by name."""
-        return {name: getattr(self, name) for name in self.options_given}
+    given: tuple[tuple[str, OptionValue], ...] = ()
+    _names = frozenset(o.name for o in EXPLAIN_OPTIONS)
 
 
 @dataclass(frozen=True)
-class IdentifyAnomaly:
-    """`IDENTIFY ANOMALY ...`: beta, radius and epsilon are required; None elsewhere means
-    "not given"."""
+class IdentifyAnomaly(_WithOptions):
+    """`IDENTIFY ANOMALY ...`: beta, radius and epsilon are required WITH options."""
 
     text: str
     query: SelectQuery
-    beta: float
-    radius: float
-    epsilon: float
-    privacy: str | None = None
-    k: int | None = None
-    norm: str | None = None
-    seed: int | None = None
-    dataset: str | None = None
-    owner_view: bool | None = None
-    options_given: tuple[str, ...] = field(default=())
-
-    def options(self) -> dict[str, Any]:
-        """The WITH options the statement gave, by name."""
-        return {name: getattr(self, name) for name in self.options_given}
+    given: tuple[tuple[str, OptionValue], ...] = ()
+    _names = frozenset(o.name for o in IDENTIFY_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -310,23 +289,7 @@ def _explain(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], e
     opts = check_options(clauses.with_options or (), EXPLAIN_OPTIONS, "WITH (...)")
     if "start" in opts:
         parse_start_predicate(con, str(opts["start"]), clauses.by)
-    return ExplainOutlier(
-        text=text,
-        query=query,
-        by=clauses.by,
-        verifier=clauses.verifier,
-        epsilon=_number(opts, "epsilon"),
-        search=_string(opts, "search"),
-        samples=_integer(opts, "samples"),
-        utility=_string(opts, "utility"),
-        start=_string(opts, "start"),
-        accounting=_string(opts, "accounting"),
-        seed=_integer(opts, "seed"),
-        dataset=_string(opts, "dataset"),
-        owner_view=_boolean(opts, "owner_view"),
-        descents=_integer(opts, "descents"),
-        options_given=tuple(opts),
-    )
+    return ExplainOutlier(text=text, query=query, by=clauses.by, verifier=clauses.verifier, given=tuple(opts.items()))
 
 
 def _identify(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], end: int) -> IdentifyAnomaly:
@@ -343,37 +306,7 @@ def _identify(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], 
             f"IDENTIFY ANOMALY needs {', '.join(missing)} in WITH (...)",
             "write e.g. WITH (beta = 5, radius = 1000, epsilon = 0.5)",
         )
-    beta, k = float(opts["beta"]), _integer(opts, "k")
-    if k is not None and k > beta + 1:
-        raise UserError(f"k must be between 1 and beta + 1 = {beta + 1:g}, got {k}", "lower k or raise beta")
-    return IdentifyAnomaly(
-        text=text,
-        query=query,
-        beta=beta,
-        radius=float(opts["radius"]),
-        epsilon=float(opts["epsilon"]),
-        privacy=_string(opts, "privacy"),
-        k=k,
-        norm=_string(opts, "norm"),
-        seed=_integer(opts, "seed"),
-        dataset=_string(opts, "dataset"),
-        owner_view=_boolean(opts, "owner_view"),
-        options_given=tuple(opts),
-    )
-
-
-# Typed reads of options `check_options` has already validated.
-def _number(opts: dict[str, OptionValue], name: str) -> float | None:
-    return None if name not in opts else float(opts[name])
-
-
-def _integer(opts: dict[str, OptionValue], name: str) -> int | None:
-    return None if name not in opts else int(opts[name])
-
-
-def _string(opts: dict[str, OptionValue], name: str) -> str | None:
-    return None if name not in opts else str(opts[name])
-
-
-def _boolean(opts: dict[str, OptionValue], name: str) -> bool | None:
-    return None if name not in opts else bool(opts[name])
+    k = opts.get("k")
+    if k is not None and k > float(opts["beta"]) + 1:
+        raise UserError(f"k must be between 1 and beta + 1 = {float(opts['beta']) + 1:g}, got {k}", "lower k or raise beta")
+    return IdentifyAnomaly(text=text, query=query, given=tuple(opts.items()))

@@ -201,3 +201,26 @@ def test_macros_are_followed_to_the_aggregates_they_call():
         assert parse_select(con, "SELECT plus_one(py_double(a)) FROM t").metric_sql == ("plus_one(py_double(a))",)
     finally:
         con.close()
+
+
+def _statements_run(con, action) -> int:
+    """How many statements `action` runs on `con`, by DuckDB's query log."""
+    con.execute("CALL enable_logging('QueryLog')")
+    count = "SELECT count(*) FROM duckdb_logs WHERE type = 'QueryLog'"
+    before = con.execute(count).fetchall()[0][0]
+    action()
+    return con.execute(count).fetchall()[0][0] - before - 1  # less the count that reads the log
+
+
+def test_parsing_a_select_takes_two_round_trips():
+    # One parse of the text; one that renders the pieces and parses their reassembly.
+    from pcor_sql.frontend import parse_statement
+
+    con = duckdb.connect()
+    try:
+        assert _statements_run(con, lambda: None) == 0
+        assert _statements_run(con, lambda: parse_select(con, "SELECT salary FROM salaries WHERE id = 42")) <= 2
+        explain = "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 BY dept USING lof(k = 3) WITH (epsilon = 1)"
+        assert _statements_run(con, lambda: parse_statement(con, explain)) <= 2
+    finally:
+        con.close()

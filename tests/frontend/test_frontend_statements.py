@@ -34,7 +34,7 @@ def test_every_clause_and_option(parser_con):
         0.2, "bfs", 50, "population", "tight", 7, "name", True
     )
     assert s.start == "job_title IN ('Nurse', 'Professor') AND year IN ('2019')"
-    assert s.options()["epsilon"] == 0.2 and set(s.options()) == set(s.options_given)
+    assert s.options()["epsilon"] == 0.2 and set(s.options()) == {name for name, _ in s.given}
     assert s.text == FULL
 
 
@@ -44,7 +44,7 @@ def test_defaults_are_none_and_clauses_may_come_in_any_order(parser_con):
     assert isinstance(s.epsilon, float)
     assert s.search is None and s.samples is None and s.start is None and s.options() == {"epsilon": 1.0}
     bare = parse_statement(parser_con, "EXPLAIN OUTLIER SELECT salary FROM t")
-    assert bare.by is None and bare.verifier is None and bare.options_given == ()
+    assert bare.by is None and bare.verifier is None and bare.given == ()
 
 
 @pytest.mark.parametrize(

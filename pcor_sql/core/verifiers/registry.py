@@ -2,8 +2,8 @@
 
 A `VerifierRegistry` is an ordinary object (no module-level state): `default_registry()`
 returns a fresh one holding grubbs, histogram, lof and zscore, and an app or session adds
-its own verifiers to its own registry. `parse_spec` / `format_spec` read and write the
-`lof(k=20, threshold=1.5)` form used by `USING ...` and `--verifier`.
+its own verifiers to its own registry. The `lof(k=20, threshold=1.5)` text of `USING ...` and
+`--verifier` is read by the front end (`pcor_sql.frontend.options.parse_verifier_spec`).
 
 Privacy: verifiers only decide validity, which OCDP treats as public structure; a user
 verifier is trusted code of the data owner and costs nothing either.
@@ -12,10 +12,9 @@ verifier is trusted code of the data owner and costs nothing either.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
@@ -29,7 +28,6 @@ from pcor_sql.errors import InternalError, PcorError, UserError
 _NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _SQL_PLACEHOLDERS = ("metric", "v")
-_SPEC_EXAMPLE = "write it like lof(k=20, threshold=1.5)"
 
 
 @dataclass(frozen=True)
@@ -176,11 +174,6 @@ class VerifierRegistry:
                 raise UserError(f"unknown option '{option}' for {key}", f"{key} takes: {takes}")
         return entry.factory(**options)
 
-    def make_spec(self, spec: str) -> Verifier:
-        """A verifier from `name(option=value, ...)` text."""
-        name, options = parse_spec(spec)
-        return self.make(name, **options)
-
     def _entry(self, name: str) -> _Entry:
         entry = self._entries.get(name.lower()) if isinstance(name, str) else None
         if entry is None:
@@ -204,103 +197,3 @@ def default_registry() -> VerifierRegistry:
     for cls in (Grubbs, Histogram, Lof, ZScore):
         registry.register_class(cls)
     return registry
-
-
-# ---- the `name(option=value, ...)` form -------------------------------------------------
-
-_TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-      | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-      | (?P<string>'(?:[^']|'')*'|"(?:[^"]|"")*")
-      | (?P<punct>[(),=])
-    )""",
-    re.VERBOSE,
-)
-
-
-def _tokens(spec: str) -> list[tuple[str, str, int]]:
-    out, pos = [], 0
-    while pos < len(spec):
-        if spec[pos:].strip() == "":
-            break
-        m = _TOKEN.match(spec, pos)
-        if m is None or m.end() == pos:
-            at = len(spec) - len(spec[pos:].lstrip())
-            raise UserError(
-                f"cannot read verifier spec {spec!r} at position {at} ({spec[at:at + 10]!r})",
-                _SPEC_EXAMPLE,
-            )
-        kind = m.lastgroup or ""
-        out.append((kind, m.group(kind), m.start(kind)))
-        pos = m.end()
-    return out
-
-
-def _value(kind: str, text: str) -> Any:
-    if kind == "string":
-        quote = text[0]
-        return text[1:-1].replace(quote * 2, quote)
-    if re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    return float(text)
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """`lof(k=20, threshold=1.5)` → ("lof", {"k": 20, "threshold": 1.5}).
-
-    Accepts `lof`, `lof()`, ints, floats (1.5, 1e-3) and quoted strings ('x', "x", with
-    doubled quotes inside). Names and option names are case-insensitive (lower-cased).
-    """
-    if not isinstance(spec, str):
-        raise UserError(f"verifier spec {spec!r} is not text", _SPEC_EXAMPLE)
-    toks = _tokens(spec)
-
-    def fail(problem: str) -> UserError:
-        return UserError(f"cannot read verifier spec {spec!r}: {problem}", _SPEC_EXAMPLE)
-
-    if not toks or toks[0][0] != "ident":
-        raise fail("it must start with a verifier name")
-    name = toks[0][1].lower()
-    options: dict[str, Any] = {}
-    if len(toks) == 1:
-        return name, options
-    if toks[1][:2] != ("punct", "("):
-        raise fail(f"expected '(' after {toks[0][1]!r}")
-    closing = [j for j, t in enumerate(toks) if t[:2] == ("punct", ")")]
-    if not closing:
-        raise fail("missing closing ')'")
-    if closing[0] != len(toks) - 1:
-        raise fail(f"unexpected text after ')' at position {toks[closing[0] + 1][2]}")
-    body = toks[2:-1]
-    i = 0
-    while i < len(body):
-        if i + 2 >= len(body) or body[i][0] != "ident" or body[i + 1][:2] != ("punct", "="):
-            raise fail(f"expected option=value at position {body[i][2]}")
-        key, (kind, text, at) = body[i][1].lower(), body[i + 2]
-        if kind not in ("number", "string"):
-            raise fail(f"the value of {key} at position {at} must be a number or a quoted string")
-        if key in options:
-            raise fail(f"option {key} is given twice")
-        options[key] = _value(kind, text)
-        i += 3
-        if i < len(body):
-            if body[i][:2] != ("punct", ","):
-                raise fail(f"expected ',' between options at position {body[i][2]}")
-            i += 1
-            if i == len(body):
-                raise fail("a trailing ',' needs another option after it")
-    return name, options
-
-
-def format_spec(name: str, options: Mapping[str, Any]) -> str:
-    """The inverse of `parse_spec`: ("lof", {"k": 20}) → "lof(k=20)"; no options → "lof"."""
-    parts = []
-    for key, value in options.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise InternalError(f"option {key}={value!r} cannot be written in a verifier spec")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InternalError(f"option {key}={value!r} cannot be written in a verifier spec")
-        text = "'" + value.replace("'", "''") + "'" if isinstance(value, str) else repr(value)
-        parts.append(f"{key}={text}")
-    return f"{name}({', '.join(parts)})" if parts else name

@@ -1,11 +1,7 @@
-"""Registry: names, options and their errors, user Python and SQL verifiers, spec text."""
-
-import math
+"""Registry: names, options and their errors, user Python and SQL verifiers."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.grubbs import Grubbs
@@ -16,8 +12,6 @@ from pcor_sql.core.verifiers.registry import (
     SqlVerifier,
     VerifierRegistry,
     default_registry,
-    format_spec,
-    parse_spec,
 )
 from pcor_sql.core.verifiers.zscore import ZScore
 from pcor_sql.errors import InternalError, UserError
@@ -151,66 +145,3 @@ def test_names_cannot_be_registered_twice():
     reg.register_sql("mine", "{v} > max({metric})")
     with pytest.raises(UserError, match="already registered"):
         reg.register_python("mine", lambda values, v: True)
-
-
-@pytest.mark.parametrize(
-    "spec, want",
-    [
-        ("lof", ("lof", {})),
-        ("lof()", ("lof", {})),
-        ("lof(k=10)", ("lof", {"k": 10})),
-        ("lof(k=20, threshold=1.5)", ("lof", {"k": 20, "threshold": 1.5})),
-        ("  LOF ( K = 20 ,threshold=2 )  ", ("lof", {"k": 20, "threshold": 2})),
-        ("grubbs(alpha=1e-3)", ("grubbs", {"alpha": 0.001})),
-        ("zscore(z=.5)", ("zscore", {"z": 0.5})),
-        ("x(a=-3, b=+2.5E2)", ("x", {"a": -3, "b": 250.0})),
-        ("mine(label='it''s', other=\"q\")", ("mine", {"label": "it's", "other": "q"})),
-    ],
-)
-def test_parse_spec(spec, want):
-    got = parse_spec(spec)
-    assert got == want
-    assert [type(v) for v in got[1].values()] == [type(v) for v in want[1].values()]
-
-
-@pytest.mark.parametrize(
-    "spec",
-    ["", "   ", "(k=1)", "lof(", "lof)", "lof(k)", "lof(k=)", "lof(=1)", "lof(k=1,)", "lof(k=1 threshold=2)",
-     "lof(k=1,,t=2)", "lof(k=1))", "lof(k=1) extra", "lof(k=1, k=2)", "lof(k=abc)", "lof(k=$)", "lof k=1",
-     "lof(k='x)", 3],
-)
-def test_malformed_specs_say_how_to_write_one(spec):
-    with pytest.raises(UserError) as err:
-        parse_spec(spec)
-    assert err.value.fix == "write it like lof(k=20, threshold=1.5)"
-
-
-_names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
-_values = st.one_of(
-    st.integers(-(10**12), 10**12),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12),
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(_names, st.dictionaries(_names, _values, max_size=4))
-def test_format_then_parse_round_trips(name, options):
-    text = format_spec(name, options)
-    got_name, got = parse_spec(text)
-    assert got_name == name
-    assert got.keys() == options.keys()
-    for key, value in options.items():
-        assert type(got[key]) is type(value)
-        assert got[key] == value or (isinstance(value, float) and math.isnan(value))
-
-
-def test_make_spec_and_format_of_built_ins():
-    reg = default_registry()
-    for spec in ("lof(k=7, threshold=2.5)", "grubbs(alpha=0.01)", "histogram(rel=0.001)", "zscore(z=2.5)"):
-        ver = reg.make_spec(spec)
-        assert format_spec(ver.name, ver.options()) == spec
-        assert reg.make_spec(format_spec(ver.name, ver.options())) == ver
-    assert format_spec("lof", {}) == "lof"
-    with pytest.raises(InternalError):
-        format_spec("lof", {"threshold": math.inf})

@@ -1,0 +1,60 @@
+"""One CLI release runs at most ten SQL statements, its ledger bookkeeping one transaction."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import duckdb
+import pytest
+
+from cli_helpers import invoke
+
+from pcor_sql.cli import explain as explain_command
+from pcor_sql.cli.database import open_database
+from pcor_sql.engine.datasets import load_dataset
+from pcor_sql.engine.ledger import Ledger
+
+QUERY = "SELECT salary FROM salaries WHERE id = 42"
+
+
+@pytest.fixture()
+def statements(monkeypatch):
+    """The statements the command runs on its database after opening it (the query log)."""
+    seen: list[str] = []
+
+    @contextmanager
+    def logged(path):
+        with open_database(path) as con:
+            con.execute("CALL enable_logging('QueryLog')")
+            yield con
+            rows = con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp").fetchall()
+            seen.extend(m for (m,) in rows if "duckdb_logs" not in m and "enable_logging" not in m)
+
+    monkeypatch.setattr(explain_command, "open_database", logged)
+    return seen
+
+
+def _transactions(statements: list[str]) -> int:
+    return sum(1 for s in statements if s.strip().upper().startswith("BEGIN"))
+
+
+@pytest.mark.parametrize("verifier", ["lof", "grubbs"])
+def test_a_release_on_the_bundled_data(statements, verifier):
+    result = invoke("explain-outlier", QUERY, "--verifier", verifier, "--seed", "7", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert len(statements) <= 10, statements
+    assert _transactions(statements) == 1 and statements[-1].strip().upper() == "COMMIT"
+
+
+def test_a_release_on_a_database_file(statements, tmp_path):
+    path = tmp_path / "salaries.duckdb"
+    con = duckdb.connect(str(path))
+    load_dataset(con, "salaries")
+    Ledger(con).set_limit("salaries", 5.0)
+    con.close()
+    result = invoke(
+        "explain-outlier", QUERY, "--db", str(path), "--dataset", "salaries", "--seed", "7", "--format", "json"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert len(statements) <= 10, statements
+    assert _transactions(statements) == 1
