@@ -22,19 +22,13 @@ from pcor_sql.frontend.requests import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
 
+Con = duckdb.DuckDBPyConnection | None  # None with session=
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
 
 
-def explain_outlier(
-    con: duckdb.DuckDBPyConnection | None,
-    query: str,
-    *,
-    session: Session | None = None,
-    warn: Warn | None = None,
-    progress: Progress | None = None,
-    **options: Any,
-) -> Explanation:
+def explain_outlier(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+                    progress: Progress | None = None, **options: Any) -> Explanation:
     """Release, under ε-OCDP, a context in which the one record `query` selects is an outlier.
 
     `query` is `SELECT <metric> FROM <relation> WHERE <record selector>`; a selector that
@@ -47,30 +41,16 @@ def explain_outlier(
     return result
 
 
-def explain_outliers(
-    con: duckdb.DuckDBPyConnection | None,
-    query: str,
-    *,
-    session: Session | None = None,
-    warn: Warn | None = None,
-    progress: Progress | None = None,
-    **options: Any,
-) -> list[Explanation]:
+def explain_outliers(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+                     progress: Progress | None = None, **options: Any) -> list[Explanation]:
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
     charges in one transaction before anything is returned."""
     session = session_for(con, session, warn)
     return session.explain(outlier_request(session.con, query, **options), progress=progress)
 
 
-def coe(
-    con: duckdb.DuckDBPyConnection | None,
-    query: str,
-    *,
-    session: Session | None = None,
-    warn: Warn | None = None,
-    progress: Progress | None = None,
-    **options: Any,
-) -> list[CoeResult]:
+def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+        progress: Progress | None = None, **options: Any) -> list[CoeResult]:
     """COE(D, V) for each selected record: every valid context with its utility (paper Alg. 1,
     lines 1–7). The data owner's exact tool: not differentially private, not charged to the
     ledger, never to be released."""
@@ -78,14 +58,8 @@ def coe(
     return session.coe(outlier_request(session.con, query, **options), progress=progress)
 
 
-def identify_anomaly(
-    con: duckdb.DuckDBPyConnection | None,
-    query: str,
-    *,
-    session: Session | None = None,
-    warn: Warn | None = None,
-    **options: Any,
-) -> AnomalyResult:
+def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+                     **options: Any) -> AnomalyResult:
     """A private answer to "is the one record `query` selects a (β, r)-anomaly?".
 
     `query` is `SELECT <col>[, <col> ...] FROM <relation> WHERE <selector>`. Options: `beta`,
@@ -98,14 +72,8 @@ def identify_anomaly(
     return result
 
 
-def identify_anomalies(
-    con: duckdb.DuckDBPyConnection | None,
-    query: str,
-    *,
-    session: Session | None = None,
-    warn: Warn | None = None,
-    **options: Any,
-) -> list[AnomalyResult]:
+def identify_anomalies(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+                       **options: Any) -> list[AnomalyResult]:
     """As `identify_anomaly` for every selected row (no WHERE: every row). Each answer costs ε
     (sequential composition): the batch total is announced through `warn`, refused up front
     past the dataset's limit, and charged before any answer is drawn."""

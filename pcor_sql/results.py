@@ -7,7 +7,7 @@ sizes, utilities and search diagnostics are in `.owner`, filled only with `owner
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -40,31 +40,20 @@ class Explanation:
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON shape (documented in the README)."""
-        out: dict[str, Any] = {
-            "record": self.record,
-            "context": self.context,
-            "predicate": self.predicate,
-            "explanation_sql": self.explanation_sql,
-            "epsilon": self.epsilon,
-            "epsilon1": self.epsilon1,
-            "accounting": self.accounting,
-            "search": self.search,
-            "samples": self.samples,
-            "descents": self.descents,
-            "em_calls": self.em_calls,
-            "verifier": self.verifier,
-            "utility": self.utility,
-            "start_source": self.start_source,
-            "seeded": self.seeded,
-            "dataset": self.dataset,
-        }
-        if self.seeded:
-            out["warning"] = "seeded run: reproducible, not for real releases"
+        out = _released(self, exclude=("budget_spent", "budget_limit"))
         if self.budget_limit is not None:
             out["budget"] = {"spent": self.budget_spent, "limit": self.budget_limit}
         if self.owner is not None:
             out["owner"] = self.owner.as_dict()
         return out
+
+
+def _released(result: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A result's public fields in declaration order (the JSON keys), the seeded-run label."""
+    out = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "owner" and f.name not in exclude}
+    if result.seeded:
+        out["warning"] = "seeded run: reproducible, not for real releases"
+    return out
 
 
 @dataclass(frozen=True)
@@ -135,20 +124,7 @@ class AnomalyResult:
 
     def as_dict(self, owner_view: bool | None = None) -> dict[str, Any]:
         """The stable JSON shape; owner fields only when the result carries them (owner_view)."""
-        out: dict[str, Any] = {
-            "record": self.record,
-            "anomaly": self.anomaly,
-            "epsilon": self.epsilon,
-            "privacy": self.privacy,
-            "k": self.k,
-            "beta": self.beta,
-            "radius": self.radius,
-            "norm": self.norm,
-            "seeded": self.seeded,
-            "dataset": self.dataset,
-        }
-        if self.seeded:
-            out["warning"] = "seeded run: reproducible, not for real releases"
+        out = _released(self)
         if self.owner is not None and owner_view is not False:
             out["owner"] = self.owner
         return out

@@ -25,7 +25,8 @@ from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.core.accounting import DpCost, SpCost
-from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, dataset_key, new_release_id
+from pcor_sql.engine.dataset_key import dataset_key
+from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, new_release_id
 from pcor_sql.engine.release import OutlierRun, explanation_sql, load_records, released_predicate
 from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary

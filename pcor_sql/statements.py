@@ -56,15 +56,8 @@ class StatementResult:
     statement: Any = None
 
 
-def sql(
-    con: duckdb.DuckDBPyConnection | None,
-    text: str,
-    *,
-    session: Any = None,
-    warn: Warn | None = None,
-    progress: Progress | None = None,
-    **defaults: Any,
-) -> Any:
+def sql(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any = None, warn: Warn | None = None,
+        progress: Progress | None = None, **defaults: Any) -> Any:
     """Run one statement or a script and return the last statement's result (None for a text
     holding no statement). `defaults` are request options (e.g. `seed`, `owner_view`,
     `max_contexts`) for pcor-sql statements that do not set them in WITH (...); a seed makes
@@ -77,15 +70,8 @@ def sql(
     return result
 
 
-def run_script(
-    con: duckdb.DuckDBPyConnection | None,
-    text: str,
-    *,
-    session: Any = None,
-    warn: Warn | None = None,
-    progress: Progress | None = None,
-    **defaults: Any,
-) -> Iterator[StatementResult]:
+def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any = None, warn: Warn | None = None,
+               progress: Progress | None = None, **defaults: Any) -> Iterator[StatementResult]:
     """Run the statements of `text` one by one, yielding each one's result before the next
     runs. In a script an error names the statement (its number and line) and stops the script;
     the statements before it have run (and their releases have been charged). DuckDB's own

@@ -124,20 +124,13 @@ def answer_anomaly_queries(
     columns: Sequence[str],
     selector_sql: str | None,
     *,
-    beta: float,
-    radius: float,
-    epsilon: float,
-    privacy: str,
-    k: int | None,
-    norm: str,
     source: Source,
+    **params: Any,
 ) -> list[AnomalyAnswer]:
     """One noisy answer per selected record, in scan order (see `prepare_anomaly_queries`).
 
     Cost: len(result) × ε under the chosen notion (`AnomalyBatch.cost`); callers that keep a
     budget ledger should use prepare/answer to charge before the coins are drawn.
     """
-    batch = prepare_anomaly_queries(
-        con, relation_sql, columns, selector_sql, beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k, norm=norm
-    )
+    batch = prepare_anomaly_queries(con, relation_sql, columns, selector_sql, **params)
     return batch.answer(source)

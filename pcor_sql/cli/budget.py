@@ -122,7 +122,7 @@ def set_limit(
     Example:
         pcor-sql budget set-limit salaries 1.0 --db salaries.duckdb
     """
-    from pcor_sql.engine.ledger import dataset_key
+    from pcor_sql.engine.dataset_key import dataset_key
 
     warn = make_warn()
     with open_database(_require(db)) as con:

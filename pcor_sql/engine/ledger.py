@@ -27,12 +27,10 @@ Why it cannot be overspent.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import math
 import numbers
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -56,12 +54,11 @@ from pcor_sql.engine.ledger_charge import (
     utc_now,
     write_charge,
 )
-from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import sql_text
-from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, Token, Unterminated, significant, tokenize
+from pcor_sql.sqltext.quoting import quote_identifier
 
-__all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord", "dataset_key",
+__all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord",
            "new_release_id", "TOLERANCE"]
 
 IN_MEMORY_WARNING = (
@@ -406,56 +403,6 @@ class PendingCharge:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def dataset_key(relation_sql: str) -> str:
-    """A stable ledger name for a relation given as SQL text (a table name, a file, a subquery):
-    a readable slug and a hash of the text normalised so that case and spacing outside quotes,
-    comments and a trailing semicolon do not matter, e.g. `salaries#3c1f0e9a5b7d2c44`."""
-    if not isinstance(relation_sql, str):
-        raise UserError(f"the relation must be SQL text, got {type(relation_sql).__name__}", "pass a string")
-    normalized = _normalize_sql(relation_sql)
-    if not normalized:
-        raise UserError("the relation is empty", "name a table, a view, a file or a subquery")
-    digest = hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
-    slug = re.sub(r"[^0-9a-z]+", "_", normalized.lower()).strip("_")[:40].strip("_") or "relation"
-    return f"{slug}#{digest}"
-
-
-def _normalize_sql(text: str) -> str:
-    """Case-fold and squeeze the text outside quotes (DuckDB's unquoted identifiers and keywords
-    ignore case; spacing next to punctuation and quotes means nothing), drop comments and a
-    trailing semicolon, keep quoted identifiers and string literals verbatim."""
-    try:
-        code = significant(tokenize(text))
-    except Unterminated as exc:
-        # dataset_key also names ledgers typed by hand (`budget set-limit NAME`), which need not
-        # be SQL: an open quote keeps the rest as one literal, an open comment is dropped.
-        code = significant(tokenize(text[:exc.start]))
-        if exc.what != "comment":
-            kind = QUOTED_IDENT if exc.what == "quoted identifier" else STRING
-            code.append(Token(kind, text[exc.start:], exc.start, len(text), 0))
-    while code and code[-1].is_punct(";"):
-        code.pop()
-    pieces: list[str] = []
-    for previous, token in zip([None, *code], code):
-        # Blanks or a comment between two words still separate them; elsewhere they mean nothing.
-        if previous is not None and previous.end < token.start and _WORD_EDGE.match(previous.text[-1] + token.text[0]):
-            pieces.append(" ")
-        pieces.append(_case_folded(token))
-    return "".join(pieces)
-
-
-_WORD_EDGE = re.compile(r"\w\w")
-
-
-def _case_folded(token: Token) -> str:
-    if token.kind == QUOTED_IDENT or (token.kind == STRING and token.text.startswith("$")):
-        return token.text
-    if token.kind == STRING:  # only a prefix such as E'...' or X'...' ignores case
-        prefix, quote, rest = token.text.partition("'")
-        return prefix.lower() + quote + rest
-    return token.text.lower()
 
 
 def _budget_status(dataset: str, limit: float | None, spent: float, releases: int) -> BudgetStatus:

@@ -60,14 +60,13 @@ def anomaly_from_select(
 ) -> AnomalyRequest:
     if q.star:
         q = expand_star(con, q)
-    columns = []
-    for sql_text, name in zip(q.metric_sql, q.metric_names):
-        if name is None:
-            raise UserError(
-                f"{sql_text} is an expression, not a column",
-                "select plain numeric columns (make a view for computed ones)",
-            )
-        columns.append(name)
+    expressions = [sql_text for sql_text, name in zip(q.metric_sql, q.metric_names) if name is None]
+    if expressions:
+        raise UserError(
+            f"{expressions[0]} is an expression, not a column",
+            "select plain numeric columns (make a view for computed ones)",
+        )
+    columns = [str(name) for name in q.metric_names]
     opts = _known(AnomalyRequest, options)
     return AnomalyRequest(
         relation=q.relation_sql, columns=tuple(columns), selector=q.selector_sql, statement=q.original, **opts

@@ -18,7 +18,6 @@ import pytest
 
 import pcor_sql
 from pcor_sql.core.accounting import OcdpCost
-from pcor_sql.engine import ledger as ledger_module
 from pcor_sql.engine import ledger_charge
 from pcor_sql.engine.database_file import connect_with_retry
 from pcor_sql.engine.ledger import (
@@ -26,7 +25,6 @@ from pcor_sql.engine.ledger import (
     BudgetStatus,
     ChargeItem,
     Ledger,
-    dataset_key,
     new_release_id,
 )
 from pcor_sql.errors import BudgetExceeded, InternalError, UserError
@@ -514,23 +512,6 @@ def test_connect_with_retry_waits_for_the_lock_then_names_the_holder(tmp_path):
     finally:
         holder.kill()
         holder.wait()
-
-
-# ---- dataset keys ------------------------------------------------------------------------
-
-
-def test_dataset_key_is_stable_readable_and_distinguishing():
-    key = dataset_key("salaries")
-    assert key.startswith("salaries#") and key == dataset_key("  SALARIES ; ")
-    query = "SELECT * FROM salaries WHERE dept = 'Nurse'"
-    same = "select *\n  from Salaries -- the table\n where dept='Nurse' /* x */;"
-    assert dataset_key(query) == dataset_key(same)
-    assert dataset_key(query) != dataset_key(query.replace("Nurse", "nurse"))  # literals keep case
-    assert dataset_key("read_csv('a.csv')") != dataset_key("read_csv('b.csv')")
-    assert dataset_key(query).startswith("select_from_salaries_where_dept_nurse#")
-    for bad in ("", "  ;", "-- only a comment"):
-        with pytest.raises(UserError):
-            dataset_key(bad)
 
 
 def test_conflict_detection_is_narrow():
