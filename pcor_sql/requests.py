@@ -139,6 +139,10 @@ class OutlierRequest:
             self.epsilon, self.search, self.samples, self.accounting, monotone=self.utility in MONOTONE_UTILITIES
         )
 
+    def search_options(self) -> dict[str, Any]:
+        """The options the chosen search declares it reads, by name (`SearchSpec.options`)."""
+        return {name: getattr(self, name) for name in search_spec(self.search).options}
+
     def replace(self, **changes: Any) -> "OutlierRequest":
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)

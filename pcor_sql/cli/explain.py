@@ -42,6 +42,7 @@ def explain_outlier(
             "(free under OCDP; 0 = the paper's Algorithm 5).",
         ),
     ] = DEFAULT_DESCENTS,
+    search_option: o.SearchOption = None,
     db: o.Db = None,
     fmt: Annotated[
         o.ExplainFormat,
@@ -63,7 +64,7 @@ def explain_outlier(
     options = o.outlier_options(
         by=by, domain=domain, verifier=verifier, verifier_option=verifier_option, max_contexts=max_contexts,
         epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
-        seed=seed, dataset=dataset, owner_view=owner_view, descents=descents,
+        seed=seed, dataset=dataset, owner_view=owner_view, descents=descents, search_option=search_option,
     )
     with open_database(db) as con, ProgressBar("enumerating contexts") as bar:
         results = explain_outliers(con, query, warn=make_warn(), progress=bar.callback, **options)

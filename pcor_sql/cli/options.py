@@ -66,6 +66,13 @@ Verifier = Annotated[
         help="Outlier test: grubbs, histogram, lof or zscore, with options, e.g. 'lof(k=10, threshold=2)'.",
     ),
 ]
+SearchOption = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--search-option", metavar="NAME=VALUE",
+        help="Any release option by name, e.g. descents=0 (repeatable; values as in WITH (...)).",
+    ),
+]
 VerifierOption = Annotated[
     Optional[List[str]],
     typer.Option("--verifier-option", metavar="NAME=VALUE", help="One verifier option, e.g. k=10 (repeatable)."),
@@ -108,11 +115,14 @@ def outlier_options(
     verifier: str,
     verifier_option: list[str] | None,
     max_contexts: int | None,
+    search_option: list[str] | None = None,
     **flags: Any,
 ) -> dict[str, Any]:
     """The flags a command was given, as `outlier_request` options (flags left unset are left
-    out, so the request's own defaults apply)."""
+    out, so the request's own defaults apply). `--search-option NAME=VALUE` sets any request
+    option by name, so a search's new option needs no flag of its own."""
     options = {name: value for name, value in flags.items() if value is not None}
+    options.update(named_values(search_option, "--search-option"))  # it wins over a flag's default
     if domain:
         options["domains"] = domains(domain)
     options["verifier"], options["verifier_options"] = verifier_args(verifier, verifier_option)
@@ -132,17 +142,30 @@ def verifier_args(spec: str, extra: list[str] | None) -> tuple[str, dict[str, An
     from pcor_sql.frontend.options import parse_verifier_spec
 
     name, options = parse_verifier_spec(spec)
-    for item in extra or []:
-        if not isinstance(item, str) or "=" not in item:
-            raise UserError(f"--verifier-option {item!r} is not NAME=VALUE", "write e.g. --verifier-option k=10")
-        _, parsed = parse_verifier_spec(f"option({item})")
-        if len(parsed) != 1:
-            raise UserError(f"--verifier-option {item!r} must set exactly one option", "repeat the flag for each option")
-        key, value = next(iter(parsed.items()))
+    for key, value in named_values(extra, "--verifier-option").items():
         if key in options:
             raise UserError(f"verifier option {key} is given twice", "give each option once")
         options[key] = value
     return name, options
+
+
+def named_values(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """Repeated `NAME=VALUE` flags, each value a literal as in `WITH (...)` (number, 'text',
+    TRUE/FALSE) → {name: value}."""
+    from pcor_sql.frontend.options import parse_verifier_spec
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if not isinstance(item, str) or "=" not in item:
+            raise UserError(f"{flag} {item!r} is not NAME=VALUE", f"write e.g. {flag} name=10")
+        _, parsed = parse_verifier_spec(f"option({item})")
+        if len(parsed) != 1:
+            raise UserError(f"{flag} {item!r} must set exactly one option", "repeat the flag for each option")
+        key, value = next(iter(parsed.items()))
+        if key in out:
+            raise UserError(f"{flag} {key} is given twice", "give each option once")
+        out[key] = value
+    return out
 
 
 def positive_count(value: int | None, flag: str) -> int | None:

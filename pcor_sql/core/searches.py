@@ -245,23 +245,26 @@ class SearchSpec:
 
 
 def _run_direct(oracle: Oracle, eps1: float, source: Source, start: int | None, **opts) -> SearchResult:
-    return direct(oracle, eps1, source, max_admissible=opts["max_admissible"], progress=opts.get("progress"))
+    return direct(oracle, eps1, source, max_admissible=opts.get("max_admissible", DEFAULT_MAX_ADMISSIBLE),
+                  progress=opts.get("progress"))
 
 
 def _run_uniform(oracle: Oracle, eps1: float, source: Source, start: int | None, **opts) -> SearchResult:
-    return uniform(oracle, eps1, source, samples=opts["samples"], max_draws=opts.get("max_draws", DEFAULT_MAX_DRAWS))
+    return uniform(oracle, eps1, source, samples=opts.get("samples", DEFAULT_SAMPLES),
+                   max_draws=opts.get("max_draws", DEFAULT_MAX_DRAWS))
 
 
 def _run_walk(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
-    return random_walk(oracle, eps1, source, start, samples=opts["samples"])
+    return random_walk(oracle, eps1, source, start, samples=opts.get("samples", DEFAULT_SAMPLES))
 
 
 def _run_dfs(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
-    return dfs(oracle, eps1, source, start, samples=opts["samples"])
+    return dfs(oracle, eps1, source, start, samples=opts.get("samples", DEFAULT_SAMPLES))
 
 
 def _run_bfs(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
-    return bfs(oracle, eps1, source, start, samples=opts["samples"], descents=opts.get("descents", 0))
+    return bfs(oracle, eps1, source, start, samples=opts.get("samples", DEFAULT_SAMPLES),
+               descents=opts.get("descents", DEFAULT_DESCENTS))
 
 
 #: Every search by name, in the order help and tables list them.
@@ -295,17 +298,14 @@ def run_search(
     source: Source,
     *,
     start: int | None,
-    samples: int = DEFAULT_SAMPLES,
-    max_admissible: int = 1 << 23,
-    max_draws: int = DEFAULT_MAX_DRAWS,
     progress: Callable[[int, int], None] | None = None,
-    descents: int = DEFAULT_DESCENTS,
+    **options: int,
 ) -> SearchResult:
-    """Run the declared search `name`. Graph searches need an admissible `start`."""
+    """Run the declared search `name` with its options by name (`samples`, `descents`,
+    `max_admissible`, `max_draws`: each search reads its own and ignores the others, so a
+    request can pass its search options through unchanged). Graph searches need an
+    admissible `start`."""
     spec = search_spec(name)
     if spec.graph and (start is None or not oracle.space.is_admissible(start)):
         raise InternalError("graph search started without an admissible start context")
-    return spec.run(
-        oracle, eps1, source, start, samples=samples, max_admissible=max_admissible, max_draws=max_draws,
-        progress=progress, descents=descents,
-    )
+    return spec.run(oracle, eps1, source, start, progress=progress, **options)

@@ -17,9 +17,9 @@ import duckdb
 
 from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
-from pcor_sql.core.searches import DEFAULT_MAX_ADMISSIBLE, SearchResult, Trace, run_search
+from pcor_sql.core.searches import SearchResult, Trace, run_search
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.start import DEFAULT_DESCENTS, DEFAULT_MAX_CHECKS, find_start
+from pcor_sql.core.start import DEFAULT_MAX_CHECKS, find_start
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator
 from pcor_sql.engine.summary import CellSummary, record_cell
@@ -110,14 +110,18 @@ def release_one(
     source: Source,
     *,
     search: str,
-    samples: int,
     utility: str,
     start: Mapping[str, Sequence[Any]] | None,
     owner_view: bool,
-    max_contexts: int | None = DEFAULT_MAX_ADMISSIBLE,
     progress: Callable[[int, int], None] | None = None,
-    descents: int = DEFAULT_DESCENTS,
+    **search_options: Any,
 ) -> RecordRelease:
+    """One record's search, verified and checked against its budget, uncharged. The search's
+    own options (`OutlierRequest.search_options()`) pass through to it by name; the request's
+    `max_contexts` is the `direct` search's `max_admissible` (None: no limit)."""
+    if "max_contexts" in search_options:
+        limit = search_options.pop("max_contexts")
+        search_options["max_admissible"] = limit if limit is not None else 1 << 64
     space = prepare_space(summary, row)
     ev = Evaluator(con, summary, space, v, verifier, utility="population")
     if search == "direct" and start is None and utility == "population":
@@ -127,15 +131,7 @@ def release_one(
     if utility != "population":
         ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask)
     result: SearchResult = run_search(
-        search,
-        ev,
-        budget.epsilon1,
-        source,
-        start=start_mask,
-        samples=samples,
-        max_admissible=max_contexts if max_contexts is not None else 1 << 64,
-        progress=progress,
-        descents=descents,
+        search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **search_options
     )
     if not ev.is_valid(result.mask):
         raise InternalError("a search released a context in which the record is not an outlier")
@@ -230,8 +226,8 @@ class OutlierRun:
         rec = self.records[i]
         return release_one(
             self.con, self.summary, rec.record, rec.value, self.verifier, r.budget, source,
-            search=r.search, samples=r.samples, utility=r.utility, start=self.start_selection,
-            owner_view=r.owner_view, max_contexts=r.max_contexts, progress=progress, descents=r.descents,
+            search=r.search, utility=r.utility, start=self.start_selection, owner_view=r.owner_view,
+            progress=progress, **r.search_options(),
         )
 
 

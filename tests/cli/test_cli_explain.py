@@ -118,3 +118,13 @@ def test_budget_is_shown_once_a_limit_is_set(db):
     assert e["budget"] == {"spent": 0.2, "limit": 2.0}
     table = _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll").stdout
     assert "spent ε = 0.4 of limit 2" in table
+
+
+def test_search_option_sets_any_request_option_by_name():
+    result = invoke("explain-outlier", QUERY, *FAST, "--search-option", "descents=0", "--search-option", "samples=5",
+                    "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert (out["descents"], out["samples"]) == (0, 5)
+    bad = invoke("explain-outlier", QUERY, *FAST, "--search-option", "speed=3")
+    assert bad.exit_code == 2 and "unknown option 'speed'" in bad.stderr
