@@ -153,3 +153,15 @@ def test_descents_zero_is_the_papers_bfs_and_negative_is_refused(con):
     assert r.descents == 0 and r.as_dict()["descents"] == 0
     with pytest.raises(pcor_sql.UserError, match="descents"):
         pcor_sql.explain_outlier(con, Q, verifier="grubbs", descents=-1)
+
+
+def test_python_takes_the_same_spec_strings_as_the_cli(con):
+    r = pcor_sql.explain_outlier(con, Q, verifier="grubbs(alpha = 0.01)", by="job_title,year", seed=4)
+    assert r.verifier == "grubbs(alpha=0.01)" and set(r.context) <= {"job_title", "year"}
+    same = pcor_sql.explain_outlier(con, Q, verifier="grubbs", verifier_options={"alpha": 0.01}, by=["job_title", "year"],
+                                    seed=4)
+    assert same.context == r.context
+    with pytest.raises(pcor_sql.UserError, match="twice"):
+        pcor_sql.explain_outlier(con, Q, verifier="grubbs(alpha=0.01)", verifier_options={"alpha": 0.05})
+    with pytest.raises(pcor_sql.UserError, match="unknown option 'epsilonn'"):
+        pcor_sql.explain_outlier(con, Q, epsilonn=0.2)
