@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pcor_sql.bench.exact import best_first_max, free_word, lattice_sizes, utilities_by_word
+from benchmarks.exact import best_first_max, free_word, lattice_sizes, utilities_by_word
 from pcor_sql.core.verifiers.registry import default_registry
 from pcor_sql.engine.evaluator import Evaluator
 from pcor_sql.engine.release import resolve_start
-from tests.bench.tiny_data import tiny_case, tiny_con
+from tests.benchmarks.tiny_data import tiny_case, tiny_con
 
 
 @pytest.fixture(scope="module")

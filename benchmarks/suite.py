@@ -1,4 +1,4 @@
-"""`pcor-sql bench`: how fast releases are, against a naive baseline measured in the same run.
+"""`python -m benchmarks bench`: how fast releases are, against a naive baseline measured in the same run.
 
 Groups (each a function returning JSON-able figures; `run_bench` runs them all):
 - releases: for each dataset × search (uniform, random-walk, dfs, bfs) × verifier, one
@@ -32,11 +32,11 @@ from typing import Any, Callable
 import duckdb
 import numpy as np
 
-from pcor_sql.bench import bigtable
-from pcor_sql.bench.measure import Timing, load_average, machine, percentile, timed
-from pcor_sql.bench.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
-from pcor_sql.bench.targets import Target, at_least, at_most
-from pcor_sql.bench.tables import mib, seconds
+from benchmarks import bigtable
+from benchmarks.measure import Timing, load_average, machine, percentile, timed
+from benchmarks.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
+from benchmarks.targets import Target, at_least, at_most
+from benchmarks.tables import mib, seconds
 from pcor_sql.core.accounting import derive_budget
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import duckdb
 import numpy as np
 
-from pcor_sql.bench.exact import ExactMax, best_first_max, lattice_sizes, utilities_by_word
+from benchmarks.exact import ExactMax, best_first_max, lattice_sizes, utilities_by_word
 from pcor_sql.core.accounting import derive_budget
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.engine.evaluator import Evaluator

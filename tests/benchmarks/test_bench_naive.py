@@ -8,13 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from pcor_sql.bench.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
+from benchmarks.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
 from pcor_sql.core.accounting import derive_budget
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.registry import default_registry
 from pcor_sql.engine.evaluator import Evaluator
 from pcor_sql.engine.release import release_one
-from tests.bench.tiny_data import tiny_case, tiny_con
+from tests.benchmarks.tiny_data import tiny_case, tiny_con
 
 VERIFIERS = ("grubbs", "zscore", "histogram", "lof")
 # histogram's default rel = 0.0025 flags nothing below N = 400 (V's own bin holds ≥ 1 value).

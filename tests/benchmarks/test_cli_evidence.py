@@ -9,7 +9,7 @@ import pytest
 
 from cli_helpers import assert_clean_stderr, assert_error, invoke
 
-from pcor_sql.cli.evidence import DEFAULT_RUNS
+from benchmarks.cli.evidence import DEFAULT_RUNS
 
 # One cell of the paper's claim on salaries (the bundled table): ε=0.5, β=20, r=500, k=1.
 CLAIM = ("--relation", "salaries", "--columns", "salary", "--epsilons", "0.5", "--betas", "20", "--radii", "500", "--ks", "1")

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from pcor_sql.cli.bench import bench
-from pcor_sql.cli.reproduce import reproduce
+from benchmarks.cli.bench import bench
+from benchmarks.cli.reproduce import reproduce
 from pcor_sql.engine.datasets import planted_outliers
 from pcor_sql.errors import UserError
 

@@ -13,7 +13,7 @@ Two fresh Python processes, so that the memory figure is the release's alone:
    size (`measure.peak_rss_bytes`: VmHWM): the interpreter, numpy, DuckDB's buffer pool and
    every array the release built.
 
-Run as `python -m pcor_sql.bench.bigtable generate|measure ...`; results go to a JSON file.
+Run as `python -m benchmarks.bigtable generate|measure ...`; results go to a JSON file.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def measure(db_path: Path, repeats: int, seed: int) -> dict[str, Any]:
     import numpy as np
 
     from pcor_sql.api import explain_outlier
-    from pcor_sql.bench.measure import peak_rss_bytes
+    from benchmarks.measure import peak_rss_bytes
     from pcor_sql.core.accounting import derive_budget
     from pcor_sql.core.verifiers.registry import default_registry
     from pcor_sql.engine.release import release_one
@@ -148,7 +148,7 @@ def _child(args: list[str], timeout_s: float) -> None:
     root = str(Path(pcor_sql.__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run(
-        [sys.executable, "-m", "pcor_sql.bench.bigtable", *args],
+        [sys.executable, "-m", "benchmarks.bigtable", *args],
         capture_output=True, text=True, timeout=timeout_s, env=env,
     )
     if proc.returncode != 0:
@@ -159,7 +159,7 @@ def _child(args: list[str], timeout_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pcor_sql.bench.bigtable")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bigtable")
     sub = parser.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate")
     g.add_argument("--db", type=Path, required=True)
