@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,8 +33,20 @@ def _ms(t: dict[str, Any] | None) -> str:
 
 
 def bench_tables(result: dict[str, Any]) -> list[Table]:
+    """The bench's tables, in the order they are printed and written."""
+    tables = [_release_table(result), _summary_table(result)]
+    if result.get("per_context"):
+        tables.append(_per_context_table(result["per_context"]))
+    if result.get("direct"):
+        tables.append(_direct_table(result["direct"]))
+    if result.get("big"):
+        tables.append(_big_table(result["big"]))
+    tables.append(target_table(result["targets"]))
+    return tables
+
+
+def _release_table(result: dict[str, Any]) -> Table:
     cfg = result["config"]
-    tables = []
     rows = []
     for e in result["releases"]:
         if "error" in e:
@@ -58,8 +71,9 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
         f"{cfg['seed'] + cfg['repeats'] - 1} ({cfg['repeats']} repeats); the naive baseline runs the first "
         f"{cfg['naive_repeats']} of those seeds" + (" (fewer repeats: --quick)" if cfg["quick"] else "") + ".",
         "end to end = `explain_outlier` with a `Session` whose per-cell summary is already built (parse, record "
-        "lookup, start search, search, in-memory ledger charge); engine = `release_one` alone. Times: median "
-        "(min–max). Each repeat starts with an empty Grubbs critical-value cache (cold).",
+        "lookup, start search, search, in-memory ledger charge); engine = `OutlierRun.release` alone (the "
+        "`Session.prepare` hook). Times: median (min–max). Each repeat starts with an empty Grubbs critical-value "
+        "cache (cold).",
         "naive = one DuckDB query per context fetching the population, verifier in numpy/SciPy/scikit-learn "
         "(benchmarks/naive.py), same `run_search` and seed; it remembers each context's answer, so it never queries "
         "a context twice. speed-up = median over seeds of naive time / end-to-end (or engine) time on the same "
@@ -73,67 +87,68 @@ def bench_tables(result: dict[str, Any]) -> list[Table]:
             f"--quick stops a naive run after {limit:g} s (except salaries bfs+lof and bfs+grubbs, the target "
             "cells, which always run to completion): '≥' marks a stopped run, whose speed-up is a lower bound."
         )
-    tables.append(make_table(
+    return make_table(
         "Releases: end to end, engine only, naive baseline",
         ("dataset", "record", "search", "verifier", "end to end", "engine", "naive", "speed-up (end to end)",
          "speed-up (engine)", "same release", "contexts verified"),
-        rows, notes))
+        rows, notes)
 
+
+def _summary_table(result: dict[str, Any]) -> Table:
     srows = []
     for s in result["summary"]:
         srows.append((s["dataset"], f"{s['rows']:,}", f"{s['cells']:,}", _ms(s["build_summary"]),
                       _ms(s["sorted_index"]), s["build_summary"]["repeats"]))
-    tables.append(make_table(
+    return make_table(
         "Per-cell summary build", ("dataset", "rows", "cells", "build_summary (GROUP BY moments)",
                                    "sorted index (LOF / histogram)", "repeats"),
-        srows, ("Times: median (min–max). The sorted index is loaded once, on the first LOF or histogram check.",)))
+        srows, ("Times: median (min–max). build_summary: the summary's own build time in a fresh "
+                "`Session.prepare`. The sorted index is loaded once, on the first LOF or histogram check; timed as "
+                "`OutlierRun.preload`, which also builds the cell-membership tables.",))
 
-    if result.get("per_context"):
-        prow = []
-        for p in result["per_context"]:
-            prow.append((p["verifier"], f"{p['median_us']:.0f} µs", f"{p['p90_us']:.0f} µs", f"{p['contexts']:,}",
-                         percent(p["valid_share"]),
-                         f"{p['naive_median_us'] / 1000:.1f} ms" if "naive_median_us" in p else "—",
-                         f"{p['naive_agreement']:.0%} of {p['naive_contexts']}" if "naive_agreement" in p else "—"))
-        first = result["per_context"][0]
-        tables.append(make_table(
-            f"Time to verify one context ({first['dataset']} record {first['record']}, summary path)",
-            ("verifier", "median", "p90", "contexts", "valid", "naive median", "naive agrees"),
-            prow,
-            ("Contexts drawn uniformly among the 2^22 admissible ones (seeded); each `Evaluator.is_valid` call "
-             "timed alone with an empty verdict cache: cell membership, population moments and the verifier.",)))
 
-    d = result.get("direct")
-    if d:
-        tables.append(make_table(
-            "Direct: exact enumeration with grubbs",
-            ("dataset", "record", "admissible contexts", "valid (|COE|)", "api.coe enumeration",
-             "direct release (end to end)"),
-            [(d["dataset"], d["record"], f"{d['admissible']:,}", f"{d['coe_size']:,}", _ms(d["enumeration"]),
-              _ms(d["direct_release"]))],
-            ("Times: median (min–max) over the repeats.",)))
+def _per_context_table(per_context: Sequence[dict[str, Any]]) -> Table:
+    prow = []
+    for p in per_context:
+        prow.append((p["verifier"], f"{p['median_us']:.0f} µs", f"{p['p90_us']:.0f} µs", f"{p['contexts']:,}",
+                     percent(p["valid_share"]),
+                     f"{p['naive_median_us'] / 1000:.1f} ms" if "naive_median_us" in p else "—",
+                     f"{p['naive_agreement']:.0%} of {p['naive_contexts']}" if "naive_agreement" in p else "—"))
+    first = per_context[0]
+    return make_table(
+        f"Time to verify one context ({first['dataset']} record {first['record']}, summary path)",
+        ("verifier", "median", "p90", "contexts", "valid", "naive median", "naive agrees"),
+        prow,
+        ("Contexts drawn uniformly among the 2^22 admissible ones (seeded); each `is_valid` call of the "
+         "oracle (`OutlierRun.oracle`) timed alone with an empty verdict cache: cell membership, population "
+         "moments and the verifier.",))
 
-    b = result.get("big")
-    if b:
-        import statistics
 
-        tables.append(make_table(
-            "bfs + grubbs on a 10-million-row table (salaries shape)",
-            ("rows", "end to end incl. summary", "engine: build_summary + release_one", "of which build_summary",
-             "peak memory", "generation (not timed in the figures)"),
-            [(f"{b['rows']:,}",
-              f"{seconds(statistics.median(b['end_to_end_s']))} ("
-              + ", ".join(seconds(x) for x in b["end_to_end_s"]) + ")",
-              f"{seconds(statistics.median(b['engine_s']))}",
-              f"{seconds(statistics.median(b['summary_build_s']))}",
-              mib(b["peak_rss_bytes"]),
-              seconds(b["generation"]["generation_s"]))],
-            (f"Memory: {b['memory_method']}; after imports alone: {mib(b['rss_after_imports_bytes'])}.",
-             "Each repeat uses a new Session, so the summary is rebuilt every time; the table is read from a "
-             "DuckDB file just written (in the OS page cache). Times in parentheses: each repeat, in order.")))
+def _direct_table(d: dict[str, Any]) -> Table:
+    return make_table(
+        "Direct: exact enumeration with grubbs",
+        ("dataset", "record", "admissible contexts", "valid (|COE|)", "pcor_sql.coe enumeration",
+         "direct release (end to end)"),
+        [(d["dataset"], d["record"], f"{d['admissible']:,}", f"{d['coe_size']:,}", _ms(d["enumeration"]),
+          _ms(d["direct_release"]))],
+        ("Times: median (min–max) over the repeats.",))
 
-    tables.append(target_table(result["targets"]))
-    return tables
+
+def _big_table(b: dict[str, Any]) -> Table:
+    return make_table(
+        "bfs + grubbs on a 10-million-row table (salaries shape)",
+        ("rows", "end to end incl. summary", "engine: summary build + release", "of which the summary build",
+         "peak memory", "generation (not timed in the figures)"),
+        [(f"{b['rows']:,}",
+          f"{seconds(statistics.median(b['end_to_end_s']))} ("
+          + ", ".join(seconds(x) for x in b["end_to_end_s"]) + ")",
+          f"{seconds(statistics.median(b['engine_s']))}",
+          f"{seconds(statistics.median(b['summary_build_s']))}",
+          mib(b["peak_rss_bytes"]),
+          seconds(b["generation"]["generation_s"]))],
+        (f"Memory: {b['memory_method']}; after imports alone: {mib(b['rss_after_imports_bytes'])}.",
+         "Each repeat uses a new Session, so the summary is rebuilt every time; the table is read from a "
+         "DuckDB file just written (in the OS page cache). Times in parentheses: each repeat, in order."))
 
 
 def target_table(targets: Sequence[dict[str, Any]]) -> Table:

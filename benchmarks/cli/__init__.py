@@ -8,14 +8,12 @@ because the app runs on pcor-sql's own command group.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.reproduce import reproduce
-from pcor_sql.cli.main import _Group
+from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
 
@@ -26,22 +24,12 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-
-
-@app.callback()
-def _options(
-    debug: Annotated[
-        bool, typer.Option("--debug", envvar="PCOR_SQL_DEBUG", help="Show the traceback of an error.")
-    ] = False,
-) -> None:
-    """pcor-sql's benchmarks and the reproduction of the papers' experiments, run from a
-    checkout through the library's public API. Run a command with --help for its options.
-
-    \b
-    Example:
-        python -m benchmarks bench --quick
-    """
-
+# pcor-sql's global options (--debug), with this app's own description.
+app.callback(
+    help="pcor-sql's benchmarks and the reproduction of the papers' experiments, run from a checkout "
+    "through the library's public API. Run a command with --help for its options.\n\n"
+    "\b\nExample:\n    python -m benchmarks bench --quick",
+)(_options)
 
 _COMMANDS = (
     ("bench", "Time releases against a naive baseline measured in the same run.", bench),

@@ -258,5 +258,5 @@ def bench(
     save_raw(out_dir, "bench", result)  # the figures survive whatever happens below
     tables = bench_tables(result)
     print_tables(tables)
-    write_results(out_dir, "bench", "python -m benchmarks bench", command, result, tables, update_benchmarks, benchmarks_file,
-                  section=section)
+    write_results(out_dir, "bench", "python -m benchmarks bench", command, result, tables, update_benchmarks,
+                  benchmarks_file, section=section)
