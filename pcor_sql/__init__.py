@@ -32,6 +32,7 @@ _EXPORTS = {
     "default_registry": "pcor_sql.core.verifiers.registry",
     "Ledger": "pcor_sql.engine.ledger",
     "load_dataset": "pcor_sql.engine.datasets",
+    "planted_outliers": "pcor_sql.engine.datasets",
     "PcorError": "pcor_sql.errors",
     "UserError": "pcor_sql.errors",
     "InternalError": "pcor_sql.errors",

@@ -1,5 +1,5 @@
 """The wheel carries what the package reads at run time: sql/ and datasets/ (a top-level folder
-is not in a wheel unless the build says so)."""
+is not in a wheel unless the build says so), and not the benchmarks, which run from a checkout."""
 
 import pathlib
 import zipfile
@@ -19,3 +19,6 @@ def test_wheel_ships_sql_and_datasets(tmp_path):
     assert "pcor_sql/_shipped/datasets/domains.json" in names
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry and "pcor-sql = pcor_sql.cli.main:run" in zipfile.ZipFile(path).read(entry[0]).decode()
+    assert not [n for n in names if n.startswith(("benchmarks/", "pcor_sql/bench/"))]
+    assert "pcor_sql/engine/anomaly_evidence.py" not in names
+    assert not {"pcor_sql/cli/bench.py", "pcor_sql/cli/reproduce.py", "pcor_sql/cli/evidence.py"} & names

@@ -13,9 +13,7 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import anomaly, budget, coe, datasets, evidence, explain, runner
-from pcor_sql.cli.bench import bench
-from pcor_sql.cli.reproduce import reproduce
+from pcor_sql.cli import anomaly, budget, coe, datasets, explain, runner
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
 
@@ -87,9 +85,6 @@ _COMMANDS = (
     ("coe", "Owner only: list a record's valid contexts exactly.", coe.coe),
     ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
     ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
-    ("bench", "Time releases against a naive baseline measured in the same run.", bench),
-    ("reproduce", "Reproduce the PCOR paper's experiment tables on the bundled data.", reproduce),
-    ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).", evidence.anomaly_evidence),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

@@ -1,4 +1,4 @@
-"""A tiny seeded ENUM table for the bench tests (helper module, not a test file).
+"""A tiny seeded ENUM table for the benchmark tests (helper module, not a test file).
 
 `tiny(a, b, c, x)`: a ∈ {a0..a3} (a3 declared, absent), b ∈ {b0, b1, b2}, c ∈ {c0, c1};
 x is tie-free (normal draws) except record 1, planted at 6.0 in cell (a0, b0, c0), so that
@@ -13,9 +13,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from pcor_sql.engine.release import prepare_space
-from pcor_sql.engine.schema import resolve_schema
-from pcor_sql.engine.summary import build_summary
+import pcor_sql
 
 ROWS = 360
 RECORD = 1
@@ -36,11 +34,7 @@ def tiny_con() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def tiny_case(con: duckdb.DuckDBPyConnection) -> tuple[Any, Any, dict, float, Any]:
-    """(schema, summary, V's row, v, V's space)."""
-    schema = resolve_schema(con, "tiny", "x")
-    summary = build_summary(con, schema)
-    cur = con.cursor().execute("SELECT * FROM tiny WHERE id = ?", [RECORD])
-    names = [d[0] for d in cur.description]
-    row = dict(zip(names, cur.fetchall()[0]))
-    return schema, summary, row, float(row["x"]), prepare_space(summary, row)
+def tiny_run(con: duckdb.DuckDBPyConnection, verifier: str = "grubbs", **options: Any) -> Any:
+    """The planted record's request (options by name) prepared on a fresh Session: an OutlierRun."""
+    request = pcor_sql.outlier_request(con, f"SELECT x FROM tiny WHERE id = {RECORD}", verifier=verifier, **options)
+    return pcor_sql.Session(con).prepare(request)

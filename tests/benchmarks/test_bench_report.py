@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pcor_sql.bench.coe_match import max_log_ratio
-from pcor_sql.bench.experiments import mean_ci
-from pcor_sql.bench.report import update_section
-from pcor_sql.bench.tables import make_table, markdown, seconds
-from pcor_sql.bench.targets import at_least, at_most
+from benchmarks.coe_match import max_log_ratio
+from benchmarks.experiments import mean_ci
+from benchmarks.report import update_section
+from benchmarks.tables import make_table, markdown, seconds
+from benchmarks.targets import at_least, at_most
 
 
 def test_update_section_replaces_only_its_own_block(tmp_path):
@@ -77,7 +77,7 @@ def test_max_log_ratio_of_the_direct_em():
 
 
 def test_exp_text_never_overflows():
-    from pcor_sql.bench.reproduce import exp_text
+    from benchmarks.reproduce import exp_text
 
     assert exp_text(0.2) == "1.2214 (e^0.2)"
     assert exp_text(0.20001670156) == "1.2214 (e^0.200017)"  # a tiny excess stays visible

@@ -9,11 +9,11 @@ Two fresh Python processes, so that the memory figure is the release's alone:
 2. `measure` opens that file, and for each repeat times, with a new `Session` (so the per-cell
    summary is rebuilt every time): the end-to-end `explain_outlier` (parse, schema, summary
    build, record lookup, start search, search, ledger charge) and, separately, the engine
-   alone (`build_summary` + `release_one`). Peak memory is the process's peak resident set
-   size (`measure.peak_rss_bytes`: VmHWM): the interpreter, numpy, DuckDB's buffer pool and
-   every array the release built.
+   alone: the summary build (`build_seconds` of `Session.prepare`) + `OutlierRun.release`.
+   Peak memory is the process's peak resident set size (`measure.peak_rss_bytes`: VmHWM): the
+   interpreter, numpy, DuckDB's buffer pool and every array the release built.
 
-Run as `python -m pcor_sql.bench.bigtable generate|measure ...`; results go to a JSON file.
+Run as `python -m benchmarks.bigtable generate|measure ...`; results go to a JSON file.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def generation_sql(rows: int) -> str:
 def generate(db_path: Path, rows: int) -> dict[str, Any]:
     import duckdb
 
-    from pcor_sql.engine.datasets import load_dataset
+    import pcor_sql
 
     started = time.perf_counter()
     con = duckdb.connect(str(db_path))
     try:
-        load_dataset(con, "salaries", replace=True)
+        pcor_sql.load_dataset(con, "salaries", replace=True)
         con.execute(generation_sql(rows))
         n = con.execute(f"SELECT count(*) FROM {TABLE}").fetchall()[0][0]
         con.execute("CHECKPOINT")
@@ -67,38 +67,28 @@ def measure(db_path: Path, repeats: int, seed: int) -> dict[str, Any]:
     import duckdb
     import numpy as np
 
-    from pcor_sql.api import explain_outlier
-    from pcor_sql.bench.measure import peak_rss_bytes
-    from pcor_sql.core.accounting import derive_budget
-    from pcor_sql.core.verifiers.registry import default_registry
-    from pcor_sql.engine.release import release_one
-    from pcor_sql.engine.session import Session
-    from pcor_sql.engine.summary import build_summary
+    import pcor_sql
+    from benchmarks.measure import peak_rss_bytes
 
     rss_after_imports = peak_rss_bytes()
     con = duckdb.connect(str(db_path))
     query = f"SELECT salary FROM {TABLE} WHERE id = {RECORD_ID}"
     end_to_end, engine, summary_s, populations = [], [], [], []
     try:
+        request = pcor_sql.outlier_request(con, query, search="bfs", verifier="grubbs", epsilon=0.2, samples=50,
+                                           accounting="tight")
         for i in range(repeats):
             t0 = time.perf_counter()
-            r = explain_outlier(con, query, search="bfs", verifier="grubbs", epsilon=0.2, seed=seed + i,
-                                session=Session(con), owner_view=True)
+            r = pcor_sql.explain_outlier(con, query, search="bfs", verifier="grubbs", epsilon=0.2, seed=seed + i,
+                                         session=pcor_sql.Session(con), owner_view=True)
             end_to_end.append(time.perf_counter() - t0)
             populations.append(r.owner.population)
-            session = Session(con)
-            schema = session.schema(TABLE, "salary")
-            row, v = session.records(TABLE, "salary", f"id = {RECORD_ID}")[0]
-            budget = derive_budget(0.2, "bfs", 50, "tight")
-            t0 = time.perf_counter()
-            summary = build_summary(con, schema)
+            run = pcor_sql.Session(con).prepare(request)  # schema, record lookup and a new summary
             t1 = time.perf_counter()
-            release_one(con, summary, row, v, default_registry().make("grubbs"), budget,
-                        np.random.default_rng(seed + i), search="bfs", samples=50, utility="population",
-                        start=None, owner_view=False)
+            run.release(0, np.random.default_rng(seed + i))
             t2 = time.perf_counter()
-            engine.append(t2 - t0)
-            summary_s.append(t1 - t0)
+            engine.append(run.summary.build_seconds + (t2 - t1))
+            summary_s.append(run.summary.build_seconds)
         rows = con.execute(f"SELECT count(*) FROM {TABLE}").fetchall()[0][0]
     finally:
         con.close()
@@ -141,14 +131,15 @@ def run_big(
 
 
 def _child(args: list[str], timeout_s: float) -> None:
+    import benchmarks
     import pcor_sql
 
-    # The child must import this very copy of pcor_sql, installed or not.
+    # The child must import these very copies of benchmarks and pcor_sql, installed or not.
+    roots = dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (benchmarks, pcor_sql))
     env = dict(os.environ)
-    root = str(Path(pcor_sql.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = os.pathsep.join([*roots, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     proc = subprocess.run(
-        [sys.executable, "-m", "pcor_sql.bench.bigtable", *args],
+        [sys.executable, "-m", "benchmarks.bigtable", *args],
         capture_output=True, text=True, timeout=timeout_s, env=env,
     )
     if proc.returncode != 0:
@@ -159,7 +150,7 @@ def _child(args: list[str], timeout_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pcor_sql.bench.bigtable")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bigtable")
     sub = parser.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate")
     g.add_argument("--db", type=Path, required=True)

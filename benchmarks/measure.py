@@ -153,7 +153,7 @@ def _usable_cpus() -> int | None:
 
 def code_version() -> str | None:
     """The git commit of the pcor_sql checkout being measured ('+ local changes' when pcor_sql/
-    differs from it), or None outside a git checkout (e.g. an installed wheel)."""
+    or benchmarks/ differs from it), or None outside a git checkout (e.g. an installed wheel)."""
     import subprocess
 
     import pcor_sql
@@ -164,7 +164,7 @@ def code_version() -> str | None:
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "pcor_sql"],
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "pcor_sql", "benchmarks"],
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

@@ -1,16 +1,19 @@
-"""`pcor-sql bench`: how fast releases are, against a naive baseline measured in the same run.
+"""`python -m benchmarks bench`: how fast releases are, against a naive baseline measured in the
+same run.
 
 Groups (each a function returning JSON-able figures; `run_bench` runs them all):
 - releases: for each dataset × search (uniform, random-walk, dfs, bfs) × verifier, one
   planted outlier, ε = 0.2, n = 50, `tight` accounting: the end-to-end `explain_outlier`
   (query parsing, record lookup, start search, search, ledger charge on an in-memory ledger)
-  and the engine alone (`release_one`), both with the per-cell summary already built (one
-  `Session` per dataset), and the naive baseline (`naive.py`) with the same search and seeds;
-- summary: building the per-cell summary (`build_summary`) and its sorted index;
+  and the engine alone (`OutlierRun.release`, the `Session.prepare` hook), both with the
+  per-cell summary already built (one `Session` per dataset), and the naive baseline
+  (`naive.py`) with the same search and seeds;
+- summary: building the per-cell summary (`build_seconds` of a fresh `Session.prepare`) and
+  its sorted index (`OutlierRun.preload`);
 - per-context: the time to verify one context from the summary path, per verifier, over
   uniformly drawn admissible contexts of salaries record 42 (and the naive path's);
 - direct: the exact enumeration COE(D, V) with grubbs over all 2^22 admissible contexts of
-  salaries record 42 (`api.coe`), and a whole `direct` release;
+  salaries record 42 (`pcor_sql.coe`), and a whole `direct` release;
 - big: one bfs + grubbs release on a 10-million-row table with the salaries shape, summary
   build included, with peak memory (`bigtable.py`).
 
@@ -32,19 +35,15 @@ from typing import Any, Callable
 import duckdb
 import numpy as np
 
-from pcor_sql.bench import bigtable
-from pcor_sql.bench.measure import Timing, load_average, machine, percentile, timed
-from pcor_sql.bench.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
-from pcor_sql.bench.targets import Target, at_least, at_most
-from pcor_sql.bench.tables import mib, seconds
-from pcor_sql.core.accounting import derive_budget
+import pcor_sql
+from benchmarks import bigtable
+from benchmarks._sql import ident
+from benchmarks.measure import Timing, load_average, machine, percentile, timed
+from benchmarks.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
+from benchmarks.targets import Target, at_least, at_most
+from benchmarks.tables import mib, seconds
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
-from pcor_sql.engine.datasets import load_all, planted_outliers
-from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.engine.release import prepare_space, release_one
-from pcor_sql.engine.session import Session
-from pcor_sql.engine.summary import build_summary
 from pcor_sql.errors import PcorError
 
 Report = Callable[[str], None]
@@ -96,37 +95,40 @@ def _cold() -> None:
 
 
 def record_of(dataset: str) -> int:
-    return FEATURED.get(dataset, planted_outliers(dataset)[0])
+    return FEATURED.get(dataset, pcor_sql.planted_outliers(dataset)[0])
 
 
 @dataclass
 class _Data:
+    """One dataset's session (summary built), its featured record and the base request."""
+
     name: str
     metric: str
     record: int
-    session: Session
-    schema: Any
-    summary: Any
-    row: dict
-    v: float
-    space: Any
+    session: pcor_sql.Session
+    request: pcor_sql.OutlierRequest  # the featured record, the config's ε, n and accounting
+    run: Any  # the request prepared: its summary, record and lattice
 
     @property
     def query(self) -> str:
         return f"SELECT {self.metric} FROM {self.name} WHERE id = {self.record}"
 
+    def prepared(self, **changes: Any) -> Any:
+        """The featured record's OutlierRun with some request fields changed (summary shared)."""
+        return self.session.prepare(self.request.replace(**changes))
 
-def _prepare(con: duckdb.DuckDBPyConnection, name: str) -> _Data:
+
+def _prepare(con: duckdb.DuckDBPyConnection, name: str, cfg: BenchConfig) -> _Data:
     metric = DATASETS[name]
-    session = Session(con)
-    schema = session.schema(name, metric)
-    summary = session.summary(schema)
-    summary.sorted_values()  # LOF and histogram read it; built once per session like the moments
     record = record_of(name)
-    row, v = session.records(name, metric, f"id = {record}")[0]
-    space = prepare_space(summary, row)
-    summary.member(space, space.v_mask)  # builds the per-attribute membership tables once
-    return _Data(name, metric, record, session, schema, summary, row, v, space)
+    session = pcor_sql.Session(con)
+    request = pcor_sql.outlier_request(
+        con, f"SELECT {metric} FROM {name} WHERE id = {record}", epsilon=cfg.epsilon, samples=cfg.samples,
+        accounting=cfg.accounting, owner_view=True,
+    )
+    run = session.prepare(request)
+    run.preload()  # LOF and histogram read the sorted index: built once per session, like the moments
+    return _Data(name, metric, record, session, request, run)
 
 
 # ---- releases -------------------------------------------------------------------------
@@ -135,14 +137,12 @@ def _prepare(con: duckdb.DuckDBPyConnection, name: str) -> _Data:
 def bench_releases(
     con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchConfig, report: Report
 ) -> list[dict[str, Any]]:
-    from pcor_sql.api import explain_outlier
-
     out = []
     seeds = [cfg.seed + i for i in range(cfg.repeats)]
     for search in cfg.searches:
-        budget = derive_budget(cfg.epsilon, search, cfg.samples, cfg.accounting)
         for vname in cfg.verifiers:
-            verifier = data.session.verifier(vname)
+            run = data.prepared(search=search, verifier=vname)
+            budget = run.request.budget
             entry: dict[str, Any] = {
                 "dataset": data.name, "record": data.record, "search": search, "verifier": vname,
                 "epsilon": cfg.epsilon, "epsilon1": budget.epsilon1, "samples": cfg.samples,
@@ -152,14 +152,12 @@ def bench_releases(
                 e2e, engine, masks, verified = [], [], [], []
                 for s in seeds:
                     _cold()
-                    t, _ = timed(lambda: explain_outlier(
+                    t, _ = timed(lambda: pcor_sql.explain_outlier(
                         con, data.query, search=search, verifier=vname, epsilon=cfg.epsilon,
                         samples=cfg.samples, accounting=cfg.accounting, seed=s, session=data.session))
                     e2e.append(t)
                     _cold()
-                    t, rel = timed(lambda: release_one(
-                        con, data.summary, data.row, data.v, verifier, budget, make_source(s)[0],
-                        search=search, samples=cfg.samples, utility="population", start=None, owner_view=True))
+                    t, rel = timed(lambda: run.release(0, make_source(s)[0]))
                     engine.append(t)
                     masks.append(int(rel.mask))
                     verified.append(rel.owner.contexts_verified)
@@ -172,7 +170,7 @@ def bench_releases(
                 out.append(entry)
                 continue
             if cfg.naive:
-                entry.update(_naive_cell(con, data, cfg, search, vname, budget, seeds, masks, e2e, engine, report))
+                entry.update(_naive_cell(con, run, data, cfg, vname, seeds, masks, e2e, engine))
             report(
                 f"{data.name} {search}+{vname}: end-to-end {seconds(statistics.median(e2e))}"
                 + (f", naive {seconds(entry['naive']['median_s'])}" if "naive" in entry else "")
@@ -181,8 +179,8 @@ def bench_releases(
     return out
 
 
-def _naive_cell(con, data: _Data, cfg: BenchConfig, search: str, vname: str, budget, seeds, masks, e2e, engine,
-                report: Report) -> dict[str, Any]:
+def _naive_cell(con, run, data: _Data, cfg: BenchConfig, vname: str, seeds, masks, e2e, engine) -> dict[str, Any]:
+    search = run.request.search
     limit = None if (data.name, search, vname) in TARGET_CELLS else cfg.naive_limit_s
     samples, stopped, same, verified = [], 0, 0, []
     speedups_e2e, speedups_engine = [], []
@@ -190,8 +188,7 @@ def _naive_cell(con, data: _Data, cfg: BenchConfig, search: str, vname: str, bud
         start = time.perf_counter()
         deadline = None if limit is None else start + limit
         try:
-            nr = naive_release(con, data.schema, data.space, data.v, NaiveVerifier(vname, {}), budget.epsilon1,
-                               make_source(s)[0], search=search, samples=cfg.samples, deadline=deadline)
+            nr = naive_release(con, run, 0, NaiveVerifier(vname, {}), make_source(s)[0], deadline=deadline)
             elapsed = time.perf_counter() - start
             same += int(nr.mask == masks[i])
             verified.append(nr.contexts_verified)
@@ -224,26 +221,39 @@ def _naive_cell(con, data: _Data, cfg: BenchConfig, search: str, vname: str, bud
 def bench_summary(con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchConfig) -> dict[str, Any]:
     moments, index = [], []
     for _ in range(cfg.summary_repeats):
-        t, summary = timed(lambda: build_summary(con, data.schema))
-        moments.append(t)
-        t, _ = timed(summary.sorted_values)
+        run = pcor_sql.Session(con).prepare(data.request)  # a fresh session: the summary is built again
+        moments.append(run.summary.build_seconds)
+        t, _ = timed(run.preload)
         index.append(t)
+    rows, cells = _rows_and_cells(con, data.run.summary.schema)
     return {
         "dataset": data.name,
-        "rows": data.summary.n_rows,
-        "cells": int(len(data.summary.count)),
+        "rows": rows,
+        "cells": cells,
         "build_summary": Timing(tuple(moments)).as_dict(),
         "sorted_index": Timing(tuple(index)).as_dict(),
     }
 
 
+def _rows_and_cells(con: duckdb.DuckDBPyConnection, schema: Any) -> tuple[int, int]:
+    """Rows in some population (every attribute non-NULL) and the cells they fill."""
+    cols = [ident(name) for name in schema.names]
+    (rows, cells), = con.execute(
+        f"SELECT coalesce(sum(n), 0), count(*) FROM (SELECT count(*) AS n FROM {schema.relation_sql} "
+        f"WHERE {' AND '.join(c + ' IS NOT NULL' for c in cols)} GROUP BY {', '.join(cols)})"
+    ).fetchall()
+    return int(rows), int(cells)
+
+
 def bench_per_context(con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchConfig) -> list[dict[str, Any]]:
+    space = data.run.space(0)
     rng = np.random.default_rng(cfg.seed)
-    words = rng.integers(0, data.space.n_admissible, size=cfg.per_context)
-    masks = list(dict.fromkeys(data.space.from_free(int(w)) for w in words))
+    words = rng.integers(0, space.n_admissible, size=cfg.per_context)
+    masks = list(dict.fromkeys(space.from_free(int(w)) for w in words))
     out = []
     for vname in cfg.verifiers:
-        ev = Evaluator(con, data.summary, data.space, data.v, data.session.verifier(vname))
+        run = data.prepared(verifier=vname)
+        ev = run.oracle(0)
         _cold()
         times, verdicts = [], []
         for m in masks:
@@ -257,7 +267,7 @@ def bench_per_context(con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchCon
         }
         if cfg.naive and cfg.per_context_naive > 0:
             try:
-                oracle = NaiveOracle(con, data.schema, data.space, data.v, NaiveVerifier(vname, {}))
+                oracle = NaiveOracle(con, run, 0, NaiveVerifier(vname, {}))
             except PcorError as exc:
                 entry["naive_error"] = str(exc)
                 out.append(entry)
@@ -275,18 +285,16 @@ def bench_per_context(con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchCon
 
 
 def bench_direct(con: duckdb.DuckDBPyConnection, data: _Data, cfg: BenchConfig, report: Report) -> dict[str, Any]:
-    from pcor_sql.api import coe, explain_outlier
-
     enum_t, release_t, size = [], [], None
     for i in range(cfg.direct_repeats):
         _cold()
-        t, res = timed(lambda: coe(con, data.query, verifier="grubbs", session=data.session))
+        t, res = timed(lambda: pcor_sql.coe(con, data.query, verifier="grubbs", session=data.session))
         enum_t.append(t)
         size, admissible = res[0].size, res[0].admissible
         report(f"direct: exact grubbs COE of {data.name} {data.record}: {seconds(t)}")
         _cold()
-        t, _ = timed(lambda: explain_outlier(con, data.query, search="direct", verifier="grubbs",
-                                             epsilon=cfg.epsilon, seed=cfg.seed + i, session=data.session))
+        t, _ = timed(lambda: pcor_sql.explain_outlier(con, data.query, search="direct", verifier="grubbs",
+                                                      epsilon=cfg.epsilon, seed=cfg.seed + i, session=data.session))
         release_t.append(t)
     return {
         "dataset": data.name, "record": data.record, "admissible": admissible, "coe_size": size,
@@ -323,10 +331,10 @@ def run_bench(cfg: BenchConfig, report: Report = lambda _m: None) -> BenchResult
     result.load["start"] = load_average()
     con = duckdb.connect()
     try:
-        load_all(con)
+        pcor_sql.load_datasets(con)
         for name in cfg.datasets:
             report(f"{name}: building the per-cell summary")
-            data = _prepare(con, name)
+            data = _prepare(con, name, cfg)
             result.summary.append(bench_summary(con, data, cfg))
             if name == "salaries":
                 report("salaries: time to verify one context, per verifier")

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pcor_sql.anomaly import mechanisms as core
-from pcor_sql.engine.anomaly_evidence import anomaly_error_table
+from benchmarks.anomaly_evidence import anomaly_error_table
 from pcor_sql.errors import UserError
 
 

@@ -19,18 +19,14 @@ uniformly (seeded) among the records that are outliers in their own cell under t
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import duckdb
 import numpy as np
 
-from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
-from pcor_sql.engine.release import prepare_space
-from pcor_sql.engine.schema import resolve_schema
-from pcor_sql.engine.summary import build_summary
-from pcor_sql.core.verifiers.registry import default_registry
+import pcor_sql
+from benchmarks._sql import id_list, ident, literal
 
 Report = Callable[[str], None]
 
@@ -62,27 +58,30 @@ def reduced_table(dataset: str) -> str:
     return f"pcor_bench_{dataset}_reduced"
 
 
-def create_reduced(con: duckdb.DuckDBPyConnection, dataset: str) -> tuple[str, Any]:
-    """Create the reduced table (keeping the ENUM types) and its schema with the kept values as
-    declared domains."""
+def create_reduced(con: duckdb.DuckDBPyConnection, dataset: str) -> str:
+    """Create the reduced table (see the module docstring); its relation text."""
     metric, keep = REDUCED[dataset]
-    table = reduced_table(dataset)
-    where = " AND ".join(
-        f"{quote_identifier(a)} IN ({', '.join(quote_literal(v) for v in vals)})" for a, vals in keep.items()
-    )
+    table = ident(reduced_table(dataset))
+    where = " AND ".join(f"{ident(a)} IN ({', '.join(literal(v) for v in vals)})" for a, vals in keep.items())
     # The attributes become VARCHAR with the kept values declared as domains. (Keeping the
     # ENUM columns with a declared sub-domain trips the summary's sorted-index load, which
     # looks up every ENUM label — also the dropped ones — in the declared domain.)
-    cols = ", ".join(
-        f"CAST({quote_identifier(a)} AS VARCHAR) AS {quote_identifier(a)}" for a in keep
-    )
+    cols = ", ".join(f"CAST({ident(a)} AS VARCHAR) AS {ident(a)}" for a in keep)
     con.execute(
-        f"CREATE OR REPLACE TABLE {quote_identifier(table)} AS SELECT id, {cols}, {quote_identifier(metric)} "
-        f"FROM {quote_identifier(dataset)} WHERE {where}"
+        f"CREATE OR REPLACE TABLE {table} AS SELECT id, {cols}, {ident(metric)} FROM {ident(dataset)} WHERE {where}"
     )
-    schema = resolve_schema(con, quote_identifier(table), quote_identifier(metric), by=list(keep),
-                            domains={a: list(v) for a, v in keep.items()})
-    return table, schema
+    return table
+
+
+def _request(con: duckdb.DuckDBPyConnection, dataset: str, relation: str, ids: Sequence[int] | None,
+             verifier: str) -> pcor_sql.OutlierRequest:
+    """Records `ids` (None: every row) of `relation`, on the kept values as declared domains."""
+    metric, keep = REDUCED[dataset]
+    where = "TRUE" if ids is None else f"id IN ({id_list(ids)})"
+    return pcor_sql.outlier_request(
+        con, f"SELECT {ident(metric)} FROM {relation} WHERE {where}", verifier=verifier, by=list(keep),
+        domains={a: list(v) for a, v in keep.items()},
+    )
 
 
 @dataclass
@@ -112,10 +111,17 @@ class MatchResult:
                 "outliers": self.outliers, "pairs": [p.__dict__ for p in self.pairs]}
 
 
-def _coe(con, summary, row, v, verifier) -> dict[int, float]:
-    space = prepare_space(summary, row)
-    masks, utilities = Evaluator(con, summary, space, v, verifier).coe(1 << 40)
-    return {int(m): float(u) for m, u in zip(masks, utilities)}
+def _coes(session: pcor_sql.Session, dataset: str, relation: str, ids: Sequence[int],
+          verifier: str) -> dict[int, dict[int, float]]:
+    """id → COE(relation, V) of each record `ids` names, as context → utility."""
+    if not ids:
+        return {}
+    run = session.prepare(_request(session.con, dataset, relation, ids, verifier))
+    out = {}
+    for i, rec in enumerate(run.records):
+        masks, utilities = run.oracle(i).coe(1 << 40)
+        out[int(rec.record["id"])] = {int(m): float(u) for m, u in zip(masks, utilities)}
+    return out
 
 
 def _log_em(utilities: dict[int, float], eps1: float) -> tuple[dict[int, float], float]:
@@ -138,30 +144,15 @@ def max_log_ratio(a: dict[int, float], b: dict[int, float], eps1: float) -> floa
     return max(abs((la[c] - za) - (lb[c] - zb)) for c in shared)
 
 
-def load_rows(con: duckdb.DuckDBPyConnection, schema: Any) -> dict[int, tuple[dict, float]]:
-    """id → (row as a dict, metric value) for every row of the (reduced) relation."""
-    cur = con.cursor().execute(
-        f"SELECT *, CAST({schema.metric_sql} AS DOUBLE) AS __pcor_v FROM {schema.relation_sql} ORDER BY id"
-    )
-    names = [d[0] for d in cur.description]
-    out = {}
-    for values in cur.fetchall():
-        d = dict(zip(names, values))
-        v = float(d.pop("__pcor_v"))
-        out[int(d["id"])] = (d, v)
-    return out
-
-
-def sample_outliers(con, summary, verifier, rows: dict[int, tuple[dict, float]], want: int,
-                    rng: np.random.Generator, max_tries: int) -> list[tuple[int, dict, float]]:
-    """Up to `want` records, drawn uniformly, that are outliers in their own cell."""
-    ids = np.asarray(sorted(rows))
+def sample_outliers(everyone: Any, want: int, rng: np.random.Generator, max_tries: int) -> list[int]:
+    """Up to `want` record ids, drawn uniformly, that are outliers in their own cell
+    (`everyone`: the prepared run of every row under one verifier)."""
+    index = {int(r.record["id"]): i for i, r in enumerate(everyone.records)}
     out = []
-    for rid in rng.permutation(ids)[:max_tries].tolist():
-        row, v = rows[rid]
-        space = prepare_space(summary, row)
-        if Evaluator(con, summary, space, v, verifier).is_valid(space.v_mask):
-            out.append((int(rid), row, v))
+    for rid in rng.permutation(np.asarray(sorted(index)))[:max_tries].tolist():
+        i = index[rid]
+        if everyone.oracle(i).is_valid(everyone.space(i).v_mask):
+            out.append(int(rid))
             if len(out) >= want:
                 break
     return out
@@ -178,33 +169,31 @@ def run_match(
     epsilon: float,
     report: Report,
 ) -> list[MatchResult]:
-    table, schema = create_reduced(con, dataset)
-    summary = build_summary(con, schema)
-    registry = default_registry()
-    rows = load_rows(con, schema)
-    rng = np.random.default_rng([seed, 12, len(rows)])
-    vobjs = {name: registry.make(name) for name in verifiers}
-    sampled: dict[str, list[tuple[int, dict, float]]] = {}
-    for name, ver in vobjs.items():
-        sampled[name] = sample_outliers(con, summary, ver, rows, outliers, rng, max_tries=len(rows))
+    relation = create_reduced(con, dataset)
+    session = pcor_sql.Session(con)
+    everyone = {name: session.prepare(_request(con, dataset, relation, None, name)) for name in verifiers}
+    ids = sorted(int(r.record["id"]) for r in everyone[verifiers[0]].records)
+    rng = np.random.default_rng([seed, 12, len(ids)])
+    sampled: dict[str, list[int]] = {}
+    for name in verifiers:
+        sampled[name] = sample_outliers(everyone[name], outliers, rng, max_tries=len(ids))
         report(f"COE match {dataset}: {len(sampled[name])} {name} outliers sampled")
-    protected = {rid for lst in sampled.values() for rid, _, _ in lst}
-    removable = np.asarray([i for i in sorted(rows) if i not in protected])
-    base = {name: {rid: _coe(con, summary, row, v, vobjs[name]) for rid, row, v in sampled[name]} for name in verifiers}
-    space = prepare_space(summary, sampled[verifiers[0]][0][1]) if sampled[verifiers[0]] else None
-    results = {name: MatchResult(dataset, name, summary.n_rows, space.n_admissible if space else 0,
-                                 [rid for rid, _, _ in sampled[name]]) for name in verifiers}
+    protected = {rid for lst in sampled.values() for rid in lst}
+    removable = np.asarray([i for i in ids if i not in protected])
+    base = {name: _coes(session, dataset, relation, sampled[name], name) for name in verifiers}
+    admissible = everyone[verifiers[0]].space(0).n_admissible
+    results = {name: MatchResult(dataset, name, len(ids), admissible, list(sampled[name])) for name in verifiers}
     eps1 = {"tight": epsilon, "paper": epsilon / 2}  # direct: ε = ε1 (tight) or 2ε1 (paper)
     for delta in deltas:
         t0 = time.perf_counter()
         for j in range(neighbours):
             drop = rng.choice(removable, size=delta, replace=False)
-            rel = (f"(SELECT * FROM {quote_identifier(table)} WHERE id NOT IN "
-                   f"({', '.join(quote_literal(int(i)) for i in drop)}))")
-            nsum = build_summary(con, replace(schema, relation_sql=rel))
+            neighbour = f"(SELECT * FROM {relation} WHERE id NOT IN ({id_list(drop)}))"
+            fresh = pcor_sql.Session(con)  # D' is another dataset: its own summary
             for name in verifiers:
-                for rid, row, v in sampled[name]:
-                    a, b = base[name][rid], _coe(con, nsum, row, v, vobjs[name])
+                coes = _coes(fresh, dataset, neighbour, sampled[name], name)
+                for rid in sampled[name]:
+                    a, b = base[name][rid], coes[rid]
                     union = len(set(a) | set(b))
                     shared = len(set(a) & set(b))
                     match = set(a) == set(b)

@@ -8,13 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from pcor_sql.bench.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
-from pcor_sql.core.accounting import derive_budget
+from benchmarks.naive import NaiveOracle, NaiveStopped, NaiveVerifier, naive_release
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.registry import default_registry
-from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.engine.release import release_one
-from tests.bench.tiny_data import tiny_case, tiny_con
+from tests.benchmarks.tiny_data import tiny_con, tiny_run
 
 VERIFIERS = ("grubbs", "zscore", "histogram", "lof")
 # histogram's default rel = 0.0025 flags nothing below N = 400 (V's own bin holds ≥ 1 value).
@@ -22,10 +19,10 @@ OPTIONS = {"histogram": {"rel": 0.05}}
 
 
 @pytest.fixture(scope="module")
-def case():
-    con = tiny_con()
-    yield (con, *tiny_case(con))
-    con.close()
+def con():
+    connection = tiny_con()
+    yield connection
+    connection.close()
 
 
 @pytest.mark.parametrize("name", VERIFIERS)
@@ -53,10 +50,10 @@ def test_naive_verifier_rejects_unknown_name():
 
 
 @pytest.mark.parametrize("name", VERIFIERS)
-def test_naive_oracle_equals_evaluator_on_every_context(case, name):
-    con, schema, summary, row, v, space = case
-    oracle = NaiveOracle(con, schema, space, v, NaiveVerifier(name, OPTIONS.get(name, {})))
-    ev = Evaluator(con, summary, space, v, default_registry().make(name, **OPTIONS.get(name, {})))
+def test_naive_oracle_equals_evaluator_on_every_context(con, name):
+    run = tiny_run(con, name, verifier_options=OPTIONS.get(name))
+    oracle = NaiveOracle(con, run, 0, NaiveVerifier(name, OPTIONS.get(name, {})))
+    ev, space = run.oracle(0), run.space(0)
     valid = 0
     for w in range(space.n_admissible):
         mask = space.from_free(w)
@@ -67,20 +64,17 @@ def test_naive_oracle_equals_evaluator_on_every_context(case, name):
     assert oracle.queries == space.n_admissible  # one query per context, answers remembered
 
 
-def test_naive_release_is_the_engines_release(case):
-    con, schema, summary, row, v, space = case
+def test_naive_release_is_the_engines_release(con):
     for search in ("bfs", "dfs", "random-walk", "uniform"):
-        budget = derive_budget(0.2, search, 10, "tight")
-        engine = release_one(con, summary, row, v, default_registry().make("grubbs"), budget, np.random.default_rng(3),
-                             search=search, samples=10, utility="population", start=None, owner_view=False)
-        naive = naive_release(con, schema, space, v, NaiveVerifier("grubbs", {}), budget.epsilon1,
-                              np.random.default_rng(3), search=search, samples=10)
+        run = tiny_run(con, "grubbs", search=search, samples=10, epsilon=0.2, accounting="tight")
+        engine = run.release(0, np.random.default_rng(3))
+        naive = naive_release(con, run, 0, NaiveVerifier("grubbs", {}), np.random.default_rng(3))
         assert naive.mask == engine.mask, search
         assert naive.start_mask == engine.start_mask
 
 
-def test_deadline_stops_the_naive_baseline(case):
-    con, schema, summary, row, v, space = case
+def test_deadline_stops_the_naive_baseline(con):
+    run = tiny_run(con, "lof", search="bfs", samples=10)
     with pytest.raises(NaiveStopped):
-        naive_release(con, schema, space, v, NaiveVerifier("lof", {}), 0.01, np.random.default_rng(0),
-                      search="bfs", samples=10, deadline=time.perf_counter() - 1.0)
+        naive_release(con, run, 0, NaiveVerifier("lof", {}), np.random.default_rng(0),
+                      deadline=time.perf_counter() - 1.0)

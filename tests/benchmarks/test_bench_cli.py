@@ -1,33 +1,40 @@
-"""Smoke tests of `bench` and `reproduce` through a local typer app (the lead registers them in
-the real one): tiny settings, every output file, BENCHMARKS.md sections, option errors."""
+"""Smoke tests of `python -m benchmarks bench` and `reproduce`: tiny settings, every output
+file, BENCHMARKS.md sections, option errors; and the commands are no longer pcor-sql's."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from pcor_sql.cli.bench import bench
-from pcor_sql.cli.reproduce import reproduce
-from pcor_sql.engine.datasets import planted_outliers
-from pcor_sql.errors import UserError
+import pcor_sql
+from tests.benchmarks.app_helpers import assert_error, invoke as run
+from tests.cli.cli_helpers import invoke as pcor_sql_cli
 
-app = typer.Typer()
-app.command("bench")(bench)
-app.command("reproduce")(reproduce)
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args: str):
-    return CliRunner().invoke(app, list(args))
-
-
-@pytest.mark.parametrize("command", ["bench", "reproduce"])
+@pytest.mark.parametrize("command", ["bench", "reproduce", "anomaly-evidence"])
 def test_help_has_an_example(command):
     result = run(command, "--help")
     assert result.exit_code == 0
-    assert "Example:" in result.stdout and f"pcor-sql {command} --quick" in result.stdout
+    assert "Example:" in result.stdout and f"python -m benchmarks {command}" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["bench", "reproduce", "anomaly-evidence"])
+def test_the_commands_left_pcor_sql(command):
+    assert command not in pcor_sql_cli("--help").stdout
+    assert_error(pcor_sql_cli(command, "--help"), "no such command")
+    assert command in run("--help").stdout
+
+
+def test_python_m_benchmarks_runs_from_the_checkout():
+    out = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "Usage: python -m benchmarks" in out.stdout, out.stderr
 
 
 def test_bench_smoke(tmp_path):
@@ -48,7 +55,7 @@ def test_bench_smoke(tmp_path):
     verdicts = {t["name"]: t["met"] for t in data["targets"]}
     assert len(verdicts) == 6 and verdicts[next(n for n in verdicts if n.startswith("peak memory"))] is True
     text = md.read_text()
-    assert "<!-- pcor-sql bench:begin -->" in text and "`pcor-sql bench --quick --repeats 2" in text
+    assert "<!-- pcor-sql bench:begin -->" in text and "`python -m benchmarks bench --quick --repeats 2" in text
     assert "Targets" in result.stdout and "machine:" in (out / "bench.md").read_text()
 
 
@@ -63,7 +70,7 @@ def test_reproduce_smoke(tmp_path):
     data = json.loads((out / "reproduce.json").read_text())
     ds = data["datasets"]["homicides"]
     (record,) = ds["records"]  # a seeded sample of one planted outlier
-    assert record in planted_outliers("homicides") and ds["cross_check"]["equal"] is True
+    assert record in pcor_sql.planted_outliers("homicides") and ds["cross_check"]["equal"] is True
     cells = {(c["cell"]["verifier"], c["cell"]["accounting"]): c for c in ds["cells"]}
     assert set(cells) == {(v, a) for v in ("grubbs", "histogram", "lof", "zscore") for a in ("paper", "tight")}
     for c in cells.values():
@@ -85,5 +92,4 @@ def test_reproduce_smoke(tmp_path):
      "--searches", "random-walk", "--verifiers", "zscore", "--repeats", "1", "--update-benchmarks"),
 ])
 def test_bad_options_are_user_errors(args):
-    result = run(*args)
-    assert result.exit_code != 0 and isinstance(result.exception, UserError)
+    assert_error(run(*args))

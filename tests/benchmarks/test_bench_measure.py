@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcor_sql.bench.measure import Timing, machine, machine_line, peak_rss_bytes, percentile, time_repeats
+from benchmarks.measure import Timing, machine, machine_line, peak_rss_bytes, percentile, time_repeats
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -20,7 +20,7 @@ def test_child_peak_memory_is_not_the_parents():
     # 300 MB. The bench's 10M-row figure comes from such a child, so it must not.
     ballast = np.ones(300 * 2**20 // 8)
     assert peak_rss_bytes() > 300 * 2**20
-    code = "from pcor_sql.bench.measure import peak_rss_bytes; print(peak_rss_bytes())"
+    code = "from benchmarks.measure import peak_rss_bytes; print(peak_rss_bytes())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": ROOT, "PATH": "/usr/bin:/bin"}).stdout
     assert int(out) < 200 * 2**20

@@ -1,8 +1,8 @@
-"""`pcor-sql anomaly-evidence`: the sensitive-privacy paper's central claim on the bundled data
+"""`python -m benchmarks anomaly-evidence`: the sensitive-privacy paper's central claim on the bundled data
 (or any relation) — at equal ε, the (ε, k)-sensitively private mechanism errs far less on true
 (β, r)-anomalies than the pareto-optimal ε-DP mechanism.
 
-The rates are exact expectations over every record (`pcor_sql.engine.anomaly_evidence`); with
+The rates are exact expectations over every record (`benchmarks.anomaly_evidence`); with
 `--trials` seeded simulated rates come alongside. This module parses options and prints.
 """
 
@@ -145,7 +145,7 @@ def _footnote(rows: int, seconds: float, trials: int, seed: int | None) -> str:
 
 
 def _print_table(title: str, rows: Sequence, footnote: str) -> None:
-    from pcor_sql.engine.anomaly_evidence import evidence_cells, evidence_headers, is_simulated
+    from benchmarks.anomaly_evidence import evidence_cells, evidence_headers, is_simulated
 
     console = stdout_console()
     table = Table(title=Text(title), title_justify="left")
@@ -242,14 +242,14 @@ def anomaly_evidence(
 
     \b
     Example:
-        pcor-sql anomaly-evidence
-        pcor-sql anomaly-evidence --relation salaries --columns salary --epsilons 0.5 --betas 20 --radii 500 --ks 1,3
-        pcor-sql anomaly-evidence --format markdown --plot evidence.png > evidence.md
+        python -m benchmarks anomaly-evidence
+        python -m benchmarks anomaly-evidence --relation salaries --columns salary --epsilons 0.5 --betas 20 --radii 500 --ks 1,3
+        python -m benchmarks anomaly-evidence --format markdown --plot evidence.png > evidence.md
 
     The owner's evaluation, not a release: it reads the data exactly, charges no budget, and
     its anomaly counts are true statistics of the data.
     """
-    from pcor_sql.engine.anomaly_evidence import anomaly_error_table, evidence_markdown, evidence_title
+    from benchmarks.anomaly_evidence import anomaly_error_table, evidence_markdown, evidence_title
 
     warn = make_warn()
     if trials < 0:

@@ -1,5 +1,5 @@
-"""`pcor-sql bench`: release timings against a naive baseline, the summary build, the direct
-enumeration, a 10-million-row table, each next to its target. The work is in `pcor_sql.bench`;
+"""`python -m benchmarks bench`: release timings against a naive baseline, the summary build, the direct
+enumeration, a 10-million-row table, each next to its target. The work is in `benchmarks`;
 this module parses options and prints."""
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def split_list(text: Optional[str], allowed: Sequence[str], option: str) -> Opti
 
 
 def command_line(name: str, params: Sequence[tuple[str, Any, Any]]) -> str:
-    """`pcor-sql NAME --opt value ...` with the options that differ from their defaults."""
-    parts = ["pcor-sql", name]
+    """`python -m benchmarks NAME --opt value ...` with the options that differ from their defaults."""
+    parts = ["python", "-m", "benchmarks", name]
     for flag, value, default in params:
         if value == default or value is None:
             continue
@@ -81,7 +81,7 @@ def command_line(name: str, params: Sequence[tuple[str, Any, Any]]) -> str:
 
 def save_raw(out_dir: Path, stem: str, result: dict[str, Any]) -> None:
     """OUT_DIR/STEM.json right after the measurements, before any rendering."""
-    from pcor_sql.bench.report import write_json
+    from benchmarks.report import write_json
 
     write_json(out_dir / f"{stem}.json", result)
 
@@ -95,7 +95,7 @@ def section_name(name: str) -> str:
 
 def write_results(out_dir: Path, stem: str, title: str, command: str, result: dict[str, Any], tables: Sequence[Any],
                   update_benchmarks: bool, benchmarks: Path, extra: str = "", section: str | None = None) -> None:
-    from pcor_sql.bench.report import document, update_section, write_outputs
+    from benchmarks.report import document, update_section, write_outputs
 
     text = document(title, command, result, tables, extra)
     md, js = write_outputs(out_dir, stem, text, result)
@@ -219,13 +219,13 @@ def bench(
 
     \b
     Example:
-        pcor-sql bench --quick --update-benchmarks
-        pcor-sql bench --datasets salaries --searches bfs --verifiers lof,grubbs --no-big
+        python -m benchmarks bench --quick --update-benchmarks
+        python -m benchmarks bench --datasets salaries --searches bfs --verifiers lof,grubbs --no-big
 
     Writes OUT_DIR/bench.md and OUT_DIR/bench.json; progress goes to stderr.
     """
-    from pcor_sql.bench.report import bench_tables
-    from pcor_sql.bench.suite import DATASETS, SEARCHES, VERIFIERS, BenchConfig, run_bench
+    from benchmarks.report import bench_tables
+    from benchmarks.suite import DATASETS, SEARCHES, VERIFIERS, BenchConfig, run_bench
 
     section = section_name(benchmarks_section)
     for value, flag in ((repeats, "--repeats"), (naive_repeats, "--naive-repeats")):
@@ -258,5 +258,5 @@ def bench(
     save_raw(out_dir, "bench", result)  # the figures survive whatever happens below
     tables = bench_tables(result)
     print_tables(tables)
-    write_results(out_dir, "bench", "pcor-sql bench", command, result, tables, update_benchmarks, benchmarks_file,
-                  section=section)
+    write_results(out_dir, "bench", "python -m benchmarks bench", command, result, tables, update_benchmarks,
+                  benchmarks_file, section=section)

@@ -1,15 +1,16 @@
-"""`pcor-sql anomaly-evidence`: the SP vs DP error table over every record."""
+"""`python -m benchmarks anomaly-evidence`: the SP vs DP error table over every record."""
 
 from __future__ import annotations
 
 import json
 import sys
 
+import duckdb
 import pytest
 
-from cli_helpers import assert_clean_stderr, assert_error, invoke
-
-from pcor_sql.cli.evidence import DEFAULT_RUNS
+import pcor_sql
+from benchmarks.cli.evidence import DEFAULT_RUNS
+from tests.benchmarks.app_helpers import assert_clean_stderr, assert_error, invoke
 
 # One cell of the paper's claim on salaries (the bundled table): ε=0.5, β=20, r=500, k=1.
 CLAIM = ("--relation", "salaries", "--columns", "salary", "--epsilons", "0.5", "--betas", "20", "--radii", "500", "--ks", "1")
@@ -39,7 +40,7 @@ def _cells(run) -> int:
 def test_help_carries_an_example():
     result = invoke("anomaly-evidence", "--help")
     assert result.exit_code == 0
-    assert "Example:" in result.stdout and "pcor-sql anomaly-evidence --relation salaries" in result.stdout
+    assert "Example:" in result.stdout and "python -m benchmarks anomaly-evidence --relation salaries" in result.stdout
     assert "anomaly-evidence" in invoke("--help").stdout
 
 
@@ -135,6 +136,16 @@ def test_plot_with_matplotlib_writes_a_png(tmp_path):
     target = tmp_path / "evidence.png"
     _ok(*SMALL, "--plot", str(target))
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A DuckDB file holding the bundled salaries table."""
+    path = tmp_path / "salaries.duckdb"
+    con = duckdb.connect(str(path))
+    pcor_sql.load_dataset(con, "salaries")
+    con.close()
+    return path
 
 
 def test_db_file(db):

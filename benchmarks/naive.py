@@ -1,13 +1,13 @@
 """The naive baseline the benchmarks compare against: one DuckDB query per context.
 
 `NaiveOracle` implements the searches' `Oracle` protocol the straightforward way, as the
-PCOR paper's own implementation does: for every context it runs the compiled WHERE clause
-(`context_predicate(..., omit_full=False)`) in DuckDB, fetches the population's metric values
-and computes the verifier on them with numpy / SciPy / scikit-learn — no per-cell summary, no
-sorted index, no vectorised lattice. The only memory it has is a dict of per-context answers
-(verdict and population size), so each context costs at most one query; that makes the
-baseline *faster* than one that re-queries, and every speed-up measured against it a lower
-bound.
+PCOR paper's own implementation does: for every context it runs the population query with
+the compiled WHERE clause (`OutlierRun.population_sql`, the engine's plain path) in DuckDB,
+fetches the metric values and computes the verifier on them with numpy / SciPy /
+scikit-learn — no per-cell summary, no sorted index, no vectorised lattice. The only memory
+it has is a dict of per-context answers (verdict and population size), so each context costs
+at most one query; that makes the baseline *faster* than one that re-queries, and every
+speed-up measured against it a lower bound.
 
 The verifiers are written here independently of `pcor_sql.core.verifiers`:
 - grubbs: mean / sample std (ddof 1) with numpy, the critical value from `scipy.stats.t.ppf`;
@@ -35,11 +35,9 @@ from typing import Any, Callable, Mapping
 import duckdb
 import numpy as np
 
-from pcor_sql.core.space import ContextSpace
-from pcor_sql.engine.coe import check_size
-from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.schema import Schema
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.core.searches import run_search
+from pcor_sql.core.start import find_start
+from pcor_sql.errors import InternalError, NoValidContext, UserError
 
 NAIVE_VERIFIERS = ("grubbs", "lof", "histogram", "zscore")
 
@@ -129,7 +127,8 @@ class NaiveStopped(Exception):
 
 
 class NaiveOracle:
-    """The `Oracle` of the searches, answered by one DuckDB query per context.
+    """The `Oracle` of the searches for record i of a prepared run, answered by one DuckDB
+    query per context (the run only supplies the query text: `OutlierRun.population_sql`).
 
     With a `deadline` (a `time.perf_counter()` value) a query started after it raises
     `NaiveStopped` instead: the benchmark's way to bound a slow baseline."""
@@ -137,9 +136,8 @@ class NaiveOracle:
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
-        schema: Schema,
-        space: ContextSpace,
-        v: float,
+        run: Any,
+        i: int,
         verifier: NaiveVerifier,
         *,
         utility: str = "population",
@@ -151,9 +149,10 @@ class NaiveOracle:
         if utility == "overlap" and start is None:
             raise InternalError("overlap utility without a starting context")
         self.con = con
-        self.schema = schema
-        self.space = space
-        self.v = float(v)
+        self.run = run
+        self.i = i
+        self.space = run.space(i)
+        self.v = float(run.records[i].value)
         self.verifier = verifier
         self.utility_name = utility
         self.start = start
@@ -166,9 +165,8 @@ class NaiveOracle:
         """The metric values of context `mask`'s population, by one query."""
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise NaiveStopped()
-        where = context_predicate(self.space, mask, cast_varchar=self.schema.cast_varchar, omit_full=False)
-        sql = f"SELECT CAST({self.schema.metric_sql} AS DOUBLE) AS m FROM {self.schema.relation_sql} WHERE {where}"
         self.queries += 1
+        sql = self.run.population_sql(self.i, mask)
         return np.asarray(self.con.cursor().execute(sql).fetchnumpy()["m"], dtype=np.float64)
 
     def is_valid(self, mask: int) -> bool:
@@ -198,22 +196,6 @@ class NaiveOracle:
             return float(self.population_size(mask))
         return float(self.population_size(mask & self.start))
 
-    def coe(
-        self, max_admissible: int, progress: Callable[[int, int], None] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Every valid context and its utility, one query per admissible context."""
-        total = self.space.n_admissible
-        check_size(total, max_admissible)
-        masks, utilities = [], []
-        for w in range(total):
-            mask = self.space.from_free(w)
-            if self.is_valid(mask):
-                masks.append(mask)
-                utilities.append(self.utility(mask))
-            if progress is not None:
-                progress(w + 1, total)
-        return np.asarray(masks, dtype=object), np.asarray(utilities, dtype=np.float64)
-
 
 @dataclass(frozen=True)
 class NaiveRelease:
@@ -227,32 +209,26 @@ class NaiveRelease:
 
 def naive_release(
     con: duckdb.DuckDBPyConnection,
-    schema: Schema,
-    space: ContextSpace,
-    v: float,
+    run: Any,
+    i: int,
     verifier: NaiveVerifier,
-    epsilon1: float,
     source: Any,
     *,
-    search: str,
-    samples: int,
-    utility: str = "population",
     deadline: float | None = None,
 ) -> NaiveRelease:
-    """The steps of `pcor_sql.engine.release.release_one` over a `NaiveOracle`: a validity-only
-    start search (`find_start`), then the library's `run_search` with the same source."""
-    from pcor_sql.core.searches import run_search
-    from pcor_sql.core.start import find_start
-    from pcor_sql.errors import NoValidContext
-
-    oracle = NaiveOracle(con, schema, space, v, verifier, deadline=deadline)
-    if search == "direct" and utility == "population":
+    """What `run.release(i, source)` does, over a `NaiveOracle`: a validity-only start search
+    (`find_start`), then the library's `run_search` with the request's search, samples and ε1
+    and the same source."""
+    request = run.request
+    space = run.space(i)
+    oracle = NaiveOracle(con, run, i, verifier, deadline=deadline)
+    if request.search == "direct" and request.utility == "population":
         start = space.v_mask
     else:
         start, checks = find_start(oracle)
         if start is None:
             raise NoValidContext(f"the naive baseline found no start in {checks:,} contexts", "try another verifier")
-    if utility != "population":
-        oracle = NaiveOracle(con, schema, space, v, verifier, utility=utility, start=start, deadline=deadline)
-    result = run_search(search, oracle, epsilon1, source, start=start, samples=samples)
+    if request.utility != "population":
+        oracle = NaiveOracle(con, run, i, verifier, utility=request.utility, start=start, deadline=deadline)
+    result = run_search(request.search, oracle, request.budget.epsilon1, source, start=start, samples=request.samples)
     return NaiveRelease(int(result.mask), int(start), oracle.n_verified, oracle.queries)

@@ -12,9 +12,10 @@ and the utility ratio (mean and 90 % confidence interval), under both accounting
 - Utility ratio = utility of the released context / largest utility in COE(D, V). The
   denominator is exact (`exact.best_first_max`: contexts verified in decreasing utility until
   the first valid one), which keeps LOF tractable on 4.2 million contexts; for grubbs it is
-  cross-checked against the full enumeration of `Evaluator.coe`.
-- Runtime: `release_one` (the engine: start search, private search, re-verification) with the
-  per-cell summary already built, each release with an empty Grubbs critical-value cache.
+  cross-checked against the full enumeration of the oracle's `coe`.
+- Runtime: `OutlierRun.release` (the engine: start search, private search, re-verification)
+  with the per-cell summary already built (`Session.prepare`), each release with an empty
+  Grubbs critical-value cache.
 - Seeds: release r of record V in a cell uses numpy's `default_rng([seed, cell, V, r])` with
   `cell` the CRC-32 of the cell's description, so every figure can be re-run alone.
 - CI: mean ± t(0.95, R − 1)·s/√R over the R releases (Student t; releases of several
@@ -33,13 +34,11 @@ from typing import Any, Callable, Sequence
 import duckdb
 import numpy as np
 
-from pcor_sql.bench.exact import ExactMax, best_first_max, lattice_sizes, utilities_by_word
-from pcor_sql.core.accounting import derive_budget
+import pcor_sql
+from benchmarks.exact import ExactMax, best_first_max, utilities_by_word
+from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
-from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.engine.release import prepare_space, release_one, resolve_start
-from pcor_sql.engine.session import Session
-from pcor_sql.errors import NoValidContext, PcorError
+from pcor_sql.errors import PcorError, UserError
 
 Report = Callable[[str], None]
 
@@ -158,57 +157,59 @@ def mean_ci(values: Sequence[float], level: float) -> tuple[float, float, float]
 @dataclass
 class Record:
     id: int
-    row: dict
-    v: float
+    index: int  # the record's position in its dataset's prepared runs (`OutlierRun.records`)
     exact: dict[tuple[str, str], ExactMax] = field(default_factory=dict)
 
 
 @dataclass
 class DatasetRun:
-    """One dataset's session, summary, records and their exact maxima."""
+    """One dataset's session, the request selecting its records, and their exact maxima."""
 
     name: str
-    con: duckdb.DuckDBPyConnection
-    session: Session
-    summary: Any
+    session: pcor_sql.Session
+    request: pcor_sql.OutlierRequest
     records: list[Record]
     exact_notes: list[str] = field(default_factory=list)
     cross_check: dict[str, Any] | None = None
 
     @classmethod
     def open(cls, con: duckdb.DuckDBPyConnection, name: str, record_ids: Sequence[int]) -> "DatasetRun":
-        session = Session(con)
-        metric = METRICS[name]
-        schema = session.schema(name, metric)
-        summary = session.summary(schema)
-        summary.sorted_values()
-        records = []
-        for rid in record_ids:
-            row, v = session.records(name, metric, f"id = {int(rid)}")[0]
-            records.append(Record(int(rid), row, v))
-        return cls(name, con, session, summary, records)
+        session = pcor_sql.Session(con)
+        ids = ", ".join(str(int(rid)) for rid in record_ids)
+        request = pcor_sql.outlier_request(
+            con, f"SELECT {METRICS[name]} FROM {name} WHERE id IN ({ids})", owner_view=True
+        )
+        run = session.prepare(request)
+        run.preload()
+        index = {int(r.record["id"]): i for i, r in enumerate(run.records)}
+        missing = [int(rid) for rid in record_ids if int(rid) not in index]
+        if missing:
+            raise UserError(f"{name} has no record with id {missing[0]}", f"pick ids of {name} (e.g. planted outliers)")
+        return cls(name, session, request, [Record(int(rid), index[int(rid)]) for rid in record_ids])
 
-    def evaluator(self, rec: Record, verifier: str) -> Evaluator:
-        return Evaluator(self.con, self.summary, prepare_space(self.summary, rec.row), rec.v,
-                         self.session.verifier(verifier))
+    def prepared(self, **changes: Any) -> Any:
+        """The OutlierRun of this dataset's records with some request fields changed (the
+        session keeps the summary, so only the records are read again)."""
+        return self.session.prepare(self.request.replace(**changes))
 
     def compute_exact(self, needs: Sequence[tuple[str, str]], max_checks: int, report: Report) -> None:
         """The exact max utility over COE for every record and (verifier, utility) in `needs`."""
+        runs = {verifier: self.prepared(verifier=verifier) for verifier, _ in needs}
         for rec in self.records:
             sizes = None
             for verifier, utility in needs:
-                ev = self.evaluator(rec, verifier)
+                run = runs[verifier]
+                oracle, space = run.oracle(rec.index), run.space(rec.index)
                 if sizes is None:
-                    sizes = lattice_sizes(ev)
+                    sizes = run.lattice_sizes(rec.index)
                 start = None
                 if utility == "overlap":
-                    try:
-                        start, _ = resolve_start(ev, None)
-                    except NoValidContext:
+                    start, _ = find_start(oracle)  # the release's own start, from validity alone
+                    if start is None:
                         rec.exact[(verifier, utility)] = ExactMax(None, None, 0, False)
                         continue
                 t0 = time.perf_counter()
-                found = best_first_max(ev, utilities_by_word(sizes, utility, ev.space, start), max_checks)
+                found = best_first_max(oracle, space, utilities_by_word(sizes, utility, space, start), max_checks)
                 rec.exact[(verifier, utility)] = found
                 what = f"{self.name} {rec.id} {verifier}/{utility}"
                 if found.utility is None:
@@ -223,9 +224,9 @@ class DatasetRun:
         found = rec.exact.get(("grubbs", "population"))
         if found is None:
             return
-        ev = self.evaluator(rec, "grubbs")
+        oracle = self.prepared(verifier="grubbs").oracle(rec.index)
         t0 = time.perf_counter()
-        masks, utilities = ev.coe(1 << 40)
+        masks, utilities = oracle.coe(1 << 40)
         enum_max = float(utilities.max()) if len(utilities) else None
         self.cross_check = {
             "record": rec.id, "verifier": "grubbs", "best_first": found.utility, "enumeration": enum_max,
@@ -237,23 +238,22 @@ def _cold() -> None:
     grubbs_critical_one.cache_clear()
 
 
-def run_cell(run: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResult:
+def run_cell(data: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResult:
     res = CellResult(cell)
-    verifier = run.session.verifier(cell.verifier)
-    budget = derive_budget(cell.epsilon, cell.search, cell.samples, cell.accounting)
-    for rec in run.records:
+    run = data.prepared(search=cell.search, verifier=cell.verifier, utility=cell.utility, epsilon=cell.epsilon,
+                        samples=cell.samples, accounting=cell.accounting)
+    for rec in data.records:
         best = rec.exact.get((cell.verifier, cell.utility))
         if best is None or best.utility is None:
             continue
         res.records.append(rec.id)
+        sizes = run.oracle(rec.index)  # population sizes for the diagnostics below, cached
         for r in range(repeats):
             source = np.random.default_rng([seed, cell.code, rec.id, r])
             _cold()
             t0 = time.perf_counter()
             try:
-                rel = release_one(run.con, run.summary, rec.row, rec.v, verifier, budget, source,
-                                  search=cell.search, samples=cell.samples, utility=cell.utility, start=None,
-                                  owner_view=True)
+                rel = run.release(rec.index, source)
             except PcorError:
                 res.failures += 1
                 continue
@@ -262,14 +262,10 @@ def run_cell(run: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResult
             # Diagnostics (owner-side, not part of any release): the best context the search
             # visited, so a low ratio can be split into exploration (best visited is far from the
             # optimum) and selection (the final EM picked far below the best visited).
-            visited = max(_utility(run, rel.space, m, cell.utility, rel.start_mask) for m in rel.trace.visited)
+            overlap = cell.utility == "overlap"
+            visited = max(sizes.population_size(m & rel.start_mask if overlap else m) for m in rel.trace.visited)
             res.visited_ratios.append(visited / best.utility)
     return res
-
-
-def _utility(run: DatasetRun, space: Any, mask: int, utility: str, start: int) -> float:
-    m = mask & start if utility == "overlap" else mask
-    return float(run.summary.count[run.summary.member(space, m)].sum())
 
 
 def cells_of(group: Group, dataset: str) -> list[tuple[Row, dict[str, Cell]]]:
@@ -289,17 +285,17 @@ def needed_exact(groups: Sequence[Group]) -> list[tuple[str, str]]:
 
 
 def run_groups(
-    run: DatasetRun, groups: Sequence[Group], repeats: int, seed: int, report: Report
+    data: DatasetRun, groups: Sequence[Group], repeats: int, seed: int, report: Report
 ) -> dict[Cell, CellResult]:
     results: dict[Cell, CellResult] = {}
     for g in groups:
-        for row, cells in cells_of(g, run.name):
+        for row, cells in cells_of(g, data.name):
             for acc, cell in cells.items():
                 if cell not in results:
                     t0 = time.perf_counter()
-                    results[cell] = run_cell(run, cell, repeats, seed)
+                    results[cell] = run_cell(data, cell, repeats, seed)
                     r = results[cell]
                     mean = statistics.fmean(r.ratios) if r.ratios else float("nan")
-                    report(f"{run.name} {g.tables} {row.label} [{acc}]: {len(r.seconds)} releases, "
+                    report(f"{data.name} {g.tables} {row.label} [{acc}]: {len(r.seconds)} releases, "
                            f"utility {mean:.3f}, {time.perf_counter() - t0:.1f} s")
     return results

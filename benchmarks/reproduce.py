@@ -1,5 +1,5 @@
-"""`pcor-sql reproduce`: the PCOR paper's experiment groups on the bundled data, as tables
-shaped like the paper's (Tables 2–13), with the paper's own figures alongside.
+"""`python -m benchmarks reproduce`: the PCOR paper's experiment groups on the bundled data,
+as tables shaped like the paper's (Tables 2–13), with the paper's own figures alongside.
 
 `run_reproduce` runs them (`experiments.py`: Tables 2–11; `coe_match.py`: Tables 12–13 and
 the §6.7 check) and `reproduce_tables` lays the results out. Nothing here prints.
@@ -17,12 +17,12 @@ from typing import Any, Callable, Sequence
 import duckdb
 import numpy as np
 
-from pcor_sql.bench import coe_match
-from pcor_sql.bench.experiments import GROUPS, Cell, DatasetRun, cells_of, needed_exact, run_groups
-from pcor_sql.bench.measure import load_average, machine
-from pcor_sql.bench.tables import Table, fraction, make_table, percent, seconds
-from pcor_sql.bench.targets import at_least
-from pcor_sql.engine.datasets import load_all, planted_outliers
+import pcor_sql
+from benchmarks import coe_match
+from benchmarks.experiments import GROUPS, Cell, DatasetRun, cells_of, needed_exact, run_groups
+from benchmarks.measure import load_average, machine
+from benchmarks.tables import Table, fraction, make_table, percent, seconds
+from benchmarks.targets import at_least
 
 Report = Callable[[str], None]
 
@@ -80,7 +80,7 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> Rep
     groups = [g for g in GROUPS if g.key in cfg.groups]
     con = duckdb.connect()
     try:
-        load_all(con)
+        pcor_sql.load_datasets(con)
         for name in cfg.datasets:
             ids = list(cfg.record_ids) if cfg.record_ids else sample_records(name, cfg.records, cfg.seed)
             run = DatasetRun.open(con, name, ids)
@@ -121,7 +121,7 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None) -> Rep
 
 def sample_records(name: str, k: int | None, seed: int) -> list[int]:
     """All planted outliers of `name`, or k of them drawn uniformly (seeded), in id order."""
-    ids = planted_outliers(name)
+    ids = pcor_sql.planted_outliers(name)
     if k is None or k >= len(ids):
         return list(ids)
     rng = np.random.default_rng([seed, 2, len(ids)])
@@ -138,7 +138,7 @@ def estimate_full(res: dict[str, Any], full: ReproduceConfig) -> float | None:
     total = 0.0
     for name in full.datasets:
         data = dict(ran).get(name, ran[0][1])
-        n_full = len(planted_outliers(name))
+        n_full = len(pcor_sql.planted_outliers(name))
         for c in data["cells"]:
             if c.get("t_avg") is not None:
                 total += c["t_avg"] * n_full * full.repeats
@@ -313,9 +313,9 @@ def settings_table(res: dict[str, Any]) -> Table:
         rows.append([name, ", ".join(str(r) for r in data["records"]), cfg["repeats"], seconds(data["exact_s"]),
                      check, notes])
     est = res.get("full_estimate_s")
-    estimate = ((f" Estimated wall time of the full run (`pcor-sql reproduce`: all planted outliers of both datasets, "
-                 f"6 releases each per setting, 40 outliers × 20 neighbours in the COE match) on this machine: "
-                 f"~{est / 3600:.1f} h, extrapolated from this run's per-release times.") if est else "")
+    estimate = ((" Estimated wall time of the full run (`python -m benchmarks reproduce`: all planted outliers of "
+                 "both datasets, 6 releases each per setting, 40 outliers × 20 neighbours in the COE match) on this "
+                 f"machine: ~{est / 3600:.1f} h, extrapolated from this run's per-release times.") if est else "")
     return make_table(
         "Settings: records, repeats, seeds, exact maxima",
         ["dataset", "records (planted outliers, seeded sample when not all)", "releases per record per cell",
@@ -324,7 +324,7 @@ def settings_table(res: dict[str, Any]) -> Table:
         (f"Seed: release r of record V in a cell uses numpy default_rng([{cfg['seed']}, crc32(cell), V, r]). Full "
          "lattice of all three attributes (salaries: 2^22 admissible contexts per record, homicides: 2^16). The exact "
          "largest utility is found by verifying contexts in decreasing utility until the first valid one "
-         "(bench/exact.py) — the same value as enumerating the whole COE, which the cross-check confirms for grubbs."
+         "(benchmarks/exact.py) — the same value as enumerating the whole COE, which the cross-check confirms for grubbs."
          + estimate,))
 
 
@@ -334,7 +334,7 @@ def reproduce_tables(res: dict[str, Any]) -> list[Table]:
         tables.extend(group_tables(name, data, res["config"]["groups"]))
     if res["match"]:
         tables.extend(match_tables(res))
-    from pcor_sql.bench.report import target_table
+    from benchmarks.report import target_table
 
     tables.append(target_table(res["targets"]))
     return tables

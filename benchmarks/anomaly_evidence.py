@@ -23,8 +23,7 @@ from typing import Sequence
 import duckdb
 import numpy as np
 
-from pcor_sql.anomaly import mechanisms as core
-from pcor_sql.anomaly.points import load_points, relation_ball_counts
+from benchmarks import _anomaly_api as anomaly
 from pcor_sql.errors import UserError
 
 
@@ -65,6 +64,36 @@ def _grid(values: Sequence[float], name: str) -> list:
     return list(values)
 
 
+def _check_grid(
+    epsilons: Sequence[float], betas: Sequence[float], radii: Sequence[float], ks: Sequence[int]
+) -> tuple[list, list, list, list]:
+    """The four axes as lists, each value checked (the library's own rules for β, r and ε)."""
+    eps_list, beta_list = _grid(epsilons, "epsilons"), _grid(betas, "betas")
+    radius_list, k_list = _grid(radii, "radii"), _grid(ks, "ks")
+    for b in beta_list:
+        for r in radius_list:
+            for e in eps_list:
+                anomaly.validate_params(b, r, e, "dp", None)
+    for k in k_list:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise UserError(f"every k must be an integer ≥ 1, got {k!r}", "pass e.g. ks=[1, 2]")
+    return eps_list, beta_list, radius_list, k_list
+
+
+def _simulated(
+    rng: np.random.Generator, trials: np.ndarray, p_dp: np.ndarray, p_sp: np.ndarray, truth: np.ndarray
+) -> dict[str, float | None]:
+    """Realised error rates of `trials` answers per (x_i, B) group: binomial flip counts."""
+    flips_dp = rng.binomial(trials, p_dp)
+    flips_sp = rng.binomial(trials, p_sp)
+    return {
+        "sim_dp_error_anomalies": _rate(flips_dp / trials, trials, truth),
+        "sim_sp_error_anomalies": _rate(flips_sp / trials, trials, truth),
+        "sim_dp_error_overall": float(flips_dp.sum() / trials.sum()),
+        "sim_sp_error_overall": float(flips_sp.sum() / trials.sum()),
+    }
+
+
 def anomaly_error_table(
     con: duckdb.DuckDBPyConnection,
     relation_sql: str,
@@ -84,52 +113,32 @@ def anomaly_error_table(
     `simulation_trials` > 0 (needs `seed`) also the realised rates of that many seeded runs.
     Records with NULL/NaN in a column are an input error, as for the queries themselves.
     """
-    eps_list = _grid(epsilons, "epsilons")
-    beta_list = _grid(betas, "betas")
-    radius_list = _grid(radii, "radii")
-    k_list = _grid(ks, "ks")
-    for b in beta_list:
-        for r in radius_list:
-            for e in eps_list:
-                core.validate_params(b, r, e, "dp", None)
-    for k in k_list:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise UserError(f"every k must be an integer ≥ 1, got {k!r}", "pass e.g. ks=[1, 2]")
-    norm_name = core.validate_norm(norm)
+    eps_list, beta_list, radius_list, k_list = _check_grid(epsilons, betas, radii, ks)
+    norm_name = anomaly.validate_norm(norm)
     if simulation_trials and seed is None:
         raise UserError("a simulation needs a seed", "pass seed=<int> (the evidence is not a release)")
     if isinstance(simulation_trials, bool) or not isinstance(simulation_trials, int) or simulation_trials < 0:
         raise UserError(f"simulation_trials must be an integer ≥ 0, got {simulation_trials!r}", "pass e.g. 10")
     rng = np.random.default_rng(seed) if simulation_trials else None
 
-    points = load_points(con, relation_sql, columns, None)
+    points = anomaly.load_points(con, relation_sql, columns, None)
     rows: list[EvidenceRow] = []
     for r in radius_list:
-        counts = relation_ball_counts(points, r, norm_name)
+        counts = anomaly.relation_ball_counts(points, r, norm_name)
         pairs, weights = np.unique(np.stack([counts.multiplicity, counts.ball], axis=1), axis=0, return_counts=True)
         mult, ball = pairs[:, 0], pairs[:, 1]
         n = int(weights.sum())
         for beta_given in beta_list:
             beta = int(math.floor(beta_given))
-            truth = core.anomaly_truth(mult, ball, beta)
-            delta = core.mdd_dp(mult, ball, beta)
+            truth = anomaly.anomaly_truth(mult, ball, beta)
+            delta = anomaly.mdd_dp(mult, ball, beta)
             for eps in eps_list:
-                p_dp = core.flip_probability(delta, float(eps))
+                p_dp = anomaly.flip_probability(delta, float(eps))
                 for k in k_list:
                     if k > beta + 1:
                         continue
-                    p_sp = core.flip_probability(core.lambda_k(mult, ball, beta, int(k)), float(eps))
-                    sim: dict[str, float | None] = {}
-                    if rng is not None:
-                        trials = weights * simulation_trials
-                        flips_dp = rng.binomial(trials, p_dp)
-                        flips_sp = rng.binomial(trials, p_sp)
-                        sim = {
-                            "sim_dp_error_anomalies": _rate(flips_dp / trials, trials, truth),
-                            "sim_sp_error_anomalies": _rate(flips_sp / trials, trials, truth),
-                            "sim_dp_error_overall": float(flips_dp.sum() / trials.sum()),
-                            "sim_sp_error_overall": float(flips_sp.sum() / trials.sum()),
-                        }
+                    p_sp = anomaly.flip_probability(anomaly.lambda_k(mult, ball, beta, int(k)), float(eps))
+                    sim = {} if rng is None else _simulated(rng, weights * simulation_trials, p_dp, p_sp, truth)
                     rows.append(
                         EvidenceRow(
                             epsilon=float(eps),
@@ -139,7 +148,7 @@ def anomaly_error_table(
                             norm=norm_name,
                             records=n,
                             anomalies=int(weights[truth].sum()),
-                            sensitive=int(weights[core.sensitive(ball, beta, int(k))].sum()),
+                            sensitive=int(weights[anomaly.sensitive(ball, beta, int(k))].sum()),
                             dp_error_anomalies=_rate(p_dp, weights, truth),
                             sp_error_anomalies=_rate(p_sp, weights, truth),
                             dp_error_normal=_rate(p_dp, weights, ~truth),

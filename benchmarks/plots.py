@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from pcor_sql.bench.experiments import GROUPS, cells_of
+from benchmarks.experiments import GROUPS, cells_of
 
 
 def matplotlib_available() -> bool:

@@ -1,5 +1,5 @@
-"""`pcor-sql reproduce`: the PCOR paper's experiments (§6, Tables 2–13) on the bundled data.
-The work is in `pcor_sql.bench`; this module parses options and prints."""
+"""`python -m benchmarks reproduce`: the PCOR paper's experiments (§6, Tables 2–13) on the bundled data.
+The work is in `benchmarks`; this module parses options and prints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pcor_sql.cli.bench import (
+from benchmarks.cli.bench import (
     DEFAULT_BENCHMARKS, DEFAULT_OUT, command_line, print_tables, progress_reporter, save_raw, section_name, split_list,
     write_results,
 )
@@ -130,16 +130,16 @@ def reproduce(
 
     \b
     Example:
-        pcor-sql reproduce --quick --update-benchmarks
-        pcor-sql reproduce --groups sampling,epsilon --records 5 --no-match
+        python -m benchmarks reproduce --quick --update-benchmarks
+        python -m benchmarks reproduce --groups sampling,epsilon --records 5 --no-match
 
     The full run (all planted outliers of both datasets, 6 releases each per setting) takes
     over an hour on 2 cores (every run prints an estimate); --quick under two minutes.
     Writes OUT_DIR/reproduce.md and OUT_DIR/reproduce.json.
     """
-    from pcor_sql.bench.experiments import GROUPS
-    from pcor_sql.bench.plots import write_figures
-    from pcor_sql.bench.reproduce import ReproduceConfig, reproduce_tables, run_reproduce
+    from benchmarks.experiments import GROUPS
+    from benchmarks.plots import write_figures
+    from benchmarks.reproduce import ReproduceConfig, reproduce_tables, run_reproduce
 
     section = section_name(benchmarks_section)
     for value, flag in ((records, "--records"), (repeats, "--repeats"), (match_outliers, "--match-outliers"),
@@ -181,5 +181,5 @@ def reproduce(
         extra = (f"Figures: {', '.join(p.name for p in written)} (in {out_dir / 'figures'})." if written
                  else f"Figures: none ({why}).")
         report(extra)
-    write_results(out_dir, "reproduce", "pcor-sql reproduce", command, result, tables, update_benchmarks,
+    write_results(out_dir, "reproduce", "python -m benchmarks reproduce", command, result, tables, update_benchmarks,
                   benchmarks_file, extra, section=section)

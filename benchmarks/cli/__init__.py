@@ -1,0 +1,46 @@
+"""`python -m benchmarks`: the lab's command line, run from a checkout (not in the wheel).
+
+Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
+experiment tables) and `anomaly-evidence` (SP vs DP error rates). Errors behave as in
+`pcor-sql` — one `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
+because the app runs on pcor-sql's own command group.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from benchmarks.cli.bench import bench
+from benchmarks.cli.evidence import anomaly_evidence
+from benchmarks.cli.reproduce import reproduce
+from pcor_sql.cli.main import _Group, _options
+
+PROG = "python -m benchmarks"
+
+app = typer.Typer(
+    name=PROG,
+    cls=_Group,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+# pcor-sql's global options (--debug), with this app's own description.
+app.callback(
+    help="pcor-sql's benchmarks and the reproduction of the papers' experiments, run from a checkout "
+    "through the library's public API. Run a command with --help for its options.\n\n"
+    "\b\nExample:\n    python -m benchmarks bench --quick",
+)(_options)
+
+_COMMANDS = (
+    ("bench", "Time releases against a naive baseline measured in the same run.", bench),
+    ("reproduce", "Reproduce the PCOR paper's experiment tables on the bundled data.", reproduce),
+    ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
+     anomaly_evidence),
+)
+for _name, _short, _function in _COMMANDS:
+    app.command(_name, short_help=_short)(_function)
+
+
+def run() -> None:
+    """`python -m benchmarks`."""
+    app(prog_name=PROG)
