@@ -26,6 +26,21 @@ DEFAULT_BENCHMARKS = Path("BENCHMARKS.md")
 # ---- helpers shared with `reproduce` ------------------------------------------------------
 
 
+# The options that write a command's section of BENCHMARKS.md (bench and reproduce share them).
+UpdateBenchmarks = Annotated[
+    bool, typer.Option("--update-benchmarks", help="Regenerate this command's section of BENCHMARKS.md.")
+]
+BenchmarksFile = Annotated[
+    Path, typer.Option("--benchmarks-file", metavar="PATH", help="The file --update-benchmarks writes.")
+]
+BenchmarksSection = Annotated[
+    str,
+    typer.Option(
+        "--benchmarks-section", metavar="NAME",
+        help="The section of BENCHMARKS.md that --update-benchmarks replaces (default: the command's name).",
+    ),
+]
+
 def progress_reporter() -> Callable[[str], None]:
     """The library's `report` callback: dim timestamped lines on stderr."""
     console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
@@ -191,27 +206,9 @@ def bench(
             help="Time the exact grubbs enumeration of salaries record 42.",
         ),
     ] = True,
-    update_benchmarks: Annotated[
-        bool,
-        typer.Option(
-            "--update-benchmarks",
-            help="Regenerate the bench section of BENCHMARKS.md.",
-        ),
-    ] = False,
-    benchmarks_file: Annotated[
-        Path,
-        typer.Option(
-            "--benchmarks-file", metavar="PATH",
-            help="The file --update-benchmarks writes.",
-        ),
-    ] = DEFAULT_BENCHMARKS,
-    benchmarks_section: Annotated[
-        str,
-        typer.Option(
-            "--benchmarks-section", metavar="NAME",
-            help="The section of BENCHMARKS.md that --update-benchmarks replaces (default: the command's name).",
-        ),
-    ] = "bench",
+    update_benchmarks: UpdateBenchmarks = False,
+    benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
+    benchmarks_section: BenchmarksSection = "bench",
 ) -> None:
     """Time releases on salaries and homicides for every search × verifier against a naive
     baseline (one DuckDB query per context), the per-cell summary build, the exact direct

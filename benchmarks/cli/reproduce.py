@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from benchmarks.cli.bench import (
-    DEFAULT_BENCHMARKS, DEFAULT_OUT, command_line, print_tables, progress_reporter, save_raw, section_name, split_list,
-    write_results,
+    DEFAULT_BENCHMARKS, DEFAULT_OUT, BenchmarksFile, BenchmarksSection, UpdateBenchmarks, command_line, print_tables,
+    progress_reporter, save_raw, section_name, split_list, write_results,
 )
 from pcor_sql.errors import UserError
 
@@ -102,27 +102,9 @@ def reproduce(
             help="Write PNG figures when matplotlib is installed (extra: plot).",
         ),
     ] = True,
-    update_benchmarks: Annotated[
-        bool,
-        typer.Option(
-            "--update-benchmarks",
-            help="Regenerate the reproduce section of BENCHMARKS.md.",
-        ),
-    ] = False,
-    benchmarks_file: Annotated[
-        Path,
-        typer.Option(
-            "--benchmarks-file", metavar="PATH",
-            help="The file --update-benchmarks writes.",
-        ),
-    ] = DEFAULT_BENCHMARKS,
-    benchmarks_section: Annotated[
-        str,
-        typer.Option(
-            "--benchmarks-section", metavar="NAME",
-            help="The section of BENCHMARKS.md that --update-benchmarks replaces (default: the command's name).",
-        ),
-    ] = "reproduce",
+    update_benchmarks: UpdateBenchmarks = False,
+    benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
+    benchmarks_section: BenchmarksSection = "reproduce",
 ) -> None:
     """Reproduce the PCOR paper's experiments (§6, Tables 2–13) on the bundled data: sampling
     methods, overlap utility, verifiers, ε, n — runtime and utility ratio under both accountings
