@@ -62,13 +62,27 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
-@app.callback()
+def _show_version(value: bool) -> None:
+    if value:
+        from pcor_sql import __version__
+
+        typer.echo(f"pcor-sql {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
 def _options(
+    ctx: typer.Context,
     debug: Annotated[
         bool, typer.Option("--debug", envvar="PCOR_SQL_DEBUG", help="Show the traceback of an error.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
     ] = False,
 ) -> None:
     """Explain outliers privately: private contextual outlier release (PCOR) and private
@@ -78,6 +92,9 @@ def _options(
     Example:
         pcor-sql explain-outlier "SELECT salary FROM salaries WHERE id = 42" --epsilon 0.2
     """
+    if ctx.invoked_subcommand is None:  # a bare `pcor-sql`: the help, not an error
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
 
 
 _COMMANDS = (

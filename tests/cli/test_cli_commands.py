@@ -222,3 +222,13 @@ def test_identify_anomaly_on_the_library(db):
     for a in answers:
         assert isinstance(a["anomaly"], bool) and a["epsilon"] == 0.5 and a["privacy"] == "sp" and a["k"] == 1
         assert "true_answer" not in json.dumps(a)
+
+
+def test_version_short_help_and_a_bare_command():
+    version = invoke("--version")
+    assert version.exit_code == 0 and version.stdout.strip() == f"pcor-sql {pcor_sql.__version__}"
+    bare = invoke()
+    assert bare.exit_code == 0 and "Usage: pcor-sql" in bare.stdout and "explain-outlier" in bare.stdout
+    for args in (("-h",), ("explain-outlier", "-h"), ("budget", "status", "-h")):
+        short = invoke(*args)
+        assert short.exit_code == 0 and "Usage:" in short.stdout, args
