@@ -8,7 +8,7 @@ import pytest
 import pcor_sql.api
 from pcor_sql.api import Explanation
 from pcor_sql.engine.datasets import load_dataset
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import UserError
 from pcor_sql.statements import run_script, sql
 
 EXPLAIN = "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs"

@@ -26,22 +26,25 @@ Why it cannot be overspent.
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import numbers
-import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar, overload
 
 import duckdb
 
 from pcor_sql.engine.ledger_charge import (
     TOLERANCE,
+    BudgetStatus,
     ChargeItem,
+    LimitChange,
+    ReleaseRecord,
+    budget_status,
+    check_dataset,
+    new_release_id,
     Tables,
     check_item,
     check_limit,
@@ -75,51 +78,6 @@ LOCATION_SQL = (
     " AND t.table_name IN ('pcor_budget', 'pcor_release_history'))"
     " FROM duckdb_databases() d WHERE d.database_name = current_database()"
 )
-
-
-@dataclass(frozen=True)
-class BudgetStatus:
-    """The budget of one dataset. `limit` and `remaining` are None while no limit is set."""
-
-    dataset: str
-    limit: float | None
-    spent: float
-    remaining: float | None
-    releases: int
-
-
-@dataclass(frozen=True)
-class ReleaseRecord:
-    """One charged release. `seq` numbers a dataset's releases from 1 in charge order;
-    `released_at` is UTC; `spent_after` is the dataset's spent ε once this release was charged."""
-
-    release_id: str
-    dataset: str
-    seq: int
-    released_at: _dt.datetime
-    mechanism: str
-    epsilon: float
-    record_key: str | None
-    statement: str | None
-    spent_after: float
-
-
-@dataclass(frozen=True)
-class LimitChange:
-    """The result of `Ledger.set_limit`. `below_spent` is True when the new limit is below the ε
-    already spent: allowed (the owner may tighten a budget), but no release fits until it is raised."""
-
-    dataset: str
-    limit: float
-    previous_limit: float | None
-    spent: float
-    below_spent: bool
-
-
-def new_release_id() -> str:
-    """A fresh release id (random, 128 bits). Make it before computing a release and pass the same
-    id to every charge of that release, so a retried charge is not charged twice."""
-    return os.urandom(16).hex()
 
 
 class Ledger:
@@ -185,10 +143,10 @@ class Ledger:
         or of every dataset in the ledger, sorted by name."""
         query = f"SELECT dataset, limit_epsilon, spent_epsilon, releases FROM {self._tables.budget}"
         if dataset is None:
-            return tuple(_budget_status(*row) for row in self._read(query + " ORDER BY dataset", []))
-        _check_dataset(dataset)
+            return tuple(budget_status(*row) for row in self._read(query + " ORDER BY dataset", []))
+        check_dataset(dataset)
         rows = self._read(query + " WHERE dataset = $1", [dataset])
-        return _budget_status(*rows[0]) if rows else BudgetStatus(dataset, None, 0.0, None, 0)
+        return budget_status(*rows[0]) if rows else BudgetStatus(dataset, None, 0.0, None, 0)
 
     def history(self, dataset: str | None = None, limit: int | None = None) -> tuple[ReleaseRecord, ...]:
         """The charged releases of `dataset` (or of every dataset), oldest first; with `limit`,
@@ -203,7 +161,7 @@ class Ledger:
         if dataset is None:
             query += " ORDER BY released_at DESC, dataset DESC, seq DESC"
         else:
-            _check_dataset(dataset)
+            check_dataset(dataset)
             query += " WHERE dataset = $1 ORDER BY seq DESC"
             params.append(dataset)
         if limit is not None:
@@ -227,7 +185,7 @@ class Ledger:
         """Set the ε limit of `dataset` (finite, > 0). A limit below the ε already spent is
         allowed and reported through `LimitChange.below_spent`."""
         self.ensure_writable()
-        _check_dataset(dataset)
+        check_dataset(dataset)
         limit = check_positive(epsilon_limit, "budget limit")
         budget = self._tables.budget
 
@@ -250,7 +208,7 @@ class Ledger:
         release costing `epsilon` would not fit the dataset's limit now. Passing is no
         reservation — `charge` checks again atomically."""
         self.ensure_writable()
-        _check_dataset(dataset)
+        check_dataset(dataset)
         eps = check_positive(epsilon, "ε")
         current = self.status(dataset)
         if current.limit is not None and current.spent + eps > current.limit + TOLERANCE:
@@ -286,7 +244,7 @@ class Ledger:
         work runs between an early refusal and the charge, inside one ledger transaction.
         Use it as a context manager: leaving the block without `commit()` charges nothing."""
         self.ensure_writable()
-        _check_dataset(dataset)
+        check_dataset(dataset)
         batch = tuple(items)
         for item in batch:
             check_item(item)
@@ -403,15 +361,3 @@ class PendingCharge:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _budget_status(dataset: str, limit: float | None, spent: float, releases: int) -> BudgetStatus:
-    remaining = None if limit is None else max(0.0, limit - spent)
-    return BudgetStatus(dataset, limit, spent, remaining, releases)
-
-
-def _check_dataset(dataset: object) -> None:
-    if not isinstance(dataset, str) or not dataset.strip():
-        raise UserError(f"invalid dataset name {dataset!r}", "name the dataset with a non-empty string")
-    if "\x00" in dataset:
-        raise UserError("a dataset name contains a NUL character", "remove it")

@@ -1,4 +1,4 @@
-"""The body of a charge: read the budget, check the limit, write history and total — the SQL of
+"""The ledger's records, and the body of a charge: read the budget, check the limit, write history and total — the SQL of
 one ledger transaction, and the arithmetic and refusal messages around it.
 
 A charge is one transaction of five statements in the steady state: BEGIN, one SELECT of the
@@ -15,6 +15,7 @@ import datetime as _dt
 import decimal
 import math
 import numbers
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,3 +225,60 @@ def rollback_quietly(cur: Any) -> None:
 
 def utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """The budget of one dataset. `limit` and `remaining` are None while no limit is set."""
+
+    dataset: str
+    limit: float | None
+    spent: float
+    remaining: float | None
+    releases: int
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """One charged release. `seq` numbers a dataset's releases from 1 in charge order;
+    `released_at` is UTC; `spent_after` is the dataset's spent ε once this release was charged."""
+
+    release_id: str
+    dataset: str
+    seq: int
+    released_at: _dt.datetime
+    mechanism: str
+    epsilon: float
+    record_key: str | None
+    statement: str | None
+    spent_after: float
+
+
+@dataclass(frozen=True)
+class LimitChange:
+    """The result of `Ledger.set_limit`. `below_spent` is True when the new limit is below the ε
+    already spent: allowed (the owner may tighten a budget), but no release fits until it is raised."""
+
+    dataset: str
+    limit: float
+    previous_limit: float | None
+    spent: float
+    below_spent: bool
+
+
+def new_release_id() -> str:
+    """A fresh release id (random, 128 bits). Make it before computing a release and pass the same
+    id to every charge of that release, so a retried charge is not charged twice."""
+    return os.urandom(16).hex()
+
+
+def budget_status(dataset: str, limit: float | None, spent: float, releases: int) -> BudgetStatus:
+    remaining = None if limit is None else max(0.0, limit - spent)
+    return BudgetStatus(dataset, limit, spent, remaining, releases)
+
+
+def check_dataset(dataset: object) -> None:
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise UserError(f"invalid dataset name {dataset!r}", "name the dataset with a non-empty string")
+    if "\x00" in dataset:
+        raise UserError("a dataset name contains a NUL character", "remove it")
