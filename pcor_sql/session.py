@@ -20,19 +20,20 @@ from typing import Any, Callable
 
 import duckdb
 
+from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.engine.dataset_key import dataset_key
 from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, new_release_id
-from pcor_sql.engine.release import OutlierRun, explanation_sql, load_records, released_predicate
+from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
 from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
 from pcor_sql.errors import UserError
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+from pcor_sql.sqltext.build import over_context
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -104,7 +105,7 @@ class Session:
             out.append(
                 Explanation(
                     record=rec.record, context=run.space.values(run.mask), predicate=predicate,
-                    explanation_sql=explanation_sql(request.select_list, request.relation, predicate),
+                    explanation_sql=over_context(request.select_list, request.relation, predicate),
                     epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
                     search=request.search, samples=request.samples, descents=request.descents,
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,

@@ -261,12 +261,6 @@ def verifier_label(verifier: Any) -> str:
     return f"{verifier.name}({inner})"
 
 
-def explanation_sql(select_list: str, relation_sql: str, predicate_sql: str) -> str:
-    """The released explanation as a runnable query: the metric over the released context
-    (predicate TRUE when the context selects every value of every attribute)."""
-    return select_from(select_list, relation_sql, where=predicate_sql.strip() or "TRUE")
-
-
 def released_predicate(summary: CellSummary, space: ContextSpace, mask: int) -> str:
     schema = summary.schema
     return context_predicate(space, mask, cast_varchar=schema.cast_varchar, omit_full=True, not_null=schema.not_null)

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from pcor_sql.errors import InternalError
 from pcor_sql.frontend.select import SelectQuery
-from pcor_sql.sqltext.build import select_from
+from pcor_sql.sqltext.build import over_context, select_from
 from pcor_sql.sqltext.quoting import quote_identifier
 
 METRIC_ALIAS_PREFIX = "__pcor_metric_"
@@ -24,21 +24,14 @@ def metric_alias(i: int) -> str:
     return f"{METRIC_ALIAS_PREFIX}{i}"
 
 
-def _where(predicate_sql: str | None) -> str:
-    text = (predicate_sql or "").strip()
-    return text if text else "TRUE"
-
-
 def population_sql(q: SelectQuery, context_where: str | None) -> str:
-    """`SELECT <metric> FROM <relation> WHERE <context predicate>`: the metric over D_C.
-    An empty predicate means the whole relation (TRUE)."""
-    return select_from(q.select_list_sql, q.relation_sql, where=_where(context_where))
+    """`SELECT <metric> FROM <relation> WHERE <context predicate>`: the metric over D_C."""
+    return over_context(q.select_list_sql, q.relation_sql, context_where)
 
 
 def explanation_sql(q: SelectQuery, predicate_sql: str | None) -> str:
-    """The released explanation as a runnable query: the metric over the released context
-    (predicate TRUE when the context selects every value of every attribute)."""
-    return select_from(q.select_list_sql, q.relation_sql, where=_where(predicate_sql))
+    """The released explanation as a runnable query (see `sqltext.build.over_context`)."""
+    return over_context(q.select_list_sql, q.relation_sql, predicate_sql)
 
 
 def record_sql(q: SelectQuery, extra_columns: Sequence[str] = (), *, ordered: bool = False) -> str:

@@ -46,6 +46,13 @@ def select_from(
     return text
 
 
+def over_context(select_list: str, relation_sql: str, predicate_sql: str | None) -> str:
+    """`SELECT <select list> FROM <relation> WHERE <context predicate>`: the metric over a
+    context D_C — the released explanation's query, and a population's. An empty predicate
+    (every value of every attribute) is the whole relation: WHERE TRUE."""
+    return select_from(select_list, relation_sql, where=(predicate_sql or "").strip() or "TRUE")
+
+
 def describe(select_sql: str) -> str:
     """`DESCRIBE <query>`: the result's column names and types, without running it."""
     return f"DESCRIBE {select_sql}"
