@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import duckdb
 
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import SQL, InternalError, UserError, caller
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -78,9 +78,13 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
     errors are raised unchanged for a lone ordinary statement (it is DuckDB's statement) and
     as a UserError naming the statement in a script."""
     from pcor_sql.session import session_for
+    from pcor_sql.sqltext.connection import require_connection
 
     defaults = {name: value for name, value in defaults.items() if value is not None}
-    con = session_for(con, session, warn).con if session is not None else con
+    if session is not None:
+        con = session_for(con, session, warn).con
+    else:
+        require_connection(con, "pcor_sql.sql")
     from pcor_sql.frontend.statements import parse_statement
     from pcor_sql.sqltext.tokens import split_statements
 
@@ -98,7 +102,8 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
         where = "" if len(pieces) == 1 else f"statement {index} (line {line}): "
         try:
             statement = parse_statement(con, piece)
-            kind, value = _run(con, statement, session or session_for(con, None, warn), defaults, progress)
+            with caller(SQL):  # hints name the statement's clauses: BY a, b; WITH (epsilon = 0.2)
+                kind, value = _run(con, statement, session or session_for(con, None, warn), defaults, progress)
         except UserError as exc:
             if not where:
                 raise

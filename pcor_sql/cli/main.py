@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from pcor_sql.cli import anomaly, budget, coe, datasets, explain, runner
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
+from pcor_sql.errors import CLI, caller
 
 _PASS_THROUGH = (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError)
 
@@ -25,7 +26,8 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            with caller(CLI):  # the library's hints name flags (--by), not Python keywords
+                return super().invoke(ctx)
         except _PASS_THROUGH:
             raise
         except Exception as exc:
