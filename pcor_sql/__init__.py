@@ -45,7 +45,8 @@ __all__ = sorted([*_EXPORTS, *_RENAMED])
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public API (loaded or not) and the module's dunders; not its own helper imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
 def __getattr__(name: str) -> Any:

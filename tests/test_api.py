@@ -165,3 +165,35 @@ def test_python_takes_the_same_spec_strings_as_the_cli(con):
         pcor_sql.explain_outlier(con, Q, verifier="grubbs(alpha=0.01)", verifier_options={"alpha": 0.05})
     with pytest.raises(pcor_sql.UserError, match="unknown option 'epsilonn'"):
         pcor_sql.explain_outlier(con, Q, epsilonn=0.2)
+
+
+@pytest.mark.parametrize("bad", ["salaries.duckdb", None, 3])
+def test_a_non_connection_is_a_user_error_everywhere(bad):
+    calls = {
+        "explain_outlier": lambda: pcor_sql.explain_outlier(bad, Q),
+        "coe": lambda: pcor_sql.coe(bad, Q),
+        "identify_anomaly": lambda: pcor_sql.identify_anomaly(bad, Q, beta=1, radius=1, epsilon=1),
+        "sql": lambda: pcor_sql.sql(bad, "EXPLAIN OUTLIER " + Q),
+        "outlier_request": lambda: pcor_sql.outlier_request(bad, Q),
+        "anomaly_request": lambda: pcor_sql.anomaly_request(bad, Q, beta=1, radius=1, epsilon=1),
+        "load_datasets": lambda: pcor_sql.load_datasets(bad),
+        "load_dataset": lambda: pcor_sql.load_dataset(bad, "salaries"),
+        "Session": lambda: pcor_sql.Session(bad),
+    }
+    for name, call in calls.items():
+        with pytest.raises(pcor_sql.UserError, match="DuckDB connection"):
+            call()
+
+
+def test_a_closed_connection_is_a_user_error():
+    c = duckdb.connect()
+    c.close()
+    with pytest.raises(pcor_sql.UserError, match="connection"):
+        pcor_sql.explain_outlier(c, Q)
+
+
+def test_dir_lists_the_public_api_and_not_helper_imports():
+    public = [name for name in dir(pcor_sql) if not name.startswith("_")]
+    assert public == sorted(pcor_sql.__all__)
+    assert {"explain_outlier", "Session", "UserError"} <= set(public)
+    assert "importlib" not in dir(pcor_sql) and "Any" not in dir(pcor_sql)

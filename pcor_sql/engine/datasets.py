@@ -23,6 +23,7 @@ import duckdb
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import shipped_dir
 from pcor_sql.sqltext.build import parquet_file, select_from
+from pcor_sql.sqltext.connection import require_connection
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 BUNDLED = ("salaries", "homicides", "diamonds")
@@ -166,6 +167,7 @@ def load_dataset(
     An existing table or view of that name is an error unless `replace`. An existing ENUM type
     of the same name is reused if it has exactly the declared values, replaced if `replace`,
     and otherwise an error (it belongs to someone else)."""
+    require_connection(con, "load_dataset")
     _check_name(name)
     table = table_name if table_name is not None else name
     _create(con, name, table, catalog=None, replace=replace)
@@ -174,6 +176,7 @@ def load_dataset(
 
 def load_all(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> list[str]:
     """Load every bundled dataset under its own name; returns the table names."""
+    require_connection(con, "load_datasets")
     return [load_dataset(con, name, replace=replace) for name in BUNDLED]
 
 
