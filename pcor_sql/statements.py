@@ -128,6 +128,8 @@ def _run(
     if isinstance(statement, ExplainOutlier):
         if statement.by is not None:
             options["by"] = list(statement.by)
+        if statement.domains is not None:
+            options["domains"] = dict(statement.domains)
         if statement.verifier is not None:
             options["verifier"] = statement.verifier
         return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
