@@ -92,6 +92,11 @@ def option_name(name: str) -> str:
     return name
 
 
+def from_python() -> bool:
+    """True unless the call came from the command line (where there are no Python objects)."""
+    return CLI not in _CALLERS.get()
+
+
 def _cli_flag(name: str) -> str:
     return _CLI_FLAGS.get(name, "--" + name.replace("_", "-"))
 

@@ -197,3 +197,20 @@ def test_dir_lists_the_public_api_and_not_helper_imports():
     assert public == sorted(pcor_sql.__all__)
     assert {"explain_outlier", "Session", "UserError"} <= set(public)
     assert "importlib" not in dir(pcor_sql) and "Any" not in dir(pcor_sql)
+
+
+def test_a_dataframe_named_in_from_gets_the_register_hint():
+    import pyarrow as pa
+
+    df = pa.table({"id": [1, 2, 3, 4], "v": [1.0, 1.1, 0.9, 50.0], "g": ["a", "b", "a", "a"]})
+    c = duckdb.connect()
+    for call in (
+        lambda: pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 4", by="g"),
+        lambda: pcor_sql.identify_anomaly(c, "SELECT v FROM df WHERE id = 4", beta=1, radius=1, epsilon=1),
+        lambda: pcor_sql.sql(c, "EXPLAIN OUTLIER SELECT v FROM df WHERE id = 4 BY g"),
+    ):
+        with pytest.raises(pcor_sql.UserError, match=r"con\.register\('df', df\)"):
+            call()
+    c.register("df", df)
+    r = pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 4", by="g", verifier="zscore(z=1)", seed=1)
+    assert "a" in r.context["g"]

@@ -68,3 +68,8 @@ def test_a_statement_sees_its_clauses(con):
 def test_the_command_line_sees_flags():
     assert_error(invoke("explain-outlier", QUERY, "--epsilon", "-1"), "--epsilon 0.2")
     assert_error(invoke("explain-outlier", QUERY, "--by", "job_title,,year"), "--by job_title,year")
+
+
+def test_the_command_line_gets_no_dataframe_hint():
+    error = assert_error(invoke("explain-outlier", "SELECT v FROM df WHERE id = 3"), "does not exist")
+    assert "register" not in error

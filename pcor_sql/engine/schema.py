@@ -15,6 +15,7 @@ import duckdb
 from pcor_sql.core.space import Attribute
 from pcor_sql.errors import UserError, option_hint, option_name
 from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, describe, distinct_values, select_from
+from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
 
 NUMERIC_TYPES = (
@@ -73,7 +74,7 @@ def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[s
     try:
         rows = con.execute(describe(select_from("*", relation_sql))).fetchall()
     except duckdb.Error as exc:
-        raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
+        raise _user_sql_error(exc, relation_fix(exc, "check the FROM clause names an existing table, view or file")) from None
     return [(r[0], r[1], r[2] == "NO") for r in rows]
 
 
