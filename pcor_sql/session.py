@@ -111,6 +111,7 @@ class Session:
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
                     start_source=run.start_source, seeded=seeded, dataset=name,
                     budget_spent=spent if limit is not None else None, budget_limit=limit,
+                    metric=request.metric, selector=request.selector, full_attributes=_whole(run.space, run.mask),
                     owner=run.owner if request.owner_view else None,
                 )
             )
@@ -268,6 +269,11 @@ def _one_row(rows: int, function: str, several: str) -> None:
             f"the selector picks several rows, and {function} answers for one record",
             f"narrow the WHERE clause, or call pcor_sql.{several} (one result per row, each charged)",
         )
+
+
+def _whole(space: Any, mask: int) -> tuple[str, ...]:
+    """The attributes a released context keeps whole (for the plain-words summary)."""
+    return tuple(a.name for i, a in enumerate(space.attributes) if space.is_full(mask, i))
 
 
 def _anomaly_owner(answer: Any) -> dict[str, Any]:

@@ -31,7 +31,9 @@ def test_release_holds_context_and_parameters_only(con, search):
     assert r.descents == (24 if search == "bfs" else 0)
     d = r.as_dict()
     assert set(d) == {"record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
-                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "warning"}
+                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "warning",
+                      "summary", "privacy_summary", "metric", "selector"}
+    assert d["summary"].startswith("salary of the record where id = 42 is an outlier (Grubbs' test, alpha = 0.05)")
     # The explanation query runs, and the record is in the population it selects.
     assert 187190.79 in [row[0] for row in con.execute(r.explanation_sql).fetchall()]
 

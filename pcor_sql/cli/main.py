@@ -13,7 +13,7 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import anomaly, budget, coe, datasets, explain, runner
+from pcor_sql.cli import anomaly, budget, coe, datasets, explain, glossary, runner
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
@@ -93,6 +93,9 @@ def _options(
     \b
     Example:
         pcor-sql explain-outlier "SELECT salary FROM salaries WHERE id = 42" --epsilon 0.2
+
+    The words of the output (ε, ε1, OCDP, COE, utility, verifier, search, ...) are explained
+    by `pcor-sql glossary`.
     """
     if ctx.invoked_subcommand is None:  # a bare `pcor-sql`: the help, not an error
         typer.echo(ctx.get_help())
@@ -104,6 +107,7 @@ _COMMANDS = (
     ("coe", "Owner only: list a record's valid contexts exactly.", coe.coe),
     ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
     ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
+    ("glossary", "The terms of the output in plain words: ε, ε1, OCDP, COE, utility, ...", glossary.glossary),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

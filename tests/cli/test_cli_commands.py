@@ -181,6 +181,9 @@ class _FakeAnswer:
     record: dict
     anomaly: bool
     epsilon: float
+    beta: float = 5.0
+    radius: float = 1.0
+    privacy_summary: str = "privacy cost ε = 0.5 under ε-differential privacy"
 
     def as_dict(self, owner_view: bool = False) -> dict:
         out = {"record": self.record, "anomaly": self.anomaly, "epsilon": self.epsilon, "privacy": "sp", "k": 1}

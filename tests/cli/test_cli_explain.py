@@ -13,7 +13,7 @@ from pcor_sql.engine.datasets import declared_domains
 # The keys issue 4 fixes for every explanation object (the README documents them).
 STABLE_KEYS = {
     "record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
-    "samples", "verifier", "utility", "start_source", "seeded",
+    "samples", "verifier", "utility", "start_source", "seeded", "summary", "privacy_summary", "metric", "selector",
 }
 
 
@@ -27,9 +27,14 @@ def _ok(*args: str):
 def test_table_format_shows_the_released_context_and_the_privacy_parameters():
     result = _ok("explain-outlier", QUERY, *FAST, "--epsilon", "0.3")
     out = result.stdout
-    assert "record id=42" in out
+    lines = out.splitlines()
+    # The first line says it in plain words, from released values only.
+    assert lines[0].startswith("salary of the record where id = 42 is an outlier (Grubbs' test, alpha = 0.05) among ")
+    assert "187190" not in lines[0] and "Registered Nurse" not in lines[0]
+    assert "record      id=42" in out
     assert "job_title ∈ {" in out and "year" in out
-    assert "ε = 0.3" in out and "ε1 = " in out and "tight accounting" in out and "EM calls" in out
+    assert "privacy cost ε = 0.3 (output-constrained DP) over 51 randomized choices of ε1 = 0.00588 each" in out
+    assert lines[-1] == "terms (ε, ε1, OCDP, utility, ...): pcor-sql glossary"
     assert "bfs, 50 samples" in out
     assert "found by a validity-only search" in out
     assert "seeded: not for real releases" in out
@@ -91,7 +96,7 @@ def test_several_records_give_several_json_lines():
     objects = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["record"]["id"] for o in objects] == [42, 171]
     table = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST).stdout
-    assert "Released context 1 of 2" in table and "Released context 2 of 2" in table
+    assert "1 of 2: salary of the record where id IN (42, 171) is an outlier" in table and "2 of 2: salary" in table
 
 
 def test_options_reach_the_library(db):
