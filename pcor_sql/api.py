@@ -9,7 +9,9 @@
 Options are the fields of `OutlierRequest` / `AnomalyRequest` by name (`pcor_sql.requests`
 documents each); an unknown one is a UserError listing the known ones. `session=` reuses a
 Session's registry, ledger and cached summaries; without it each call makes a fresh Session
-on `con` (fresh data, a fresh look at the ledger).
+on `con` (fresh data, a fresh look at the ledger). `progress(done, total)` hears how long
+work goes (a batch: records done; a summary build or a direct search: its own counts); a
+callback with a `phase(label)` method is also told what each stretch of work is.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | No
 
 
 def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                     **options: Any) -> AnomalyResult:
+                     progress: Progress | None = None, **options: Any) -> AnomalyResult:
     """A private answer to "is the one record `query` selects a (β, r)-anomaly?".
 
     `query` is `SELECT <col>[, <col> ...] FROM <relation> WHERE <selector>`. Options: `beta`,
@@ -68,14 +70,14 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
     `seed`, `dataset`, `owner_view`. Several selected rows are a UserError (nothing charged) —
     use `identify_anomalies`."""
     session = session_for(con, session, warn)
-    [result] = session.identify(anomaly_request(session.con, query, **options), single=True)
+    [result] = session.identify(anomaly_request(session.con, query, **options), single=True, progress=progress)
     return result
 
 
 def identify_anomalies(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                       **options: Any) -> list[AnomalyResult]:
+                       progress: Progress | None = None, **options: Any) -> list[AnomalyResult]:
     """As `identify_anomaly` for every selected row (no WHERE: every row). Each answer costs ε
     (sequential composition): the batch total is announced through `warn`, refused up front
     past the dataset's limit, and charged before any answer is drawn."""
     session = session_for(con, session, warn)
-    return session.identify(anomaly_request(session.con, query, **options))
+    return session.identify(anomaly_request(session.con, query, **options), progress=progress)

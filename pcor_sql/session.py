@@ -26,6 +26,7 @@ from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.dataset_key import dataset_key
+from pcor_sql.engine.progress import report_phase, watch_query
 from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, new_release_id
 from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
 from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
@@ -90,9 +91,9 @@ class Session:
             pending.append(self.ledger().open_charge(name, items))
 
         try:
-            prepared = self._prepare(request, reserve)
+            prepared = self._prepare(request, reserve, progress)
             source, seeded = make_source(request.seed)
-            runs = [prepared.release(i, source, progress=progress) for i in range(len(prepared.records))]
+            runs = _release_all(prepared, source, progress)
             charged = pending[0].commit()
         finally:
             for p in pending:
@@ -121,12 +122,13 @@ class Session:
         """COE(D, V) of every selected record: each valid context with its utility (paper
         Alg. 1, lines 1–7). The owner's exact tool: not private, not charged, never to release."""
         _expect(request, OutlierRequest, "coe")
-        prepared = self.prepare(request)
+        prepared = self._prepare(request, progress=progress)
         schema = prepared.summary.schema
         limit = request.max_contexts if request.max_contexts is not None else 1 << 64
         out = []
         for i, rec in enumerate(prepared.records):
             oracle = prepared.oracle(i, utility=request.utility)
+            report_phase(progress, "checking contexts")
             masks, utilities = oracle.coe(limit, progress)
             space = oracle.space
 
@@ -143,7 +145,9 @@ class Session:
             )
         return out
 
-    def identify(self, request: AnomalyRequest, *, single: bool = False) -> list[AnomalyResult]:
+    def identify(
+        self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None
+    ) -> list[AnomalyResult]:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
         composition): announced through `warn` for a batch, refused up front past the
         dataset's limit, charged before any coin is drawn."""
@@ -152,10 +156,12 @@ class Session:
         _expect(request, AnomalyRequest, "identify")
         ledger = self.ledger()
         ledger.ensure_writable()
-        batch = prepare_anomaly_queries(
-            self.con, request.relation, request.columns, request.selector, beta=request.beta,
-            radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k, norm=request.norm,
-        )
+        with watch_query(self.con, progress, "counting neighbours"):
+            batch = prepare_anomaly_queries(
+                self.con, request.relation, request.columns, request.selector, beta=request.beta,
+                radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k,
+                norm=request.norm,
+            )
         if single:
             _one_row(batch.size, "identify_anomaly", "identify_anomalies")
         cost = batch.cost
@@ -173,7 +179,9 @@ class Session:
             ChargeItem(new_release_id(), typed, mechanism, f"{key} #{i + 1}", request.statement)
             for i in range(batch.size)
         ]
+        report_phase(progress, "charging the budget ledger")
         ledger.charge_many(name, items)
+        report_phase(progress, "drawing the answers")
         source, seeded = make_source(request.seed)
         return [
             AnomalyResult(
@@ -193,8 +201,11 @@ class Session:
         _expect(request, OutlierRequest, "prepare")
         return self._prepare(request)
 
-    def _prepare(self, request: OutlierRequest, check: Callable[[int], Any] | None = None) -> OutlierRun:
-        """`check(number of records)` runs before the summary is built (a budget precheck)."""
+    def _prepare(
+        self, request: OutlierRequest, check: Callable[[int], Any] | None = None, progress: Progress | None = None
+    ) -> OutlierRun:
+        """`check(number of records)` runs before the summary is built (a budget precheck);
+        `progress` hears how the summary build goes."""
         verifier = self.verifier(request.verifier)
         schema = self.schema(request)
         start = None
@@ -203,7 +214,7 @@ class Session:
         records = load_records(self.con, request.relation, request.metric, request.selector)
         if check is not None:
             check(len(records))
-        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)))
+        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
         return OutlierRun(self.con, request, summary, verifier, records, start)
 
     def verifier(self, spec: Any) -> Any:
@@ -233,13 +244,14 @@ class Session:
             )
         return self._schemas[key]
 
-    def summary(self, schema: Schema, *, with_values: bool = False) -> CellSummary:
+    def summary(self, schema: Schema, *, with_values: bool = False, progress: Progress | None = None) -> CellSummary:
         """The per-cell summary of `schema`'s relation, built once per Session. `with_values`
         reads the sorted metric in the same query (LOF and histogram need it; one statement
-        instead of two)."""
+        instead of two). `progress` hears how the build query goes (a large table's is long)."""
         key = (schema.relation_sql, schema.metric_sql, schema.attributes, schema.cast_varchar)
         if key not in self._summaries:
-            self._summaries[key] = build_summary(self.con, schema, with_values=with_values)
+            with watch_query(self.con, progress, "building the summary"):
+                self._summaries[key] = build_summary(self.con, schema, with_values=with_values)
         return self._summaries[key]
 
 
@@ -269,6 +281,22 @@ def _one_row(rows: int, function: str, several: str) -> None:
             f"the selector picks several rows, and {function} answers for one record",
             f"narrow the WHERE clause, or call pcor_sql.{several} (one result per row, each charged)",
         )
+
+
+def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -> list[Any]:
+    """Every selected record's search: one record reports its search's own progress (direct
+    enumerates contexts); a batch reports records done."""
+    n = len(prepared.records)
+    if n == 1:
+        report_phase(progress, "searching")
+        return [prepared.release(0, source, progress=progress)]
+    report_phase(progress, "releasing records")
+    runs = []
+    for i in range(n):
+        runs.append(prepared.release(i, source))
+        if progress is not None:
+            progress(i + 1, n)
+    return runs
 
 
 def _whole(space: Any, mask: int) -> tuple[str, ...]:

@@ -135,7 +135,7 @@ def _run(
         return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
     if isinstance(statement, IdentifyAnomaly):
         options.pop("max_contexts", None)  # a release option; anomaly answers enumerate nothing
-        return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options))
+        return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options), progress=progress)
     raise InternalError(f"parse_statement returned {type(statement).__name__}")
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pcor_sql.cli import options as o
-from pcor_sql.cli.console import make_warn
+from pcor_sql.cli.console import ProgressBar, make_warn
 from pcor_sql.cli.database import open_database
 from pcor_sql.cli.render import print_answers
 
@@ -50,9 +50,9 @@ def identify_anomaly(
     """
     from pcor_sql.api import identify_anomalies
 
-    with open_database(db) as con:
+    with ProgressBar("reading the data") as bar, open_database(db) as con:
         answers = identify_anomalies(
-            con, query, warn=make_warn(), beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k,
-            norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
+            con, query, warn=make_warn(), progress=bar.callback, beta=beta, radius=radius, epsilon=epsilon,
+            privacy=privacy, k=k, norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
         )
     print_answers(answers, fmt.value, owner_view)

@@ -66,6 +66,6 @@ def explain_outlier(
         epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
         seed=seed, dataset=dataset, owner_view=owner_view, descents=descents, search_option=search_option,
     )
-    with open_database(db) as con, ProgressBar("enumerating contexts") as bar:
+    with ProgressBar("reading the data") as bar, open_database(db) as con:
         results = explain_outliers(con, query, warn=make_warn(), progress=bar.callback, **options)
     print_explanations(results, fmt.value)

@@ -48,6 +48,28 @@ def test_coe_json_lines_one_valid_context_each(salaries_file):
     assert len({json.dumps(r["context"], sort_keys=True) for r in rows}) == len(rows)
 
 
+def test_coe_json_streams_exactly_the_library_ranking(salaries_file):
+    """The lines are written as rendered, and are what `CoeResult.ranked()` holds, in order."""
+    import duckdb
+
+    import pcor_sql
+
+    rows = [json.loads(line) for line in _ok(*COE, "--db", str(salaries_file), "--format", "json").stdout.splitlines()]
+    con = duckdb.connect(str(salaries_file), read_only=True)
+    try:
+        [result] = pcor_sql.coe(con, QUERY, by="job_title,year", verifier="grubbs")
+    finally:
+        con.close()
+    expected = [
+        {"record": result.record, "context": c.context, "predicate": c.predicate, "utility": c.utility,
+         "not_for_release": True}
+        for c in result.ranked()
+    ]
+    assert rows == json.loads(json.dumps(expected))
+    csv_rows = list(csv.reader(io.StringIO(_ok(*COE, "--db", str(salaries_file), "--format", "csv").stdout)))
+    assert [r[2] for r in csv_rows[1:]] == [c.predicate for c in result.ranked()]
+
+
 def test_coe_limit_table_and_csv(salaries_file):
     table = _ok(*COE, "--db", str(salaries_file), "--limit", "2").stdout
     assert "OWNER ONLY — NOT FOR RELEASE" in table and "#2  utility" in table and "#3" not in table
@@ -210,7 +232,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
     query, kwargs = calls[0]
     assert query == "SELECT victim_age FROM homicides WHERE id < 3"
     assert kwargs == {"beta": 5.0, "radius": 1.0, "epsilon": 0.5, "privacy": "dp", "k": 2, "norm": "l1",
-                      "seed": 9, "dataset": "h", "owner_view": False, "warn": kwargs["warn"]}
+                      "seed": 9, "dataset": "h", "owner_view": False, "warn": kwargs["warn"], "progress": None}
     table = _ok(*args, "--owner-view").stdout
     assert "2 answers, total ε = 1" in table and "owner.ball_count" in table and "NOT FOR RELEASE" in table
     assert_error(invoke("identify-anomaly", "SELECT victim_age FROM homicides", "--radius", "1", "--epsilon", "1"), "--beta")

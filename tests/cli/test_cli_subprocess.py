@@ -27,3 +27,46 @@ def test_python_dash_m_explains_a_planted_outlier():
     assert done.stderr.splitlines() == [
         "warning: the budget ledger is in memory and is lost when the process ends — use --db FILE to keep it"
     ]
+
+
+def _run_with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `python -m pcor_sql ARGS` with stdout a pipe and stderr a terminal (a pty)."""
+    import pty
+    import select
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "COLUMNS": "120", "TERM": "xterm"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pcor_sql", *args], stdout=subprocess.PIPE, stderr=slave,
+                            env=env, cwd=ROOT)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=120)
+    os.close(master)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), seen.decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_never_in_the_json():
+    done, terminal = _run_with_terminal_stderr(
+        "explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171, 1777)", "--verifier", "grubbs",
+        "--seed", "1", "--format", "json",
+    )
+    assert done.returncode == 0, terminal
+    assert [json.loads(line)["record"]["id"] for line in done.stdout.splitlines()] == [42, 171, 1777]
+    # The bar reached the terminal, with the batch's count (a short phase may pass between two
+    # refreshes, so only the long one is looked for).
+    assert "releasing records" in terminal and "3/3" in terminal, terminal[-2000:]
+    assert "warning: the budget ledger is in memory" in terminal
