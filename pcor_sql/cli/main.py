@@ -61,7 +61,7 @@ class _Group(TyperGroup):
 app = typer.Typer(
     name="pcor-sql",
     cls=_Group,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -84,7 +84,7 @@ def _options(
     ] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
+        typer.Option("--version", "-V", callback=_show_version, is_eager=True, help="Show the version and exit."),
     ] = False,
 ) -> None:
     """Explain outliers privately: private contextual outlier release (PCOR) and private
@@ -107,7 +107,7 @@ _COMMANDS = (
     ("coe", "Owner only: list a record's valid contexts exactly.", coe.coe),
     ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
     ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
-    ("glossary", "The terms of the output in plain words: ε, ε1, OCDP, COE, utility, ...", glossary.glossary),
+    ("glossary", "The terms of the output in plain words: ε, ε1, OCDP, COE, utility and more.", glossary.glossary),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
