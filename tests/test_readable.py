@@ -14,7 +14,6 @@ from pcor_sql.readable import (
     anomaly_sentence,
     conditions_words,
     outlier_privacy_sentence,
-    outlier_sentence,
     round_epsilon,
     selector_words,
     verifier_words,

@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Sequence
+from typing import Annotated, Any, Optional, Sequence
 
 import typer
 from rich.console import Console

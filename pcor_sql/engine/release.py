@@ -26,7 +26,7 @@ from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
-from pcor_sql.errors import InternalError, NoValidContext, UserError, option_hint, option_name
+from pcor_sql.errors import InternalError, NoValidContext, UserError, option_name
 from pcor_sql.requests import OutlierRequest
 
 METRIC_COLUMN = "__pcor_metric"
