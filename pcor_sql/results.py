@@ -33,7 +33,8 @@ class Explanation:
     utility: str
     start_source: str
     seeded: bool
-    dataset: str
+    dataset: str | None
+    units: tuple[str, ...] = ()
     budget_spent: float | None = None
     budget_limit: float | None = None
     owner: OwnerView | None = field(default=None, repr=False)
@@ -51,7 +52,9 @@ class Explanation:
 def _released(result: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """A result's public fields in declaration order (the JSON keys), the seeded-run label."""
     out = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "owner" and f.name not in exclude}
-    if result.seeded:
+    if "units" in out:
+        out["units"] = list(out["units"])
+    if getattr(result, "seeded", False):
         out["warning"] = "seeded run: reproducible, not for real releases"
     return out
 
@@ -119,7 +122,8 @@ class AnomalyResult:
     radius: float
     norm: str
     seeded: bool
-    dataset: str
+    dataset: str | None
+    units: tuple[str, ...] = ()
     owner: dict[str, Any] | None = field(default=None, repr=False)
 
     def as_dict(self, owner_view: bool | None = None) -> dict[str, Any]:
@@ -127,4 +131,50 @@ class AnomalyResult:
         out = _released(self)
         if self.owner is not None and owner_view is not False:
             out["owner"] = self.owner
+        return out
+
+
+@dataclass(frozen=True)
+class AnalystExplanation:
+    """What an analyst receives for one released explanation (DESIGN.md §6 "Released"): the key
+    they gave, the context, the predicate and SQL it compiles to, and the privacy parameters —
+    no other column of the record, no counts, no utilities, no search diagnostics."""
+
+    dataset: str
+    key: Any
+    metric: str
+    context: dict[str, list[Any]]
+    predicate: str
+    explanation_sql: str
+    epsilon: float
+    epsilon1: float
+    accounting: str
+    search: str
+    samples: int
+    verifier: str
+    utility: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class AnalystAnswer:
+    """What an analyst receives for one anomaly question: the key they gave, the noisy bit and
+    the privacy parameters — nothing else."""
+
+    dataset: str
+    key: Any
+    columns: tuple[str, ...]
+    anomaly: bool
+    epsilon: float
+    privacy: str
+    k: int | None
+    beta: float
+    radius: float
+    norm: str
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["columns"] = list(self.columns)
         return out
