@@ -216,7 +216,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
 @pytest.mark.skipif(not hasattr(pcor_sql.api, "identify_anomaly"), reason="pcor_sql.api.identify_anomaly is not there yet")
 def test_identify_anomaly_on_the_library(db):
     result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--beta", "5",
-                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--db", str(db), "--format", "json")
+                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--allow-seeded", "--db", str(db), "--format", "json")
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [a["record"]["id"] for a in answers] == [42, 43]
     for a in answers:

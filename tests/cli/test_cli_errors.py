@@ -77,7 +77,7 @@ EXPLAIN_CASES = [
 def test_explain_outlier_bad_input(args, needle, salaries_file):
     # A database file opens faster than the default in-memory load of every bundled dataset.
     extra = [] if "--verifier" in args else ["--verifier", "grubbs"]
-    assert_error(invoke("explain-outlier", *args, *extra, "--seed", "1", "--db", str(salaries_file)), needle)
+    assert_error(invoke("explain-outlier", *args, *extra, "--seed", "1", "--allow-seeded", "--db", str(salaries_file)), needle)
 
 
 def test_missing_database(tmp_path):

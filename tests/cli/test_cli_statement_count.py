@@ -53,7 +53,7 @@ def test_a_release_on_a_database_file(statements, tmp_path):
     Ledger(con).set_limit("salaries", 5.0)
     con.close()
     result = invoke(
-        "explain-outlier", QUERY, "--db", str(path), "--dataset", "salaries", "--seed", "7", "--format", "json"
+        "explain-outlier", QUERY, "--db", str(path), "--seed", "7", "--allow-seeded", "--format", "json"
     )
     assert result.exit_code == 0, result.stderr
     assert len(statements) <= 10, statements
