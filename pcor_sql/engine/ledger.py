@@ -97,7 +97,8 @@ class Ledger:
     charge is committed on its own. Safe to share between threads. An in-memory ledger raises
     a PrivacyWarning (or calls `warn`) once, when it is opened. `busy_timeout` bounds, in
     seconds, how long a charge retries on transaction conflicts. `owned`: the ledger made `con`
-    for itself (a ledger file) and closes it in `close()`.
+    for itself (a ledger file) and closes it in `close()`. `location`: the row of
+    `LOCATION_SQL` if the caller read it already.
     """
 
     def __init__(
@@ -107,6 +108,7 @@ class Ledger:
         warn: Callable[[str], None] | None = None,
         busy_timeout: float = 10.0,
         owned: bool = False,
+        location: Sequence[object] | None = None,
     ):
         if not (isinstance(busy_timeout, numbers.Real) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise InternalError(f"busy_timeout must be a finite number ≥ 0, got {busy_timeout!r}")
@@ -117,10 +119,12 @@ class Ledger:
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
-        rows = self._read_fresh(LOCATION_SQL)
-        if not rows:
-            raise InternalError("the default database is not in duckdb_databases()")
-        database, path, read_only, tables = rows[0]
+        if location is None:
+            rows = self._read_fresh(LOCATION_SQL)
+            if not rows:
+                raise InternalError("the default database is not in duckdb_databases()")
+            location = rows[0]
+        database, path, read_only, tables = location
         self.database: str = database
         self.path: str | None = path or None
         self.in_memory: bool = self.path is None
@@ -153,11 +157,12 @@ class Ledger:
         return found[0]
 
     def statuses(self, notion: str | None = None) -> tuple[BudgetStatus, ...]:
-        """Every unit's budget (per notion) that has a limit, a charge or a public mark, sorted."""
+        """The budget under each notion (or `notion`) of every unit that has a limit, a charge or a
+        public mark, sorted by unit and notion."""
         if notion is not None:
             check_notion(notion)
-            return tuple(self._statuses("WHERE n.notion = $1 AND (b.unit IS NOT NULL OR p.unit IS NOT NULL)", [notion]))
-        return tuple(self._statuses("WHERE b.unit IS NOT NULL OR p.unit IS NOT NULL", []))
+            return tuple(self._statuses("WHERE n.notion = $1", [notion]))
+        return tuple(self._statuses("", []))
 
     def default_limits(self) -> dict[str, float]:
         """The default limit of each notion that has one."""

@@ -17,13 +17,12 @@ from typing import Callable
 import duckdb
 
 from pcor_sql.engine.database_file import connect_with_retry
-from pcor_sql.engine.ledger import Ledger
+from pcor_sql.engine.ledger import LOCATION_SQL, Ledger
 from pcor_sql.errors import UserError
 
 ENV = "PCOR_SQL_LEDGER"
 IN_MEMORY = ":memory:"
 
-_DEFAULT_DB = "SELECT d.path FROM duckdb_databases() d WHERE d.database_name = current_database()"
 
 
 def default_ledger_path() -> Path:
@@ -33,14 +32,14 @@ def default_ledger_path() -> Path:
     return Path(base) / "pcor-sql" / "ledger.duckdb"
 
 
-def data_file(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The file of `con`'s default database, None when it is in memory."""
+def default_database(con: duckdb.DuckDBPyConnection) -> tuple:
+    """`LOCATION_SQL`'s row for `con`'s default database (a fresh cursor starts there)."""
     cur = con.cursor()
     try:
-        rows = cur.execute(_DEFAULT_DB).fetchall()
+        rows = cur.execute(LOCATION_SQL).fetchall()
     finally:
         cur.close()
-    return (rows[0][0] or None) if rows else None
+    return rows[0]
 
 
 def open_ledger(
@@ -54,19 +53,20 @@ def open_ledger(
     no ledger given and no `$PCOR_SQL_LEDGER`, use the per-user file rather than memory (the CLI)."""
     if isinstance(ledger, Ledger):
         return ledger
-    held_by_data = data_file(con)
+    location = default_database(con)
+    held_by_data = location[1] or None
     if held_by_data is not None:
         if ledger is not None:
             raise UserError(
                 f"the data lives in the DuckDB file {held_by_data!r}, which keeps its own budget ledger",
                 "drop the ledger option (--ledger): a second ledger would let the same data be spent twice",
             )
-        return Ledger(con, warn=warn)
+        return Ledger(con, warn=warn, location=location)
     target = ledger if ledger is not None else os.environ.get(ENV) or None
     if target is None and per_user_default:
         target = default_ledger_path()
     if target is None or os.fspath(target) == IN_MEMORY:
-        return Ledger(con, warn=warn)
+        return Ledger(con, warn=warn, location=location)
     return Ledger(_connect_ledger_file(Path(os.fspath(target)).expanduser()), warn=warn, owned=True)
 
 

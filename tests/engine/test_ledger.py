@@ -259,11 +259,14 @@ def test_status_reports_remaining_and_counts(ledger):
     charge(ledger, "a", 0.25)
     ledger.set_limit("b", 1.5)
     charge(ledger, "b", 0.5)
-    assert ledger.statuses() == (
+    assert ledger.statuses("ocdp") == (
         BudgetStatus("a", "ocdp", None, None, 0.5, None, 2),
         BudgetStatus("b", "ocdp", 1.5, "own", 0.5, 1.0, 1),
     )
     assert ledger.status("b").remaining == 1.0
+    # Every notion is shown for every unit, each total on its own.
+    assert [(s.unit, s.notion, s.spent) for s in ledger.statuses()] == [
+        ("a", "dp", 0.0), ("a", "ocdp", 0.5), ("a", "sp", 0.0), ("b", "dp", 0.0), ("b", "ocdp", 0.5), ("b", "sp", 0.0)]
 
 
 def test_the_callers_transaction_is_left_alone(con, ledger):
