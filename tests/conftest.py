@@ -12,3 +12,10 @@ import tempfile
 # otherwise the ledger of in-memory data is in memory (seeded runs allowed, as in a lab).
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="pcor-sql-tests-xdg-")
 os.environ["PCOR_SQL_LEDGER"] = ":memory:"
+
+# Property tests check invariants, not speed: a loaded CI machine must not fail them on
+# hypothesis's per-example deadline.
+from hypothesis import settings as _hypothesis_settings
+
+_hypothesis_settings.register_profile("pcor", deadline=None)
+_hypothesis_settings.load_profile("pcor")
