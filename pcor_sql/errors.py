@@ -1,10 +1,12 @@
-"""Error types. User errors say what is wrong and how to fix it; internal ones say "probably a bug"."""
+"""Error and warning types. User errors say what is wrong and how to fix it; internal ones say
+"probably a bug"; a PrivacyWarning says that an output or a ledger protects less than it seems."""
 
 from __future__ import annotations
 
 import contextvars
+import warnings
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 class PcorError(Exception):
@@ -28,6 +30,33 @@ class BudgetExceeded(UserError):
 
 class NoValidContext(UserError):
     """The record is an outlier in no context the search could reach."""
+
+
+class Refused(UserError):
+    """A request the trust model refuses (DESIGN.md §6): an analyst asking for an owner's
+    option, a seed on a persistent ledger, a unit without a limit in a strict ledger."""
+
+
+class RequestFailed(Refused):
+    """An analyst's request failed after its cost was reserved. The message is the same
+    whatever the data holds (a missing key, a NULL metric, a conversion error, no valid
+    context, …), and the charge stands: a failure that depended on the rows would otherwise
+    tell the analyst about them for free."""
+
+
+class PrivacyWarning(UserWarning):
+    """An output or a ledger protects less than it may seem to: domains derived from the data
+    (their values are released as they are), a seeded run (a deterministic function of the
+    data, not private), a ledger kept in memory (forgotten when the process ends)."""
+
+
+def warn_privacy(message: str, warn: Callable[[str], None] | None = None, *, stacklevel: int = 3) -> None:
+    """Send a privacy warning to `warn` if the caller gave one (the CLI prints it on stderr),
+    else through `warnings.warn(..., PrivacyWarning)` so that every Python caller sees it."""
+    if warn is not None:
+        warn(message)
+    else:
+        warnings.warn(message, PrivacyWarning, stacklevel=stacklevel)
 
 
 class InternalError(PcorError):

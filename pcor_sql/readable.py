@@ -124,24 +124,36 @@ def conditions_words(context: Mapping[str, Sequence[Any]], whole: Sequence[str] 
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
+def record_words(selector: str) -> str:
+    """The record as the caller picked it: `the record where id = 42`."""
+    return f"the record where {selector_words(selector)}"
+
+
+def key_words(dataset: str, key: Any) -> str:
+    """A registered dataset's record as an analyst picked it: `record 42 of salaries`."""
+    shown = f"'{key}'" if isinstance(key, str) else str(key)
+    return f"record {shown} of {dataset}"
+
+
 def outlier_sentence(
-    metric: str, selector: str, verifier: str, context: Mapping[str, Sequence[Any]], whole: Sequence[str] = ()
+    metric: str, record: str, verifier: str, context: Mapping[str, Sequence[Any]], whole: Sequence[str] = ()
 ) -> str:
     """The plain-words first line of a release: `salary of the record where id = 42 is an
-    outlier (LOF, k = 20, threshold = 1.5) among the rows where job_title is one of 6 values`."""
+    outlier (LOF, k = 20, threshold = 1.5) among the rows where job_title is one of 6 values`;
+    `record` is `record_words(...)` or `key_words(...)`."""
     where = conditions_words(context, whole)
     among = f"among the rows where {where}" if where else "among all rows"
-    return f"{metric} of the record where {selector_words(selector)} is an outlier ({verifier_words(verifier)}) {among}"
+    return f"{metric} of {record} is an outlier ({verifier_words(verifier)}) {among}"
 
 
-def outlier_privacy_sentence(epsilon: float, epsilon1: float, accounting: str, em_calls: int) -> str:
+def outlier_privacy_sentence(epsilon: float, epsilon1: float, accounting: str, em_calls: int | None = None) -> str:
     """`privacy cost ε = 0.2 (output-constrained DP) over 51 randomized choices of ε1 = 0.00392 each`."""
     factor = 2 if accounting == "paper" else 1
     budgeted = max(1, round(epsilon / (factor * epsilon1)))
     each = f"ε1 = {show_epsilon(epsilon1, 3)}" if factor == 1 else f"2ε1 = {show_epsilon(2 * epsilon1, 3)}"
     plural = "s" if budgeted != 1 else ""
     text = f"privacy cost ε = {show_epsilon(epsilon)} (output-constrained DP) over {budgeted} randomized choice{plural} of {each} each"
-    if em_calls < budgeted:
+    if em_calls is not None and em_calls < budgeted:  # how many were made is the owner's to see
         text += f" ({em_calls} made; the whole ε is charged)"
     if factor == 2:
         text += ", as the paper accounts"

@@ -17,7 +17,9 @@ from pcor_sql.readable import (
     anomaly_privacy_sentence,
     anomaly_sentence,
     outlier_privacy_sentence,
+    key_words,
     outlier_sentence,
+    record_words,
     round_epsilon,
 )
 
@@ -40,7 +42,8 @@ class Explanation:
     utility: str
     start_source: str
     seeded: bool
-    dataset: str
+    dataset: str | None
+    units: tuple[str, ...] = ()
     budget_spent: float | None = None
     budget_limit: float | None = None
     metric: str = ""
@@ -53,7 +56,8 @@ class Explanation:
     def summary(self) -> str:
         """What was concluded, in plain words, from released values only: `salary of the record
         where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) among the rows where ...`."""
-        return outlier_sentence(self.metric, self.selector, self.verifier, self.context, self.full_attributes)
+        return outlier_sentence(self.metric, record_words(self.selector), self.verifier, self.context,
+                                self.full_attributes)
 
     @property
     def privacy_summary(self) -> str:
@@ -85,7 +89,9 @@ class Explanation:
 def _released(result: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """A result's public fields in declaration order (the JSON keys), the seeded-run label."""
     out = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "owner" and f.name not in exclude}
-    if result.seeded:
+    if "units" in out:
+        out["units"] = list(out["units"])
+    if getattr(result, "seeded", False):
         out["warning"] = "seeded run: reproducible, not for real releases"
     return out
 
@@ -169,7 +175,8 @@ class AnomalyResult:
     radius: float
     norm: str
     seeded: bool
-    dataset: str
+    dataset: str | None
+    units: tuple[str, ...] = ()
     owner: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
@@ -198,3 +205,72 @@ class AnomalyResult:
         from pcor_sql.notebook import answer_markdown
 
         return answer_markdown(self)
+
+@dataclass(frozen=True)
+class AnalystExplanation:
+    """What an analyst receives for one released explanation (DESIGN.md §6 "Released"): the key
+    they gave, the context, the predicate and SQL it compiles to, and the privacy parameters —
+    no other column of the record, no counts, no utilities, no search diagnostics."""
+
+    dataset: str
+    key: Any
+    metric: str
+    context: dict[str, list[Any]]
+    predicate: str
+    explanation_sql: str
+    epsilon: float
+    epsilon1: float
+    accounting: str
+    search: str
+    samples: int
+    verifier: str
+    utility: str
+    #: Attributes the context keeps whole (the predicate leaves them out): for the summary.
+    full_attributes: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def summary(self) -> str:
+        """The conclusion in plain words, from what the analyst is given: `pay of record 42 of
+        people is an outlier (Grubbs' test, alpha = 0.05) among the rows where dept is ...`."""
+        return outlier_sentence(self.metric, key_words(self.dataset, self.key), self.verifier, self.context,
+                                self.full_attributes)
+
+    @property
+    def privacy_summary(self) -> str:
+        return outlier_privacy_sentence(self.epsilon, self.epsilon1, self.accounting)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "full_attributes"})
+        return out
+
+
+@dataclass(frozen=True)
+class AnalystAnswer:
+    """What an analyst receives for one anomaly question: the key they gave, the noisy bit and
+    the privacy parameters — nothing else."""
+
+    dataset: str
+    key: Any
+    columns: tuple[str, ...]
+    anomaly: bool
+    epsilon: float
+    privacy: str
+    k: int | None
+    beta: float
+    radius: float
+    norm: str
+
+    @property
+    def summary(self) -> str:
+        return anomaly_sentence(self.anomaly, self.beta, self.radius)
+
+    @property
+    def privacy_summary(self) -> str:
+        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        out["columns"] = list(self.columns)
+        return out

@@ -25,13 +25,13 @@ from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.dataset_key import dataset_key
+from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, new_release_id
+from pcor_sql.engine.ledger_location import open_ledger
 from pcor_sql.engine.progress import report_phase, watch_query
-from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, new_release_id
 from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
 from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
-from pcor_sql.errors import UserError
+from pcor_sql.errors import Refused, UserError, warn_privacy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.sqltext.build import over_context
@@ -41,16 +41,22 @@ Progress = Callable[[int, int], None]
 
 
 class Session:
-    """A connection with its registry, ledger and caches. `warn(message)` receives warnings
-    (the in-memory ledger, data-derived domains); `registry` holds the verifiers requests may
-    name (default: the built-ins)."""
+    """A connection with its registry, ledger and caches — the owner's handle (DESIGN.md §6).
+
+    `ledger`: where charges go — None pins it to the data (the connection's database file, else
+    `$PCOR_SQL_LEDGER`, else in memory with a PrivacyWarning), a path to a ledger file,
+    `":memory:"`, or a Ledger. `warn(message)` receives privacy warnings instead of
+    `warnings.warn` (the CLI prints them). `registry` holds the verifiers requests may name.
+    `allow_seeded`: seeded runs are refused on a persistent ledger unless this is True."""
 
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
         *,
+        ledger: Any = None,
         warn: Warn | None = None,
         registry: VerifierRegistry | None = None,
+        allow_seeded: bool = False,
     ):
         if not isinstance(con, duckdb.DuckDBPyConnection):
             raise UserError(
@@ -60,8 +66,11 @@ class Session:
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()
+        self.allow_seeded = bool(allow_seeded)
+        self._ledger_choice = ledger
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
+        self._units: dict[str, tuple[str, ...]] = {}
         self._ledger: Ledger | None = None
 
     # ---- the jobs ------------------------------------------------------------------------
@@ -69,36 +78,47 @@ class Session:
     def explain(
         self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False
     ) -> list[Explanation]:
-        """One private release per selected record, all charged in one transaction before any
-        is returned; bad input raises UserError before any work, an exhausted budget
-        BudgetExceeded before the search runs. `single`: a selector picking several rows is a
-        UserError, raised before anything is charged."""
+        """One private release per selected record. The owner's path: bad input raises
+        UserError and a refused charge BudgetExceeded/Refused before anything is charged; the
+        charge is committed once the records are read and before the summary is built or the
+        search runs (so their running time is paid for), and it stands if they fail.
+        `single`: a selector picking several rows is a UserError, raised before any charge."""
         _expect(request, OutlierRequest, "explain")
-        name = request.dataset or dataset_key(request.relation)
-        budget = request.budget
-        mechanism = f"pcor/{request.search}/{request.accounting}"
-        pending: list[PendingCharge] = []
+        label = self.dataset_label(request.dataset)
+        seeded = self.check_seed(request.seed)
+        units = self.units(request.relation)
+        ledger = self.ledger()
+        ledger.ensure_writable()
+        charged: list[PendingCharge] = []
 
         def reserve(rows: int) -> None:
-            # The ledger transaction opens, and refuses, before the summary is built and the
-            # searches run; it writes once they are done.
             if single:
                 _one_row(rows, "explain_outlier", "explain_outliers")
-            items = [
-                ChargeItem(new_release_id(), budget.cost, mechanism, f"{request.selector} #{i + 1}", request.statement)
-                for i in range(rows)
-            ]
-            pending.append(self.ledger().open_charge(name, items))
+            items = self.outlier_items(request, [f"{request.selector} #{i + 1}" for i in range(rows)], label=label)
+            with ledger.open_charge(units, items) as pending:
+                charged.append(pending.commit())
 
-        try:
-            prepared = self._prepare(request, reserve, progress)
-            source, seeded = make_source(request.seed)
-            runs = _release_all(prepared, source, progress)
-            charged = pending[0].commit()
-        finally:
-            for p in pending:
-                p.close()
-        spent, limit = charged.spent, charged.limit
+        prepared = self._prepare(request, reserve, progress)
+        return self.released(request, prepared, charged[0], units, label, seeded, progress)
+
+    def outlier_items(self, request: OutlierRequest, keys: list[str], *, label: str | None,
+                      role: str = "owner") -> list[ChargeItem]:
+        """One charge per release of `request`, with fresh release ids."""
+        mechanism = f"pcor/{request.search}/{request.accounting}"
+        return [
+            ChargeItem(new_release_id(), request.budget.cost, mechanism, key, request.statement,
+                       seeded=request.seed is not None, role=role, dataset=label)
+            for key in keys
+        ]
+
+    def released(self, request: OutlierRequest, prepared: OutlierRun, charged: PendingCharge | None,
+                 units: tuple[str, ...], label: str | None, seeded: bool, progress: Progress | None = None,
+                 ) -> list[Explanation]:
+        """Run the (already paid for) searches of `prepared` and shape what they release."""
+        budget = request.budget
+        source, seeded = make_source(request.seed)
+        runs = _release_all(prepared, source, progress)
+        spent, limit = (charged.spent, charged.limit) if charged is not None else (None, None)
         verifier = prepared.verifier_label
         out = []
         for rec, run in zip(prepared.records, runs):
@@ -110,7 +130,7 @@ class Session:
                     epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
                     search=request.search, samples=request.samples, descents=request.descents,
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
-                    start_source=run.start_source, seeded=seeded, dataset=name,
+                    start_source=run.start_source, seeded=seeded, dataset=label, units=units,
                     budget_spent=spent if limit is not None else None, budget_limit=limit,
                     metric=request.metric, selector=request.selector, full_attributes=_whole(run.space, run.mask),
                     owner=run.owner if request.owner_view else None,
@@ -149,11 +169,14 @@ class Session:
         self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None
     ) -> list[AnomalyResult]:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
-        composition): announced through `warn` for a batch, refused up front past the
-        dataset's limit, charged before any coin is drawn."""
+        composition) under its own notion (ε-DP or (ε, k)-SP): announced as a warning for a
+        batch, refused up front past a unit's limit, charged before any coin is drawn."""
         from pcor_sql.anomaly.batch import prepare_anomaly_queries
 
         _expect(request, AnomalyRequest, "identify")
+        label = self.dataset_label(request.dataset)
+        self.check_seed(request.seed)
+        units = self.units(request.relation)
         ledger = self.ledger()
         ledger.ensure_writable()
         with watch_query(self.con, progress, "counting neighbours"):
@@ -165,32 +188,74 @@ class Session:
         if single:
             _one_row(batch.size, "identify_anomaly", "identify_anomalies")
         cost = batch.cost
-        name = request.dataset or dataset_key(request.relation)
-        if self.warn is not None and batch.size > 1:
-            self.warn(
-                f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total "
-                f"({cost.guarantee})"
-            )
-        params = batch.params
-        mechanism = f"anomaly/{params.privacy}" + (f"/k={params.k}" if params.privacy == "sp" else "")
+        if batch.size > 1:
+            warn_privacy(f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total "
+                         f"({cost.guarantee})", self.warn)
         key = request.selector or "all rows"
-        typed = DpCost(cost.epsilon_per_answer) if params.privacy == "dp" else SpCost(cost.epsilon_per_answer, params.k)
-        items = [
-            ChargeItem(new_release_id(), typed, mechanism, f"{key} #{i + 1}", request.statement)
-            for i in range(batch.size)
-        ]
         report_phase(progress, "charging the budget ledger")
-        ledger.charge_many(name, items)
+        ledger.charge_many(units, self.anomaly_items(request, [f"{key} #{i + 1}" for i in range(batch.size)], label=label))
         report_phase(progress, "drawing the answers")
+        return self.answered(request, batch, units, label)
+
+    def anomaly_items(self, request: AnomalyRequest, keys: list[str], *, label: str | None,
+                      role: str = "owner") -> list[ChargeItem]:
+        """One charge per answer of `request`, typed by its notion, with fresh release ids."""
+        k = request.k if request.privacy == "sp" else None
+        mechanism = f"anomaly/{request.privacy}" + (f"/k={k}" if k is not None else "")
+        typed = DpCost(request.epsilon) if k is None else SpCost(request.epsilon, k)
+        return [
+            ChargeItem(new_release_id(), typed, mechanism, key, request.statement,
+                       seeded=request.seed is not None, role=role, dataset=label)
+            for key in keys
+        ]
+
+    def answered(self, request: AnomalyRequest, batch: Any, units: tuple[str, ...], label: str | None,
+                 ) -> list[AnomalyResult]:
+        """Draw the (already paid for) coins of `batch`."""
         source, seeded = make_source(request.seed)
+        params = batch.params
         return [
             AnomalyResult(
                 record=a.record, anomaly=a.anomaly, epsilon=a.epsilon, privacy=a.privacy, k=a.k,
-                beta=params.beta, radius=params.radius, norm=batch.norm, seeded=seeded, dataset=name,
+                beta=params.beta, radius=params.radius, norm=batch.norm, seeded=seeded, dataset=label, units=units,
                 owner=_anomaly_owner(a) if request.owner_view else None,
             )
             for a in batch.answer(source)
         ]
+
+    # ---- the trust model -----------------------------------------------------------------
+
+    def units(self, relation: str) -> tuple[str, ...]:
+        """The privacy units (base tables and files) `relation` reads, resolved by DuckDB's
+        binder from the catalog alone (no rows read); cached per Session."""
+        if relation not in self._units:
+            from pcor_sql.engine.units import resolve_units
+
+            self._units[relation] = tuple(u.name for u in resolve_units(self.con, relation))
+        return self._units[relation]
+
+    def dataset_label(self, name: str | None) -> str | None:
+        """`dataset=` only labels a registered dataset; it never opens an account of its own."""
+        if name is None:
+            return None
+        from pcor_sql.engine.registered import get_dataset
+
+        return get_dataset(self.ledger(), name).name
+
+    def check_seed(self, seed: int | None) -> bool:
+        """A seed makes the output a deterministic function of the data: refused on a
+        persistent ledger unless the owner allowed it, and always warned about."""
+        if seed is None:
+            return False
+        if self.ledger().persistent and not self.allow_seeded:
+            raise Refused(
+                "a seed makes the output a deterministic function of the data, so seeded runs are refused on "
+                "a persistent ledger",
+                "drop the seed for a real release, or allow seeded test runs: allow_seeded=True (CLI --allow-seeded)",
+            )
+        warn_privacy("seeded run: the output is a deterministic function of the data — not private, "
+                     "never release it", self.warn, stacklevel=4)
+        return True
 
     # ---- what the jobs share -------------------------------------------------------------
 
@@ -224,23 +289,19 @@ class Session:
         return spec
 
     def ledger(self) -> Ledger:
-        """The budget ledger of this connection (made once, so its in-memory warning shows once)."""
+        """The budget ledger (opened once, so its in-memory warning shows once)."""
         if self._ledger is None:
-            self._ledger = Ledger(self.con, warn=self.warn)
+            self._ledger = open_ledger(self.con, self._ledger_choice, warn=self.warn)
         return self._ledger
 
     def schema(self, request: OutlierRequest) -> Schema:
         key = (request.relation, request.metric, request.by, request.domains)
         if key not in self._schemas:
-            # The ledger's location rides along with the first DESCRIBE: one catalog statement.
-            along = LOCATION_SQL if self._ledger is None else None
-            described, location = describe_with_metric(self.con, request.relation, request.metric, along=along)
-            if location is not None:
-                self._ledger = Ledger(self.con, warn=self.warn, location=location)
+            described, _ = describe_with_metric(self.con, request.relation, request.metric)
             domains = None if request.domains is None else {k: list(v) for k, v in request.domains}
             self._schemas[key] = resolve_schema(
-                self.con, request.relation, request.metric, by=request.by, domains=domains, warn=self.warn,
-                described=described,
+                self.con, request.relation, request.metric, by=request.by, domains=domains,
+                warn=lambda message: warn_privacy(message, self.warn, stacklevel=6), described=described,
             )
         return self._schemas[key]
 
@@ -255,7 +316,7 @@ class Session:
         return self._summaries[key]
 
 
-def session_for(con: Any, session: Session | None = None, warn: Warn | None = None) -> Session:
+def session_for(con: Any, session: Session | None = None, warn: Warn | None = None, **kwargs: Any) -> Session:
     """`session` if given (then `con`, if given too, must be its connection), else a fresh
     Session on `con`: how the module-level conveniences accept either."""
     if session is not None:
@@ -263,8 +324,10 @@ def session_for(con: Any, session: Session | None = None, warn: Warn | None = No
             raise UserError(f"invalid session: {type(session).__name__}", "pass a pcor_sql.Session")
         if con is not None and con is not session.con:
             raise UserError("the connection given is not the session's", "pass con=None with session=")
+        if kwargs:
+            raise UserError(f"{', '.join(kwargs)} belong(s) to the Session", "pass them to pcor_sql.Session(...)")
         return session
-    return Session(con, warn=warn)
+    return Session(con, warn=warn, **kwargs)
 
 
 def _expect(request: Any, cls: type, method: str) -> None:

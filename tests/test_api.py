@@ -31,8 +31,8 @@ def test_release_holds_context_and_parameters_only(con, search):
     assert r.descents == (24 if search == "bfs" else 0)
     d = r.as_dict()
     assert set(d) == {"record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
-                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "warning",
-                      "summary", "privacy_summary", "metric", "selector"}
+                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "units",
+                      "warning", "summary", "privacy_summary", "metric", "selector"}
     assert d["summary"].startswith("salary of the record where id = 42 is an outlier (Grubbs' test, alpha = 0.05)")
     # The explanation query runs, and the record is in the population it selects.
     assert 187190.79 in [row[0] for row in con.execute(r.explanation_sql).fetchall()]
@@ -55,10 +55,11 @@ def test_seeded_runs_repeat_and_unseeded_are_labelled_secure(con):
 def test_several_rows_give_one_release_each_all_charged(tmp_path):
     db = duckdb.connect(str(tmp_path / "x.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
-    out = pcor_sql.explain_outliers(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=2, dataset="s")
+    out = pcor_sql.explain_outliers(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=2,
+                                    allow_seeded=True)
     assert isinstance(out, list) and len(out) == 2
     assert {r.record["id"] for r in out} == {42, 171}
-    assert Ledger(db).status("s").spent == pytest.approx(0.4)
+    assert Ledger(db).status("bundled:salaries").spent == pytest.approx(0.4)
     db.close()
 
 
@@ -66,9 +67,9 @@ def test_explain_outlier_on_several_rows_names_explain_outliers_and_charges_noth
     db = duckdb.connect(str(tmp_path / "x.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
     with pytest.raises(pcor_sql.UserError, match="explain_outliers"):
-        pcor_sql.explain_outlier(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", dataset="s")
-    assert Ledger(db).status("s").spent == 0
-    one = pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=2, dataset="s")
+        pcor_sql.explain_outlier(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs")
+    assert Ledger(db).status("bundled:salaries").spent == 0
+    one = pcor_sql.explain_outlier(db, Q, verifier="grubbs")
     assert isinstance(one, pcor_sql.Explanation)
     db.close()
 
@@ -77,13 +78,13 @@ def test_limit_refuses_and_charges_nothing(tmp_path):
     db = duckdb.connect(str(tmp_path / "y.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
     ledger = Ledger(db)
-    ledger.set_limit("s", 0.3)
-    r = pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=1, dataset="s")
+    ledger.set_limit("bundled:salaries", 0.3)
+    r = pcor_sql.explain_outlier(db, Q, verifier="grubbs")
     assert (r.budget_spent, r.budget_limit) == (pytest.approx(0.2), 0.3)
     with pytest.raises(pcor_sql.BudgetExceeded):
-        pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=1, dataset="s")
-    assert ledger.status("s").spent == pytest.approx(0.2)
-    assert len(ledger.history("s")) == 1
+        pcor_sql.explain_outlier(db, Q, verifier="grubbs")
+    assert ledger.status("bundled:salaries").spent == pytest.approx(0.2)
+    assert len(ledger.history("bundled:salaries")) == 1
     db.close()
 
 

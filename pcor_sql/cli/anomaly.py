@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pcor_sql.cli import options as o
-from pcor_sql.cli.console import ProgressBar, make_warn
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.console import ProgressBar
+from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_answers
 
 
@@ -35,6 +35,8 @@ def identify_anomaly(
     dataset: o.Dataset = None,
     owner_view: o.OwnerView = False,
     db: o.Db = None,
+    ledger: o.Ledger = None,
+    allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
         o.DataFormat, typer.Option("--format", help="table or json (JSON Lines, one object per answered row).")
     ] = o.DataFormat.table,
@@ -50,9 +52,9 @@ def identify_anomaly(
     """
     from pcor_sql.api import identify_anomalies
 
-    with ProgressBar("reading the data") as bar, open_database(db) as con:
+    with ProgressBar("reading the data") as bar, open_owner(db, ledger, allow_seeded=allow_seeded) as owner:
         answers = identify_anomalies(
-            con, query, warn=make_warn(), progress=bar.callback, beta=beta, radius=radius, epsilon=epsilon,
+            None, query, session=owner.session, progress=bar.callback, beta=beta, radius=radius, epsilon=epsilon,
             privacy=privacy, k=k, norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
         )
     print_answers(answers, fmt.value, owner_view)

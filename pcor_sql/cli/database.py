@@ -1,7 +1,10 @@
-"""The database a command works on (`--db PATH`).
+"""The database a command works on (`--db PATH`), and its budget ledger (`--ledger PATH`).
 
 Without `--db`: a fresh in-memory database with the bundled datasets loaded, so every command
-runs with no set-up (its budget ledger is in memory too, and the library warns so).
+runs with no set-up. Its budget ledger is a file (DESIGN.md §6): `--ledger PATH`, else
+`$PCOR_SQL_LEDGER`, else the per-user ledger under the XDG data directory; the bundled tables
+are the same units there in every run. `--ledger :memory:` keeps it in memory, with a warning.
+With `--db FILE` the ledger lives in that file (schema `pcor`), and `--ledger` is an error.
 
 With `--db PATH`: that DuckDB file, opened through `connect_with_retry` (it waits while another
 process holds the file's lock). A missing file is an error rather than a new empty database: a
@@ -17,7 +20,7 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import duckdb
 
@@ -38,12 +41,10 @@ def open_database(path: Path | None) -> Iterator[duckdb.DuckDBPyConnection]:
     closed at the end of the block."""
     if path is None:
         from pcor_sql.engine.datasets import load_all
-        from pcor_sql.engine.ledger import Ledger
 
         con = duckdb.connect()
         try:
             load_all(con)
-            Ledger(con)  # the scratch database's (in-memory) ledger tables, made with its data
         except BaseException:
             con.close()
             raise
@@ -67,3 +68,27 @@ def _connect_file(path: Path) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise UserError(f"cannot open database {str(path)!r}: {first}", "check that it is a DuckDB database file") from None
+
+
+@contextmanager
+def open_owner(db: Path | None, ledger: str | None = None, *, allow_seeded: bool = False) -> Iterator[Any]:
+    """The owner's handle on `db` (see `open_database`) with the ledger the options choose,
+    warnings printed on stderr; closed at the end of the block."""
+    from pcor_sql.cli.console import make_warn
+    from pcor_sql.engine.ledger_location import ENV, default_ledger_path
+    from pcor_sql.owner import Owner
+
+    if db is not None and ledger is not None:
+        raise UserError(
+            "--ledger was given with --db: a database file keeps its own budget ledger",
+            "drop --ledger (a second ledger would let the same data be spent twice)",
+        )
+    choice = ledger if db is None and ledger is not None else None
+    if db is None and choice is None:
+        choice = os.environ.get(ENV) or str(default_ledger_path())
+    with open_database(db) as con:
+        owner = Owner(con, choice, warn=make_warn(), allow_seeded=allow_seeded)
+        try:
+            yield owner
+        finally:
+            owner.ledger.close()

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import anomaly, budget, coe, datasets, explain, glossary, runner
+from pcor_sql.cli import anomaly, budget, coe, datasets, explain, glossary, registered, runner
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
@@ -113,6 +113,7 @@ for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
 app.add_typer(budget.app, name="budget")
 app.add_typer(datasets.app, name="datasets")
+app.add_typer(registered.app, name="dataset")
 
 
 def run() -> None:

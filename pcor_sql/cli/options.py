@@ -42,6 +42,27 @@ Db = Annotated[
         "Default: an in-memory database with the bundled datasets loaded.",
     ),
 ]
+Ledger = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ledger", metavar="PATH",
+        help="Budget ledger file when the data is not a --db file (made if missing; ':memory:' "
+        "keeps it in memory, with a warning). Default: $PCOR_SQL_LEDGER, else the per-user "
+        "ledger ~/.local/share/pcor-sql/ledger.duckdb.",
+    ),
+]
+AllowSeeded = Annotated[
+    bool,
+    typer.Option(
+        "--allow-seeded",
+        help="Allow --seed with a persistent ledger (owner's testing only: a seeded output is a "
+        "deterministic function of the data, recorded as not private).",
+    ),
+]
+Notion = Annotated[
+    str,
+    typer.Option("--notion", help="Privacy notion: ocdp (PCOR releases), dp or sp (anomaly answers), or all."),
+]
 By = Annotated[
     Optional[str],
     typer.Option(
@@ -105,7 +126,8 @@ OwnerView = Annotated[
 ]
 Dataset = Annotated[
     Optional[str],
-    typer.Option("--dataset", help="Budget ledger name to charge (default: a stable key of the FROM clause)."),
+    typer.Option("--dataset", help="Label the release with a registered dataset's name (charges still go to "
+                 "the tables and files the query reads)."),
 ]
 
 

@@ -146,11 +146,12 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
     _field(console, "search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}")
     _field(console, "start", _START_SOURCES.get(e.start_source, e.start_source))
     _field(console, "record", record_text(e.record))
+    units = ", ".join(e.units) + (f" (dataset {e.dataset})" if e.dataset else "")
     if e.budget_limit is not None:
         spent = round_epsilon(e.budget_spent)
-        _field(console, "budget", f"dataset {e.dataset}: spent ε = {spent:.6g} of limit {e.budget_limit:.6g}")
+        _field(console, "budget", f"charged to {units}: spent ε = {spent:.6g} of limit {e.budget_limit:.6g}")
     else:
-        _field(console, "dataset", f"{e.dataset} (no budget limit set)")
+        _field(console, "budget", f"charged to {units} (no budget limit set)")
     if e.seeded:
         console.print(Text("  seeded: not for real releases", style="bold yellow"))
     if e.owner is not None:

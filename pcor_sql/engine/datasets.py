@@ -27,6 +27,9 @@ from pcor_sql.sqltext.connection import require_connection
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 BUNDLED = ("salaries", "homicides", "diamonds")
+# The table comment that marks a loaded bundled table: the privacy-unit resolver (engine/units.py)
+# names such a table `bundled:<name>`, the same account wherever and under whatever name it is loaded.
+BUNDLED_COMMENT_PREFIX = "pcor-sql bundled dataset: "
 EXPORT_FORMATS = ("parquet", "duckdb")
 
 
@@ -223,6 +226,7 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
             # fully selected attribute and still select exactly the population.
             for column in con.execute(select_from("*", _qualified(where, table), limit=0)).description:
                 con.execute(f"ALTER TABLE {_qualified(where, table)} ALTER COLUMN {quote_identifier(column[0])} SET NOT NULL")
+            con.execute(f"COMMENT ON TABLE {_qualified(where, table)} IS {quote_literal(BUNDLED_COMMENT_PREFIX + name)}")
         except duckdb.ConversionException as exc:
             raise InternalError(f"the shipped {name!r} data has a value outside its declared domain: {exc}") from exc
     except BaseException:

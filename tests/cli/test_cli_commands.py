@@ -94,11 +94,11 @@ SELECT sum(n) AS total FROM notes;
 def test_sql_runner_mixes_ordinary_sql_and_explain_outlier(tmp_path):
     script = tmp_path / "report.sql"
     script.write_text(SCRIPT, encoding="utf-8")
-    objects = [json.loads(line) for line in _ok("sql", str(script), "--format", "json").stdout.splitlines()]
+    objects = [json.loads(line) for line in _ok("sql", str(script), "--allow-seeded", "--format", "json").stdout.splitlines()]
     explanations = [o for o in objects if "explanation_sql" in o]
     assert len(explanations) == 1 and explanations[0]["epsilon"] == 0.25 and explanations[0]["seeded"] is True
     assert {"total": 3} in objects
-    table = _ok("sql", "--seed", "2", input=SCRIPT).stdout  # the same script on stdin, as tables
+    table = _ok("sql", "--seed", "2", "--allow-seeded", input=SCRIPT).stdout  # the same script on stdin, as tables
     assert "job_title ∈ {" in table and "total" in table
     sql_only = _ok("sql", "--format", "sql", input="EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs;").stdout
     assert sql_only.startswith("SELECT salary FROM salaries WHERE ")
@@ -119,8 +119,8 @@ def test_sql_runner_stops_at_the_first_bad_statement():
 
 def test_sql_runner_owner_view_and_seed_defaults():
     text = "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs;"
-    first = json.loads(_ok("sql", "--seed", "5", "--owner-view", "--format", "json", input=text).stdout)
-    second = json.loads(_ok("sql", "--seed", "5", "--format", "json", input=text).stdout)
+    first = json.loads(_ok("sql", "--seed", "5", "--allow-seeded", "--owner-view", "--format", "json", input=text).stdout)
+    second = json.loads(_ok("sql", "--seed", "5", "--allow-seeded", "--format", "json", input=text).stdout)
     assert first["owner"]["not_for_release"] is True and "owner" not in second
     assert first["context"] == second["context"] and first["seeded"]
 
@@ -152,24 +152,74 @@ def test_statement_complete():
 # ---- budget ------------------------------------------------------------------------------
 
 def test_budget_set_limit_status_history(db):
-    assert_error(invoke("budget", "status"), "--db")
-    change = json.loads(_ok("budget", "set-limit", "payroll", "1.5", "--db", str(db), "--format", "json").stdout)
-    assert change == {"dataset": "payroll", "limit": 1.5, "previous_limit": None, "spent": 0.0, "below_spent": False}
-    _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll", "--epsilon", "0.5")
+    change = json.loads(_ok("budget", "set-limit", "main.salaries", "1.5", "--db", str(db), "--format", "json").stdout)
+    assert change == {"unit": "bundled:salaries", "notion": "ocdp", "limit": 1.5, "previous_limit": None,
+                      "spent": 0.0, "below_spent": False}
+    _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.5")
     status = [json.loads(line) for line in _ok("budget", "status", "--db", str(db), "--format", "json").stdout.splitlines()]
-    assert status == [{"dataset": "payroll", "limit": 1.5, "spent": 0.5, "remaining": 1.0, "releases": 1}]
-    history = [json.loads(line) for line in _ok("budget", "history", "payroll", "--db", str(db), "--format", "json").stdout.splitlines()]
+    assert [(s["unit"], s["notion"], s["limit"], s["spent"], s["remaining"]) for s in status] == [
+        ("bundled:salaries", "dp", None, 0.0, None), ("bundled:salaries", "ocdp", 1.5, 0.5, 1.0),
+        ("bundled:salaries", "sp", None, 0.0, None)]
+    one = [json.loads(line) for line in _ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db),
+                                            "--format", "json").stdout.splitlines()]
+    assert [(s["unit"], s["spent"]) for s in one] == [("bundled:salaries", 0.5)]
+    history = [json.loads(line) for line in _ok("budget", "history", "salaries", "--db", str(db), "--format", "json").stdout.splitlines()]
     assert len(history) == 1
-    assert history[0]["epsilon"] == 0.5 and history[0]["mechanism"] == "pcor/bfs/tight"
-    assert history[0]["statement"] == QUERY and history[0]["seq"] == 1
-    assert "payroll" in _ok("budget", "status", "--db", str(db)).stdout
-    assert "pcor/bfs/tight" in _ok("budget", "history", "--db", str(db)).stdout
-    lowered = _ok("budget", "set-limit", "payroll", "0.1", "--db", str(db))
-    assert "warning: the new limit is below the ε already spent" in lowered.stderr
+    assert history[0]["epsilon"] == 0.5 and history[0]["mechanism"] == "pcor/bfs/tight" and history[0]["seeded"]
+    assert history[0]["statement"] == QUERY and history[0]["seq"] == 1 and history[0]["role"] == "owner"
+    assert "bundled:salaries" in _ok("budget", "status", "--db", str(db)).stdout
+    assert "seeded, not private" in _ok("budget", "history", "--db", str(db)).stdout
+    lowered = _ok("budget", "set-limit", "salaries", "0.1", "--db", str(db))
+    assert "is below the ε already spent" in lowered.stderr
     assert "set to ε = 0.1 (was 1.5; spent 0.5)" in lowered.stdout
-    hint = _ok("budget", "set-limit", "salaries", "1", "--db", str(db))
-    assert "warning: no release has been charged to 'salaries' yet" in hint.stderr and "salaries#" in hint.stderr
-    assert_error(invoke("budget", "set-limit", "payroll", "nan", "--db", str(db)), "budget limit")
+    assert_error(invoke("budget", "set-limit", "salaries", "nan", "--db", str(db)), "budget limit")
+    assert_error(invoke("budget", "set-limit", "salaries", "-1", "--db", str(db)), "budget limit")  # a value
+    assert_error(invoke("budget", "set-limit", "salaries", "abc", "--db", str(db)), "must be a number")
+    assert_error(invoke("budget", "status", "typo", "--db", str(db)), "typo")
+    assert_error(invoke("budget", "set-limit", "salaries", "1", "--notion", "xdp", "--db", str(db)), "notion")
+    assert_error(invoke("budget", "status", "--db", str(db), "--ledger", "x.duckdb"), "--ledger")
+
+
+def test_budget_default_limit_and_public_units(db):
+    _ok("budget", "default-limit", "0.5", "--db", str(db))
+    refused = invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.6")
+    assert_error(refused, "would exceed")
+    status = [json.loads(line) for line in _ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db),
+                                               "--format", "json").stdout.splitlines()]
+    assert status[0]["limit"] == 0.5 and status[0]["limit_source"] == "default"
+    _ok("budget", "public", "salaries", "--db", str(db))
+    _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.6")  # public: not charged
+    assert "(public)" in _ok("budget", "status", "--db", str(db)).stdout
+    _ok("budget", "default-limit", "--clear", "--db", str(db))
+    assert_error(invoke("budget", "default-limit", "--db", str(db)), "--clear")
+
+
+def test_registered_datasets_on_the_cli(db):
+    added = _ok("dataset", "add", "payroll", "salaries", "--key", "id", "--metric", "salary", "--by", "job_title,year",
+                "--limit", "1", "--db", str(db))
+    assert "registered payroll" in added.stdout and "bundled:salaries" in added.stdout
+    listed = [json.loads(line) for line in _ok("dataset", "list", "--db", str(db), "--format", "json").stdout.splitlines()]
+    assert [(d["name"], d["key"], d["metrics"]) for d in listed] == [("payroll", "id", ["salary"])]
+    shown = json.loads(_ok("dataset", "show", "payroll", "--db", str(db), "--format", "json").stdout)
+    assert shown["domains"]["year"][0] == "2012" and {b["notion"] for b in shown["budgets"]} == {"ocdp", "dp", "sp"}
+    assert "domain job_title:" in _ok("dataset", "show", "payroll", "--db", str(db)).stdout
+    assert_error(invoke("dataset", "add", "payroll", "salaries", "--key", "id", "--metric", "salary", "--by", "year",
+                        "--db", str(db)), "already")
+    assert_error(invoke("dataset", "show", "nope", "--db", str(db)), "no registered dataset 'nope'")
+    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--dataset", "payroll", "--db", str(db), "--format", "json").stdout)
+    assert e["dataset"] == "payroll" and e["budget"]["limit"] == 1.0
+    _ok("dataset", "remove", "payroll", "--db", str(db))
+    assert _ok("dataset", "list", "--db", str(db), "--format", "json").stdout == ""
+
+
+def test_seeds_need_allow_seeded_on_a_persistent_ledger(db, ledger_file):
+    assert_error(invoke("explain-outlier", QUERY, "--verifier", "grubbs", "--seed", "1", "--db", str(db)),
+                 "seed", "--allow-seeded")
+    assert_error(invoke("explain-outlier", QUERY, "--verifier", "grubbs", "--seed", "1"), "--allow-seeded")
+    plain = invoke("explain-outlier", QUERY, "--verifier", "grubbs", "--ledger", ":memory:", "--seed", "1")
+    assert plain.exit_code == 0 and "warning: the budget ledger is in memory" in plain.stderr
+    _ok("explain-outlier", QUERY, "--verifier", "grubbs")  # the per-user ledger file
+    assert ledger_file.exists()
 
 
 # ---- datasets ----------------------------------------------------------------------------
@@ -226,13 +276,13 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
 
     monkeypatch.setattr(pcor_sql.api, "identify_anomalies", fake)
     args = ("identify-anomaly", "SELECT victim_age FROM homicides WHERE id < 3", "--beta", "5", "--radius", "1",
-            "--epsilon", "0.5", "--privacy", "dp", "--k", "2", "--norm", "l1", "--seed", "9", "--dataset", "h")
+            "--epsilon", "0.5", "--privacy", "dp", "--k", "2", "--norm", "l1", "--seed", "9", "--allow-seeded", "--dataset", "h")
     lines = _ok(*args, "--format", "json").stdout.splitlines()
     assert [json.loads(line)["anomaly"] for line in lines] == [True, False]
     query, kwargs = calls[0]
     assert query == "SELECT victim_age FROM homicides WHERE id < 3"
     assert kwargs == {"beta": 5.0, "radius": 1.0, "epsilon": 0.5, "privacy": "dp", "k": 2, "norm": "l1",
-                      "seed": 9, "dataset": "h", "owner_view": False, "warn": kwargs["warn"], "progress": None}
+                      "seed": 9, "dataset": "h", "owner_view": False, "session": kwargs["session"], "progress": None}
     table = _ok(*args, "--owner-view").stdout
     assert "2 answers, total ε = 1" in table and "owner.ball_count" in table and "NOT FOR RELEASE" in table
     assert_error(invoke("identify-anomaly", "SELECT victim_age FROM homicides", "--radius", "1", "--epsilon", "1"), "--beta")
@@ -241,7 +291,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
 @pytest.mark.skipif(not hasattr(pcor_sql.api, "identify_anomaly"), reason="pcor_sql.api.identify_anomaly is not there yet")
 def test_identify_anomaly_on_the_library(db):
     result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--beta", "5",
-                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--db", str(db), "--format", "json")
+                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--allow-seeded", "--db", str(db), "--format", "json")
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [a["record"]["id"] for a in answers] == [42, 43]
     for a in answers:
