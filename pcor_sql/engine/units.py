@@ -48,6 +48,7 @@ import duckdb
 
 from pcor_sql.engine.datasets import BUNDLED, BUNDLED_COMMENT_PREFIX
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_literal
 
 FIX = "register a view over a table or a file path the engine can resolve"
@@ -154,7 +155,10 @@ def _short(relation_sql: str) -> str:
 
 def _bind_error(relation_sql: str, exc: duckdb.Error) -> UserError:
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return UserError(f"cannot resolve the relation {_short(relation_sql)}: {first}", "name an existing table, view or file")
+    return UserError(
+        f"cannot resolve the relation {_short(relation_sql)}: {first}",
+        relation_fix(exc, "name an existing table, view or file"),
+    )
 
 
 def _one_select(doc: dict[str, Any], relation_sql: str) -> dict[str, Any]:
