@@ -5,6 +5,8 @@ from __future__ import annotations
 import pathlib
 import re
 
+import pytest
+
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -26,6 +28,7 @@ def shell_blocks() -> list[str]:
     return re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
+@pytest.mark.slow  # a process per command: ~25 s
 def test_the_shell_examples_run_with_pcor_sql_as_installed(tmp_path):
     """Each ```sh block that runs pcor-sql runs in bash, in order, in an empty folder, with
     `pcor-sql` on PATH (this checkout's); `pip install ... &&` prefixes are dropped, and blocks
@@ -41,7 +44,8 @@ def test_the_shell_examples_run_with_pcor_sql_as_installed(tmp_path):
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pcor_sql "$@"\n', encoding="utf-8")
     shim.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+           "PCOR_SQL_LEDGER": str(tmp_path / "user-ledger.duckdb")}  # a fresh machine's per-user ledger
     work = tmp_path / "work"
     work.mkdir()
     ran = 0
