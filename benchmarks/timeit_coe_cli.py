@@ -6,11 +6,14 @@ the call plus what it prints (issue 11: the CLI rendered a predicate for every v
 Prints, in seconds of wall time: the Python call alone (the same in-memory database the
 command makes, datasets loaded, then `pcor_sql.coe`), the command with its default table (20
 contexts shown), and the command with `--format json` — until its first line, and until all of
-them are written (to /dev/null). Each command runs in a fresh process, as a user runs it.
+them are written (read and dropped). Each command runs in a fresh process, as a user runs it.
+To compare two versions, run it from each checkout alternately (PYTHONPATH=that checkout).
 """
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -31,11 +34,14 @@ def python_call() -> tuple[float, int]:
     return time.perf_counter() - started, result.size
 
 
-def command(*extra: str) -> tuple[float, float]:
-    """(seconds to the first line of stdout, seconds to the end) of `pcor-sql coe ...`."""
+def command(*extra: str) -> tuple[float, float, float]:
+    """(seconds to the first line of stdout, seconds to the end, CPU seconds) of `pcor-sql coe
+    ...`. CPU time (user + system of the child) is the steadier figure on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pcor_sql", *ARGS, *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "pcor_sql", *ARGS, *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PCOR_SQL_LEDGER": ":memory:"},  # coe charges nothing: leave the per-user ledger be
     )
     assert proc.stdout is not None
     first = None
@@ -45,16 +51,18 @@ def command(*extra: str) -> tuple[float, float]:
     proc.wait()
     if proc.returncode:
         raise SystemExit(f"pcor-sql {' '.join(ARGS + list(extra))} failed with exit code {proc.returncode}")
-    return first or 0.0, time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return first or 0.0, time.perf_counter() - started, cpu
 
 
 def main() -> None:
     seconds, size = python_call()
     print(f"pcor_sql.coe (load + enumerate, {size:,} valid contexts): {seconds:.1f} s")
-    _, table = command()
-    print(f"pcor-sql coe (table, 20 shown): {table:.1f} s")
-    first, end = command("--format", "json")
-    print(f"pcor-sql coe --format json: first line {first:.1f} s, all {size:,} lines {end:.1f} s")
+    _, table, cpu = command()
+    print(f"pcor-sql coe (table, 20 shown): {table:.1f} s ({cpu:.1f} s CPU)")
+    first, end, cpu = command("--format", "json")
+    print(f"pcor-sql coe --format json: first line {first:.1f} s, all {size:,} lines {end:.1f} s ({cpu:.1f} s CPU)")
 
 
 if __name__ == "__main__":
