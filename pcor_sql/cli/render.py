@@ -32,7 +32,7 @@ TABLE_ROWS = 100
 _START_SOURCES = {
     "user": "given (--start / start = ...)",
     "search": "found by a validity-only search (free under OCDP)",
-    "none": "none needed (direct search over every admissible context)",
+    "none": "none needed (the search does not walk from a start)",
 }
 
 
