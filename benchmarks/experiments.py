@@ -154,8 +154,8 @@ def cell_of(group: Group, row: Row, dataset: str, prof: Profile) -> Cell | None:
 
 
 def default_samples(search: str) -> int:
-    """The request's n for `search` when none is given."""
-    return int(request_default("samples"))
+    """The request's n for `search` when none is given (the search's own)."""
+    return int(getattr(SEARCH_SPECS[search], "default_samples", None) or request_default("samples"))
 
 
 def cells_of(group: Group, dataset: str, prof: Profile) -> list[tuple[Row, Cell]]:
@@ -259,9 +259,12 @@ class DatasetRun:
             rec.starts[key] = (start_up(oracle) if kind == "cell" else find_start(oracle))[0]
         return rec.starts[key]
 
-    def compute_exact(self, needs: Sequence[tuple[str, str, str]], max_checks: int, report: Report) -> None:
+    def compute_exact(self, needs: Sequence[tuple[str, str, str]], max_checks: int, report: Report,
+                      cache: dict[str, Any] | None = None, saved: Callable[[], None] | None = None) -> None:
         """The exact max utility over COE for every record and (verifier, utility, start) in
-        `needs` (the start matters for the overlap utility only)."""
+        `needs` (the start matters for the overlap utility only). `cache` (updated in place):
+        maxima already known, by `exact_key` — they depend on the data and the verifier only;
+        `saved()` is called after each record (to write the cache out)."""
         runs = {verifier: self.prepared(verifier=verifier) for verifier, _, _ in needs}
         for rec in self.records:
             sizes = None
@@ -279,9 +282,16 @@ class DatasetRun:
                     continue
                 t0 = time.perf_counter()
                 key = (verifier, utility, start)
+                cached = None if cache is None else cache.get(self.exact_key(rec, verifier, utility, start))
+                if key not in done and cached is not None:
+                    done[key] = ExactMax(cached["utility"], None, cached["checks"], False)
                 if key not in done:
+                    sizes = run.lattice_sizes(rec.index) if sizes is None else sizes
                     done[key] = best_first_max(oracle, space, utilities_by_word(sizes, utility, space, start),
                                                max_checks)
+                    if cache is not None and done[key].utility is not None:
+                        cache[self.exact_key(rec, verifier, utility, start)] = {
+                            "utility": done[key].utility, "checks": done[key].checks}
                 found = rec.exact[(verifier, utility, kind)] = done[key]
                 what = f"{self.name}{'' if self.table == 'full' else ' (reduced)'} {rec.id} {verifier}/{utility}"
                 if found.utility is None:
@@ -289,6 +299,12 @@ class DatasetRun:
                     self.exact_notes.append(f"{what}: {why}; record left out of those cells")
                 report(f"exact max {what} (start {kind}): {found.utility} after {found.checks:,} checks "
                        f"({time.perf_counter() - t0:.1f} s)")
+            if saved is not None:
+                saved()
+
+    def exact_key(self, rec: Record, verifier: str, utility: str, start: int | None) -> str:
+        """`dataset|table|record|verifier|utility|start mask` (start '-' for population)."""
+        return f"{self.name}|{self.table}|{rec.id}|{verifier}|{utility}|{'-' if start is None else start}"
 
     def check_against_enumeration(self) -> None:
         """For the first record and grubbs: best-first max == max over the enumerated COE."""

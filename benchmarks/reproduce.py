@@ -82,11 +82,12 @@ class ReproduceResult:
 
 def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None,
                   checkpoint: Callable[[dict[str, Any]], None] | None = None,
-                  resume: dict[str, Any] | None = None) -> ReproduceResult:
+                  resume: dict[str, Any] | None = None, exact_cache: dict[str, Any] | None = None) -> ReproduceResult:
     """Run the configured groups for every profile and dataset, then the COE match.
     `checkpoint(result)` is called after every cell (so a long run leaves its figures behind);
     `resume`: an earlier, interrupted result of the same configuration whose cells are kept
-    and not run again."""
+    and not run again; `exact_cache`: exact maxima already known (`DatasetRun.exact_key` →
+    utility, checks), updated with the ones computed here."""
     started = time.perf_counter()
     res = ReproduceResult(asdict(cfg), machine(), _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     res.load["start"] = load_average()
@@ -120,7 +121,8 @@ def run_reproduce(cfg: ReproduceConfig, report: Report = lambda _m: None,
                     if data is None:
                         data = tables[table] = DatasetRun.open(con, name, ids if table == "full" else None, table)
                     t0 = time.perf_counter()
-                    data.compute_exact(needed_exact(todo), cfg.max_checks, report)
+                    data.compute_exact(needed_exact(todo), cfg.max_checks, report, exact_cache,
+                                       (lambda: checkpoint(res.as_dict())) if checkpoint else None)
                     _dataset_info(res, data, time.perf_counter() - t0)
                     repeats = cfg.repeats_for(len(data.records))
                     for cell in todo:

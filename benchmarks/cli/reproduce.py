@@ -84,6 +84,15 @@ def reproduce(
             "run of the same command) and run only the others.",
         ),
     ] = False,
+    exact_cache: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--exact-cache", metavar="FILE",
+            help="A JSON file of exact maxima (dataset|table|record|verifier|utility|start → utility, checks): read "
+            "if it exists, written back with the maxima this run computes. They depend on the data and the "
+            "verifiers only; delete the file when either changes.",
+        ),
+    ] = None,
     from_json: Annotated[
         Optional[str],
         typer.Option(
@@ -187,7 +196,7 @@ def reproduce(
         ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
         ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
-        ("--figures", figures, True), ("--from-json", from_json, None),
+        ("--figures", figures, True), ("--exact-cache", exact_cache, None), ("--from-json", from_json, None),
         ("--benchmarks-section", benchmarks_section, "reproduce"),
     ])
     report = progress_reporter()
@@ -208,7 +217,18 @@ def reproduce(
             if earlier.get("config") != json.loads(json.dumps(dataclasses.asdict(cfg))):
                 raise UserError(f"--resume: {partial} was written by a run with other settings",
                                 "resume with the options of that run, or run without --resume")
-        result = run_reproduce(cfg, report, lambda r: write_json(partial, r), earlier).as_dict()
+        cache = json.loads(exact_cache.read_text(encoding="utf-8")) if exact_cache and exact_cache.is_file() else None
+        if exact_cache is not None and cache is None:
+            cache = {}
+
+        def checkpoint(r: dict) -> None:
+            write_json(partial, r)
+            if exact_cache is not None:
+                write_json(exact_cache, cache)
+
+        result = run_reproduce(cfg, report, checkpoint, earlier, cache).as_dict()
+        if exact_cache is not None:
+            write_json(exact_cache, cache)
         save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
         partial.unlink(missing_ok=True)
     tables = reproduce_tables(result)
