@@ -18,7 +18,7 @@ import numpy as np
 
 from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
-from pcor_sql.core.searches import SearchResult, Trace, run_search
+from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS, find_start
 from pcor_sql.engine.coe import lattice_moments
@@ -127,7 +127,8 @@ def release_one(
         search_options["max_admissible"] = limit if limit is not None else 1 << 64
     space = prepare_space(summary, row)
     ev = Evaluator(con, summary, space, v, verifier, utility="population")
-    if search == "direct" and start is None and utility == "population":
+    if not search_spec(search).graph and start is None and utility == "population":
+        # The search does not walk from a start (direct, uniform): none is looked for.
         start_mask, start_source = space.v_mask, "none"
     else:
         start_mask, start_source = resolve_start(ev, start)
