@@ -4,16 +4,19 @@ One GROUP BY over the context attributes (a "cell" is one combination of attribu
 yields count, mean, variance, min and max per cell; a context's population is a union of
 cells, so its moments combine exactly (Chan et al.'s parallel formula, through sums centred
 on the global mean). Verifiers that need the values themselves (LOF, histogram, user Python
-verifiers) read a metric-sorted array of every row tagged with its cell, loaded once: a
-context's values in [lo, hi] are the tagged slice filtered by cell membership. The array is
-read lazily by a second, ordered query; a caller that knows it will be needed builds the
-summary with `with_values=True`, and that one ordered query then yields the moments too.
+verifiers) read the metric as per-cell sorted runs (`cellruns.CellRuns`: 8 bytes per row plus
+one index entry per cell): the same GROUP BY returns each cell's values as a list when the
+caller asks for them (`with_values=True`; otherwise a second such query reads them on first
+use), and numpy sorts each cell's list, cells spread over the cores. Range queries around the record's value then cost O(cells in the context +
+values returned), whatever the table's size.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +28,15 @@ import pyarrow.compute as pc
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.sqltext.build import METRIC_ALIAS, group_by_cells, select_from, sorted_cells
+from pcor_sql.engine.cellruns import CellRuns, gather_segments
+from pcor_sql.sqltext.build import group_by_cells, select_from
 
 
 _TABLE_MAX_BITS = 16
 _TABLE_MAX_CELLS = 1 << 24
+_SORT_THREADS = max(1, min(8, os.cpu_count() or 1))
+_PARALLEL_SORT_ROWS = 1 << 20  # below this, one thread sorts faster than a pool starts
+_NO_VALUES = np.empty(0, dtype=np.float64)
 
 
 @dataclass
@@ -46,18 +53,18 @@ class CellSummary:
     shift: float
     build_seconds: float
     _con: duckdb.DuckDBPyConnection = field(repr=False)
-    _sorted: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _runs: CellRuns | None = field(default=None, repr=False)
     _tables: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self) -> int:
         return int(self.count.sum())
 
-    def sorted_values(self) -> tuple[np.ndarray, np.ndarray]:
-        """(values ascending, cell index of each value); loaded on first use."""
-        if self._sorted is None:
-            self._sorted = _load_sorted(self._con, self.schema, self.coords)
-        return self._sorted
+    def runs(self) -> CellRuns:
+        """The metric as per-cell sorted runs, in this summary's cell order; loaded on first use."""
+        if self._runs is None:
+            self._runs = _load_runs(self._con, self.schema, self.coords)
+        return self._runs
 
     def member(self, space: ContextSpace, mask: int) -> np.ndarray:
         """Boolean over cells: is the cell inside context `mask`?"""
@@ -71,7 +78,7 @@ class CellSummary:
             if table is not None:
                 row = table[bits]
             else:
-                row = ((bits >> np.arange(size)) & 1).astype(bool)[self.coords[:, i]]
+                row = _bit_array(bits, size)[self.coords[:, i]]
             keep = row.copy() if keep is None else np.logical_and(keep, row, out=keep)
         return np.ones(len(self.count), dtype=bool) if keep is None else keep
 
@@ -89,24 +96,29 @@ class CellSummary:
         return table
 
 
+def _bit_array(bits: int, size: int) -> np.ndarray:
+    """Bits 0..size−1 of a Python int of any width, as a boolean array (bit j → element j)."""
+    raw = np.frombuffer(bits.to_bytes((size + 7) // 8, "little"), dtype=np.uint8)
+    return np.unpackbits(raw, count=size, bitorder="little").view(bool)
+
+
 def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values: bool = False) -> CellSummary:
     """The per-cell summary of `schema`'s relation; validates metric values and domains.
 
-    By default one GROUP BY query gives the moments, and the metric-sorted values are read by a
-    second query only if a verifier asks for them. A caller that knows they will be needed
-    (LOF, histogram, Python verifiers: `needs_values`) passes `with_values=True`: one ordered
-    query then gives both, the moments computed in numpy from the sorted rows."""
+    One GROUP BY query gives the moments. A caller that knows the values will be needed (LOF,
+    histogram, Python verifiers: `needs_values`) passes `with_values=True`, and the same query
+    also returns each cell's values, sorted here cell by cell (nothing sorts the whole table);
+    otherwise they are read on first use by `CellSummary.runs`."""
     started = time.perf_counter()
-    if with_values:
-        sql = sorted_cells(schema.names, schema.metric_sql, schema.relation_sql, complete_only=False)
-        return _from_sorted_rows(con, schema, _run(con, sql), started)
-    table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql))
+    table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql, runs=with_values))
     _check_metric(schema, int(pc.sum(table.column("bad")).as_py() or 0))
     codes = _domain_codes(table, schema)
     keep = np.all(codes >= 0, axis=1)  # rows with a NULL attribute are in no population
     count = _column(table, "n", np.int64)[keep]
     mean, var, lo, hi = (_column(table, name)[keep] for name in ("mean", "var", "lo", "hi"))
-    return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con)
+    runs = _runs_of(table, np.flatnonzero(keep)) if with_values else None
+    del table
+    return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con, runs)
 
 
 def _column(table: pa.Table, name: str, dtype: type = np.float64) -> np.ndarray:
@@ -163,10 +175,49 @@ def _row_keys(codes: np.ndarray, sizes: list[int]) -> np.ndarray:
     return np.unique(codes, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+def _runs_of(table: pa.Table, groups: np.ndarray) -> CellRuns:
+    """The per-cell sorted runs from the `vs` lists of a `group_by_cells(..., runs=True)`
+    result: cell i is the result's row groups[i]. Each cell's values are sorted here, cells
+    spread over the cores (numpy's sort releases the GIL): no sort of the whole table."""
+    lists = table.column("vs")
+    lengths = np.concatenate(
+        [pc.list_value_length(c).to_numpy(zero_copy_only=False) for c in lists.chunks] or [np.empty(0)]
+    ).astype(np.int64)
+    values = np.concatenate([c.flatten().to_numpy(zero_copy_only=False) for c in lists.chunks] or [_NO_VALUES])
+    if not np.array_equal(groups, np.arange(lengths.size)):
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        values = gather_segments(values, offsets[groups], offsets[groups + 1])
+        lengths = lengths[groups]
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    _sort_runs(values, starts)
+    return CellRuns(values, starts)
+
+
+def _sort_runs(values: np.ndarray, starts: np.ndarray) -> None:
+    """Sort values[starts[c]:starts[c+1]] in place for every cell c, in a few threads."""
+    bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
+    workers = min(_SORT_THREADS, len(bounds))
+    if workers <= 1 or values.size < _PARALLEL_SORT_ROWS:
+        for a, b in bounds:
+            values[a:b].sort()
+        return
+    # Contiguous blocks of cells with about equal numbers of rows, one per task.
+    edges = np.searchsorted(starts, np.linspace(0, values.size, 4 * workers + 1)[1:-1])
+    blocks = np.split(np.arange(len(bounds)), np.unique(edges))
+
+    def sort_block(cells: np.ndarray) -> None:
+        for c in cells.tolist():
+            values[bounds[c][0] : bounds[c][1]].sort()
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(sort_block, blocks))
+
+
 def _summary(
     schema: Schema, coords: np.ndarray, count: np.ndarray, mean: np.ndarray, var: np.ndarray,
     lo: np.ndarray, hi: np.ndarray, started: float, con: duckdb.DuckDBPyConnection,
-    sorted_values: tuple[np.ndarray, np.ndarray] | None = None,
+    runs: CellRuns | None = None,
 ) -> CellSummary:
     """Sums centred on the global mean from per-cell moments (exact combination, see the module doc)."""
     if count.size == 0:
@@ -176,42 +227,27 @@ def _summary(
     d = mean - shift
     s1 = count * d
     s2 = var * count + count * d * d
-    return CellSummary(schema, coords, count, s1, s2, lo, hi, shift, time.perf_counter() - started, con, sorted_values)
+    return CellSummary(schema, coords, count, s1, s2, lo, hi, shift, time.perf_counter() - started, con, runs)
 
 
-def _from_sorted_rows(con: duckdb.DuckDBPyConnection, schema: Schema, table: pa.Table, started: float) -> CellSummary:
-    """The summary and its sorted index from every row, ascending by the metric."""
-    metric = _column(table, METRIC_ALIAS)
-    _check_metric(schema, int(np.count_nonzero(~np.isfinite(metric))))  # NULL arrives as NaN
+def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> CellRuns:
+    """The per-cell sorted runs of a summary built without them, in its cell order."""
+    table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql, runs=True))
     codes = _domain_codes(table, schema)
-    keep = np.all(codes >= 0, axis=1)
-    values, codes = metric[keep], codes[keep]
-    keys = _row_keys(codes, [len(a.domain) for a in schema.attributes])
-    _, first, cell, count = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    cell = cell.reshape(-1)
-    last = len(keys) - 1 - np.unique(keys[::-1], return_index=True)[1]
-    # Values ascend, so a cell's first row holds its minimum and its last row its maximum.
-    mean = np.bincount(cell, weights=values, minlength=count.size) / count
-    var = np.bincount(cell, weights=(values - mean[cell]) ** 2, minlength=count.size) / count
-    return _summary(schema, codes[first], count.astype(np.int64), mean, var, values[first], values[last], started, con,
-                    (values, cell))
-
-
-def _load_sorted(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    table = _run(con, sorted_cells(schema.names, schema.metric_sql, schema.relation_sql))
-    codes = _domain_codes(table, schema)
-    keys = _row_keys(np.vstack([coords, codes]), [len(a.domain) for a in schema.attributes])
-    cell_key, key = keys[: len(coords)], keys[len(coords) :]
-    order = np.argsort(cell_key)
-    pos = np.searchsorted(cell_key[order], key)
-    if pos.size and (pos.max() >= len(order) or not np.array_equal(cell_key[order][pos], key)):
-        raise InternalError("a row's cell is missing from the per-cell summary")
-    return _column(table, METRIC_ALIAS), order[pos]
+    kept = np.flatnonzero(np.all(codes >= 0, axis=1))
+    keys = _row_keys(np.vstack([coords, codes[kept]]), [len(a.domain) for a in schema.attributes])
+    cell_key, group_key = keys[: len(coords)], keys[len(coords) :]
+    by_key = np.argsort(group_key)
+    pos = np.minimum(np.searchsorted(group_key[by_key], cell_key), max(len(by_key) - 1, 0))
+    if len(group_key) != len(cell_key) or not np.array_equal(group_key[by_key][pos], cell_key):
+        raise InternalError("the cells of the per-cell summary and of its sorted runs differ")
+    return _runs_of(table, kept[by_key[pos]])
 
 
 @dataclass
 class SummaryPopulation:
-    """A context's population answered from a CellSummary (implements `Population`)."""
+    """A context's population answered from a CellSummary (implements `Population`): moments
+    from the member cells' sums, values from their sorted runs (`cellruns`)."""
 
     summary: CellSummary
     member: np.ndarray
@@ -221,37 +257,35 @@ class SummaryPopulation:
     m2: float = 0.0
     min: float = 0.0
     max: float = 0.0
+    cells: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp), repr=False)
 
     @classmethod
     def of(cls, summary: CellSummary, member: np.ndarray, v: float) -> "SummaryPopulation":
-        n = int(summary.count[member].sum())
+        cells = np.flatnonzero(member)
+        n = int(summary.count.take(cells).sum())
         if n == 0:
-            return cls(summary, member, v, 0, float("nan"), 0.0, float("nan"), float("nan"))
-        s1 = float(summary.s1[member].sum())
-        s2 = float(summary.s2[member].sum())
-        lo = float(summary.vmin[member].min())
-        hi = float(summary.vmax[member].max())
+            return cls(summary, member, v, 0, float("nan"), 0.0, float("nan"), float("nan"), cells)
+        s1 = float(summary.s1.take(cells).sum())
+        s2 = float(summary.s2.take(cells).sum())
+        lo = float(summary.vmin.take(cells).min())
+        hi = float(summary.vmax.take(cells).max())
         if lo == hi:
-            return cls(summary, member, v, n, lo, 0.0, lo, hi)
-        return cls(summary, member, v, n, summary.shift + s1 / n, max(s2 - s1 * s1 / n, 0.0), lo, hi)
-
-    def _slice(self, lo: float, hi: float, right_closed: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        values, cells = self.summary.sorted_values()
-        a = np.searchsorted(values, lo, side="left")
-        b = np.searchsorted(values, hi, side="right" if right_closed else "left")
-        return values[a:b], self.member[cells[a:b]]
+            return cls(summary, member, v, n, lo, 0.0, lo, hi, cells)
+        return cls(summary, member, v, n, summary.shift + s1 / n, max(s2 - s1 * s1 / n, 0.0), lo, hi, cells)
 
     def values(self) -> np.ndarray:
-        values, cells = self.summary.sorted_values()
-        return values[self.member[cells]]
+        out = self.summary.runs().gather(self.cells)
+        out.sort()
+        return out
 
     def between(self, lo: float, hi: float) -> np.ndarray:
-        vals, keep = self._slice(lo, hi)
-        return vals[keep]
+        return self.summary.runs().probe(self.v).between(self.cells, lo, hi)
 
     def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
-        _, keep = self._slice(lo, hi, right_closed)
-        return int(np.count_nonzero(keep))
+        return self.summary.runs().probe(self.v).count(self.cells, lo, hi, right_closed)
+
+    def around(self, count: int) -> tuple[float, float]:
+        return self.summary.runs().probe(self.v).around(self.cells, count)
 
 
 def record_cell(schema: Schema, row: dict[str, Any]) -> list[int]:

@@ -99,24 +99,18 @@ def count_where(relation_sql: str, conditions: Sequence[str]) -> str:
     return select_from([f"count(*) FILTER (WHERE {c})" for c in conditions], relation_sql)
 
 
-def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
+def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str, *, runs: bool = False) -> str:
     """Per cell (combination of the named columns' values): its row count, how many of its metric
     values are NULL, NaN or infinite (`bad`), and the metric's mean, population variance,
-    minimum and maximum."""
+    minimum and maximum. With `runs`, also the cell's metric values as a list in no particular
+    order (column `vs`): the per-cell runs, which the caller sorts cell by cell."""
     col_list = ", ".join(quoted(names))
     m = METRIC_ALIAS
     inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {m}", relation_sql)
-    return select_from(
+    items = (
         f"{col_list}, count(*) AS n, count(*) FILTER (WHERE {m} IS NULL OR isnan({m}) OR isinf({m})) AS bad, "
-        f"avg({m}) AS mean, var_pop({m}) AS var, min({m}) AS lo, max({m}) AS hi",
-        f"({inner})",
-        group_by="ALL",
+        f"avg({m}) AS mean, var_pop({m}) AS var, min({m}) AS lo, max({m}) AS hi"
     )
-
-
-def sorted_cells(names: Sequence[str], metric_sql: str, relation_sql: str, *, complete_only: bool = True) -> str:
-    """Every row's named columns and its metric (as DOUBLE, column `m`), ascending by the metric.
-    With `complete_only`, only rows with a value in every named column."""
-    items = f"{', '.join(quoted(names))}, {as_double(metric_sql)} AS {METRIC_ALIAS}"
-    where = all_not_null(names) if complete_only else None
-    return select_from(items, relation_sql, where=where, order_by=METRIC_ALIAS)
+    if runs:
+        items += f", list({m}) AS vs"
+    return select_from(items, f"({inner})", group_by="ALL")
