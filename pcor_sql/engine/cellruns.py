@@ -43,6 +43,7 @@ import numpy as np
 _RUNGS = 104  # rungs per side of each kind (radii from span·2^−52 to span; sample ranks √2^i)
 _MAX_PROBE_ENTRIES = 2_000_000  # rungs × cells per side: a probe is at most 32 MiB
 _PROBES_KEPT = 4
+_NEAR = 2048  # values of the whole table per side of v that a probe merges for dense contexts
 _EMPTY = np.empty(0, dtype=np.float64)
 
 
@@ -98,6 +99,7 @@ class Probe:
     b: np.ndarray  # b_j, non-decreasing
     A: np.ndarray  # (left rungs, cells) int64
     B: np.ndarray  # (right rungs, cells) int64
+    near: "Near"  # every cell's values nearest v, merged
     hint: list[int] = field(default_factory=lambda: [1, 1], compare=False)  # last rungs `around` chose
 
     @classmethod
@@ -113,7 +115,13 @@ class Probe:
             run = values[s:e]
             A[:, c] = run.searchsorted(a, side="left") + s
             B[:, c] = run.searchsorted(b, side="right") + s
-        return cls(runs, float(v), -a, b, A, B)
+        return cls(runs, float(v), -a, b, A, B, Near.build(runs, v, a, b, A, B))
+
+    def window(self, member: np.ndarray, cells: np.ndarray, dense: bool) -> "Window":
+        """The queries of one context (`member` over cells, `cells` its indices); `dense`:
+        the context holds a large share of the rows, so its values near v are read from the
+        merged neighbourhood rather than run by run."""
+        return Window(self, member, cells, dense)
 
     def around(self, cells: np.ndarray, count: int) -> tuple[float, float]:
         """(a, b): rungs with at least `count` values of the runs `cells` in [a, v) and in
@@ -173,6 +181,85 @@ class Probe:
             got = got[(got >= lo) & (got <= hi)]
         got.sort()
         return got
+
+
+@dataclass(frozen=True)
+class Near:
+    """The values of every cell within the rungs [lo, hi] around v that hold about _NEAR
+    values of the whole table on each side, merged into one ascending array with each
+    value's cell. Every value of every cell in [lo, hi] is here, so a large context's window
+    is this array filtered by membership — already sorted, O(its size), no per-cell work."""
+
+    values: np.ndarray  # float64, ascending
+    cells: np.ndarray  # int32: the cell of each value
+    lo: float  # covered range: all of [lo, hi] (lo = −inf: everything below v)
+    hi: float
+    below: int  # values < v
+    upto: int  # values ≤ v
+
+    @classmethod
+    def build(cls, runs: CellRuns, v: float, a: np.ndarray, b: np.ndarray, A: np.ndarray, B: np.ndarray) -> "Near":
+        left = A[0].sum() - A.sum(axis=1)  # values of the whole table in [a_j, v)
+        right = B.sum(axis=1) - B[0].sum()
+        jl = min(int(np.searchsorted(left, _NEAR, side="left")), a.size - 1)
+        jr = min(int(np.searchsorted(right, _NEAR, side="left")), b.size - 1)
+        lens = B[jr] - A[jl]
+        values = gather_segments(runs.values, A[jl], B[jr])
+        cells = np.repeat(np.arange(lens.size, dtype=np.int32), lens)
+        order = np.argsort(values, kind="stable")
+        values, cells = values[order], cells[order]
+        return cls(values, cells, float(a[jl]), float(b[jr]), int(values.searchsorted(v, side="left")),
+                   int(values.searchsorted(v, side="right")))
+
+
+class Window:
+    """One context's range queries around v: from the merged neighbourhood (`Near`) when the
+    context is dense there, else run by run through the probe's rungs. Same answers."""
+
+    __slots__ = ("probe", "member", "cells", "dense", "_pos")
+
+    def __init__(self, probe: Probe, member: np.ndarray, cells: np.ndarray, dense: bool):
+        self.probe, self.member, self.cells, self.dense = probe, member, cells, dense
+        self._pos: np.ndarray | None = None
+
+    def _positions(self) -> np.ndarray:
+        """Where the context's values sit in the merged neighbourhood (ascending)."""
+        if self._pos is None:
+            self._pos = np.flatnonzero(self.member.take(self.probe.near.cells))
+        return self._pos
+
+    def around(self, count: int) -> tuple[float, float]:
+        near = self.probe.near
+        if self.dense:
+            pos = self._positions()
+            k = int(pos.searchsorted(near.below))  # the context's values < v here
+            m = pos.size - int(pos.searchsorted(near.upto))  # ... and > v
+            left = near.values[pos[k - count]] if k >= count else (-math.inf if near.lo == -math.inf else None)
+            right = near.values[pos[pos.size - m + count - 1]] if m >= count else (
+                math.inf if near.hi == math.inf else None)
+            if left is not None and right is not None:
+                return float(left), float(right)
+        return self.probe.around(self.cells, count)
+
+    def _covers(self, lo: float, hi: float) -> bool:
+        near = self.probe.near
+        return self.dense and near.lo <= lo and hi <= near.hi
+
+    def between(self, lo: float, hi: float) -> np.ndarray:
+        if self._covers(lo, hi):
+            near, pos = self.probe.near, self._positions()
+            i = pos.searchsorted(near.values.searchsorted(lo, side="left"))
+            j = pos.searchsorted(near.values.searchsorted(hi, side="right"))
+            return near.values[pos[i:j]]
+        return self.probe.between(self.cells, lo, hi)
+
+    def count(self, lo: float, hi: float, right_closed: bool) -> int:
+        if self._covers(lo, hi):
+            near, pos = self.probe.near, self._positions()
+            i = pos.searchsorted(near.values.searchsorted(lo, side="left"))
+            j = pos.searchsorted(near.values.searchsorted(hi, side="right" if right_closed else "left"))
+            return max(0, int(j) - int(i))
+        return self.probe.count(self.cells, lo, hi, right_closed)
 
 
 def _ladder(runs: CellRuns, v: float, per_side: int) -> tuple[np.ndarray, np.ndarray]:

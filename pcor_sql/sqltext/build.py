@@ -99,18 +99,25 @@ def count_where(relation_sql: str, conditions: Sequence[str]) -> str:
     return select_from([f"count(*) FILTER (WHERE {c})" for c in conditions], relation_sql)
 
 
-def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str, *, runs: bool = False) -> str:
+def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
     """Per cell (combination of the named columns' values): its row count, how many of its metric
     values are NULL, NaN or infinite (`bad`), and the metric's mean, population variance,
-    minimum and maximum. With `runs`, also the cell's metric values as a list in no particular
-    order (column `vs`): the per-cell runs, which the caller sorts cell by cell."""
+    minimum and maximum."""
     col_list = ", ".join(quoted(names))
     m = METRIC_ALIAS
     inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {m}", relation_sql)
-    items = (
+    return select_from(
         f"{col_list}, count(*) AS n, count(*) FILTER (WHERE {m} IS NULL OR isnan({m}) OR isinf({m})) AS bad, "
-        f"avg({m}) AS mean, var_pop({m}) AS var, min({m}) AS lo, max({m}) AS hi"
+        f"avg({m}) AS mean, var_pop({m}) AS var, min({m}) AS lo, max({m}) AS hi",
+        f"({inner})",
+        group_by="ALL",
     )
-    if runs:
-        items += f", list({m}) AS vs"
-    return select_from(items, f"({inner})", group_by="ALL")
+
+
+def cell_lists(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
+    """Per cell (combination of the named columns' values): its metric values as DOUBLE, as one
+    list in no particular order (column `vs`; NULLs included). The caller sorts each list and
+    computes the moments from it: no aggregate but the list, so DuckDB only partitions rows."""
+    col_list = ", ".join(quoted(names))
+    inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {METRIC_ALIAS}", relation_sql)
+    return select_from(f"{col_list}, list({METRIC_ALIAS}) AS vs", f"({inner})", group_by="ALL")

@@ -89,6 +89,37 @@ def test_property_counts_and_windows_equal_the_plain_answer(case, data):
     np.testing.assert_array_equal(probe.between(member, lo, hi), want)
 
 
+@settings(max_examples=200, deadline=None)
+@given(runs_and_query(), st.sampled_from([1, 3, 10, 2048]), st.booleans(), st.data())
+def test_property_windows_of_a_context_equal_the_plain_answer(case, near, dense, data):
+    # Through the merged neighbourhood (dense, with _NEAR small enough that it covers only part
+    # of the data) and run by run: the same counts, windows and `around` contracts.
+    cells, _, v, member = case
+    saved = cellruns._NEAR
+    cellruns._NEAR = near
+    try:
+        runs = runs_of(cells)  # a fresh probe cache
+        probe = runs.probe(v)
+    finally:
+        cellruns._NEAR = saved
+    mask = np.zeros(len(cells), dtype=bool)
+    mask[member] = True
+    window = probe.window(mask, member, dense)
+    ref = member_values(cells, member)
+    for _ in range(3):
+        lo = min(bound(data.draw, probe, ref, v, -1), v)
+        hi = max(bound(data.draw, probe, ref, v, +1), v)
+        for right_closed in (True, False):
+            want = int(np.count_nonzero((ref >= lo) & ((ref <= hi) if right_closed else (ref < hi))))
+            assert window.count(lo, hi, right_closed) == want, (lo, hi, right_closed)
+        np.testing.assert_array_equal(window.between(lo, hi), ref[(ref >= lo) & (ref <= hi)])
+        count = data.draw(st.integers(1, 40))
+        a, b = window.around(count)
+        assert a <= v <= b
+        assert np.count_nonzero((ref >= a) & (ref < v)) >= count or a <= ref[0]
+        assert np.count_nonzero((ref > v) & (ref <= b)) >= count or b >= ref[-1]
+
+
 @settings(max_examples=150, deadline=None)
 @given(runs_and_query(), st.integers(1, 40))
 def test_property_around_holds_count_values_on_each_side(case, count):
@@ -100,14 +131,20 @@ def test_property_around_holds_count_values_on_each_side(case, count):
     assert np.count_nonzero((ref > v) & (ref <= b)) >= count or b >= ref[-1]
 
 
-@settings(max_examples=120, deadline=None)
-@given(runs_and_query(), st.sampled_from([1, 2, 5, 20]))
-def test_property_lof_and_histogram_through_runs_are_bit_identical(case, k):
+@settings(max_examples=150, deadline=None)
+@given(runs_and_query(), st.sampled_from([1, 2, 5, 20]), st.sampled_from([2, 8, 2048]))
+def test_property_lof_and_histogram_through_runs_are_bit_identical(case, k, near):
     cells, _, v, member = case
     summary = summary_of(cells)
     mask = np.zeros(len(cells), dtype=bool)
     mask[member] = True
     pop = SummaryPopulation.of(summary, mask, v)
+    saved = cellruns._NEAR
+    cellruns._NEAR = near  # a merged neighbourhood that covers all, or only part, of the data
+    try:
+        summary.runs().probe(v)
+    finally:
+        cellruns._NEAR = saved
     ref = ArrayPopulation.of(member_values(cells, member), v)
     assert (pop.n, pop.min, pop.max) == (ref.n, ref.min, ref.max)
     np.testing.assert_array_equal(pop.values(), ref.values())

@@ -75,17 +75,16 @@ def test_group_by_cells_moments(con):
     assert rows[None][:3] == (1, 0, 4.0)
 
 
-def test_group_by_cells_with_runs(con):
-    sql = b.group_by_cells(["g g", "y"], "x", "t", runs=True)
-    assert sql.startswith('SELECT "g g", "y", count(*) AS n,') and ", list(m) AS vs FROM (" in sql
-    rows = {r[:2]: r[2:] for r in con.execute(sql).fetchall()}
-    assert rows[("a", 1)][0] == 2 and sorted(rows[("a", 1)][-1]) == [1.0, 3.0]  # each cell's values
-    assert rows[("b", 1)][-1] == [2.0] and rows[(None, 2)][-1] == [4.0]
-    assert rows[("b", 2)][1] == 1 and math.isnan(rows[("b", 2)][-1][0])  # counted as bad, still listed
+def test_cell_lists(con):
+    sql = b.cell_lists(["g g", "y"], "x", "t")
+    assert sql == 'SELECT "g g", "y", list(m) AS vs FROM (SELECT "g g", "y", CAST(x AS DOUBLE) AS m FROM t) GROUP BY ALL'
+    rows = {r[:2]: r[2] for r in con.execute(sql).fetchall()}
+    assert sorted(rows[("a", 1)]) == [1.0, 3.0] and rows[("b", 1)] == [2.0] and rows[(None, 2)] == [4.0]
+    assert math.isnan(rows[("b", 2)][0])  # NaN (and NULL) values are listed: the caller counts them
     con.execute("CREATE TABLE u AS SELECT range % 3 AS g, hash(range) % 1000 - 500.5 AS x FROM range(5000)")
-    for g, n, *_, vs in con.execute(b.group_by_cells(["g"], "x", "u", runs=True)).fetchall():
+    for g, vs in con.execute(b.cell_lists(["g"], "x", "u")).fetchall():
         want = [r[0] for r in con.execute("SELECT CAST(x AS DOUBLE) FROM u WHERE g = ? ORDER BY 1", [g]).fetchall()]
-        assert len(vs) == n == len(want) and sorted(vs) == want
+        assert sorted(vs) == want
 
 
 def test_parquet_file(con, tmp_path):
