@@ -240,7 +240,7 @@ class OutlierRun:
         """Lab-only: build now what the summary otherwise builds on first use — the
         metric-sorted index LOF and histogram read, and the cell-membership tables — so that a
         timed release does not pay for it. The session's later runs on this summary share both."""
-        self.summary.sorted_values()
+        self.summary.runs()
         space = self.space(0)
         self.summary.member(space, space.v_mask)
 

@@ -114,9 +114,10 @@ def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> 
     )
 
 
-def sorted_cells(names: Sequence[str], metric_sql: str, relation_sql: str, *, complete_only: bool = True) -> str:
-    """Every row's named columns and its metric (as DOUBLE, column `m`), ascending by the metric.
-    With `complete_only`, only rows with a value in every named column."""
-    items = f"{', '.join(quoted(names))}, {as_double(metric_sql)} AS {METRIC_ALIAS}"
-    where = all_not_null(names) if complete_only else None
-    return select_from(items, relation_sql, where=where, order_by=METRIC_ALIAS)
+def cell_lists(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
+    """Per cell (combination of the named columns' values): its metric values as DOUBLE, as one
+    list in no particular order (column `vs`; NULLs included). The caller sorts each list and
+    computes the moments from it: no aggregate but the list, so DuckDB only partitions rows."""
+    col_list = ", ".join(quoted(names))
+    inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {METRIC_ALIAS}", relation_sql)
+    return select_from(f"{col_list}, list({METRIC_ALIAS}) AS vs", f"({inner})", group_by="ALL")
