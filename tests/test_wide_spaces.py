@@ -69,7 +69,7 @@ def test_direct_and_coe_refuse_with_the_count_and_the_searches_that_work(con70):
 
 def test_check_size_messages():
     check_size(1 << 20, 1 << 20)  # at the limit: fine
-    with pytest.raises(UserError, match=r"1,048,576 admissible contexts, more than the limit of 1,000 .*--max-contexts"):
+    with pytest.raises(UserError, match=r"1,048,576 admissible contexts, more than the limit of 1,000 .*max_contexts"):
         check_size(1 << 20, 1000)
     with pytest.raises(UserError, match=r"2\^41 \(about 2\.2e\+12\) admissible contexts, too many"):
         check_size(MAX_ENUMERABLE * 2, 1 << 64)
