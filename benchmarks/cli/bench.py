@@ -63,7 +63,7 @@ class progress_reporter:
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
             self._live = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                  console=self.console, transient=True)
+                                  console=self.console, transient=True, redirect_stdout=False)
             self._live.start()
             self._task = self._live.add_task("starting", total=None)
         return self

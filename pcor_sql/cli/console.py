@@ -92,6 +92,7 @@ class ProgressBar:
         self._progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
             TimeElapsedColumn(), console=Console(file=sys.stderr), transient=True,
+            redirect_stdout=False,  # results written meanwhile (coe's JSON lines) stay on stdout
         )
         self._progress.start()
         self._task = self._progress.add_task(self.description, total=None, counts="")

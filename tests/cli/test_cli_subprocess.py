@@ -38,10 +38,15 @@ def _run_with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, 
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "COLUMNS": "120", "TERM": "xterm"}
+    import threading
+
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "pcor_sql", *args], stdout=subprocess.PIPE, stderr=slave,
                             env=env, cwd=ROOT)
     os.close(slave)
+    chunks: list[bytes] = []  # stdout is drained meanwhile: a full pipe would block the child
+    reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read()), daemon=True)
+    reader.start()
     seen = b""
     while True:
         ready, _, _ = select.select([master], [], [], 0.2)
@@ -55,8 +60,9 @@ def _run_with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, 
             seen += chunk
         elif proc.poll() is not None:
             break
-    out = proc.stdout.read().decode()
     proc.wait(timeout=120)
+    reader.join(timeout=60)
+    out = b"".join(chunks).decode()
     os.close(master)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), seen.decode(errors="replace")
 
@@ -72,3 +78,16 @@ def test_progress_shows_on_a_terminal_and_never_in_the_json():
     # refreshes, so only the long one is looked for).
     assert "releasing records" in terminal and "3/3" in terminal, terminal[-2000:]
     assert "warning: the budget ledger is in memory" in terminal
+
+
+def test_coe_lines_stay_on_stdout_while_the_bar_runs():
+    """A bar on the terminal while JSON goes down a pipe: every line reaches the pipe."""
+    done, terminal = _run_with_terminal_stderr(
+        "coe", "SELECT salary FROM salaries WHERE id = 42", "--by", "job_title,year", "--verifier", "grubbs",
+        "--format", "json",
+    )
+    assert done.returncode == 0, terminal
+    lines = done.stdout.splitlines()
+    assert len(lines) > 1000 and all(json.loads(line)["not_for_release"] for line in lines)
+    assert '"not_for_release"' not in terminal
+    assert f"{len(lines):,} valid of" in terminal
