@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import duckdb
-
+from pcor_sql.backends import open_access
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
@@ -27,9 +26,9 @@ from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.dataset_key import dataset_key
 from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, new_release_id
-from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
-from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
-from pcor_sql.engine.summary import CellSummary, build_summary
+from pcor_sql.engine.release import OutlierRun, released_predicate
+from pcor_sql.engine.schema import Schema
+from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import UserError
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
@@ -42,20 +41,22 @@ Progress = Callable[[int, int], None]
 class Session:
     """A connection with its registry, ledger and caches. `warn(message)` receives warnings
     (the in-memory ledger, data-derived domains); `registry` holds the verifiers requests may
-    name (default: the built-ins)."""
+    name (default: the built-ins).
+
+    `con` is a DuckDB connection (the ledger lives in its database) or a pyspark SparkSession
+    (rows stay in Spark; `ledger_db`, a DuckDB file path or connection, holds the ledger —
+    default: one in-memory ledger per SparkSession). Every read of rows goes through
+    `self.access` (`pcor_sql.backends`)."""
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         *,
         warn: Warn | None = None,
         registry: VerifierRegistry | None = None,
+        ledger_db: Any = None,
     ):
-        if not isinstance(con, duckdb.DuckDBPyConnection):
-            raise UserError(
-                f"a Session needs a DuckDB connection, got {type(con).__name__}",
-                "pass duckdb.connect(...) (or an existing connection)",
-            )
+        self.access = open_access(con, ledger_db=ledger_db)
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()
@@ -104,8 +105,8 @@ class Session:
             predicate = released_predicate(prepared.summary, run.space, run.mask)
             out.append(
                 Explanation(
-                    record=rec.record, context=run.space.values(run.mask), predicate=predicate,
-                    explanation_sql=over_context(request.select_list, request.relation, predicate),
+                    record=rec.record, context=run.space.values(run.mask), predicate=self.access.render(predicate),
+                    explanation_sql=self.access.render(over_context(request.select_list, request.relation, predicate)),
                     epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
                     search=request.search, samples=request.samples, descents=request.descents,
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
@@ -152,8 +153,9 @@ class Session:
         ledger = self.ledger()
         ledger.ensure_writable()
         batch = prepare_anomaly_queries(
-            self.con, request.relation, request.columns, request.selector, beta=request.beta,
+            None, request.relation, request.columns, request.selector, beta=request.beta,
             radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k, norm=request.norm,
+            counts=self.access.ball_counts,
         )
         if single:
             _one_row(batch.size, "identify_anomaly", "identify_anomalies")
@@ -199,11 +201,11 @@ class Session:
         start = None
         if request.start is not None:
             start = resolve_selection(dict(request.start), schema.names, "the start context")
-        records = load_records(self.con, request.relation, request.metric, request.selector)
+        records = self.access.records(request.relation, request.metric, request.selector)
         if check is not None:
             check(len(records))
         summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)))
-        return OutlierRun(self.con, request, summary, verifier, records, start)
+        return OutlierRun(self.access, request, summary, verifier, records, start)
 
     def verifier(self, spec: Any) -> Any:
         """The verifier a request names, made by this session's registry (or the object given)."""
@@ -214,7 +216,7 @@ class Session:
     def ledger(self) -> Ledger:
         """The budget ledger of this connection (made once, so its in-memory warning shows once)."""
         if self._ledger is None:
-            self._ledger = Ledger(self.con, warn=self.warn)
+            self._ledger = Ledger(self.access.ledger_con, warn=self.warn)
         return self._ledger
 
     def schema(self, request: OutlierRequest) -> Schema:
@@ -222,13 +224,12 @@ class Session:
         if key not in self._schemas:
             # The ledger's location rides along with the first DESCRIBE: one catalog statement.
             along = LOCATION_SQL if self._ledger is None else None
-            described, location = describe_with_metric(self.con, request.relation, request.metric, along=along)
+            described, location = self.access.describe(request.relation, request.metric, along=along)
             if location is not None:
-                self._ledger = Ledger(self.con, warn=self.warn, location=location)
+                self._ledger = Ledger(self.access.ledger_con, warn=self.warn, location=location)
             domains = None if request.domains is None else {k: list(v) for k, v in request.domains}
-            self._schemas[key] = resolve_schema(
-                self.con, request.relation, request.metric, by=request.by, domains=domains, warn=self.warn,
-                described=described,
+            self._schemas[key] = self.access.schema(
+                request.relation, request.metric, by=request.by, domains=domains, warn=self.warn, described=described,
             )
         return self._schemas[key]
 
@@ -238,7 +239,7 @@ class Session:
         instead of two)."""
         key = (schema.relation_sql, schema.metric_sql, schema.attributes, schema.cast_varchar)
         if key not in self._summaries:
-            self._summaries[key] = build_summary(self.con, schema, with_values=with_values)
+            self._summaries[key] = self.access.summary(schema, with_values=with_values)
         return self._summaries[key]
 
 

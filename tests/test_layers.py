@@ -8,7 +8,8 @@ function-level ones included; `if TYPE_CHECKING:` blocks excepted), and no impor
     frontend  text → values            sqltext, core, requests, errors — never the engine
     engine    the DuckDB adapter       sqltext, core, requests, errors — never the front end
     anomaly   anomaly identification   sqltext, core, requests, engine, errors
-    results, session                   engine, anomaly, core, requests, sqltext — never the front end
+    backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
+    results, session                   backends, engine, anomaly, core, requests, sqltext — never the front end
     api, statements                    everything above but the CLI
     cli       the only printing        anything in the package
 """
@@ -29,8 +30,9 @@ LOWER = {
     "frontend": {"sqltext", "core", "requests"},
     "engine": {"sqltext", "core", "requests"},
     "anomaly": {"sqltext", "core", "requests", "engine"},
+    "backends": {"sqltext", "core", "requests", "engine", "anomaly"},
     "results": {"sqltext", "core", "requests", "engine", "anomaly"},
-    "session": {"sqltext", "core", "requests", "engine", "anomaly", "results"},
+    "session": {"sqltext", "core", "requests", "engine", "anomaly", "backends", "results"},
 }
 
 
