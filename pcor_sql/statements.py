@@ -81,6 +81,11 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
 
     defaults = {name: value for name, value in defaults.items() if value is not None}
     con = session_for(con, session, warn).con if session is not None else con
+    if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
+        raise UserError(
+            f"SQL statements run on a DuckDB connection, not on a {type(con).__name__}",
+            "on Spark call pcor_sql.explain_outlier(spark, query, ...), identify_anomaly(...) or coe(...)",
+        )
     from pcor_sql.frontend.statements import parse_statement
     from pcor_sql.sqltext.tokens import split_statements
 

@@ -53,10 +53,15 @@ def start_spark(master: str = "local[*]", app_name: str = "pcor-sql", **conf: st
     )
     for key, value in conf.items():
         builder = builder.config(key, value)
+    running = SparkSession.getActiveSession()
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # the JVM did not start (no Java) or the master refused
         raise UserError(f"cannot start Spark on {master}: {first_line(exc)}", INSTALL_FIX) from None
+    if running is None:
+        # Ours: Spark's own error logging would repeat, with JVM traces, what pcor-sql reports
+        # in one line. A session the caller started keeps its settings.
+        spark.sparkContext.setLogLevel("OFF")
     return spark
 
 

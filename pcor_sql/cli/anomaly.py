@@ -8,7 +8,7 @@ import typer
 
 from pcor_sql.cli import options as o
 from pcor_sql.cli.console import make_warn
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import print_answers
 
 
@@ -35,6 +35,8 @@ def identify_anomaly(
     dataset: o.Dataset = None,
     owner_view: o.OwnerView = False,
     db: o.Db = None,
+    engine: o.Engine = o.EngineName.duckdb,
+    spark_master: o.SparkMaster = "local[*]",
     fmt: Annotated[
         o.DataFormat, typer.Option("--format", help="table or json (JSON Lines, one object per answered row).")
     ] = o.DataFormat.table,
@@ -50,9 +52,9 @@ def identify_anomaly(
     """
     from pcor_sql.api import identify_anomalies
 
-    with open_database(db) as con:
+    with open_session(db, engine.value, spark_master, make_warn()) as session:
         answers = identify_anomalies(
-            con, query, warn=make_warn(), beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k,
+            None, query, session=session, beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k,
             norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
         )
     print_answers(answers, fmt.value, owner_view)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from pcor_sql.cli import options as o
 from pcor_sql.cli.console import ProgressBar, make_warn, stdout_console, write_line
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import context_lines, json_text, number, record_text
 
 TABLE_DEFAULT_LIMIT = 20
@@ -39,6 +39,8 @@ def coe(
         ),
     ] = None,
     db: o.Db = None,
+    engine: o.Engine = o.EngineName.duckdb,
+    spark_master: o.SparkMaster = "local[*]",
     fmt: Annotated[
         o.CoeFormat, typer.Option("--format", help="table, json (JSON Lines, one valid context per line) or csv.")
     ] = o.CoeFormat.table,
@@ -60,8 +62,8 @@ def coe(
         utility=utility, start=start,
     )
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
-    with open_database(db) as con, ProgressBar("checking contexts") as bar:
-        results = enumerate_coe(con, query, warn=make_warn(), progress=bar.callback, **options)
+    with open_session(db, engine.value, spark_master, make_warn()) as session, ProgressBar("checking contexts") as bar:
+        results = enumerate_coe(None, query, session=session, progress=bar.callback, **options)
         # Ranked before any output, so a failure prints nothing; only the shown ones are rendered.
         ranked = [(result, result.ranked(shown)) for result in results]
     for result, _ in ranked:

@@ -17,7 +17,7 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import duckdb
 
@@ -67,3 +67,26 @@ def _connect_file(path: Path) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise UserError(f"cannot open database {str(path)!r}: {first}", "check that it is a DuckDB database file") from None
+
+
+@contextmanager
+def open_session(path: Path | None, engine: str, spark_master: str, warn: Callable[[str], None]) -> Iterator[Any]:
+    """A Session on the engine a command names. duckdb: the database of `open_database`.
+    spark: a SparkSession on `spark_master` (one already running in this process is reused);
+    `path`, if given, is the DuckDB file that holds the budget ledger (it must exist, as for
+    duckdb), else the ledger is in memory (and the library warns so)."""
+    from pcor_sql.session import Session
+
+    if engine == "duckdb":
+        with open_database(path) as con:
+            yield Session(con, warn=warn)
+        return
+    from pcor_sql.backends.spark_session import start_spark
+
+    spark = start_spark(spark_master)
+    ledger = None if path is None else _connect_file(Path(path))
+    try:
+        yield Session(spark, warn=warn, ledger_db=ledger)
+    finally:
+        if ledger is not None:
+            ledger.close()

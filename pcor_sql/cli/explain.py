@@ -10,7 +10,7 @@ from pcor_sql.core.start import DEFAULT_DESCENTS
 
 from pcor_sql.cli import options as o
 from pcor_sql.cli.console import ProgressBar, make_warn
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import print_explanations
 
 
@@ -44,6 +44,8 @@ def explain_outlier(
     ] = DEFAULT_DESCENTS,
     search_option: o.SearchOption = None,
     db: o.Db = None,
+    engine: o.Engine = o.EngineName.duckdb,
+    spark_master: o.SparkMaster = "local[*]",
     fmt: Annotated[
         o.ExplainFormat,
         typer.Option("--format", help="table, json (one object per record) or sql (the explanation query)."),
@@ -66,6 +68,6 @@ def explain_outlier(
         epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
         seed=seed, dataset=dataset, owner_view=owner_view, descents=descents, search_option=search_option,
     )
-    with open_database(db) as con, ProgressBar("enumerating contexts") as bar:
-        results = explain_outliers(con, query, warn=make_warn(), progress=bar.callback, **options)
+    with open_session(db, engine.value, spark_master, make_warn()) as session, ProgressBar("enumerating contexts") as bar:
+        results = explain_outliers(None, query, session=session, progress=bar.callback, **options)
     print_explanations(results, fmt.value)

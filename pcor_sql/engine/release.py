@@ -198,11 +198,13 @@ def selected_records(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> tup
 class OutlierRun:
     """What the releases of one request read — summary, verifier, selected records — and the
     means to run them. Made by `Session.prepare`; the owner's and the lab's object: its
-    oracles answer utilities and its `release` is not charged, so it never reaches an analyst."""
+    oracles answer utilities and its `release` is not charged, so it never reaches an analyst.
+    `con` runs the plain path's and SQL verifiers' queries: a DuckDB connection or a data
+    access (`Session.access`, `pcor_sql.backends`)."""
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         request: OutlierRequest,
         summary: CellSummary,
         verifier: Any,

@@ -9,7 +9,7 @@ import pytest
 
 from cli_helpers import invoke
 
-from pcor_sql.cli import explain as explain_command
+from pcor_sql.cli import database as database_module
 from pcor_sql.cli.database import open_database
 from pcor_sql.engine.datasets import load_dataset
 from pcor_sql.engine.ledger import Ledger
@@ -30,7 +30,7 @@ def statements(monkeypatch):
             rows = con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp").fetchall()
             seen.extend(m for (m,) in rows if "duckdb_logs" not in m and "enable_logging" not in m)
 
-    monkeypatch.setattr(explain_command, "open_database", logged)
+    monkeypatch.setattr(database_module, "open_database", logged)
     return seen
 
 
