@@ -12,9 +12,11 @@ fetched value comes with its count.
 Why a context's answers are exact. A context is a union of cells. On [L, U] with
 L = max a_c, U = min b_c over its cells, every cell holds all of its values, so `between(lo,
 hi)` for L ≤ lo, hi ≤ U is the union of the cells' fetched values there — the values the
-sorted array would give. A wider request (LOF's proof asks for more room) fetches a deeper
-window (depth × 4) and retries; at a depth past every cell's distinct count nothing is left
-out (a_c = −inf, b_c = +inf), so the loop ends. `count_between` is answered per cell: inside
+sorted array would give. A wider request (LOF's proof asks for more room) reads the cells of
+the context whose window stops inside it again, 4× deeper, and retries; at a depth past a
+cell's distinct count nothing of it is left out (a_c = −inf, b_c = +inf), so the loop ends.
+`around(count)` (the values nearest to v by count, which sizes LOF's first window) is read off
+the same windows, deepening the same way. `count_between` is answered per cell: inside
 [a_c, b_c] from the window; a part outside it is known when the interval reaches past the
 cell's own minimum or maximum (from the summary) — then it is all of the cell's rows beyond
 the window, counted by `rows_side`; otherwise one range count per cell is read
@@ -36,11 +38,14 @@ import pyarrow as pa
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.build import METRIC_ALIAS, cell_range_counts, cell_windows
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
-#: Distinct values per cell and side read first. LOF(k = 20) reads about 6.5·(k + 1) values
-#: around v in a context; a one-cell context needs that many from one cell.
+#: Distinct values per cell and side read first. LOF(k = 20) reads about 2·(2H + k') = 124
+#: values around v in a context (H = k' + 1); a one-cell context needs that many from one cell.
 START_DEPTH = 128
 _GROWTH = 4
+#: Deepening more than this share of the cells refetches them all (one shorter query).
+_ALL_CELLS_SHARE = 0.5
 
 Run = Callable[[str], pa.Table]
 
@@ -56,11 +61,11 @@ class CellWindows:
     hi_edge: np.ndarray  # per cell: b_c (+inf when nothing above was left out)
     below_rest: np.ndarray  # per cell: rows below a_c, not fetched
     above_rest: np.ndarray  # per cell: rows above b_c, not fetched
-    depth: int
+    depth: np.ndarray  # per cell: distinct values per side it was read with
 
-    @property
-    def complete(self) -> bool:
-        return bool(np.all(np.isneginf(self.lo_edge)) and np.all(np.isposinf(self.hi_edge)))
+    def bounds(self, member: np.ndarray) -> tuple[float, float]:
+        """[L, U]: where every cell of the context `member` holds all of its values."""
+        return float(self.lo_edge[member].max(initial=-math.inf)), float(self.hi_edge[member].min(initial=math.inf))
 
 
 class WindowReader:
@@ -71,6 +76,7 @@ class WindowReader:
                  start_depth: int = START_DEPTH):
         self._run = run
         self.schema = schema
+        self.coords = coords
         self.vmin, self.vmax = vmin, vmax
         self._cell_key = _keys(coords, schema)
         self._order = np.argsort(self._cell_key)
@@ -86,14 +92,19 @@ class WindowReader:
     def window(self, v: float) -> CellWindows:
         w = self._windows.get(v)
         if w is None:
-            w = self._windows[v] = self._fetch(v, self._start_depth)
+            depth = np.full(len(self._cell_key), self._start_depth, dtype=np.int64)
+            w = self._windows[v] = self._fetch(v, depth, None, None)
         return w
 
-    def widen(self, v: float) -> CellWindows:
+    def deepen(self, v: float, cells: np.ndarray) -> CellWindows:
+        """The window of v with the cells `cells` (a boolean mask; each cut on some side) read
+        _GROWTH times deeper; the other cells keep what they have."""
         w = self.window(v)
-        if w.complete:
-            raise InternalError("a complete window was asked to grow")
-        w = self._windows[v] = self._fetch(v, w.depth * _GROWTH)
+        if not cells.any():
+            raise InternalError("a window was asked to grow no cell")
+        depth = w.depth.copy()
+        depth[cells] *= _GROWTH
+        w = self._windows[v] = self._fetch(v, depth, cells, w)
         return w
 
     def range_counts(self, lo: float, hi: float, right_closed: bool) -> np.ndarray:
@@ -115,34 +126,58 @@ class WindowReader:
         self.queries += 1
         return table
 
-    def _fetch(self, v: float, depth: int) -> CellWindows:
+    def _fetch(self, v: float, depth: np.ndarray, cells: np.ndarray | None, old: CellWindows | None) -> CellWindows:
+        """Read the windows of `cells` (None: all) at their `depth`, and keep `old`'s others."""
         s = self.schema
-        table = self._read(cell_windows(s.names, s.metric_sql, s.relation_sql, v, depth))
-        cells = self._cells(table)
+        n_cells = len(self._cell_key)
+        if cells is not None and cells.sum() > _ALL_CELLS_SHARE * n_cells:
+            cells = None
+        read = np.ones(n_cells, dtype=bool) if cells is None else cells
+        # One depth per query: the deepest asked (a cell read deeper than asked just knows more).
+        deepest = int(depth[read].max())
+        depth = np.where(read, deepest, depth)
+        where = None if cells is None else self._cells_predicate(np.flatnonzero(cells))
+        table = self._read(cell_windows(s.names, s.metric_sql, s.relation_sql, v, deepest, where))
+        rows = self._cells(table)
         values = _column(table, METRIC_ALIAS)
         counts = _column(table, "n", np.int64)
         side = _column(table, "side", np.int64)
-        short = _column(table, "distinct_side", np.int64) > depth  # that side of the cell was cut
-        n_cells = len(self._cell_key)
-        lo_edge = np.full(n_cells, -math.inf)
-        hi_edge = np.full(n_cells, math.inf)
-        below_rest = np.zeros(n_cells, dtype=np.int64)
-        above_rest = np.zeros(n_cells, dtype=np.int64)
+        short = _column(table, "distinct_side", np.int64) > deepest  # that side of the cell was cut
         rows_side = _column(table, "rows_side", np.int64)
+        if old is None:
+            lo_edge, hi_edge = np.full(n_cells, -math.inf), np.full(n_cells, math.inf)
+            below_rest, above_rest = np.zeros(n_cells, dtype=np.int64), np.zeros(n_cells, dtype=np.int64)
+        else:
+            lo_edge, hi_edge = np.where(read, -math.inf, old.lo_edge), np.where(read, math.inf, old.hi_edge)
+            below_rest, above_rest = np.where(read, 0, old.below_rest), np.where(read, 0, old.above_rest)
         fetched = np.zeros((n_cells, 3), dtype=np.int64)
-        np.add.at(fetched, (cells, side + 1), counts)
+        np.add.at(fetched, (rows, side + 1), counts)
         for s_val, edge, rest in ((-1, lo_edge, below_rest), (1, hi_edge, above_rest)):
             cut = short & (side == s_val)
             if not cut.any():
                 continue
-            c = cells[cut]
+            c = rows[cut]
             # The farthest fetched value of the side: the smallest below v, the largest above.
             far = np.full(n_cells, math.inf if s_val < 0 else -math.inf)
             (np.minimum if s_val < 0 else np.maximum).at(far, c, values[cut])
             edge[c] = far[c]
             rest[c] = rows_side[cut] - fetched[c, s_val + 1]
+        if old is not None:
+            keep = ~read[old.cells]
+            values = np.concatenate([old.values[keep], values])
+            counts = np.concatenate([old.counts[keep], counts])
+            rows = np.concatenate([old.cells[keep], rows])
         order = np.argsort(values, kind="stable")
-        return CellWindows(values[order], counts[order], cells[order], lo_edge, hi_edge, below_rest, above_rest, depth)
+        return CellWindows(values[order], counts[order], rows[order], lo_edge, hi_edge, below_rest, above_rest, depth)
+
+    def _cells_predicate(self, cells: np.ndarray) -> str:
+        """`(a = .. AND b = ..) OR ...`: the rows of the given summary cells."""
+        attrs = self.schema.attributes
+        terms = []
+        for c in cells:
+            parts = [f"{quote_identifier(a.name)} = {quote_literal(a.domain[int(j)])}" for a, j in zip(attrs, self.coords[c])]
+            terms.append("(" + " AND ".join(parts) + ")")
+        return "(" + " OR ".join(terms) + ")"
 
     def _cells(self, table: pa.Table) -> np.ndarray:
         """The summary cell index of each row of `table` (attribute columns first)."""
@@ -195,17 +230,14 @@ class WindowPopulation:
     def v(self) -> float:
         return self.moments.v
 
-    def _bounds(self, w: CellWindows) -> tuple[float, float]:
-        """[L, U]: where every cell of the context holds all of its values."""
-        return float(w.lo_edge[self.member].max(initial=-math.inf)), float(w.hi_edge[self.member].min(initial=math.inf))
-
     def between(self, lo: float, hi: float) -> np.ndarray:
         w = self.reader.window(self.v)
         while True:
-            low, high = self._bounds(w)
+            low, high = w.bounds(self.member)
             if low <= lo and hi <= high:
                 break
-            w = self.reader.widen(self.v)
+            # Deepen the cells of the context whose window stops inside [lo, hi].
+            w = self.reader.deepen(self.v, self.member & ((w.lo_edge > lo) | (w.hi_edge < hi)))
         a = np.searchsorted(w.values, lo, side="left")
         b = np.searchsorted(w.values, hi, side="right")
         keep = self.member[w.cells[a:b]]
@@ -216,7 +248,7 @@ class WindowPopulation:
         a = np.searchsorted(w.values, lo, side="left")
         b = np.searchsorted(w.values, hi, side="right" if right_closed else "left")
         local = int(w.counts[a:b][self.member[w.cells[a:b]]].sum())
-        low, high = self._bounds(w)
+        low, high = w.bounds(self.member)
         if low <= lo and hi <= high:
             return local
         cells = np.flatnonzero(self.member)
@@ -232,11 +264,43 @@ class WindowPopulation:
             return local + int(w.below_rest[cells[left]].sum()) + int(w.above_rest[cells[right]].sum())
         return int(self.reader.range_counts(lo, hi, right_closed)[self.member].sum())
 
+    def around(self, count: int) -> tuple[float, float]:
+        """(a, b) with a ≤ v ≤ b: [a, v) holds at least `count` values or a ≤ min, and (v, b]
+        at least `count` or b ≥ max — the values nearest to v, by count (LOF's first window)."""
+        v = self.v
+        w = self.reader.window(v)
+        while True:
+            low, high = w.bounds(self.member)
+            mine = self.member[w.cells]
+            below = np.flatnonzero(mine & (w.values < v) & (w.values >= low))[::-1]  # nearest first
+            above = np.flatnonzero(mine & (w.values > v) & (w.values <= high))
+            a = _reach(w, below, count, low, self.min)
+            b = _reach(w, above, count, high, self.max)
+            if a is not None and b is not None:
+                return a, b
+            # Too few known values on a side: deepen the context's cells cut on that side.
+            grow = np.zeros_like(self.member)
+            if a is None:
+                grow |= self.member & np.isfinite(w.lo_edge)
+            if b is None:
+                grow |= self.member & np.isfinite(w.hi_edge)
+            w = self.reader.deepen(v, grow)
+
     def values(self) -> np.ndarray:
         raise UserError(
             "this verifier reads every value of each context, which would bring the whole table back from the engine",
             "use lof, histogram, grubbs or zscore here, or run the Python verifier on DuckDB",
         )
+
+
+def _reach(w: CellWindows, side: np.ndarray, count: int, edge: float, extreme: float) -> float | None:
+    """The value where `count` known values on one side of v are reached (positions `side`,
+    nearest first); the population's extreme if the side holds fewer and is wholly known;
+    None if more must be read."""
+    total = np.cumsum(w.counts[side])
+    if total.size and total[-1] >= count:
+        return float(w.values[side[int(np.searchsorted(total, count))]])
+    return extreme if math.isinf(edge) else None
 
 
 def _column(table: pa.Table, name: str, dtype: type = np.float64) -> np.ndarray:

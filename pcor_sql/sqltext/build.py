@@ -128,16 +128,19 @@ def double_literal(value: float) -> str:
     return f"CAST({quote_literal(repr(float(value)))} AS DOUBLE)"
 
 
-def cell_windows(names: Sequence[str], metric_sql: str, relation_sql: str, v: float, depth: int) -> str:
+def cell_windows(names: Sequence[str], metric_sql: str, relation_sql: str, v: float, depth: int,
+                 cells_where: str | None = None) -> str:
     """Per cell, the `depth` distinct metric values nearest below `v`, those nearest above, and `v`
     itself, each with its row count `n` and its `side` (−1, 0, 1); `distinct_side` and `rows_side`
     count every distinct value and row on that side of the cell (so a window that stops short
-    says so). Rows with a NULL attribute are in no cell. The result is at most
-    cells × (2·depth + 1) rows, whatever the table's size."""
+    says so). Rows with a NULL attribute are in no cell; `cells_where` (a predicate on the named
+    columns) keeps some cells only. The result is at most cells × (2·depth + 1) rows, whatever
+    the table's size."""
     cols = ", ".join(quoted(names))
     m = METRIC_ALIAS
     vv = double_literal(v)
-    rows = select_from(f"{cols}, {as_double(metric_sql)} AS {m}", relation_sql, where=all_not_null(names))
+    where = all_not_null(names) + ("" if cells_where is None else f" AND {cells_where}")
+    rows = select_from(f"{cols}, {as_double(metric_sql)} AS {m}", relation_sql, where=where)
     side = f"CASE WHEN {m} < {vv} THEN -1 WHEN {m} > {vv} THEN 1 ELSE 0 END"
     distinct = select_from(f"{cols}, {m}, count(*) AS n, {side} AS side", f"({rows})", group_by=f"{cols}, {m}")
     part = f"PARTITION BY {cols}, side"

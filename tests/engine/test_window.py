@@ -111,3 +111,25 @@ def test_reads_stay_within_cells_times_window_and_python_verifiers_are_refused(t
     assert reader.queries == 1 and reader.rows_read <= len(windowed.count) * (2 * 4 + 1)
     with pytest.raises(UserError, match="every value"):
         pop.values()
+
+
+def test_around_holds_count_values_on_each_side_or_reaches_the_extremes(table):
+    con, schema = table
+    exact, windowed = _summaries(con, schema, 2)
+    for rid in (0, 2, 6):
+        record, v = _record(con, schema, rid)
+        space = ContextSpace(schema.attributes, record_cell(schema, record))
+        for word in (0, 5, (1 << len(space.free_bits)) - 1):
+            mask = space.from_free(word)
+            ref = exact.population(exact.member(space, mask), v)
+            pop = windowed.population(windowed.member(space, mask), v)
+            values = ref.between(ref.min, ref.max)
+            for count in (1, 7, 40, 10_000):
+                a, b = pop.around(count)
+                assert a <= v <= b
+                below, above = values[(values >= a) & (values < v)], values[(values > v) & (values <= b)]
+                assert below.size >= count or a <= ref.min
+                assert above.size >= count or b >= ref.max
+                # the nearest ones: one value fewer would not hold `count` (ties aside)
+                if below.size >= count and a > ref.min:
+                    assert np.count_nonzero((values > a) & (values < v)) < count
