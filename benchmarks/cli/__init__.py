@@ -13,6 +13,7 @@ import typer
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.reproduce import reproduce
+from benchmarks.cli.spark import spark_scale
 from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
@@ -36,6 +37,8 @@ _COMMANDS = (
     ("reproduce", "Reproduce the PCOR paper's experiment tables on the bundled data.", reproduce),
     ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
      anomaly_evidence),
+    ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
+     spark_scale),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
