@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
@@ -76,6 +75,3 @@ class DataAccess(Protocol):
         """SQL shown to the user (an explanation's query), in the engine's own dialect."""
         ...
 
-
-def metric_array(table: pa.Table, column: str) -> np.ndarray:
-    return np.asarray(table.column(column).to_numpy(zero_copy_only=False), dtype=np.float64)
