@@ -2,7 +2,7 @@
 
 The file is made by DuckDB SQL (not timed): `rows` rows in 1,200 cells — state (50) × product
 (6) × channel (4), the issue's shape — with `amount` = a per-cell level + noise in [−10, 10]
-from `hash(id)` (deterministic), rounded to cents; record 42 is planted 25 above its cell's
+from `hash(id)` (deterministic), rounded to cents; record 42 is planted 40 above its cell's
 level, a contextual outlier that is unremarkable in the whole table.
 
 Each engine gets a fresh Session (the summary is built inside the timed call) and runs one
@@ -34,7 +34,7 @@ def generation_sql(rows: int, path: Path) -> str:
     return (
         "COPY (SELECT i AS id, 's' || lpad(CAST(i % 50 AS VARCHAR), 2, '0') AS state, "
         "'p' || CAST((i // 50) % 6 AS VARCHAR) AS product, 'c' || CAST((i // 300) % 4 AS VARCHAR) AS channel, "
-        f"round(CASE WHEN i = {RECORD_ID} THEN {level} + 25 ELSE {level} + {noise} END, 2) AS amount "
+        f"round(CASE WHEN i = {RECORD_ID} THEN {level} + 40 ELSE {level} + {noise} END, 2) AS amount "
         f"FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)"
     )
 

@@ -163,6 +163,11 @@ def test_bad_input_is_one_line(engines):
                                  session=pcor_sql.Session(sparks.con, registry=registry), domains=DOMAINS, verifier="far")
     with pytest.raises(UserError, match="DuckDB connection"):
         pcor_sql.sql(sparks.con, "SELECT 1")
+    # The module functions take the SparkSession itself; `*` is expanded by Spark's analyzer.
+    with pytest.raises(UserError, match="TABLE_OR_VIEW_NOT_FOUND"):
+        pcor_sql.identify_anomaly(sparks.con, "SELECT x FROM no_such_table WHERE id = 1", beta=3, radius=1, epsilon=1)
+    with pytest.raises(UserError, match="'dept' has type VARCHAR, not a number"):
+        pcor_sql.identify_anomalies(sparks.con, f"SELECT * FROM {s_rel}", beta=3, radius=1, epsilon=1)
 
 
 def test_the_cli_runs_on_spark(spark, data, tmp_path):
