@@ -80,7 +80,7 @@ def measure(db_path: Path, repeats: int, seed: int) -> dict[str, Any]:
         for i in range(repeats):
             t0 = time.perf_counter()
             r = pcor_sql.explain_outlier(con, query, search="bfs", verifier="grubbs", epsilon=0.2, seed=seed + i,
-                                         session=pcor_sql.Session(con), owner_view=True)
+                                         session=pcor_sql.Session(con, allow_seeded=True), owner_view=True)
             end_to_end.append(time.perf_counter() - t0)
             populations.append(r.owner.population)
             run = pcor_sql.Session(con).prepare(request)  # schema, record lookup and a new summary

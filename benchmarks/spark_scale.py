@@ -75,7 +75,7 @@ def release_duckdb(path: Path, verifier: str, seed: int) -> dict[str, Any]:
 def release_spark(spark: Any, path: Path, verifier: str, seed: int) -> dict[str, Any]:
     import pcor_sql
 
-    session = pcor_sql.Session(spark)
+    session = pcor_sql.Session(spark, ledger=":memory:")  # seeded: an in-memory ledger, as on DuckDB
     started = time.perf_counter()
     r = pcor_sql.explain_outlier(None, f"SELECT amount FROM parquet.`{path}` WHERE id = {RECORD_ID}",
                                  session=session, domains=DOMAINS, verifier=verifier, epsilon=0.2, seed=seed)

@@ -28,6 +28,11 @@ _EXPORTS = {
     "sql": "pcor_sql.statements",
     "run_script": "pcor_sql.statements",
     "Session": "pcor_sql.session",
+    "Owner": "pcor_sql.owner",
+    "Analyst": "pcor_sql.analyst",
+    "AnalystExplanation": "pcor_sql.results",
+    "AnalystAnswer": "pcor_sql.results",
+    "RegisteredDataset": "pcor_sql.engine.registered",
     "VerifierRegistry": "pcor_sql.core.verifiers.registry",
     "default_registry": "pcor_sql.core.verifiers.registry",
     "Ledger": "pcor_sql.engine.ledger",
@@ -38,6 +43,9 @@ _EXPORTS = {
     "InternalError": "pcor_sql.errors",
     "BudgetExceeded": "pcor_sql.errors",
     "NoValidContext": "pcor_sql.errors",
+    "Refused": "pcor_sql.errors",
+    "RequestFailed": "pcor_sql.errors",
+    "PrivacyWarning": "pcor_sql.errors",
 }
 _RENAMED = {"load_datasets": ("pcor_sql.engine.datasets", "load_all")}
 
@@ -45,7 +53,8 @@ __all__ = sorted([*_EXPORTS, *_RENAMED])
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public API (loaded or not) and the module's dunders; not its own helper imports."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
 def __getattr__(name: str) -> Any:

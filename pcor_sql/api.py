@@ -9,7 +9,11 @@
 Options are the fields of `OutlierRequest` / `AnomalyRequest` by name (`pcor_sql.requests`
 documents each); an unknown one is a UserError listing the known ones. `session=` reuses a
 Session's registry, ledger and cached summaries; without it each call makes a fresh Session
-on `con` (fresh data, a fresh look at the ledger).
+on `con` (fresh data, a fresh look at the ledger) with `ledger=` and `allow_seeded=` (see
+`Session`). These functions act for the data owner (DESIGN.md §6); apps serving analysts use
+`pcor_sql.Owner(con).analyst()`. `progress(done, total)` hears how long work goes (a batch:
+records done; a summary build or a direct search: its own counts); a callback with a
+`phase(label)` method is also told what each stretch of work is.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ Progress = Callable[[int, int], None]
 
 
 def explain_outlier(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                    progress: Progress | None = None, **options: Any) -> Explanation:
+                    progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
+                    **options: Any) -> Explanation:
     """Release, under ε-OCDP, a context in which the one record `query` selects is an outlier.
 
     `query` is `SELECT <metric> FROM <relation> WHERE <record selector>`; a selector that
@@ -34,16 +39,17 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
     release is charged to the budget ledger before it is returned. Bad input raises UserError
     before any work.
     """
-    session = session_for(con, session, warn)
+    session = _session(con, session, warn, ledger, allow_seeded)
     [result] = session.explain(outlier_request(session.access.parser, query, **options), progress=progress, single=True)
     return result
 
 
 def explain_outliers(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                     progress: Progress | None = None, **options: Any) -> list[Explanation]:
+                     progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
+                     **options: Any) -> list[Explanation]:
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
     charges in one transaction before anything is returned."""
-    session = session_for(con, session, warn)
+    session = _session(con, session, warn, ledger, allow_seeded)
     return session.explain(outlier_request(session.access.parser, query, **options), progress=progress)
 
 
@@ -57,6 +63,7 @@ def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | No
 
 
 def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+                     progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
                      **options: Any) -> AnomalyResult:
     """A private answer to "is the one record `query` selects a (β, r)-anomaly?".
 
@@ -65,15 +72,26 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
     accurate on true anomalies; "dp": ε-DP), `k`, `norm` (l1, l2, linf for several columns),
     `seed`, `dataset`, `owner_view`. Several selected rows are a UserError (nothing charged) —
     use `identify_anomalies`."""
-    session = session_for(con, session, warn)
-    [result] = session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), single=True)
+    session = _session(con, session, warn, ledger, allow_seeded)
+    [result] = session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), single=True, progress=progress)
     return result
 
 
 def identify_anomalies(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
+                       progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
                        **options: Any) -> list[AnomalyResult]:
     """As `identify_anomaly` for every selected row (no WHERE: every row). Each answer costs ε
     (sequential composition): the batch total is announced through `warn`, refused up front
     past the dataset's limit, and charged before any answer is drawn."""
-    session = session_for(con, session, warn)
-    return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options))
+    session = _session(con, session, warn, ledger, allow_seeded)
+    return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), progress=progress)
+
+
+def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, allow_seeded: bool) -> Session:
+    """The given session, or a fresh one with this ledger choice (see `Session`)."""
+    extra: dict[str, Any] = {}
+    if ledger is not None:
+        extra["ledger"] = ledger
+    if allow_seeded:
+        extra["allow_seeded"] = True
+    return session_for(con, session, warn, **extra)

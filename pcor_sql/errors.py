@@ -1,6 +1,12 @@
-"""Error types. User errors say what is wrong and how to fix it; internal ones say "probably a bug"."""
+"""Error and warning types. User errors say what is wrong and how to fix it; internal ones say
+"probably a bug"; a PrivacyWarning says that an output or a ledger protects less than it seems."""
 
 from __future__ import annotations
+
+import contextvars
+import warnings
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 
 class PcorError(Exception):
@@ -26,6 +32,33 @@ class NoValidContext(UserError):
     """The record is an outlier in no context the search could reach."""
 
 
+class Refused(UserError):
+    """A request the trust model refuses (DESIGN.md §6): an analyst asking for an owner's
+    option, a seed on a persistent ledger, a unit without a limit in a strict ledger."""
+
+
+class RequestFailed(Refused):
+    """An analyst's request failed after its cost was reserved. The message is the same
+    whatever the data holds (a missing key, a NULL metric, a conversion error, no valid
+    context, …), and the charge stands: a failure that depended on the rows would otherwise
+    tell the analyst about them for free."""
+
+
+class PrivacyWarning(UserWarning):
+    """An output or a ledger protects less than it may seem to: domains derived from the data
+    (their values are released as they are), a seeded run (a deterministic function of the
+    data, not private), a ledger kept in memory (forgotten when the process ends)."""
+
+
+def warn_privacy(message: str, warn: Callable[[str], None] | None = None, *, stacklevel: int = 3) -> None:
+    """Send a privacy warning to `warn` if the caller gave one (the CLI prints it on stderr),
+    else through `warnings.warn(..., PrivacyWarning)` so that every Python caller sees it."""
+    if warn is not None:
+        warn(message)
+    else:
+        warnings.warn(message, PrivacyWarning, stacklevel=stacklevel)
+
+
 class InternalError(PcorError):
     """An invariant failed inside pcor-sql."""
 
@@ -39,3 +72,92 @@ def require(condition: bool, message: str) -> None:
     """Check an internal invariant."""
     if not condition:
         raise InternalError(message)
+
+
+# ---- hints that name an option the way the caller sets it ------------------------------
+#
+# One error can reach a Python caller, a shell user and a SQL script: a fix that says
+# `--epsilon 0.2` is noise to the first, `epsilon=0.2` to the second. The entry points say
+# where a call came from (`caller(CLI)` around a command, `caller(SQL)` around a statement);
+# messages name options through `option_hint`, which spells them for the innermost caller.
+
+PYTHON = "python"
+CLI = "cli"
+SQL = "sql"
+
+_CALLERS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("pcor_sql_callers", default=(PYTHON,))
+
+# How the CLI spells an option where it is not `--` + the name with dashes.
+_CLI_FLAGS = {"domains": "--domain"}
+# How a statement spells an option that is a clause of its own; other statement options are
+# `WITH (name = value)`, and an option a statement cannot set falls back to the outer caller.
+_SQL_CLAUSES = {"by": "BY {}", "domains": "DOMAIN ({})", "verifier": "USING {}"}
+_SQL_WITH = frozenset({
+    "epsilon", "search", "samples", "utility", "start", "accounting", "seed", "dataset", "owner_view", "descents",
+    "beta", "radius", "privacy", "k", "norm",
+})
+
+
+@contextmanager
+def caller(kind: str) -> Iterator[None]:
+    """Within the block, hints name options as `kind` (CLI, SQL or PYTHON) writes them."""
+    token = _CALLERS.set(_CALLERS.get() + (kind,))
+    try:
+        yield
+    finally:
+        _CALLERS.reset(token)
+
+
+def option_name(name: str) -> str:
+    """An option's name as the caller writes it: `--max-contexts` on the command line, `BY`
+    for a statement's clause, else `max_contexts`."""
+    for kind in reversed(_CALLERS.get()):
+        if kind == CLI:
+            return _cli_flag(name)
+        if kind == SQL and (name in _SQL_CLAUSES or name in _SQL_WITH):
+            return _SQL_CLAUSES[name].split(" ")[0] if name in _SQL_CLAUSES else f"WITH ({name} = ...)"
+        if kind == PYTHON:
+            return f"{name}=..."
+    return name
+
+
+def from_python() -> bool:
+    """True unless the call came from the command line (where there are no Python objects)."""
+    return CLI not in _CALLERS.get()
+
+
+def _cli_flag(name: str) -> str:
+    return _CLI_FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def option_hint(name: str, value: str, *, python: str | None = None, sql: str | None = None) -> str:
+    """How the caller sets option `name` to `value`, written as on the command line:
+    `--by a,b` (CLI), `by='a,b'` (Python; `python` overrides the value's spelling),
+    `BY a, b` or `WITH (epsilon = 0.2)` (a statement; `sql` overrides it)."""
+    for kind in reversed(_CALLERS.get()):
+        if kind == CLI:
+            return f"{_cli_flag(name)} {value}"
+        if kind == SQL and (name in _SQL_CLAUSES or name in _SQL_WITH):
+            written = sql if sql is not None else _sql_literal(value)
+            return _SQL_CLAUSES[name].format(written) if name in _SQL_CLAUSES else f"WITH ({name} = {written})"
+        if kind == PYTHON:
+            return f"{name}={python if python is not None else _python_literal(value)}"
+    return f"{name}={value}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _python_literal(value: str) -> str:
+    text = value.strip("'\"") if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
+    return text if _is_number(text) or text in ("True", "False") else repr(text)
+
+
+def _sql_literal(value: str) -> str:
+    text = value.strip("'\"") if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
+    return text if _is_number(text) else "'" + text.replace("'", "''") + "'"

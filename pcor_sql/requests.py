@@ -229,7 +229,13 @@ def _count(value: Any, name: str, example: str, minimum: int = 0) -> int:
 def _names(value: Any, name: str) -> tuple[str, ...] | None:
     if value is None:
         return None
-    if isinstance(value, str) or not isinstance(value, Sequence):
+    if isinstance(value, str):
+        # "region,product" is two names, as on the command line (never ten characters); names
+        # holding commas or quotes are written as a list (or parsed by frontend.compact.parse_by).
+        if '"' in value or "`" in value:
+            raise UserError(f"{name} {value!r} quotes a name in text", f"pass a list: {name}=['job, title', 'year']")
+        value = [part.strip() for part in value.split(",")]
+    elif not isinstance(value, Sequence):
         raise UserError(f"{name} must be a list of names, got {value!r}", f"pass e.g. {name}=['job_title', 'year']")
     names = tuple(value)
     for n in names:

@@ -13,6 +13,15 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from pcor_sql.engine.release import OwnerView
+from pcor_sql.readable import (
+    anomaly_privacy_sentence,
+    anomaly_sentence,
+    outlier_privacy_sentence,
+    key_words,
+    outlier_sentence,
+    record_words,
+    round_epsilon,
+)
 
 @dataclass(frozen=True)
 class Explanation:
@@ -33,25 +42,56 @@ class Explanation:
     utility: str
     start_source: str
     seeded: bool
-    dataset: str
+    dataset: str | None
+    units: tuple[str, ...] = ()
     budget_spent: float | None = None
     budget_limit: float | None = None
+    metric: str = ""
+    selector: str = ""
+    #: Attributes the context keeps whole (every declared value): they restrict nothing.
+    full_attributes: tuple[str, ...] = field(default=(), repr=False)
     owner: OwnerView | None = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> str:
+        """What was concluded, in plain words, from released values only: `salary of the record
+        where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) among the rows where ...`."""
+        return outlier_sentence(self.metric, record_words(self.selector), self.verifier, self.context,
+                                self.full_attributes)
+
+    @property
+    def privacy_summary(self) -> str:
+        """The privacy cost in words: `privacy cost ε = 0.2 (output-constrained DP) over 51
+        randomized choices of ε1 = 0.00392 each`."""
+        return outlier_privacy_sentence(self.epsilon, self.epsilon1, self.accounting, self.em_calls)
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON shape (documented in the README)."""
-        out = _released(self, exclude=("budget_spent", "budget_limit"))
+        out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
+        out.update(_released(self, exclude=("budget_spent", "budget_limit", "full_attributes")))
         if self.budget_limit is not None:
-            out["budget"] = {"spent": self.budget_spent, "limit": self.budget_limit}
+            out["budget"] = {"spent": round_epsilon(self.budget_spent), "limit": self.budget_limit}
         if self.owner is not None:
             out["owner"] = self.owner.as_dict()
         return out
+
+    def _repr_html_(self) -> str:
+        from pcor_sql.notebook import explanation_html
+
+        return explanation_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from pcor_sql.notebook import explanation_markdown
+
+        return explanation_markdown(self)
 
 
 def _released(result: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """A result's public fields in declaration order (the JSON keys), the seeded-run label."""
     out = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "owner" and f.name not in exclude}
-    if result.seeded:
+    if "units" in out:
+        out["units"] = list(out["units"])
+    if getattr(result, "seeded", False):
         out["warning"] = "seeded run: reproducible, not for real releases"
     return out
 
@@ -97,10 +137,26 @@ class CoeResult:
     def ranked(self, limit: int | None = None) -> list[ValidContext]:
         """The `limit` valid contexts of largest utility (all without a limit), largest first;
         ties keep enumeration order. Only the shown ones are rendered as SQL."""
+        return list(self.iter_ranked(limit))
+
+    def iter_ranked(self, limit: int | None = None) -> Iterator[ValidContext]:
+        """As `ranked`, one context at a time: each is rendered when it is asked for, so a
+        caller can write the first before the last is made (the CLI's JSON streams this way)."""
         order = np.argsort(-np.asarray(self._utilities, dtype=np.float64), kind="stable")
         if limit is not None:
             order = order[:limit]
-        return [self._context(int(self._masks[i]), float(self._utilities[i])) for i in order]
+        for i in order.tolist():
+            yield self._context(int(self._masks[i]), float(self._utilities[i]))
+
+    def _repr_html_(self) -> str:
+        from pcor_sql.notebook import coe_html
+
+        return coe_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from pcor_sql.notebook import coe_markdown
+
+        return coe_markdown(self)
 
     def _context(self, mask: int, utility: float) -> ValidContext:
         return ValidContext(self._space.values(mask), self._predicate(mask), utility)
@@ -119,12 +175,102 @@ class AnomalyResult:
     radius: float
     norm: str
     seeded: bool
-    dataset: str
+    dataset: str | None
+    units: tuple[str, ...] = ()
     owner: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> str:
+        """The answer in plain words: `anomaly: at most β = 5 records (itself included) lie
+        within r = 1 of it (a randomized answer)`."""
+        return anomaly_sentence(self.anomaly, self.beta, self.radius)
+
+    @property
+    def privacy_summary(self) -> str:
+        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
 
     def as_dict(self, owner_view: bool | None = None) -> dict[str, Any]:
         """The stable JSON shape; owner fields only when the result carries them (owner_view)."""
-        out = _released(self)
+        out = {"summary": self.summary, "privacy_summary": self.privacy_summary, **_released(self)}
         if self.owner is not None and owner_view is not False:
             out["owner"] = self.owner
+        return out
+
+    def _repr_html_(self) -> str:
+        from pcor_sql.notebook import answer_html
+
+        return answer_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from pcor_sql.notebook import answer_markdown
+
+        return answer_markdown(self)
+
+@dataclass(frozen=True)
+class AnalystExplanation:
+    """What an analyst receives for one released explanation (DESIGN.md §6 "Released"): the key
+    they gave, the context, the predicate and SQL it compiles to, and the privacy parameters —
+    no other column of the record, no counts, no utilities, no search diagnostics."""
+
+    dataset: str
+    key: Any
+    metric: str
+    context: dict[str, list[Any]]
+    predicate: str
+    explanation_sql: str
+    epsilon: float
+    epsilon1: float
+    accounting: str
+    search: str
+    samples: int
+    verifier: str
+    utility: str
+    #: Attributes the context keeps whole (the predicate leaves them out): for the summary.
+    full_attributes: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def summary(self) -> str:
+        """The conclusion in plain words, from what the analyst is given: `pay of record 42 of
+        people is an outlier (Grubbs' test, alpha = 0.05) among the rows where dept is ...`."""
+        return outlier_sentence(self.metric, key_words(self.dataset, self.key), self.verifier, self.context,
+                                self.full_attributes)
+
+    @property
+    def privacy_summary(self) -> str:
+        return outlier_privacy_sentence(self.epsilon, self.epsilon1, self.accounting)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "full_attributes"})
+        return out
+
+
+@dataclass(frozen=True)
+class AnalystAnswer:
+    """What an analyst receives for one anomaly question: the key they gave, the noisy bit and
+    the privacy parameters — nothing else."""
+
+    dataset: str
+    key: Any
+    columns: tuple[str, ...]
+    anomaly: bool
+    epsilon: float
+    privacy: str
+    k: int | None
+    beta: float
+    radius: float
+    norm: str
+
+    @property
+    def summary(self) -> str:
+        return anomaly_sentence(self.anomaly, self.beta, self.radius)
+
+    @property
+    def privacy_summary(self) -> str:
+        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        out["columns"] = list(self.columns)
         return out

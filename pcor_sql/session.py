@@ -24,12 +24,13 @@ from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.dataset_key import dataset_key
-from pcor_sql.engine.ledger import LOCATION_SQL, ChargeItem, Ledger, PendingCharge, new_release_id
+from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, new_release_id
+from pcor_sql.engine.ledger_location import open_ledger
+from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import OutlierRun, released_predicate
 from pcor_sql.engine.schema import Schema
 from pcor_sql.engine.summary import CellSummary
-from pcor_sql.errors import UserError
+from pcor_sql.errors import Refused, UserError, warn_privacy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.sqltext.build import over_context
@@ -39,29 +40,38 @@ Progress = Callable[[int, int], None]
 
 
 class Session:
-    """A connection with its registry, ledger and caches. `warn(message)` receives warnings
-    (the in-memory ledger, data-derived domains); `registry` holds the verifiers requests may
-    name (default: the built-ins).
+    """A connection with its registry, ledger and caches — the owner's handle (DESIGN.md §6).
 
-    `con` is a DuckDB connection (the ledger lives in its database) or a pyspark SparkSession
-    (rows stay in Spark; `ledger_db`, a DuckDB file path or connection, holds the ledger —
-    default: one in-memory ledger per SparkSession). Every read of rows goes through
-    `self.access` (`pcor_sql.backends`)."""
+    `con` is a DuckDB connection or a pyspark SparkSession (rows stay in Spark). Every read of
+    rows goes through `self.access` (`pcor_sql.backends`); the ledger never goes through it.
+
+    `ledger`: where charges go — None pins it to the data (the connection's database file, else
+    `$PCOR_SQL_LEDGER`, else in memory with a PrivacyWarning), a path to a ledger file,
+    `":memory:"`, or a Ledger. A SparkSession has no DuckDB file of its own, so its ledger is
+    `ledger`, else `$PCOR_SQL_LEDGER`, else the per-user ledger file — in memory only when
+    asked for (`":memory:"`, one per SparkSession, with the warning). `warn(message)` receives
+    privacy warnings instead of `warnings.warn` (the CLI prints them). `registry` holds the
+    verifiers requests may name. `allow_seeded`: seeded runs are refused on a persistent ledger
+    unless this is True."""
 
     def __init__(
         self,
         con: Any,
         *,
+        ledger: Any = None,
         warn: Warn | None = None,
         registry: VerifierRegistry | None = None,
-        ledger_db: Any = None,
+        allow_seeded: bool = False,
     ):
-        self.access = open_access(con, ledger_db=ledger_db)
+        self.access = open_access(con)
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()
+        self.allow_seeded = bool(allow_seeded)
+        self._ledger_choice = ledger
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
+        self._units: dict[str, tuple[str, ...]] = {}
         self._ledger: Ledger | None = None
 
     # ---- the jobs ------------------------------------------------------------------------
@@ -69,36 +79,47 @@ class Session:
     def explain(
         self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False
     ) -> list[Explanation]:
-        """One private release per selected record, all charged in one transaction before any
-        is returned; bad input raises UserError before any work, an exhausted budget
-        BudgetExceeded before the search runs. `single`: a selector picking several rows is a
-        UserError, raised before anything is charged."""
+        """One private release per selected record. The owner's path: bad input raises
+        UserError and a refused charge BudgetExceeded/Refused before anything is charged; the
+        charge is committed once the records are read and before the summary is built or the
+        search runs (so their running time is paid for), and it stands if they fail.
+        `single`: a selector picking several rows is a UserError, raised before any charge."""
         _expect(request, OutlierRequest, "explain")
-        name = request.dataset or dataset_key(request.relation)
-        budget = request.budget
-        mechanism = f"pcor/{request.search}/{request.accounting}"
-        pending: list[PendingCharge] = []
+        label = self.dataset_label(request.dataset)
+        seeded = self.check_seed(request.seed)
+        units = self.units(request.relation)
+        ledger = self.ledger()
+        ledger.ensure_writable()
+        charged: list[PendingCharge] = []
 
         def reserve(rows: int) -> None:
-            # The ledger transaction opens, and refuses, before the summary is built and the
-            # searches run; it writes once they are done.
             if single:
                 _one_row(rows, "explain_outlier", "explain_outliers")
-            items = [
-                ChargeItem(new_release_id(), budget.cost, mechanism, f"{request.selector} #{i + 1}", request.statement)
-                for i in range(rows)
-            ]
-            pending.append(self.ledger().open_charge(name, items))
+            items = self.outlier_items(request, [f"{request.selector} #{i + 1}" for i in range(rows)], label=label)
+            with ledger.open_charge(units, items) as pending:
+                charged.append(pending.commit())
 
-        try:
-            prepared = self._prepare(request, reserve)
-            source, seeded = make_source(request.seed)
-            runs = [prepared.release(i, source, progress=progress) for i in range(len(prepared.records))]
-            charged = pending[0].commit()
-        finally:
-            for p in pending:
-                p.close()
-        spent, limit = charged.spent, charged.limit
+        prepared = self._prepare(request, reserve, progress)
+        return self.released(request, prepared, charged[0], units, label, seeded, progress)
+
+    def outlier_items(self, request: OutlierRequest, keys: list[str], *, label: str | None,
+                      role: str = "owner") -> list[ChargeItem]:
+        """One charge per release of `request`, with fresh release ids."""
+        mechanism = f"pcor/{request.search}/{request.accounting}"
+        return [
+            ChargeItem(new_release_id(), request.budget.cost, mechanism, key, request.statement,
+                       seeded=request.seed is not None, role=role, dataset=label)
+            for key in keys
+        ]
+
+    def released(self, request: OutlierRequest, prepared: OutlierRun, charged: PendingCharge | None,
+                 units: tuple[str, ...], label: str | None, seeded: bool, progress: Progress | None = None,
+                 ) -> list[Explanation]:
+        """Run the (already paid for) searches of `prepared` and shape what they release."""
+        budget = request.budget
+        source, seeded = make_source(request.seed)
+        runs = _release_all(prepared, source, progress)
+        spent, limit = (charged.spent, charged.limit) if charged is not None else (None, None)
         verifier = prepared.verifier_label
         out = []
         for rec, run in zip(prepared.records, runs):
@@ -110,8 +131,9 @@ class Session:
                     epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
                     search=request.search, samples=request.samples, descents=request.descents,
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
-                    start_source=run.start_source, seeded=seeded, dataset=name,
+                    start_source=run.start_source, seeded=seeded, dataset=label, units=units,
                     budget_spent=spent if limit is not None else None, budget_limit=limit,
+                    metric=request.metric, selector=request.selector, full_attributes=_whole(run.space, run.mask),
                     owner=run.owner if request.owner_view else None,
                 )
             )
@@ -121,12 +143,13 @@ class Session:
         """COE(D, V) of every selected record: each valid context with its utility (paper
         Alg. 1, lines 1–7). The owner's exact tool: not private, not charged, never to release."""
         _expect(request, OutlierRequest, "coe")
-        prepared = self.prepare(request)
+        prepared = self._prepare(request, progress=progress)
         schema = prepared.summary.schema
         limit = request.max_contexts if request.max_contexts is not None else 1 << 64
         out = []
         for i, rec in enumerate(prepared.records):
             oracle = prepared.oracle(i, utility=request.utility)
+            report_phase(progress, "checking contexts")
             masks, utilities = oracle.coe(limit, progress)
             space = oracle.space
 
@@ -143,47 +166,95 @@ class Session:
             )
         return out
 
-    def identify(self, request: AnomalyRequest, *, single: bool = False) -> list[AnomalyResult]:
+    def identify(
+        self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None
+    ) -> list[AnomalyResult]:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
-        composition): announced through `warn` for a batch, refused up front past the
-        dataset's limit, charged before any coin is drawn."""
+        composition) under its own notion (ε-DP or (ε, k)-SP): announced as a warning for a
+        batch, refused up front past a unit's limit, charged before any coin is drawn."""
         from pcor_sql.anomaly.batch import prepare_anomaly_queries
 
         _expect(request, AnomalyRequest, "identify")
+        label = self.dataset_label(request.dataset)
+        self.check_seed(request.seed)
+        units = self.units(request.relation)
         ledger = self.ledger()
         ledger.ensure_writable()
-        batch = prepare_anomaly_queries(
-            None, request.relation, request.columns, request.selector, beta=request.beta,
-            radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k, norm=request.norm,
-            counts=self.access.ball_counts,
-        )
+        with self.access.watch(progress, "counting neighbours"):
+            batch = prepare_anomaly_queries(
+                None, request.relation, request.columns, request.selector, beta=request.beta,
+                radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k,
+                norm=request.norm, counts=self.access.ball_counts,
+            )
         if single:
             _one_row(batch.size, "identify_anomaly", "identify_anomalies")
         cost = batch.cost
-        name = request.dataset or dataset_key(request.relation)
-        if self.warn is not None and batch.size > 1:
-            self.warn(
-                f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total "
-                f"({cost.guarantee})"
-            )
-        params = batch.params
-        mechanism = f"anomaly/{params.privacy}" + (f"/k={params.k}" if params.privacy == "sp" else "")
+        if batch.size > 1:
+            warn_privacy(f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total "
+                         f"({cost.guarantee})", self.warn)
         key = request.selector or "all rows"
-        typed = DpCost(cost.epsilon_per_answer) if params.privacy == "dp" else SpCost(cost.epsilon_per_answer, params.k)
-        items = [
-            ChargeItem(new_release_id(), typed, mechanism, f"{key} #{i + 1}", request.statement)
-            for i in range(batch.size)
+        report_phase(progress, "charging the budget ledger")
+        ledger.charge_many(units, self.anomaly_items(request, [f"{key} #{i + 1}" for i in range(batch.size)], label=label))
+        report_phase(progress, "drawing the answers")
+        return self.answered(request, batch, units, label)
+
+    def anomaly_items(self, request: AnomalyRequest, keys: list[str], *, label: str | None,
+                      role: str = "owner") -> list[ChargeItem]:
+        """One charge per answer of `request`, typed by its notion, with fresh release ids."""
+        k = request.k if request.privacy == "sp" else None
+        mechanism = f"anomaly/{request.privacy}" + (f"/k={k}" if k is not None else "")
+        typed = DpCost(request.epsilon) if k is None else SpCost(request.epsilon, k)
+        return [
+            ChargeItem(new_release_id(), typed, mechanism, key, request.statement,
+                       seeded=request.seed is not None, role=role, dataset=label)
+            for key in keys
         ]
-        ledger.charge_many(name, items)
+
+    def answered(self, request: AnomalyRequest, batch: Any, units: tuple[str, ...], label: str | None,
+                 ) -> list[AnomalyResult]:
+        """Draw the (already paid for) coins of `batch`."""
         source, seeded = make_source(request.seed)
+        params = batch.params
         return [
             AnomalyResult(
                 record=a.record, anomaly=a.anomaly, epsilon=a.epsilon, privacy=a.privacy, k=a.k,
-                beta=params.beta, radius=params.radius, norm=batch.norm, seeded=seeded, dataset=name,
+                beta=params.beta, radius=params.radius, norm=batch.norm, seeded=seeded, dataset=label, units=units,
                 owner=_anomaly_owner(a) if request.owner_view else None,
             )
             for a in batch.answer(source)
         ]
+
+    # ---- the trust model -----------------------------------------------------------------
+
+    def units(self, relation: str) -> tuple[str, ...]:
+        """The privacy units (base tables and files) `relation` reads, resolved by the engine's
+        binder/analyzer from the catalog alone (no rows read); cached per Session."""
+        if relation not in self._units:
+            self._units[relation] = tuple(u.name for u in self.access.units(relation))
+        return self._units[relation]
+
+    def dataset_label(self, name: str | None) -> str | None:
+        """`dataset=` only labels a registered dataset; it never opens an account of its own."""
+        if name is None:
+            return None
+        from pcor_sql.engine.registered import get_dataset
+
+        return get_dataset(self.ledger(), name).name
+
+    def check_seed(self, seed: int | None) -> bool:
+        """A seed makes the output a deterministic function of the data: refused on a
+        persistent ledger unless the owner allowed it, and always warned about."""
+        if seed is None:
+            return False
+        if self.ledger().persistent and not self.allow_seeded:
+            raise Refused(
+                "a seed makes the output a deterministic function of the data, so seeded runs are refused on "
+                "a persistent ledger",
+                "drop the seed for a real release, or allow seeded test runs: allow_seeded=True (CLI --allow-seeded)",
+            )
+        warn_privacy("seeded run: the output is a deterministic function of the data — not private, "
+                     "never release it", self.warn, stacklevel=4)
+        return True
 
     # ---- what the jobs share -------------------------------------------------------------
 
@@ -194,8 +265,11 @@ class Session:
         _expect(request, OutlierRequest, "prepare")
         return self._prepare(request)
 
-    def _prepare(self, request: OutlierRequest, check: Callable[[int], Any] | None = None) -> OutlierRun:
-        """`check(number of records)` runs before the summary is built (a budget precheck)."""
+    def _prepare(
+        self, request: OutlierRequest, check: Callable[[int], Any] | None = None, progress: Progress | None = None
+    ) -> OutlierRun:
+        """`check(number of records)` runs before the summary is built (a budget precheck);
+        `progress` hears how the summary build goes."""
         verifier = self.verifier(request.verifier)
         schema = self.schema(request)
         start = None
@@ -204,7 +278,7 @@ class Session:
         records = self.access.records(request.relation, request.metric, request.selector)
         if check is not None:
             check(len(records))
-        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)))
+        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
         return OutlierRun(self.access, request, summary, verifier, records, start)
 
     def verifier(self, spec: Any) -> Any:
@@ -214,36 +288,37 @@ class Session:
         return spec
 
     def ledger(self) -> Ledger:
-        """The budget ledger of this connection (made once, so its in-memory warning shows once)."""
+        """The budget ledger (opened once, so its in-memory warning shows once)."""
         if self._ledger is None:
-            self._ledger = Ledger(self.access.ledger_con, warn=self.warn)
+            # A DuckDB connection's own database anchors the ledger (pinned to its file, if any);
+            # an engine with no DuckDB file of its own defaults to the per-user ledger file.
+            self._ledger = open_ledger(self.access.ledger_con, self._ledger_choice, warn=self.warn,
+                                       per_user_default=self.access.engine != "duckdb")
         return self._ledger
 
     def schema(self, request: OutlierRequest) -> Schema:
         key = (request.relation, request.metric, request.by, request.domains)
         if key not in self._schemas:
-            # The ledger's location rides along with the first DESCRIBE: one catalog statement.
-            along = LOCATION_SQL if self._ledger is None else None
-            described, location = self.access.describe(request.relation, request.metric, along=along)
-            if location is not None:
-                self._ledger = Ledger(self.access.ledger_con, warn=self.warn, location=location)
+            described, _ = self.access.describe(request.relation, request.metric)
             domains = None if request.domains is None else {k: list(v) for k, v in request.domains}
             self._schemas[key] = self.access.schema(
-                request.relation, request.metric, by=request.by, domains=domains, warn=self.warn, described=described,
+                request.relation, request.metric, by=request.by, domains=domains,
+                warn=lambda message: warn_privacy(message, self.warn, stacklevel=7), described=described,
             )
         return self._schemas[key]
 
-    def summary(self, schema: Schema, *, with_values: bool = False) -> CellSummary:
+    def summary(self, schema: Schema, *, with_values: bool = False, progress: Progress | None = None) -> CellSummary:
         """The per-cell summary of `schema`'s relation, built once per Session. `with_values`
         reads the sorted metric in the same query (LOF and histogram need it; one statement
-        instead of two)."""
+        instead of two). `progress` hears how the build query goes (a large table's is long)."""
         key = (schema.relation_sql, schema.metric_sql, schema.attributes, schema.cast_varchar)
         if key not in self._summaries:
-            self._summaries[key] = self.access.summary(schema, with_values=with_values)
+            with self.access.watch(progress, "building the summary"):
+                self._summaries[key] = self.access.summary(schema, with_values=with_values)
         return self._summaries[key]
 
 
-def session_for(con: Any, session: Session | None = None, warn: Warn | None = None) -> Session:
+def session_for(con: Any, session: Session | None = None, warn: Warn | None = None, **kwargs: Any) -> Session:
     """`session` if given (then `con`, if given too, must be its connection), else a fresh
     Session on `con`: how the module-level conveniences accept either."""
     if session is not None:
@@ -251,8 +326,10 @@ def session_for(con: Any, session: Session | None = None, warn: Warn | None = No
             raise UserError(f"invalid session: {type(session).__name__}", "pass a pcor_sql.Session")
         if con is not None and con is not session.con:
             raise UserError("the connection given is not the session's", "pass con=None with session=")
+        if kwargs:
+            raise UserError(f"{', '.join(kwargs)} belong(s) to the Session", "pass them to pcor_sql.Session(...)")
         return session
-    return Session(con, warn=warn)
+    return Session(con, warn=warn, **kwargs)
 
 
 def _expect(request: Any, cls: type, method: str) -> None:
@@ -269,6 +346,27 @@ def _one_row(rows: int, function: str, several: str) -> None:
             f"the selector picks several rows, and {function} answers for one record",
             f"narrow the WHERE clause, or call pcor_sql.{several} (one result per row, each charged)",
         )
+
+
+def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -> list[Any]:
+    """Every selected record's search: one record reports its search's own progress (direct
+    enumerates contexts); a batch reports records done."""
+    n = len(prepared.records)
+    if n == 1:
+        report_phase(progress, "searching")
+        return [prepared.release(0, source, progress=progress)]
+    report_phase(progress, "releasing records")
+    runs = []
+    for i in range(n):
+        runs.append(prepared.release(i, source))
+        if progress is not None:
+            progress(i + 1, n)
+    return runs
+
+
+def _whole(space: Any, mask: int) -> tuple[str, ...]:
+    """The attributes a released context keeps whole (for the plain-words summary)."""
+    return tuple(a.name for i, a in enumerate(space.attributes) if space.is_full(mask, i))
 
 
 def _anomaly_owner(answer: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 import duckdb
 
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import SQL, InternalError, UserError, caller
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -78,14 +78,18 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
     errors are raised unchanged for a lone ordinary statement (it is DuckDB's statement) and
     as a UserError naming the statement in a script."""
     from pcor_sql.session import session_for
+    from pcor_sql.backends.spark_session import is_spark_session
+    from pcor_sql.sqltext.connection import require_connection
 
     defaults = {name: value for name, value in defaults.items() if value is not None}
-    con = session_for(con, session, warn).con if session is not None else con
-    if con is not None and not isinstance(con, duckdb.DuckDBPyConnection):
+    if session is not None:
+        con = session_for(con, session, warn).con
+    if is_spark_session(con):
         raise UserError(
             f"SQL statements run on a DuckDB connection, not on a {type(con).__name__}",
             "on Spark call pcor_sql.explain_outlier(spark, query, ...), identify_anomaly(...) or coe(...)",
         )
+    require_connection(con, "pcor_sql.sql")
     from pcor_sql.frontend.statements import parse_statement
     from pcor_sql.sqltext.tokens import split_statements
 
@@ -103,7 +107,8 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
         where = "" if len(pieces) == 1 else f"statement {index} (line {line}): "
         try:
             statement = parse_statement(con, piece)
-            kind, value = _run(con, statement, session or session_for(con, None, warn), defaults, progress)
+            with caller(SQL):  # hints name the statement's clauses: BY a, b; WITH (epsilon = 0.2)
+                kind, value = _run(con, statement, session or session_for(con, None, warn), defaults, progress)
         except UserError as exc:
             if not where:
                 raise
@@ -128,12 +133,14 @@ def _run(
     if isinstance(statement, ExplainOutlier):
         if statement.by is not None:
             options["by"] = list(statement.by)
+        if statement.domains is not None:
+            options["domains"] = dict(statement.domains)
         if statement.verifier is not None:
             options["verifier"] = statement.verifier
         return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
     if isinstance(statement, IdentifyAnomaly):
         options.pop("max_contexts", None)  # a release option; anomaly answers enumerate nothing
-        return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options))
+        return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options), progress=progress)
     raise InternalError(f"parse_statement returned {type(statement).__name__}")
 
 

@@ -1,40 +1,84 @@
--- The privacy budget ledger of pcor-sql (DESIGN.md §2 "Budget ledger").
+-- The privacy budget ledger of pcor-sql (DESIGN.md §6 "Trust model").
 --
--- It lives in the DuckDB database the releases are made from, so the budget travels with the
--- data: per dataset the limit, the spent ε and the history of releases. pcor_sql.engine.ledger
--- runs this script (idempotent: CREATE ... IF NOT EXISTS) before it reads or charges; the tables
--- are prefixed pcor_ so they do not clash with user tables.
+-- It lives in schema `pcor` of the DuckDB database that holds the data (or of a ledger file),
+-- so the budget travels with the data and `USE`/`ATTACH` on a caller's connection cannot
+-- move it. pcor_sql.engine.ledger runs this script (idempotent) with the ledger's database
+-- in use, before it reads or charges.
+--
+-- A privacy unit is a base table or a file (`memory.main.salaries`, `file:/data/x.parquet`,
+-- `bundled:salaries`): every release is charged to each unit its relation reads, however it
+-- is spelled. The three privacy notions hold under different neighbour relations, so each
+-- unit keeps one total per notion and they are never added together.
+CREATE SCHEMA IF NOT EXISTS pcor;
 
--- One row per dataset that has a limit or has been charged.
--- limit_epsilon NULL means no limit has been set (releases are recorded but never refused).
--- spent_epsilon and releases are a running total of pcor_release_history for the dataset.
--- spent_epsilon + spent_residual carries that sum in double-double precision (compensated
--- summation), so rounding errors do not pile up: ten charges of 0.1 spend exactly 1.0, not
--- 0.9999999999999999. Every charge updates this row, which is what makes two concurrent
--- charges of one dataset conflict (DuckDB's optimistic concurrency refuses the second writer
--- of a row).
-CREATE TABLE IF NOT EXISTS pcor_budget (
-    dataset        VARCHAR PRIMARY KEY,
+-- One row per (unit, notion) that has a limit or has been charged.
+-- limit_epsilon NULL: no limit of its own (the notion's default limit applies if one is set;
+-- once the ledger holds any limit, a unit with neither is refused).
+-- spent_epsilon + spent_residual is the running total in double-double precision
+-- (compensated summation): ten charges of 0.1 spend exactly 1.0. Every charge updates this
+-- row, which is what makes two concurrent charges of one unit conflict (DuckDB's optimistic
+-- concurrency refuses the second writer of a row).
+CREATE TABLE IF NOT EXISTS pcor.budget (
+    unit           VARCHAR NOT NULL,
+    notion         VARCHAR NOT NULL CHECK (notion IN ('ocdp', 'dp', 'sp')),
     limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (isfinite(limit_epsilon) AND limit_epsilon > 0)),
     spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (isfinite(spent_epsilon) AND spent_epsilon >= 0),
     spent_residual DOUBLE NOT NULL DEFAULT 0,
     releases       BIGINT NOT NULL DEFAULT 0 CHECK (releases >= 0),
     created_at     TIMESTAMP NOT NULL,  -- UTC
-    updated_at     TIMESTAMP NOT NULL   -- UTC
+    updated_at     TIMESTAMP NOT NULL,  -- UTC
+    PRIMARY KEY (unit, notion)
 );
 
--- One row per charged release. release_id is chosen by the caller before the release is
--- computed; the primary key is what makes a repeated charge of one release a no-op.
--- seq numbers a dataset's releases 1, 2, 3, ... in charge order; spent_after is the dataset's
--- total spent ε once this release was charged.
-CREATE TABLE IF NOT EXISTS pcor_release_history (
-    release_id   VARCHAR PRIMARY KEY,
-    dataset      VARCHAR NOT NULL,
+-- Units the owner marked public (a lookup table): never charged.
+CREATE TABLE IF NOT EXISTS pcor.units (
+    unit       VARCHAR PRIMARY KEY,
+    public     BOOLEAN NOT NULL,
+    updated_at TIMESTAMP NOT NULL
+);
+
+-- Ledger-wide settings: `default_limit_<notion>` (a limit for units without their own).
+CREATE TABLE IF NOT EXISTS pcor.settings (
+    name       VARCHAR PRIMARY KEY,
+    value      DOUBLE,
+    updated_at TIMESTAMP NOT NULL
+);
+
+-- One row per (charged release, unit). release_id is chosen before the release is computed;
+-- the primary key makes a repeated charge of one release a no-op. seq numbers a unit's
+-- charges of one notion 1, 2, 3, … ; spent_after is that total once this one was charged.
+-- seeded: the run used a caller's seed, so its output was a deterministic function of the
+-- data — recorded as "seeded, not private".
+CREATE TABLE IF NOT EXISTS pcor.history (
+    release_id   VARCHAR NOT NULL,
+    unit         VARCHAR NOT NULL,
+    notion       VARCHAR NOT NULL,
     seq          BIGINT NOT NULL CHECK (seq >= 1),
     released_at  TIMESTAMP NOT NULL,    -- UTC
     mechanism    VARCHAR NOT NULL,
     epsilon      DOUBLE NOT NULL CHECK (isfinite(epsilon) AND epsilon > 0),
+    k            BIGINT,                -- (ε, k)-sensitive privacy only
     record_key   VARCHAR,
     statement    VARCHAR,
-    spent_after  DOUBLE NOT NULL
+    spent_after  DOUBLE NOT NULL,
+    seeded       BOOLEAN NOT NULL,
+    role         VARCHAR NOT NULL,      -- 'owner' or 'analyst'
+    dataset      VARCHAR,               -- the registered dataset's label, if any
+    PRIMARY KEY (release_id, unit)
+);
+
+-- Datasets the owner registered for analysts: the relation, its record key, the metric
+-- columns an analyst may ask about, the context attributes with domains frozen at
+-- registration (JSON: attribute → list of values), the units it read then, and an
+-- accounting rule the owner fixed (NULL: the analyst may choose).
+CREATE TABLE IF NOT EXISTS pcor.datasets (
+    name        VARCHAR PRIMARY KEY,
+    relation    VARCHAR NOT NULL,
+    key_column  VARCHAR NOT NULL,
+    metrics     VARCHAR[] NOT NULL,
+    attributes  VARCHAR[] NOT NULL,
+    domains     VARCHAR NOT NULL,
+    units       VARCHAR[] NOT NULL,
+    accounting  VARCHAR,
+    created_at  TIMESTAMP NOT NULL
 );

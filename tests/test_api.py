@@ -31,7 +31,9 @@ def test_release_holds_context_and_parameters_only(con, search):
     assert r.descents == (24 if search == "bfs" else 0)
     d = r.as_dict()
     assert set(d) == {"record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
-                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "warning"}
+                      "samples", "descents", "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "units",
+                      "warning", "summary", "privacy_summary", "metric", "selector"}
+    assert d["summary"].startswith("salary of the record where id = 42 is an outlier (Grubbs' test, alpha = 0.05)")
     # The explanation query runs, and the record is in the population it selects.
     assert 187190.79 in [row[0] for row in con.execute(r.explanation_sql).fetchall()]
 
@@ -53,10 +55,11 @@ def test_seeded_runs_repeat_and_unseeded_are_labelled_secure(con):
 def test_several_rows_give_one_release_each_all_charged(tmp_path):
     db = duckdb.connect(str(tmp_path / "x.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
-    out = pcor_sql.explain_outliers(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=2, dataset="s")
+    out = pcor_sql.explain_outliers(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=2,
+                                    allow_seeded=True)
     assert isinstance(out, list) and len(out) == 2
     assert {r.record["id"] for r in out} == {42, 171}
-    assert Ledger(db).status("s").spent == pytest.approx(0.4)
+    assert Ledger(db).status("bundled:salaries").spent == pytest.approx(0.4)
     db.close()
 
 
@@ -64,9 +67,9 @@ def test_explain_outlier_on_several_rows_names_explain_outliers_and_charges_noth
     db = duckdb.connect(str(tmp_path / "x.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
     with pytest.raises(pcor_sql.UserError, match="explain_outliers"):
-        pcor_sql.explain_outlier(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", dataset="s")
-    assert Ledger(db).status("s").spent == 0
-    one = pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=2, dataset="s")
+        pcor_sql.explain_outlier(db, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs")
+    assert Ledger(db).status("bundled:salaries").spent == 0
+    one = pcor_sql.explain_outlier(db, Q, verifier="grubbs")
     assert isinstance(one, pcor_sql.Explanation)
     db.close()
 
@@ -75,13 +78,13 @@ def test_limit_refuses_and_charges_nothing(tmp_path):
     db = duckdb.connect(str(tmp_path / "y.duckdb"))
     pcor_sql.load_dataset(db, "salaries")
     ledger = Ledger(db)
-    ledger.set_limit("s", 0.3)
-    r = pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=1, dataset="s")
+    ledger.set_limit("bundled:salaries", 0.3)
+    r = pcor_sql.explain_outlier(db, Q, verifier="grubbs")
     assert (r.budget_spent, r.budget_limit) == (pytest.approx(0.2), 0.3)
     with pytest.raises(pcor_sql.BudgetExceeded):
-        pcor_sql.explain_outlier(db, Q, verifier="grubbs", seed=1, dataset="s")
-    assert ledger.status("s").spent == pytest.approx(0.2)
-    assert len(ledger.history("s")) == 1
+        pcor_sql.explain_outlier(db, Q, verifier="grubbs")
+    assert ledger.status("bundled:salaries").spent == pytest.approx(0.2)
+    assert len(ledger.history("bundled:salaries")) == 1
     db.close()
 
 
@@ -165,3 +168,52 @@ def test_python_takes_the_same_spec_strings_as_the_cli(con):
         pcor_sql.explain_outlier(con, Q, verifier="grubbs(alpha=0.01)", verifier_options={"alpha": 0.05})
     with pytest.raises(pcor_sql.UserError, match="unknown option 'epsilonn'"):
         pcor_sql.explain_outlier(con, Q, epsilonn=0.2)
+
+
+@pytest.mark.parametrize("bad", ["salaries.duckdb", None, 3])
+def test_a_non_connection_is_a_user_error_everywhere(bad):
+    calls = {
+        "explain_outlier": lambda: pcor_sql.explain_outlier(bad, Q),
+        "coe": lambda: pcor_sql.coe(bad, Q),
+        "identify_anomaly": lambda: pcor_sql.identify_anomaly(bad, Q, beta=1, radius=1, epsilon=1),
+        "sql": lambda: pcor_sql.sql(bad, "EXPLAIN OUTLIER " + Q),
+        "outlier_request": lambda: pcor_sql.outlier_request(bad, Q),
+        "anomaly_request": lambda: pcor_sql.anomaly_request(bad, Q, beta=1, radius=1, epsilon=1),
+        "load_datasets": lambda: pcor_sql.load_datasets(bad),
+        "load_dataset": lambda: pcor_sql.load_dataset(bad, "salaries"),
+        "Session": lambda: pcor_sql.Session(bad),
+    }
+    for name, call in calls.items():
+        with pytest.raises(pcor_sql.UserError, match="DuckDB connection"):
+            call()
+
+
+def test_a_closed_connection_is_a_user_error():
+    c = duckdb.connect()
+    c.close()
+    with pytest.raises(pcor_sql.UserError, match="connection"):
+        pcor_sql.explain_outlier(c, Q)
+
+
+def test_dir_lists_the_public_api_and_not_helper_imports():
+    public = [name for name in dir(pcor_sql) if not name.startswith("_")]
+    assert public == sorted(pcor_sql.__all__)
+    assert {"explain_outlier", "Session", "UserError"} <= set(public)
+    assert "importlib" not in dir(pcor_sql) and "Any" not in dir(pcor_sql)
+
+
+def test_a_dataframe_named_in_from_gets_the_register_hint():
+    import pyarrow as pa
+
+    df = pa.table({"id": [1, 2, 3, 4], "v": [1.0, 1.1, 0.9, 50.0], "g": ["a", "b", "a", "a"]})
+    c = duckdb.connect()
+    for call in (
+        lambda: pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 4", by="g"),
+        lambda: pcor_sql.identify_anomaly(c, "SELECT v FROM df WHERE id = 4", beta=1, radius=1, epsilon=1),
+        lambda: pcor_sql.sql(c, "EXPLAIN OUTLIER SELECT v FROM df WHERE id = 4 BY g"),
+    ):
+        with pytest.raises(pcor_sql.UserError, match=r"con\.register\('df', df\)"):
+            call()
+    c.register("df", df)
+    r = pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 4", by="g", verifier="zscore(z=1)", seed=1)
+    assert "a" in r.context["g"]

@@ -9,7 +9,8 @@ function-level ones included; `if TYPE_CHECKING:` blocks excepted), and no impor
     engine    the DuckDB adapter       sqltext, core, requests, errors — never the front end
     anomaly   anomaly identification   sqltext, core, requests, engine, errors
     backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
-    results, session                   backends, engine, anomaly, core, requests, sqltext — never the front end
+    readable, notebook                 plain words, HTML of results: nothing but each other
+    results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
     api, statements                    everything above but the CLI
     cli       the only printing        anything in the package
 """
@@ -31,8 +32,10 @@ LOWER = {
     "engine": {"sqltext", "core", "requests"},
     "anomaly": {"sqltext", "core", "requests", "engine"},
     "backends": {"sqltext", "core", "requests", "engine", "anomaly"},
-    "results": {"sqltext", "core", "requests", "engine", "anomaly"},
-    "session": {"sqltext", "core", "requests", "engine", "anomaly", "backends", "results"},
+    "readable": set(),
+    "notebook": {"readable"},
+    "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook"},
+    "session": {"sqltext", "core", "requests", "engine", "anomaly", "backends", "results", "readable", "notebook"},
 }
 
 

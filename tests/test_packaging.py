@@ -22,3 +22,16 @@ def test_wheel_ships_sql_and_datasets(tmp_path):
     assert not [n for n in names if n.startswith(("benchmarks/", "pcor_sql/bench/"))]
     assert "pcor_sql/engine/anomaly_evidence.py" not in names
     assert not {"pcor_sql/cli/bench.py", "pcor_sql/cli/reproduce.py", "pcor_sql/cli/evidence.py"} & names
+
+
+def test_the_readme_test_command_prints_the_summary_line():
+    """`python -m pytest -q` must end with "N passed": a `-q` in addopts as well makes it -qq,
+    which prints no summary (issue 11, item 8)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    root = ROOT
+    options = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    addopts = options.get("addopts", "")
+    addopts = addopts.split() if isinstance(addopts, str) else list(addopts)
+    assert not [a for a in addopts if a.startswith("-q") or a == "--quiet"], addopts
+    assert "python -m pytest -q" in (root / "README.md").read_text(encoding="utf-8")

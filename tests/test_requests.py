@@ -49,7 +49,9 @@ def test_a_request_is_frozen_and_hashable():
         ({"descents": -1}, "descents"),
         ({"accounting": "loose"}, "accounting"),
         ({"utility": "size"}, "utility"),
-        ({"by": "job_title,year"}, "list of names"),
+        ({"by": 'job_title,"year"'}, "quotes a name"),
+        ({"by": "job_title,,year"}, "by entry"),
+        ({"by": 7}, "list of names"),
         ({"by": ["a", "a"]}, "twice"),
         ({"start": {"year": "2019"}}, "list of values"),
         ({"verifier": 42}, "verifier"),
@@ -64,6 +66,12 @@ def test_a_request_is_frozen_and_hashable():
 def test_bad_options_are_refused_at_construction(changes, needle):
     with pytest.raises(UserError, match=needle):
         OutlierRequest(**{**BASE, **changes})
+
+
+def test_by_as_text_is_a_list_of_names_not_of_characters():
+    assert OutlierRequest(**BASE, by="region, product").by == ("region", "product")
+    assert OutlierRequest(**BASE, by="region").by == ("region",)
+    assert OutlierRequest(**BASE).replace(by="a,b").by == ("a", "b")
 
 
 def test_descents_apply_to_bfs_only():

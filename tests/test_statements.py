@@ -99,3 +99,23 @@ def test_identify_anomaly_becomes_a_request_with_the_defaults(con, monkeypatch):
     assert (request.beta, request.radius, request.epsilon, request.k, request.seed, request.owner_view) == (
         5.0, 1000.0, 0.5, 2, 4, False
     )
+
+
+def test_the_domain_clause_means_what_the_domains_option_means(con):
+    titles = [r[0] for r in con.execute("SELECT DISTINCT job_title::VARCHAR FROM salaries ORDER BY 1").fetchall()]
+    declared = {"job_title": [*titles, "Astronaut"], "year": list(range(2010, 2021))}
+    listed = ", ".join("'" + t.replace("'", "''") + "'" for t in declared["job_title"])
+    years = ", ".join(str(y) for y in declared["year"])
+    [stated] = sql(
+        con,
+        "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 BY job_title, year "
+        f"DOMAIN (job_title IN ({listed}), year IN ({years})) USING grubbs WITH (seed = 5, search = 'dfs', samples = 8)",
+    )
+    option = pcor_sql.api.explain_outlier(
+        con, "SELECT salary FROM salaries WHERE id = 42", by="job_title,year", domains=declared, verifier="grubbs",
+        seed=5, search="dfs", samples=8,
+    )
+    assert stated.context == option.context
+    # A domain that misses a value in the data is refused, as with the option.
+    with pytest.raises(UserError, match="outside its declared domain"):
+        sql(con, "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 BY job_title DOMAIN (job_title IN ('Teacher'))")

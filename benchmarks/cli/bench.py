@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Sequence
+from typing import Annotated, Any, Optional, Sequence
 
 import typer
 from rich.console import Console
@@ -41,15 +41,37 @@ BenchmarksSection = Annotated[
     ),
 ]
 
-def progress_reporter() -> Callable[[str], None]:
-    """The library's `report` callback: dim timestamped lines on stderr."""
-    console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
-    started = time.perf_counter()
+class progress_reporter:
+    """The library's `report(message)` callback: dim timestamped lines on stderr and, used as
+    a context manager on a terminal, a spinner under them with the latest step and the time
+    it has run (a benchmark step can take minutes)."""
 
-    def report(message: str) -> None:
-        console.print(f"[dim]\\[{time.perf_counter() - started:7.1f} s] {escape(message)}[/dim]", markup=True)
+    def __init__(self) -> None:
+        self.console = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.started = time.perf_counter()
+        self._live: Any = None
+        self._task: Any = None
 
-    return report
+    def __call__(self, message: str) -> None:
+        self.console.print(f"[dim]\\[{time.perf_counter() - self.started:7.1f} s] {escape(message)}[/dim]", markup=True)
+        if self._live is not None:
+            self._live.update(self._task, description=message, completed=0)
+            self._live.reset(self._task)
+
+    def __enter__(self) -> "progress_reporter":
+        if sys.stderr.isatty():
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._live = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                  console=self.console, transient=True)
+            self._live.start()
+            self._task = self._live.add_task("starting", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
 
 def print_tables(tables: Sequence[Any]) -> None:
@@ -251,7 +273,8 @@ def bench(
         ("--big-rows", big_rows, 10_000_000), ("--big", big, True), ("--direct", direct, True),
         ("--benchmarks-section", benchmarks_section, "bench"),
     ])
-    result = run_bench(cfg, progress_reporter()).as_dict()
+    with progress_reporter() as report:
+        result = run_bench(cfg, report).as_dict()
     save_raw(out_dir, "bench", result)  # the figures survive whatever happens below
     tables = bench_tables(result)
     print_tables(tables)

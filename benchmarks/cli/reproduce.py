@@ -151,8 +151,8 @@ def reproduce(
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
         ("--figures", figures, True), ("--benchmarks-section", benchmarks_section, "reproduce"),
     ])
-    report = progress_reporter()
-    result = run_reproduce(cfg, report).as_dict()
+    with progress_reporter() as report:
+        result = run_reproduce(cfg, report).as_dict()
     save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
     tables = reproduce_tables(result)
     print_tables(tables)

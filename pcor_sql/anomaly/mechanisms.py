@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcor_sql.core.randomness import Source, uniform_open
+from pcor_sql.core.randomness import Source, bernoulli
 from pcor_sql.errors import InternalError, UserError
 
 PRIVACY_MODES = ("dp", "sp")
@@ -219,8 +219,17 @@ def flip_probability(lam: object, epsilon: float) -> np.ndarray:
 def construction1(truth: object, flip_prob: object, source: Source) -> np.ndarray:
     """Sample U_λ: each answer is the true bit, negated with its probability p (independently).
 
-    One uniform per answer from `source` (secure by default upstream, seeded for tests);
-    the answer flips iff u < p, so P(flip) = p up to the 2⁻⁵³ grid of the uniform.
+    The coin is `bernoulli`: "U < p" for an exact uniform U read 64 bits at a time, so
+    P(flip) is exactly the double p, however small (2⁻⁶⁰ and 5e-324 included): no grid error.
+    It reads one 64-bit word per answer with 0 < p (plus one per tie, probability 2⁻⁶⁴) from
+    `source` (secure by default upstream, seeded for tests).
+
+    Remaining numeric error: only p's own rounding in `flip_probability`. Its exponent
+    a = ε(λ − 1) + ln(1 + e^ε) = −ln p takes about three roundings and exp one, so p is within a
+    relative (3|ln p| + 2)·2⁻⁵³ ≤ 2⁻⁴¹ of the exact value while p ≥ 2⁻¹⁰²² (a ≤ 708); below
+    that p is subnormal (absolute error ≤ 2⁻¹⁰⁷⁵, and 0 once a > 745). So the e^ε ratio of the
+    module docstring holds with ε + 2⁻⁴⁰ for flip probabilities ≥ 2⁻¹⁰²², and smaller ones
+    are off by at most 2⁻¹⁰²² each in total variation.
     """
     t = np.asarray(truth, dtype=bool)
     p = np.asarray(flip_prob, dtype=np.float64)
@@ -230,8 +239,7 @@ def construction1(truth: object, flip_prob: object, source: Source) -> np.ndarra
         raise InternalError("Construction 1 flip probabilities lie in [0, 1/2]")
     if t.size == 0:
         return t.copy()
-    u = uniform_open(source, t.size).reshape(t.shape)
-    return t ^ (u < p)
+    return t ^ bernoulli(source, p)
 
 
 def sp_error_bound(ball: object, beta: int, k: int, epsilon: float) -> np.ndarray:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pcor_sql.anomaly.balls import BallCounts, ball_counts
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.build import aliased, as_double, count_where, describe, quoted, select_from
+from pcor_sql.sqltext.connection import relation_fix
 
 _NUMERIC_PREFIXES = tuple(
     "TINYINT SMALLINT INTEGER BIGINT HUGEINT UTINYINT USMALLINT UINTEGER UBIGINT UHUGEINT "
@@ -60,7 +61,7 @@ def check_columns(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Se
     except duckdb.Error as err:
         raise UserError(
             f"cannot read columns {', '.join(cols)} from {relation_sql}: {_first_line(err)}",
-            "check the relation and the column names",
+            relation_fix(err, "check the relation and the column names"),
         ) from None
     for name, (_, type_name, *_rest) in zip(cols, described):
         if not _is_numeric(str(type_name)):

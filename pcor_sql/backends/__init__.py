@@ -10,21 +10,19 @@ from pcor_sql.backends.base import DataAccess
 from pcor_sql.errors import UserError
 
 
-def open_access(con: Any, *, ledger_db: Any = None) -> DataAccess:
-    """The data access for `con`: a DuckDB connection, or a pyspark SparkSession (then
-    `ledger_db`, a DuckDB file path or connection, holds the budget ledger)."""
+def open_access(con: Any) -> DataAccess:
+    """The data access for `con`: a DuckDB connection, or a pyspark SparkSession. (The budget
+    ledger is not data access: `pcor_sql.engine.ledger_location` places it.)"""
     from pcor_sql.backends.spark_session import is_spark_session
 
     if isinstance(con, duckdb.DuckDBPyConnection):
-        if ledger_db is not None:
-            raise UserError("ledger_db is for a SparkSession", "a DuckDB connection keeps its ledger in its own database")
         from pcor_sql.backends.duckdb_access import DuckDBAccess
 
         return DuckDBAccess(con)
     if is_spark_session(con):
         from pcor_sql.backends.spark_access import SparkAccess
 
-        return SparkAccess(con, ledger_db=ledger_db)
+        return SparkAccess(con)
     raise UserError(
         f"a Session needs a DuckDB connection or a SparkSession, got {type(con).__name__}",
         "pass duckdb.connect(...) (or an existing connection), or a pyspark SparkSession",

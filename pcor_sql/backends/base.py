@@ -8,7 +8,8 @@ locally and never see an engine: they get summaries, windows and counts.
 
 Two implementations: `DuckDBAccess` (embedded, the default; the ledger lives in the same
 database) and `SparkAccess` (rows stay in the cluster; only per-cell summaries, windows and
-per-record counts come back as Arrow; the ledger is a DuckDB file of its own).
+per-record counts come back as Arrow; the ledger is a DuckDB file of its own: `ledger=`,
+`$PCOR_SQL_LEDGER` or the per-user file, see `pcor_sql.engine.ledger_location`).
 
 All SQL handed to an access is DuckDB's text (what the front end and `sqltext.build` write);
 an engine with another dialect rewrites it (`sqltext.dialect`).
@@ -16,7 +17,7 @@ an engine with another dialect rewrites it (`sqltext.dialect`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Mapping, Protocol, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -36,7 +37,10 @@ class DataAccess(Protocol):
     engine: str  # "duckdb" or "spark"
     source: Any  # what the caller gave: the DuckDB connection or the SparkSession
     parser: duckdb.DuckDBPyConnection  # DuckDB, to parse request text; never reads rows
-    ledger_con: duckdb.DuckDBPyConnection  # the database holding the budget ledger
+    # The DuckDB connection `open_ledger` anchors the ledger on: DuckDB's own (the ledger is
+    # pinned to its file, if any); for another engine a private in-memory one (one per engine
+    # session), used only when an in-memory ledger is asked for.
+    ledger_con: duckdb.DuckDBPyConnection
 
     def describe(self, relation_sql: str, metric_sql: str, *, along: str | None = None) -> tuple[Described, tuple | None]:
         """(columns with types and NOT NULL, the metric's type) in DuckDB's type names; `along`,
@@ -65,6 +69,14 @@ class DataAccess(Protocol):
                     norm: str) -> tuple[Records, BallCounts]:
         """The selected records (in scan order) and, per record, x_i and B_x(i, r) against
         every row (DESIGN.md §3; distances exactly as `pcor_sql.anomaly.balls` computes them)."""
+        ...
+
+    def units(self, relation_sql: str) -> tuple[Any, ...]:
+        """The privacy units `relation_sql` reads (each with a `name`), from the catalog alone."""
+        ...
+
+    def watch(self, progress: Any, label: str) -> ContextManager[None]:
+        """Within the block, report phase `label` and, where the engine can, the running query's progress."""
         ...
 
     def arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:

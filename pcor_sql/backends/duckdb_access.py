@@ -6,7 +6,7 @@ the DuckDB path runs the same statements as before; the ledger lives in the same
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, ContextManager, Mapping, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -14,6 +14,7 @@ import pyarrow as pa
 from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.anomaly.points import load_points, relation_ball_counts
 from pcor_sql.backends.base import Records, Warn
+from pcor_sql.engine.progress import watch_query
 from pcor_sql.engine.release import SelectedRecord, load_records
 from pcor_sql.engine.schema import Described, Schema, describe_with_metric, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
@@ -57,6 +58,14 @@ class DuckDBAccess:
         # Embedded: every point comes into numpy, which counts by sorted ranges and strips.
         points = load_points(self.con, relation_sql, columns, selector_sql)
         return points.records, relation_ball_counts(points, radius, norm)
+
+    def units(self, relation_sql: str) -> tuple[Any, ...]:
+        from pcor_sql.engine.units import resolve_units
+
+        return resolve_units(self.con, relation_sql)
+
+    def watch(self, progress: Any, label: str) -> ContextManager[None]:
+        return watch_query(self.con, progress, label)
 
     def arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
         return self.con.sql(sql, params=list(params) or None).to_arrow_table()

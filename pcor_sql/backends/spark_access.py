@@ -13,16 +13,17 @@ None of these grows with the table's size except the records a request itself se
 
 Request text is parsed by DuckDB's parser (a private in-memory DuckDB that holds no data) and
 run on Spark after the lexical rewrite of `pcor_sql.sqltext.dialect`. The budget ledger is a
-DuckDB database: `ledger_db` (a path or a connection), else one in-memory ledger per
-SparkSession, kept for the session's life (with the in-memory warning).
+DuckDB file placed by `pcor_sql.engine.ledger_location` (`ledger=`, `$PCOR_SQL_LEDGER`, else
+the per-user file); `ledger_con` is only the anchor of an in-memory ledger asked for with
+`":memory:"`: one per SparkSession, kept for the session's life (with the in-memory warning).
 """
 
 from __future__ import annotations
 
-import os
 import time
+from contextlib import contextmanager
 import weakref
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -30,6 +31,7 @@ import pyarrow as pa
 from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.backends.base import Records, Warn
 from pcor_sql.backends.spark_session import require_spark, spark_error
+from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import SelectedRecord, records_sql, selected_records
 from pcor_sql.engine.schema import Described, Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, summary_from_moments
@@ -41,8 +43,8 @@ from pcor_sql.sqltext.tokens import PARAM, tokenize
 
 _METRIC_PROBE = "__pcor_metric_type"
 _INF = double_literal(float("inf"))
-# One in-memory ledger per SparkSession, so that module-level calls on one SparkSession
-# share a ledger as calls on one DuckDB connection do.
+# One in-memory ledger anchor per SparkSession, so that module-level calls on one SparkSession
+# asking for ":memory:" share a ledger as calls on one in-memory DuckDB connection do.
 _LEDGERS: "weakref.WeakKeyDictionary[Any, duckdb.DuckDBPyConnection]" = weakref.WeakKeyDictionary()
 
 
@@ -51,12 +53,12 @@ class SparkAccess:
 
     engine = "spark"
 
-    def __init__(self, spark: Any, *, ledger_db: Any = None):
+    def __init__(self, spark: Any):
         require_spark()
         self.source = spark
         self.spark = spark
         self.parser = duckdb.connect()
-        self.ledger_con = _ledger_connection(spark, ledger_db)
+        self.ledger_con = _ledger_anchor(spark)
         self.rows_pulled = 0
         self.queries = 0
 
@@ -83,6 +85,12 @@ class SparkAccess:
 
     def render(self, sql: str) -> str:
         return spark_sql(sql)
+
+    @contextmanager
+    def watch(self, progress: Any, label: str) -> Iterator[None]:
+        # Spark's job progress is not polled: the phase is announced, the bar waits.
+        report_phase(progress, label)
+        yield
 
     # ---- what a release reads -----------------------------------------------------------
 
@@ -190,15 +198,7 @@ def _bind(sql: str, params: Sequence[Any]) -> str:
     return "".join(out)
 
 
-def _ledger_connection(spark: Any, ledger_db: Any) -> duckdb.DuckDBPyConnection:
-    if isinstance(ledger_db, duckdb.DuckDBPyConnection):
-        return ledger_db
-    if isinstance(ledger_db, (str, os.PathLike)):
-        from pcor_sql.engine.database_file import connect_with_retry
-
-        return connect_with_retry(ledger_db)
-    if ledger_db is not None:
-        raise UserError(f"invalid ledger_db {type(ledger_db).__name__}", "pass a DuckDB file path or connection")
+def _ledger_anchor(spark: Any) -> duckdb.DuckDBPyConnection:
     con = _LEDGERS.get(spark)
     if con is None:
         con = _LEDGERS[spark] = duckdb.connect()

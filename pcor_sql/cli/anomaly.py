@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pcor_sql.cli import options as o
-from pcor_sql.cli.console import make_warn
-from pcor_sql.cli.database import open_session
+from pcor_sql.cli.console import ProgressBar
+from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_answers
 
 
@@ -37,6 +37,8 @@ def identify_anomaly(
     db: o.Db = None,
     engine: o.Engine = o.EngineName.duckdb,
     spark_master: o.SparkMaster = "local[*]",
+    ledger: o.Ledger = None,
+    allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
         o.DataFormat, typer.Option("--format", help="table or json (JSON Lines, one object per answered row).")
     ] = o.DataFormat.table,
@@ -52,9 +54,11 @@ def identify_anomaly(
     """
     from pcor_sql.api import identify_anomalies
 
-    with open_session(db, engine.value, spark_master, make_warn()) as session:
+    with ProgressBar("reading the data") as bar, open_owner(
+        db, ledger, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
+    ) as owner:
         answers = identify_anomalies(
-            None, query, session=session, beta=beta, radius=radius, epsilon=epsilon, privacy=privacy, k=k,
-            norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
+            None, query, session=owner.session, progress=bar.callback, beta=beta, radius=radius, epsilon=epsilon,
+            privacy=privacy, k=k, norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,
         )
     print_answers(answers, fmt.value, owner_view)

@@ -1,66 +1,82 @@
-"""`pcor-sql budget status|history|set-limit`: the privacy budget ledger of a database file."""
+"""`pcor-sql budget status|history|set-limit|default-limit|public`: the privacy budget ledger.
+
+Budgets are kept per privacy unit (a base table or file) and per privacy notion (ocdp for
+PCOR releases, dp and sp for anomaly answers); a UNIT may be spelled any way that reaches it
+(`salaries`, `main.salaries`, `'data/wages.parquet'`) or be a registered dataset's name.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from pcor_sql.cli import options as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_line
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import json_text, print_table
 from pcor_sql.errors import UserError
 
 app = typer.Typer(
     name="budget",
-    help="The privacy budget ledger of a database file: spent ε, limits, release history.",
-    short_help="The budget ledger: status, history, set-limit.",
+    help="The privacy budget ledger: spent ε and limits per table or file and per privacy notion, release history.",
+    short_help="The budget ledger: status, history, set-limit, default-limit, public.",
 )
 
 Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
+Unit = Annotated[
+    Optional[str],
+    typer.Argument(help="A table, view, file or registered dataset (default: every unit in the ledger).",
+                   show_default=False),
+]
+# A limit is a value even when it looks like an option (`set-limit t -1` is a bad limit, not
+# an unknown option): the commands that take one let unknown options through as arguments.
+_VALUES = {"ignore_unknown_options": True}
 
 
-def _require(db: Path | None) -> Path:
-    if db is None:
-        raise UserError(
-            "budget commands need --db FILE (an in-memory ledger is empty and is lost when the process ends)",
-            "pass the database file the releases are charged to: --db FILE",
-        )
-    return db
+def _notions(notion: str) -> tuple[str, ...]:
+    from pcor_sql.engine.ledger import NOTIONS
+
+    if notion == "all":
+        return NOTIONS
+    if notion not in NOTIONS:
+        raise UserError(f"unknown privacy notion {notion!r}", f"use one of {', '.join(NOTIONS)} or all")
+    return (notion,)
 
 
-def _ledger(con: Any):
-    from pcor_sql.engine.ledger import Ledger
-
-    return Ledger(con, warn=make_warn())
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"the {what} must be a number, got {text!r}", "e.g. 1.0") from None
 
 
 def _limit(value: float | None) -> str:
     return "none" if value is None else f"{value:.6g}"
 
 
-@app.command("status")
+@app.command("status", short_help="Spent ε, limit and remaining budget per unit and notion.")
 def status(
-    dataset: Annotated[
-        Optional[str], typer.Argument(help="One dataset (default: every dataset in the ledger).", show_default=False)
-    ] = None,
+    unit: Unit = None,
+    notion: o.Notion = "all",
     db: o.Db = None,
+    ledger: o.Ledger = None,
     fmt: Format = o.DataFormat.table,
 ) -> None:
-    """Spent ε, limit and remaining budget per dataset.
+    """Spent ε, limit and remaining budget per unit and per privacy notion (never added up).
 
     \b
     Example:
-        pcor-sql budget status --db salaries.duckdb
+        pcor-sql budget status salaries --db salaries.duckdb --format json
     """
-    with open_database(_require(db)) as con:
-        ledger = _ledger(con)
-        found = (ledger.status(dataset),) if dataset is not None else ledger.status()
+    notions = _notions(notion)
+    with open_owner(db, ledger) as owner:
+        found = [s for n in notions for s in owner.status(unit, n)] if unit else owner.status(None)
+        found = [s for s in found if s.notion in notions]
     rows = [
-        {"dataset": s.dataset, "limit": s.limit, "spent": s.spent, "remaining": s.remaining, "releases": s.releases}
-        for s in found
+        {"unit": s.unit, "notion": s.notion, "limit": s.limit, "limit_source": s.limit_source, "spent": s.spent,
+         "remaining": s.remaining, "releases": s.releases, "public": s.public}
+        for s in sorted(found, key=lambda s: (s.unit, s.notion))
     ]
     if fmt is o.DataFormat.json:
         for row in rows:
@@ -68,83 +84,129 @@ def status(
         return
     print_table(
         stdout_console(),
-        ["dataset", "limit ε", "spent ε", "remaining ε", "releases"],
-        [[r["dataset"], _limit(r["limit"]), f"{r['spent']:.6g}", _limit(r["remaining"]), str(r["releases"])] for r in rows],
+        ["unit", "notion", "limit ε", "spent ε", "remaining ε", "releases"],
+        [[r["unit"] + (" (public)" if r["public"] else ""), r["notion"],
+          _limit(r["limit"]) + (" (default)" if r["limit_source"] == "default" else ""),
+          f"{r['spent']:.6g}", _limit(r["remaining"]), str(r["releases"])] for r in rows],
     )
 
 
-@app.command("history")
+@app.command("history", short_help="The charged releases, oldest first.")
 def history(
-    dataset: Annotated[
-        Optional[str], typer.Argument(help="One dataset (default: every dataset).", show_default=False)
-    ] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the N most recent releases.")] = None,
+    unit: Unit = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the N most recent charges.")] = None,
     db: o.Db = None,
+    ledger: o.Ledger = None,
     fmt: Format = o.DataFormat.table,
 ) -> None:
-    """The charged releases, oldest first: time, mechanism, ε, record, statement.
+    """The charged releases, oldest first: unit, notion, time, mechanism, ε, record, statement;
+    seeded runs are marked "seeded, not private".
 
     \b
     Example:
         pcor-sql budget history salaries --db salaries.duckdb --format json
     """
-    with open_database(_require(db)) as con:
-        records = _ledger(con).history(dataset, limit=limit)
+    with open_owner(db, ledger) as owner:
+        units = owner.units(unit) if unit else (None,)
+        records = sorted((r for u in units for r in owner.ledger.history(u, limit=limit)),
+                         key=lambda r: (r.released_at, r.unit, r.seq))
     if fmt is o.DataFormat.json:
         for r in records:
             write_line(json_text({
-                "release_id": r.release_id, "dataset": r.dataset, "seq": r.seq, "released_at": r.released_at,
-                "mechanism": r.mechanism, "epsilon": r.epsilon, "record_key": r.record_key,
-                "statement": r.statement, "spent_after": r.spent_after,
+                "release_id": r.release_id, "unit": r.unit, "notion": r.notion, "seq": r.seq,
+                "released_at": r.released_at, "mechanism": r.mechanism, "epsilon": r.epsilon, "k": r.k,
+                "record_key": r.record_key, "statement": r.statement, "spent_after": r.spent_after,
+                "seeded": r.seeded, "role": r.role, "dataset": r.dataset,
             }))
         return
     print_table(
         stdout_console(),
-        ["dataset", "#", "released at (UTC)", "mechanism", "ε", "spent after", "record", "statement"],
+        ["unit", "notion", "#", "released at (UTC)", "mechanism", "ε", "spent after", "by", "record", "statement"],
         [
-            [r.dataset, str(r.seq), r.released_at.isoformat(sep=" ", timespec="seconds"), r.mechanism,
-             f"{r.epsilon:.6g}", f"{r.spent_after:.6g}", r.record_key or "", r.statement or ""]
+            [r.unit, r.notion, str(r.seq), r.released_at.isoformat(sep=" ", timespec="seconds"),
+             r.mechanism + (" (seeded, not private)" if r.seeded else ""), f"{r.epsilon:.6g}",
+             f"{r.spent_after:.6g}", r.role + (f" via {r.dataset}" if r.dataset else ""), r.record_key or "",
+             r.statement or ""]
             for r in records
         ],
     )
 
 
-@app.command("set-limit")
+@app.command("set-limit", short_help="Set the ε limit of a table, file or dataset.", context_settings=_VALUES)
 def set_limit(
-    dataset: Annotated[str, typer.Argument(help="Ledger name of the dataset (as --dataset names it).", show_default=False)],
-    epsilon: Annotated[float, typer.Argument(help="The new limit of total ε (> 0).", show_default=False)],
+    unit: Annotated[str, typer.Argument(help="A table, view, file or registered dataset.", show_default=False)],
+    epsilon: Annotated[str, typer.Argument(help="The new limit of total ε (> 0).", show_default=False)],
+    notion: o.Notion = "ocdp",
     db: o.Db = None,
+    ledger: o.Ledger = None,
     fmt: Format = o.DataFormat.table,
 ) -> None:
-    """Set a dataset's ε limit; releases that would exceed it are refused.
+    """Set the ε limit of every table or file UNIT reads, under a privacy notion; charges that
+    would exceed it are refused. Once any limit exists, units without one are refused too.
 
     \b
     Example:
         pcor-sql budget set-limit salaries 1.0 --db salaries.duckdb
     """
-    from pcor_sql.engine.dataset_key import dataset_key
-
+    value = _number(epsilon, "limit")
     warn = make_warn()
-    with open_database(_require(db)) as con:
-        ledger = _ledger(con)
-        change = ledger.set_limit(dataset, epsilon)
-        releases = ledger.status(dataset).releases
-    if releases == 0 and "#" not in dataset:
-        warn(
-            f"no release has been charged to {dataset!r} yet: releases count against it only when they "
-            f"name it (--dataset {dataset}); by default a release of table {dataset} is charged to "
-            f"{dataset_key(dataset)!r}"
-        )
-    if change.below_spent:
-        warn(f"the new limit is below the ε already spent ({change.spent:.6g}): no release fits until it is raised")
+    with open_owner(db, ledger) as owner:
+        changes = [c for n in _notions(notion) for c in owner.set_limit(unit, value, n)]
+    for change in changes:
+        if change.below_spent:
+            warn(f"the new {change.notion} limit of {change.unit} is below the ε already spent "
+                 f"({change.spent:.6g}): nothing fits until it is raised")
     if fmt is o.DataFormat.json:
-        write_line(json_text({
-            "dataset": change.dataset, "limit": change.limit, "previous_limit": change.previous_limit,
-            "spent": change.spent, "below_spent": change.below_spent,
-        }))
+        for c in changes:
+            write_line(json_text({"unit": c.unit, "notion": c.notion, "limit": c.limit,
+                                  "previous_limit": c.previous_limit, "spent": c.spent, "below_spent": c.below_spent}))
         return
-    stdout_console().print(
-        f"budget limit of {change.dataset!r} set to ε = {change.limit:.6g} "
-        f"(was {_limit(change.previous_limit)}; spent {change.spent:.6g})",
-        markup=False,
-    )
+    for c in changes:
+        stdout_console().print(
+            f"{c.notion} limit of {c.unit} set to ε = {c.limit:.6g} (was {_limit(c.previous_limit)}; spent {c.spent:.6g})",
+            markup=False,
+        )
+
+
+@app.command("default-limit", short_help="Set the limit of units without their own.", context_settings=_VALUES)
+def default_limit(
+    epsilon: Annotated[Optional[str], typer.Argument(help="The default limit of total ε (> 0).", show_default=False)] = None,
+    notion: o.Notion = "all",
+    clear: Annotated[bool, typer.Option("--clear", help="Remove the default limit.")] = False,
+    db: o.Db = None,
+    ledger: o.Ledger = None,
+) -> None:
+    """Set the ε limit that applies to every unit without its own (per notion; default: all).
+
+    \b
+    Example:
+        pcor-sql budget default-limit 1.0 --db salaries.duckdb
+    """
+    if (epsilon is None) == (not clear):
+        raise UserError("give either a default limit or --clear", "e.g. pcor-sql budget default-limit 1.0")
+    value = None if clear else _number(str(epsilon), "default limit")
+    with open_owner(db, ledger) as owner:
+        for n in _notions(notion):
+            owner.set_default_limit(value, n)
+    shown = "cleared" if value is None else f"set to ε = {value:.6g}"
+    stdout_console().print(f"default limit ({notion}) {shown}", markup=False)
+
+
+@app.command("public", short_help="Mark a lookup table public: never charged.")
+def public(
+    unit: Annotated[str, typer.Argument(help="A table, view or file.", show_default=False)],
+    private: Annotated[bool, typer.Option("--private", help="Make it private (charged) again.")] = False,
+    db: o.Db = None,
+    ledger: o.Ledger = None,
+) -> None:
+    """Mark the tables or files UNIT reads public (lookup data that needs no protection: never
+    charged), or private again.
+
+    \b
+    Example:
+        pcor-sql budget public regions --db sales.duckdb
+    """
+    with open_owner(db, ledger) as owner:
+        units: Any = owner.mark_public(unit, not private)
+    for name in units:
+        stdout_console().print(f"{name}: {'private' if private else 'public'}", markup=False)

@@ -4,15 +4,15 @@ release: nothing here is charged to the ledger, and none of it may be published.
 from __future__ import annotations
 
 import csv
-import io
+import json
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 from rich.text import Text
 
 from pcor_sql.cli import options as o
-from pcor_sql.cli.console import ProgressBar, make_warn, stdout_console, write_line
+from pcor_sql.cli.console import ProgressBar, stdout_console, write_line
 from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import context_lines, json_text, number, record_text
 
@@ -62,23 +62,22 @@ def coe(
         utility=utility, start=start,
     )
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
-    with open_session(db, engine.value, spark_master, make_warn()) as session, ProgressBar("checking contexts") as bar:
+    with ProgressBar("reading the data") as bar, open_session(db, engine.value, spark_master) as session:
         results = enumerate_coe(None, query, session=session, progress=bar.callback, **options)
-        # Ranked before any output, so a failure prints nothing; only the shown ones are rendered.
-        ranked = [(result, result.ranked(shown)) for result in results]
-    for result, _ in ranked:
+    for result in results:
         sys.stderr.write(_summary(result) + "\n")
-    if fmt is o.CoeFormat.json:
-        for result, contexts in ranked:
-            for c in contexts:
-                write_line(json_text({
-                    "record": result.record, "context": c.context, "predicate": c.predicate,
-                    "utility": c.utility, "not_for_release": True,
-                }))
-    elif fmt is o.CoeFormat.csv:
-        _write_csv(ranked)
-    else:
-        _print_tables(ranked)
+    if fmt is o.CoeFormat.table:
+        # Only the shown contexts are rendered (a COE can hold millions).
+        _print_tables([(result, result.ranked(shown)) for result in results])
+        return
+    # JSON Lines and CSV stream: each context is rendered as it is written, so the first line
+    # comes at once however large COE is (a failure midway leaves the lines before it).
+    total = sum(min(r.size, shown) if shown is not None else r.size for r in results)
+    with ProgressBar("writing contexts", when=not sys.stdout.isatty()) as bar:  # a bar amid lines on a terminal garbles them
+        if fmt is o.CoeFormat.json:
+            _write_json(results, shown, _every(bar.callback, total))
+        else:
+            _write_csv(results, shown, _every(bar.callback, total))
 
 
 def _summary(result: Any) -> str:
@@ -89,20 +88,70 @@ def _summary(result: Any) -> str:
     )
 
 
-def _write_csv(ranked: list[tuple[Any, list[Any]]]) -> None:
+Tick = Callable[[], None]
+_TICK_EVERY = 1000
+
+
+def _every(callback: Callable[[int, int], None] | None, total: int) -> Tick:
+    """A `tick()` per written context that reports to `callback` every thousand (and at the end)."""
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if callback is not None and (done % _TICK_EVERY == 0 or done == total):
+            callback(done, total)
+
+    return tick
+
+
+def _write_json(results: list[Any], shown: int | None, tick: Tick) -> None:
+    """One JSON object per valid context. The record is encoded once per result and each domain
+    value once (`_values_json`): rendering a million contexts is the cost of this command."""
+    for result in results:
+        head = '{"record": ' + json_text(result.record) + ', "context": '
+        encode = _values_json()
+        for c in result.iter_ranked(shown):
+            context = ", ".join(f"{json.dumps(a, ensure_ascii=False)}: {encode(v)}" for a, v in c.context.items())
+            write_line(
+                f"{head}{{{context}}}, \"predicate\": {json.dumps(c.predicate, ensure_ascii=False)}, "
+                f"\"utility\": {json_text(c.utility)}, \"not_for_release\": true}}"
+            )
+            tick()
+
+
+def _values_json() -> Callable[[list[Any]], str]:
+    """A list of domain values as JSON text, each value converted (`json_text`) once."""
+    seen: dict[tuple[type, Any], str] = {}
+
+    def one(value: Any) -> str:
+        try:
+            key = (type(value), value)
+            text = seen.get(key)
+        except TypeError:
+            return json_text(value)
+        if text is None:
+            text = seen[key] = json_text(value)
+        return text
+
+    return lambda values: "[" + ", ".join(one(v) for v in values) + "]"
+
+
+def _write_csv(results: list[Any], shown: int | None, tick: Tick) -> None:
+    """The header names every context attribute (the same for every record of one request)."""
     attributes: list[str] = []
-    for _, contexts in ranked:
-        for c in contexts:
-            attributes.extend(a for a in c.context if a not in attributes)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    for result in results:
+        best = result.best()
+        if best is not None:
+            attributes.extend(a for a in best.context if a not in attributes)
+    writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(["record", "utility", "predicate", *attributes])
-    for result, contexts in ranked:
+    for result in results:
         record = json_text(result.record)
-        for c in contexts:
+        for c in result.iter_ranked(shown):
             values = ["|".join(_compact(v) for v in c.context.get(a, [])) for a in attributes]
             writer.writerow([record, _plain_number(c.utility), c.predicate, *values])
-    sys.stdout.write(buffer.getvalue())
+            tick()
 
 
 def _plain_number(value: float) -> str:

@@ -50,31 +50,51 @@ def make_warn() -> Callable[[str], None]:
 
 
 class ProgressBar:
-    """A progress callback `(done, total)` that draws a rich bar on stderr when stderr is a
-    terminal and does nothing otherwise. The bar starts at the first report and is removed by
-    `stop()` (call it before printing results); a later report starts a new bar."""
+    """A progress callback `(done, total)` for the library that draws on stderr when stderr is
+    a terminal and does nothing otherwise (so never inside JSON or any piped output).
 
-    def __init__(self, description: str):
+    Used as a context manager it shows a spinner with the time elapsed from the start — work
+    that reports nothing (reading the data, writing the ledger) is seen to be running — and a
+    bar once counts arrive; the library's `phase(label)` names each stretch of work. `stop()`
+    removes it (call it before printing results); a later report starts it again."""
+
+    def __init__(self, description: str, *, when: bool = True):
         self.description = description
-        self.enabled = sys.stderr.isatty()
+        self.enabled = when and sys.stderr.isatty()
         self._progress = None
         self._task = None
 
     @property
-    def callback(self) -> Callable[[int, int], None] | None:
-        return self.update if self.enabled else None
+    def callback(self) -> "ProgressBar | None":
+        """What to pass as the library's `progress=`: this bar, or None off a terminal."""
+        return self if self.enabled else None
+
+    def __call__(self, done: int, total: int) -> None:
+        self.update(done, total)
 
     def update(self, done: int, total: int) -> None:
-        if self._progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        self._start()
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done, total=total, counts=f"{done:,}/{total:,}")
 
-            self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                console=Console(file=sys.stderr), transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self.description, total=total)
-        self._progress.update(self._task, completed=done, total=total)
+    def phase(self, label: str) -> None:
+        """The next stretch of work: its label, and a spinner until its counts arrive."""
+        self.description = label
+        self._start()
+        if self._progress is not None:
+            self._progress.update(self._task, description=label, completed=0, total=None, counts="")
+
+    def _start(self) -> None:
+        if self._progress is not None or not self.enabled:
+            return
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(), console=Console(file=sys.stderr), transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(self.description, total=None, counts="")
 
     def stop(self) -> None:
         if self._progress is not None:
@@ -82,6 +102,7 @@ class ProgressBar:
             self._progress = None
 
     def __enter__(self) -> "ProgressBar":
+        self._start()
         return self
 
     def __exit__(self, *exc: object) -> None:

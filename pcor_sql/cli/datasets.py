@@ -18,7 +18,7 @@ app = typer.Typer(
 )
 
 
-@app.command("list")
+@app.command("list", short_help="The bundled datasets: metric, attributes, planted outliers.")
 def list_(
     fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")] = o.DataFormat.table,
 ) -> None:
@@ -49,7 +49,7 @@ def list_(
     print_table(stdout_console(), ["name", "rows", "metric", "attributes", "planted outliers (ids)", "description"], rows)
 
 
-@app.command("export")
+@app.command("export", short_help="Write a bundled dataset to Parquet or a DuckDB file.")
 def export(
     name: Annotated[str, typer.Argument(help="salaries, homicides or diamonds.", show_default=False)],
     path: Annotated[Path, typer.Argument(help="File to write.", show_default=False)],

@@ -9,8 +9,8 @@ import typer
 from pcor_sql.core.start import DEFAULT_DESCENTS
 
 from pcor_sql.cli import options as o
-from pcor_sql.cli.console import ProgressBar, make_warn
-from pcor_sql.cli.database import open_session
+from pcor_sql.cli.console import ProgressBar
+from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_explanations
 
 
@@ -46,6 +46,8 @@ def explain_outlier(
     db: o.Db = None,
     engine: o.Engine = o.EngineName.duckdb,
     spark_master: o.SparkMaster = "local[*]",
+    ledger: o.Ledger = None,
+    allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
         o.ExplainFormat,
         typer.Option("--format", help="table, json (one object per record) or sql (the explanation query)."),
@@ -57,9 +59,9 @@ def explain_outlier(
     Example:
         pcor-sql explain-outlier "SELECT salary FROM salaries WHERE id = 42" --epsilon 0.2
 
-    Each selected record is one release, charged ε to the budget ledger of the database before
-    anything is printed; if printing then fails (say, a closed pipe), the release has still
-    been charged.
+    Each selected record is one release, charged ε to every table or file the query reads, in
+    the budget ledger (of the --db file, else --ledger / the per-user ledger), before the search
+    runs; if anything fails after that (even printing), the release has still been charged.
     """
     from pcor_sql.api import explain_outliers
 
@@ -68,6 +70,8 @@ def explain_outlier(
         epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
         seed=seed, dataset=dataset, owner_view=owner_view, descents=descents, search_option=search_option,
     )
-    with open_session(db, engine.value, spark_master, make_warn()) as session, ProgressBar("enumerating contexts") as bar:
-        results = explain_outliers(None, query, session=session, progress=bar.callback, **options)
+    with ProgressBar("reading the data") as bar, open_owner(
+        db, ledger, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
+    ) as owner:
+        results = explain_outliers(None, query, session=owner.session, progress=bar.callback, **options)
     print_explanations(results, fmt.value)

@@ -13,9 +13,10 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import anomaly, budget, coe, datasets, explain, runner
+from pcor_sql.cli import anomaly, budget, coe, datasets, explain, glossary, registered, runner
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
+from pcor_sql.errors import CLI, caller
 
 _PASS_THROUGH = (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError)
 
@@ -25,7 +26,8 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            with caller(CLI):  # the library's hints name flags (--by), not Python keywords
+                return super().invoke(ctx)
         except _PASS_THROUGH:
             raise
         except Exception as exc:
@@ -59,7 +61,7 @@ class _Group(TyperGroup):
 app = typer.Typer(
     name="pcor-sql",
     cls=_Group,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish, PowerShell
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -82,7 +84,7 @@ def _options(
     ] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_show_version, is_eager=True, help="Show the version and exit."),
+        typer.Option("--version", "-V", callback=_show_version, is_eager=True, help="Show the version and exit."),
     ] = False,
 ) -> None:
     """Explain outliers privately: private contextual outlier release (PCOR) and private
@@ -91,6 +93,9 @@ def _options(
     \b
     Example:
         pcor-sql explain-outlier "SELECT salary FROM salaries WHERE id = 42" --epsilon 0.2
+
+    The words of the output (ε, ε1, OCDP, COE, utility, verifier, search, ...) are explained
+    by `pcor-sql glossary`.
     """
     if ctx.invoked_subcommand is None:  # a bare `pcor-sql`: the help, not an error
         typer.echo(ctx.get_help())
@@ -102,11 +107,13 @@ _COMMANDS = (
     ("coe", "Owner only: list a record's valid contexts exactly.", coe.coe),
     ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
     ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
+    ("glossary", "The terms of the output in plain words: ε, ε1, OCDP, COE, utility and more.", glossary.glossary),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
 app.add_typer(budget.app, name="budget")
 app.add_typer(datasets.app, name="datasets")
+app.add_typer(registered.app, name="dataset")
 
 
 def run() -> None:

@@ -52,12 +52,33 @@ Engine = Annotated[
     typer.Option(
         "--engine",
         help="Where the rows are read: duckdb (embedded) or spark (the relation names Spark tables or "
-        "paths such as parquet.`/data/t`; only summaries and windows leave the cluster; --db is then the "
-        "budget ledger's DuckDB file). Spark needs pip install 'pcor-sql[spark]' and Java.",
+        "paths such as parquet.`/data/t`; only summaries and windows leave the cluster; the budget "
+        "ledger is --ledger, $PCOR_SQL_LEDGER or the per-user file). Spark needs pip install 'pcor-sql[spark]' and Java.",
     ),
 ]
 SparkMaster = Annotated[
     str, typer.Option("--spark-master", metavar="URL", help="Spark master for --engine spark, e.g. spark://host:7077.")
+]
+Ledger = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ledger", metavar="PATH",
+        help="Budget ledger file when the data is not a --db file (made if missing; ':memory:' "
+        "keeps it in memory, with a warning). Default: $PCOR_SQL_LEDGER, else the per-user "
+        "ledger ~/.local/share/pcor-sql/ledger.duckdb.",
+    ),
+]
+AllowSeeded = Annotated[
+    bool,
+    typer.Option(
+        "--allow-seeded",
+        help="Allow --seed with a persistent ledger (owner's testing only: a seeded output is a "
+        "deterministic function of the data, recorded as not private).",
+    ),
+]
+Notion = Annotated[
+    str,
+    typer.Option("--notion", help="Privacy notion: ocdp (PCOR releases), dp or sp (anomaly answers), or all."),
 ]
 By = Annotated[
     Optional[str],
@@ -122,7 +143,8 @@ OwnerView = Annotated[
 ]
 Dataset = Annotated[
     Optional[str],
-    typer.Option("--dataset", help="Budget ledger name to charge (default: a stable key of the FROM clause)."),
+    typer.Option("--dataset", help="Label the release with a registered dataset's name (charges still go to "
+                 "the tables and files the query reads)."),
 ]
 
 

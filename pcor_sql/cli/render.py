@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pcor_sql.cli.console import stdout_console, write_line
+from pcor_sql.readable import round_epsilon
 
 TABLE = "table"
 JSON = "json"
@@ -28,9 +29,11 @@ CSV = "csv"
 
 #: At most this many rows are drawn in a text table; JSON output has them all.
 TABLE_ROWS = 100
+#: The last line of a text release: where the words it uses are explained.
+GLOSSARY_POINTER = "terms (ε, ε1, OCDP, utility, ...): pcor-sql glossary"
 
 _START_SOURCES = {
-    "user": "given (--start / start = ...)",
+    "user": "given (--start / start = ...), checked to hold the record and be valid",
     "search": "found by a validity-only search (free under OCDP)",
     "none": "none needed (direct search over every admissible context)",
 }
@@ -119,6 +122,8 @@ def print_explanations(explanations: Sequence[Any], fmt: str, console: Console |
         if i:
             console.print()
         _explanation_block(console, e, i + 1, len(explanations))
+    if explanations:
+        console.print(Text(GLOSSARY_POINTER, style="dim"))
 
 
 def _field(console: Console, name: str, value: str, style: str | None = None) -> None:
@@ -129,25 +134,24 @@ def _field(console: Console, name: str, value: str, style: str | None = None) ->
 
 
 def _explanation_block(console: Console, e: Any, number_: int, total: int) -> None:
-    title = Text("Released context", style="bold")
-    if total > 1:
-        title.append(f" {number_} of {total}", style="bold")
-    title.append(f" — record {record_text(e.record)}")
+    # The first line says what was concluded, in words and from released values only.
+    title = Text(f"{number_} of {total}: " if total > 1 else "", style="bold")
+    title.append(e.summary, style="bold")
     console.print(title)
+    console.print(Text("  released context:", style="dim"))
     for line in context_lines(e.context):
         console.print(line)
     _field(console, "explanation", e.explanation_sql)
-    _field(
-        console, "privacy",
-        f"ε = {e.epsilon:.6g}, ε1 = {e.epsilon1:.6g} ({e.accounting} accounting), "
-        f"{e.em_calls} EM call{'' if e.em_calls == 1 else 's'}",
-    )
+    _field(console, "privacy", e.privacy_summary)
     _field(console, "search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}")
     _field(console, "start", _START_SOURCES.get(e.start_source, e.start_source))
+    _field(console, "record", record_text(e.record))
+    units = ", ".join(e.units) + (f" (dataset {e.dataset})" if e.dataset else "")
     if e.budget_limit is not None:
-        _field(console, "budget", f"dataset {e.dataset}: spent ε = {e.budget_spent:.6g} of limit {e.budget_limit:.6g}")
+        spent = round_epsilon(e.budget_spent)
+        _field(console, "budget", f"charged to {units}: spent ε = {spent:.6g} of limit {e.budget_limit:.6g}")
     else:
-        _field(console, "dataset", f"{e.dataset} (no budget limit set)")
+        _field(console, "budget", f"charged to {units} (no budget limit set)")
     if e.seeded:
         console.print(Text("  seeded: not for real releases", style="bold yellow"))
     if e.owner is not None:
@@ -164,11 +168,14 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
 
 def answer_rows(answers: Iterable[Any], owner_view: bool) -> list[dict[str, Any]]:
     """Each answer's `as_dict(owner_view)` flattened for a table: the record's columns first,
-    then the other keys (a nested mapping's keys joined with '.')."""
+    then the other keys (a nested mapping's keys joined with '.'); the sentences, which the
+    table's caption says once, are left out."""
     rows = []
     for answer in answers:
         flat: dict[str, Any] = {}
         for key, value in answer.as_dict(owner_view).items():
+            if key in ("summary", "privacy_summary"):
+                continue
             if key == "record" and isinstance(value, Mapping):
                 flat.update(value)
             elif isinstance(value, Mapping):
@@ -192,8 +199,14 @@ def print_answers(answers: Sequence[Any], fmt: str, owner_view: bool, console: C
         columns.extend(k for k in row if k not in columns)
     title = f"{len(rows)} answer{'s' if len(rows) != 1 else ''}"
     if rows and "epsilon" in rows[0]:
-        total = sum(float(r.get("epsilon") or 0) for r in rows)
+        total = round_epsilon(sum(float(r.get("epsilon") or 0) for r in rows))
         title += f", total ε = {total:.6g} (sequential composition)"
+    if answers:
+        first = answers[0]
+        title += (
+            f"\nanomaly = true: at most β = {first.beta:g} records (itself included) lie within r = {first.radius:g} "
+            f"(each answer is randomized); each answer's {first.privacy_summary}"
+        )
     print_table(console, columns, [[row.get(c) for c in columns] for row in rows], title=title)
     if owner_view:
         console.print(Text("owner columns (true answer, counts, λ, flip probability): NOT FOR RELEASE", style="bold red"))

@@ -12,7 +12,7 @@ import typer
 
 from pcor_sql.cli import options as o
 from pcor_sql.cli.console import ProgressBar, make_warn, write_error
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.errors import StatementError
 from pcor_sql.cli.render import print_answers, print_explanations, print_relation
 from pcor_sql.errors import UserError
@@ -30,6 +30,8 @@ def sql(
         ),
     ] = None,
     db: o.Db = None,
+    ledger: o.Ledger = None,
+    allow_seeded: o.AllowSeeded = False,
     seed: o.Seed = None,
     owner_view: o.OwnerView = False,
     max_contexts: o.MaxContexts = None,
@@ -53,7 +55,8 @@ def sql(
     settings = dict(seed=seed, owner_view=owner_view, max_contexts=o.positive_count(max_contexts, "--max-contexts"))
     interactive = file is None and sys.stdin.isatty()
     text = None if interactive else _read_script(file)
-    with open_database(db) as con:
+    with open_owner(db, ledger, allow_seeded=allow_seeded) as owner:
+        con = owner.session
         if interactive:
             try:  # line editing and history for input(), where the platform has it
                 importlib.import_module("readline")
@@ -75,15 +78,17 @@ def _read_script(file: Path | None) -> str:
         raise UserError(f"cannot read script file {str(file)!r}: {exc}", "give a readable UTF-8 text file") from None
 
 
-def run_text(con: duckdb.DuckDBPyConnection, text: str, fmt: str, settings: dict[str, Any]) -> int:
-    """Run every statement of `text`, printing each result before the next statement runs.
-    Returns the number of statements run."""
+def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
+    """Run every statement of `text` on `target` (a Session, or a connection), printing each
+    result before the next statement runs. Returns the number of statements run."""
+    from pcor_sql.session import Session
     from pcor_sql.statements import EXPLAIN, IDENTIFY, run_script
 
-    warn = make_warn()
+    session = target if isinstance(target, Session) else None
     count = 0
     with ProgressBar("running") as bar:
-        steps = run_script(con, text, warn=warn, progress=bar.callback, **settings)
+        steps = run_script(None if session else target, text, session=session, warn=None if session else make_warn(),
+                           progress=bar.callback, **settings)
         while True:
             try:
                 step = next(steps)
@@ -126,7 +131,7 @@ def statement_complete(text: str) -> bool:
 
 
 def repl(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     fmt: str,
     settings: dict[str, Any],
     *,

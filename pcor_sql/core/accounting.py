@@ -19,7 +19,7 @@ from typing import Union
 
 from pcor_sql.core.searches import SEARCH_SPECS, search_spec
 
-from pcor_sql.errors import UserError
+from pcor_sql.errors import UserError, option_hint
 
 SEARCHES = tuple(SEARCH_SPECS)
 
@@ -88,19 +88,19 @@ Cost = Union[OcdpCost, DpCost, SpCost]
 
 def validate_epsilon(epsilon: float) -> float:
     if isinstance(epsilon, bool):
-        raise UserError(f"epsilon must be a number, got {epsilon!r}", "pass e.g. --epsilon 0.2")
+        raise UserError(f"epsilon must be a number, got {epsilon!r}", f"pass e.g. {option_hint('epsilon', '0.2')}")
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
-        raise UserError(f"epsilon must be a number, got {epsilon!r}", "pass e.g. --epsilon 0.2") from None
+        raise UserError(f"epsilon must be a number, got {epsilon!r}", f"pass e.g. {option_hint('epsilon', '0.2')}") from None
     if math.isnan(eps) or math.isinf(eps) or eps <= 0:
-        raise UserError(f"epsilon must be a finite number > 0, got {epsilon!r}", "pass e.g. --epsilon 0.2")
+        raise UserError(f"epsilon must be a finite number > 0, got {epsilon!r}", f"pass e.g. {option_hint('epsilon', '0.2')}")
     return eps
 
 
 def validate_samples(samples: int) -> int:
     if isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or samples <= 0:
-        raise UserError(f"samples must be a positive integer, got {samples!r}", "pass e.g. --samples 50")
+        raise UserError(f"samples must be a positive integer, got {samples!r}", f"pass e.g. {option_hint('samples', '50')}")
     return int(samples)
 
 
@@ -119,7 +119,7 @@ def derive_budget(epsilon: float, search: str, samples: int, accounting: str, mo
     if rule.needs_monotone and not monotone:
         raise UserError(
             "tight accounting needs a monotone utility",
-            "use --accounting paper with this utility",
+            f"use {option_hint('accounting', 'paper')} with this utility",
         )
     calls = em_calls(search, n)
     eps1 = eps / (rule.factor * calls)

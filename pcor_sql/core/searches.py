@@ -29,7 +29,7 @@ from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.randomness import Source, uniform_open
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_DESCENTS, random_descents
-from pcor_sql.errors import InternalError, NoValidContext, UserError
+from pcor_sql.errors import InternalError, NoValidContext, UserError, option_hint, option_name
 
 DEFAULT_SAMPLES = 50
 DEFAULT_MAX_DRAWS = 100_000
@@ -104,7 +104,7 @@ def direct(
     if len(masks) == 0:
         raise NoValidContext(
             "the record is an outlier in no context over these attributes",
-            "try another verifier, other attributes (--by) or looser verifier options",
+            f"try another verifier, other attributes ({option_name('by')}) or looser verifier options",
         )
     trace.em_calls.append(EMCall("final", len(masks)))
     pick = exponential_mechanism(utilities, eps1, source)
@@ -138,7 +138,7 @@ def uniform(
     if not found:
         raise NoValidContext(
             f"uniform sampling found no valid context in {draws} draws",
-            "use --search bfs (it walks from a valid start) or raise the draw limit",
+            f"use {option_hint('search', 'bfs')} (it walks from a valid start) or raise the draw limit",
         )
     trace.visited = list(found)
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)

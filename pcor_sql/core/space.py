@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import InternalError, UserError, option_hint, option_name
 
 MAX_FREE_BITS = 64
 
@@ -46,7 +46,7 @@ class ContextSpace:
         if len(attributes) != len(anchor):
             raise InternalError("anchor length differs from the number of attributes")
         if not attributes:
-            raise UserError("no context attributes", "name them with --by or BY a, b")
+            raise UserError("no context attributes", f"name them with {option_hint('by', 'a,b', sql='a, b')}")
         self.attributes = tuple(attributes)
         self.anchor = tuple(int(a) for a in anchor)
         offsets, total = [], 0
@@ -63,8 +63,9 @@ class ContextSpace:
         self.free_bits = tuple(b for b in range(total) if not (self.v_mask >> b) & 1)
         if len(self.free_bits) > MAX_FREE_BITS:
             raise UserError(
-                f"the context space has {len(self.free_bits)} free bits, more than {MAX_FREE_BITS}",
-                "use fewer attributes (--by) or smaller declared domains",
+                f"too many admissible contexts: 2^{len(self.free_bits)} (domain values beyond the record's own), "
+                f"more than this search can represent (2^{MAX_FREE_BITS})",
+                f"use fewer attributes ({option_name('by')}) or declare smaller domains",
             )
         self._attr_masks = tuple(((1 << len(a.domain)) - 1) << o for a, o in zip(self.attributes, self.offsets))
 

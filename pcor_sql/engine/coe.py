@@ -15,7 +15,7 @@ import numpy as np
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.summary import CellSummary
-from pcor_sql.errors import UserError
+from pcor_sql.errors import UserError, option_hint, option_name
 
 _PROGRESS_STEPS = 100
 
@@ -41,7 +41,8 @@ def check_size(n_admissible: int, max_admissible: int) -> None:
     if n_admissible > max_admissible:
         raise UserError(
             f"the context space has {n_admissible:,} admissible contexts, more than the limit of {max_admissible:,}",
-            "use a sampling search (--search bfs), fewer attributes (--by), or raise the limit (--max-contexts / force)",
+            f"use a sampling search ({option_hint('search', 'bfs')}), fewer attributes ({option_name('by')}), "
+            f"smaller declared domains, or raise the limit ({option_name('max_contexts')})",
         )
 
 

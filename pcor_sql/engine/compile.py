@@ -26,8 +26,28 @@ def attribute_predicate(col_sql: str, values: Sequence[Any], full: bool) -> str:
     if full:
         return f"{col_sql} IS NOT NULL"
     if len(values) == 1:
-        return f"{col_sql} = {quote_literal(values[0])}"
-    return f"{col_sql} IN ({', '.join(quote_literal(v) for v in values)})"
+        return f"{col_sql} = {_literal(values[0])}"
+    return f"{col_sql} IN ({', '.join(_literal(v) for v in values)})"
+
+
+# Domain values recur in every context: quote each once (keyed by type too: 1, 1.0 and True
+# are equal as keys but quote differently). Rendering all of a large COE as JSON spends most
+# of its time here otherwise.
+_QUOTED: dict[tuple[type, Any], str] = {}
+_QUOTED_MAX = 100_000
+
+
+def _literal(value: Any) -> str:
+    try:
+        key = (type(value), value)
+        quoted = _QUOTED.get(key)
+    except TypeError:  # an unhashable value: quote it every time
+        return quote_literal(value)
+    if quoted is None:
+        quoted = quote_literal(value)
+        if len(_QUOTED) < _QUOTED_MAX:
+            _QUOTED[key] = quoted
+    return quoted
 
 
 def context_predicate(

@@ -23,9 +23,13 @@ import duckdb
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.resources import shipped_dir
 from pcor_sql.sqltext.build import parquet_file, select_from
+from pcor_sql.sqltext.connection import require_connection
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 BUNDLED = ("salaries", "homicides", "diamonds")
+# The table comment that marks a loaded bundled table: the privacy-unit resolver (engine/units.py)
+# names such a table `bundled:<name>`, the same account wherever and under whatever name it is loaded.
+BUNDLED_COMMENT_PREFIX = "pcor-sql bundled dataset: "
 EXPORT_FORMATS = ("parquet", "duckdb")
 
 
@@ -166,6 +170,7 @@ def load_dataset(
     An existing table or view of that name is an error unless `replace`. An existing ENUM type
     of the same name is reused if it has exactly the declared values, replaced if `replace`,
     and otherwise an error (it belongs to someone else)."""
+    require_connection(con, "load_dataset")
     _check_name(name)
     table = table_name if table_name is not None else name
     _create(con, name, table, catalog=None, replace=replace)
@@ -174,6 +179,7 @@ def load_dataset(
 
 def load_all(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> list[str]:
     """Load every bundled dataset under its own name; returns the table names."""
+    require_connection(con, "load_datasets")
     return [load_dataset(con, name, replace=replace) for name in BUNDLED]
 
 
@@ -220,6 +226,7 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
             # fully selected attribute and still select exactly the population.
             for column in con.execute(select_from("*", _qualified(where, table), limit=0)).description:
                 con.execute(f"ALTER TABLE {_qualified(where, table)} ALTER COLUMN {quote_identifier(column[0])} SET NOT NULL")
+            con.execute(f"COMMENT ON TABLE {_qualified(where, table)} IS {quote_literal(BUNDLED_COMMENT_PREFIX + name)}")
         except duckdb.ConversionException as exc:
             raise InternalError(f"the shipped {name!r} data has a value outside its declared domain: {exc}") from exc
     except BaseException:

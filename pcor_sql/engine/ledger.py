@@ -1,25 +1,29 @@
-"""The privacy budget ledger (DESIGN.md §2 "Budget ledger").
+"""The privacy budget ledger (DESIGN.md §6 "Trust model").
 
-Every release is charged, before it is shown, to a ledger kept in the DuckDB database in use
-(tables created by `sql/ledger.sql`): per dataset the spent ε, an optional limit, and the history
-of releases. A charge that would take a dataset past its limit is refused and writes nothing.
+Every release and anomaly answer is charged, before it is shown, to each privacy unit (base
+table or file) its relation reads, under its privacy notion (OCDP, ε-DP, (ε, k)-SP), in a
+ledger kept in schema `pcor` of the database that holds the data (tables made by
+`sql/ledger.sql`). Per unit and notion: the spent ε, an optional limit, the history. A charge
+that would take any unit past its limit — or, in a ledger that holds any limit, a charge on a
+unit that has none — is refused and writes nothing. Where the ledger lives is decided by
+`engine.ledger_location.open_ledger`.
 
-Why the ledger composes correctly. Releases of one dataset compose sequentially: k releases
-that are ε_1, …, ε_k-DP (here: OCDP) are together (Σ ε_j)-DP (Dwork–Roth 2014, Thm 3.16; the
-OCDP argument is the same product of per-release likelihood ratios). So the spent ε of a dataset
-is the sum of the ε of its charged releases, and refusing any charge with spent + ε > limit keeps
-the whole history within the limit. The ledger itself reads only ε values, never the data, so
-keeping it costs nothing.
+Why the ledger composes correctly. Releases reading one unit compose sequentially: k releases
+that are ε_1, …, ε_k-DP (here: OCDP, or ε-DP, or (ε_j, k)-SP with the same neighbour relation)
+are together (Σ ε_j)-private under that relation (Dwork–Roth 2014, Thm 3.16; the OCDP and SP
+arguments are the same product of per-release likelihood ratios). A release reading several
+units changes by at most its ε when one unit's data changes, so charging it in full to each
+unit keeps each unit's total a valid bound. The notions hold under different neighbour
+relations, so their totals are never added. The ledger reads only ε values, never the data.
 
 Why it cannot be overspent.
-- In one process, each charge is one DuckDB transaction that reads the dataset's budget row and
-  then writes it. DuckDB's optimistic concurrency refuses the second of two transactions that
+- In one process, each charge is one DuckDB transaction that reads the units' budget rows and
+  then writes them. DuckDB's optimistic concurrency refuses the second of two transactions that
   write one row ("Conflict on update"), or insert one key; the loser is rolled back and retried
-  from a fresh snapshot, where it sees the winner's charge. So every committed charge was checked
-  against every charge committed before it.
+  from a fresh snapshot, where it sees the winner's charge. So every committed charge was
+  checked against every charge committed before it.
 - Across processes, DuckDB lets one process at a time open a database file read-write (a file
-  lock); `connect_with_retry` waits for the lock, so processes take turns and each charge reads
-  the spent ε its predecessors committed.
+  lock); `connect_with_retry` waits for the lock, so processes take turns.
 - A charge carries a `release_id` chosen before the release is computed; the history's primary
   key makes a repeated charge of one release a no-op, so nothing is charged twice.
 """
@@ -32,64 +36,65 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar, overload
+from typing import TypeVar
 
 import duckdb
 
 from pcor_sql.engine.ledger_charge import (
+    NOTIONS,
     TOLERANCE,
-    BudgetStatus,
     ChargeItem,
-    LimitChange,
-    ReleaseRecord,
-    budget_status,
-    check_dataset,
-    new_release_id,
     Tables,
     check_item,
-    check_limit,
+    check_limits,
+    check_notion,
     check_positive,
-    fresh_items,
+    check_unit,
     is_conflict,
-    read_budget,
-    refusal,
+    read_state,
     rollback_quietly,
     utc_now,
-    write_charge,
 )
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.engine.ledger_pending import COSTS, PendingCharge, unit_names
+from pcor_sql.engine.ledger_records import BudgetStatus, LimitChange, ReleaseRecord, budget_status, new_release_id
+from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.resources import sql_text
 from pcor_sql.sqltext.quoting import quote_identifier
 
 __all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord",
-           "new_release_id", "TOLERANCE"]
+           "new_release_id", "NOTIONS", "TOLERANCE"]
 
 IN_MEMORY_WARNING = (
-    "the budget ledger is in memory and is lost when the process ends — use --db FILE to keep it"
+    "the budget ledger is in memory and is lost when the process ends — keep it in a file:"
+    " ledger='FILE' in Python, --ledger FILE (or --db FILE) on the CLI"
 )
 
 _T = TypeVar("_T")
 
-#: One catalog read: where the ledger lives (the database and schema `con` is using), its file
-#: (None in memory), whether it is read-only, and whether its two tables exist.
+#: Where a connection's ledger lives when it is kept with the data: the connection's default
+#: database (a fresh cursor starts there whatever `USE` did), its file, whether it is
+#: read-only, and whether the ledger's tables exist.
 LOCATION_SQL = (
-    "SELECT d.database_name, current_schema(), d.path, d.readonly, (SELECT count(*) FROM duckdb_tables() t"
-    " WHERE t.database_name = d.database_name AND t.schema_name = current_schema()"
-    " AND t.table_name IN ('pcor_budget', 'pcor_release_history'))"
+    "SELECT d.database_name, d.path, d.readonly, (SELECT count(*) FROM duckdb_tables() t"
+    " WHERE t.database_name = d.database_name AND t.schema_name = 'pcor'"
+    " AND t.table_name IN ('budget', 'units', 'settings', 'history', 'datasets'))"
     " FROM duckdb_databases() d WHERE d.database_name = current_database()"
 )
+_TABLES = 5
 
 
 class Ledger:
-    """The budget ledger of the database `con` is using (its current database and schema).
+    """The budget ledger in schema `pcor` of database `database` of `con` (default: the
+    connection's default database, read on a fresh cursor, so a `USE` by the caller cannot
+    move it).
 
     Every operation runs on a private cursor of `con`, naming the ledger's tables in full, so
     the caller's open transaction, half-read result or later `USE` is never touched, and a
-    charge is committed on its own. Safe to share between threads. `warn(message)` receives the
-    in-memory warning, once per Ledger (so make one per session, not one per release).
-    `busy_timeout` bounds, in seconds, how long a charge retries on transaction conflicts.
-    `location` is the row of `LOCATION_SQL` if the caller read it already (in the same
-    statement as other catalog facts: one round trip fewer per release).
+    charge is committed on its own. Safe to share between threads. An in-memory ledger raises
+    a PrivacyWarning (or calls `warn`) once, when it is opened. `busy_timeout` bounds, in
+    seconds, how long a charge retries on transaction conflicts. `owned`: the ledger made `con`
+    for itself (a ledger file) and closes it in `close()`. `location`: the row of
+    `LOCATION_SQL` if the caller read it already.
     """
 
     def __init__(
@@ -98,77 +103,112 @@ class Ledger:
         *,
         warn: Callable[[str], None] | None = None,
         busy_timeout: float = 10.0,
+        owned: bool = False,
         location: Sequence[object] | None = None,
     ):
         if not (isinstance(busy_timeout, numbers.Real) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise InternalError(f"busy_timeout must be a finite number ≥ 0, got {busy_timeout!r}")
         self._con = con
+        self._owned = owned
         self._busy_timeout = float(busy_timeout)
         self._cursor_lock = threading.Lock()
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
         if location is None:
-            rows = con.execute(LOCATION_SQL).fetchall()
+            rows = self._read_fresh(LOCATION_SQL)
             if not rows:
-                raise InternalError("the current database is not in duckdb_databases()")
+                raise InternalError("the default database is not in duckdb_databases()")
             location = rows[0]
-        database, schema, path, read_only, tables = location
+        database, path, read_only, tables = location
         self.database: str = database
-        self.schema: str = schema
         self.path: str | None = path or None
         self.in_memory: bool = self.path is None
         self.read_only: bool = bool(read_only)
-        prefix = f"{quote_identifier(database)}.{quote_identifier(schema)}."
-        self._tables = Tables(prefix + "pcor_budget", prefix + "pcor_release_history")
-        self._exists = tables == 2
-        if self.in_memory and warn is not None:
-            warn(IN_MEMORY_WARNING)
+        self.tables = Tables(f"{quote_identifier(database)}.pcor.")
+        self._exists = tables == _TABLES
+        if self.in_memory:
+            warn_privacy(IN_MEMORY_WARNING, warn, stacklevel=4)
         if not self.read_only and not self._exists:
             # Two cursors creating the tables at once is a catalog conflict: retried like a charge.
-            use = f"USE {prefix.rstrip('.')}"
-            self._transaction(lambda cur: (cur.execute(use), cur.execute(sql_text("ledger.sql"))))
+            use = f"USE {quote_identifier(database)}"
+            self.transaction(lambda cur: (cur.execute(use), cur.execute(sql_text("ledger.sql"))))
             self._exists = True
+
+    def close(self) -> None:
+        if self._owned:
+            self._con.close()
+
+    @property
+    def persistent(self) -> bool:
+        return not self.in_memory
 
     # ---- reading -------------------------------------------------------------------------
 
-    @overload
-    def status(self, dataset: str) -> BudgetStatus: ...
+    def status(self, unit: str, notion: str = "ocdp") -> BudgetStatus:
+        """The budget of `unit` under `notion` (never charged and no limit: spent 0, no limit)."""
+        check_unit(unit)
+        check_notion(notion)
+        found = [s for s in self._statuses("WHERE u.unit = $1 AND n.notion = $2", [unit, notion])]
+        return found[0]
 
-    @overload
-    def status(self, dataset: None = None) -> tuple[BudgetStatus, ...]: ...
+    def statuses(self, notion: str | None = None) -> tuple[BudgetStatus, ...]:
+        """The budget under each notion (or `notion`) of every unit that has a limit, a charge or a
+        public mark, sorted by unit and notion."""
+        if notion is not None:
+            check_notion(notion)
+            return tuple(self._statuses("WHERE n.notion = $1", [notion]))
+        return tuple(self._statuses("", []))
 
-    def status(self, dataset: str | None = None) -> BudgetStatus | tuple[BudgetStatus, ...]:
-        """The budget of `dataset` (a dataset never charged and without a limit: spent 0, no limit),
-        or of every dataset in the ledger, sorted by name."""
-        query = f"SELECT dataset, limit_epsilon, spent_epsilon, releases FROM {self._tables.budget}"
-        if dataset is None:
-            return tuple(budget_status(*row) for row in self._read(query + " ORDER BY dataset", []))
-        check_dataset(dataset)
-        rows = self._read(query + " WHERE dataset = $1", [dataset])
-        return budget_status(*rows[0]) if rows else BudgetStatus(dataset, None, 0.0, None, 0)
+    def default_limits(self) -> dict[str, float]:
+        """The default limit of each notion that has one."""
+        rows = self.read(f"SELECT name, value FROM {self.tables.settings} WHERE name LIKE 'default_limit_%'"
+                         " AND value IS NOT NULL", [])
+        return {name.removeprefix("default_limit_"): value for name, value in rows}
 
-    def history(self, dataset: str | None = None, limit: int | None = None) -> tuple[ReleaseRecord, ...]:
-        """The charged releases of `dataset` (or of every dataset), oldest first; with `limit`,
-        only the most recent `limit` of them."""
+    def strict(self) -> bool:
+        """True once the ledger holds any limit (own or default): then a unit without one is refused."""
+        rows = self.read(
+            f"SELECT (SELECT count(*) FROM {self.tables.budget} WHERE limit_epsilon IS NOT NULL)"
+            f" + (SELECT count(*) FROM {self.tables.settings} WHERE name LIKE 'default_limit_%' AND value IS NOT NULL)", [])
+        return bool(rows and rows[0][0])
+
+    def _statuses(self, where: str, params: list[object]) -> list[BudgetStatus]:
+        t = self.tables
+        units = f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
+        if params and where.startswith("WHERE u.unit"):
+            units = "SELECT $1 AS unit"
+        query = (
+            f"SELECT u.unit, n.notion, b.limit_epsilon, (SELECT value FROM {t.settings} s"
+            f" WHERE s.name = 'default_limit_' || n.notion), coalesce(b.spent_epsilon, 0), coalesce(b.releases, 0),"
+            f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest({list(NOTIONS)!r}) AS notion) n"
+            f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
+            f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
+        )
+        if not self._exists:
+            return [budget_status(params[0], params[1], None, None, 0.0, 0, False)] if len(params) == 2 else []
+        return [budget_status(*row) for row in self.read(query, params)]
+
+    def history(self, unit: str | None = None, limit: int | None = None) -> tuple[ReleaseRecord, ...]:
+        """The charges of `unit` (or of every unit), oldest first; with `limit`, only the most
+        recent `limit` of them."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise UserError(f"history limit must be a positive integer, got {limit!r}", "pass a count ≥ 1")
         query = (
-            "SELECT release_id, dataset, seq, released_at, mechanism, epsilon, record_key, statement,"
-            f" spent_after FROM {self._tables.history}"
+            "SELECT release_id, unit, notion, seq, released_at, mechanism, epsilon, k, record_key, statement,"
+            f" spent_after, seeded, role, dataset FROM {self.tables.history}"
         )
         params: list[object] = []
-        if dataset is None:
-            query += " ORDER BY released_at DESC, dataset DESC, seq DESC"
+        if unit is None:
+            query += " ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
         else:
-            check_dataset(dataset)
-            query += " WHERE dataset = $1 ORDER BY seq DESC"
-            params.append(dataset)
+            check_unit(unit)
+            query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
+            params.append(unit)
         if limit is not None:
             query += f" LIMIT ${len(params) + 1}"
             params.append(limit)
-        rows = self._read(query, params)
-        return tuple(ReleaseRecord(*row) for row in reversed(rows))
+        return tuple(ReleaseRecord(*row) for row in reversed(self.read(query, params)))
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -181,77 +221,97 @@ class Ledger:
                 "open it read-write",
             )
 
-    def set_limit(self, dataset: str, epsilon_limit: float) -> LimitChange:
-        """Set the ε limit of `dataset` (finite, > 0). A limit below the ε already spent is
-        allowed and reported through `LimitChange.below_spent`."""
+    def set_limit(self, unit: str, epsilon_limit: float, notion: str = "ocdp") -> LimitChange:
+        """Set the ε limit of `unit` under `notion` (finite, > 0). A limit below the ε already
+        spent is allowed and reported through `LimitChange.below_spent`."""
         self.ensure_writable()
-        check_dataset(dataset)
+        check_unit(unit)
+        check_notion(notion)
         limit = check_positive(epsilon_limit, "budget limit")
-        budget = self._tables.budget
+        budget = self.tables.budget
 
         def body(cur: duckdb.DuckDBPyConnection) -> LimitChange:
             now = utc_now()
-            rows = cur.execute(f"SELECT limit_epsilon, spent_epsilon FROM {budget} WHERE dataset = $1", [dataset]).fetchall()
+            rows = cur.execute(f"SELECT limit_epsilon, spent_epsilon FROM {budget} WHERE unit = $1 AND notion = $2",
+                               [unit, notion]).fetchall()
             previous, spent = rows[0] if rows else (None, 0.0)
             cur.execute(
-                f"INSERT INTO {budget} (dataset, limit_epsilon, spent_epsilon, releases, created_at, updated_at)"
-                " VALUES ($1, $2, 0, 0, $3, $3) ON CONFLICT (dataset) DO UPDATE SET"
+                f"INSERT INTO {budget} (unit, notion, limit_epsilon, spent_epsilon, releases, created_at, updated_at)"
+                " VALUES ($1, $2, $3, 0, 0, $4, $4) ON CONFLICT (unit, notion) DO UPDATE SET"
                 " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at",
-                [dataset, limit, now],
+                [unit, notion, limit, now],
             )
-            return LimitChange(dataset, limit, previous, spent, spent > limit + TOLERANCE)
+            return LimitChange(unit, notion, limit, previous, spent, spent > limit + TOLERANCE)
 
-        return self._transaction(body)
+        return self.transaction(body)
 
-    def precheck(self, dataset: str, epsilon: float) -> BudgetStatus:
-        """Refuse early: raise UserError if the ledger cannot be charged, BudgetExceeded if a
-        release costing `epsilon` would not fit the dataset's limit now. Passing is no
-        reservation — `charge` checks again atomically."""
+    def set_default_limit(self, epsilon_limit: float | None, notion: str = "ocdp") -> None:
+        """Set (or, with None, clear) the limit that applies under `notion` to units without
+        their own. While any default or own limit exists the ledger is strict."""
         self.ensure_writable()
-        check_dataset(dataset)
-        eps = check_positive(epsilon, "ε")
-        current = self.status(dataset)
-        if current.limit is not None and current.spent + eps > current.limit + TOLERANCE:
-            raise refusal(dataset, current.limit, current.spent, eps, 1)
-        return current
+        check_notion(notion)
+        value = None if epsilon_limit is None else check_positive(epsilon_limit, "default limit")
+        self.transaction(lambda cur: cur.execute(
+            f"INSERT INTO {self.tables.settings} (name, value, updated_at) VALUES ($1, $2, $3)"
+            " ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            [f"default_limit_{notion}", value, utc_now()]))
 
-    def charge(
-        self,
-        dataset: str,
-        cost: object,
-        *,
-        mechanism: str,
-        record_key: str | None = None,
-        statement: str | None = None,
-        release_id: str,
-    ) -> float:
-        """Charge one release of typed `cost` to `dataset` and return the dataset's total spent ε
-        afterwards. Atomic; refused with BudgetExceeded (nothing written) if it would exceed the
-        limit; a release_id already charged is not charged again (the current total is returned)."""
-        return self.charge_many(dataset, [ChargeItem(release_id, cost, mechanism, record_key, statement)])
+    def set_public(self, unit: str, public: bool = True) -> None:
+        """Mark `unit` public (a lookup table: never charged) or private again."""
+        self.ensure_writable()
+        check_unit(unit)
+        self.transaction(lambda cur: cur.execute(
+            f"INSERT INTO {self.tables.units} (unit, public, updated_at) VALUES ($1, $2, $3)"
+            " ON CONFLICT (unit) DO UPDATE SET public = excluded.public, updated_at = excluded.updated_at",
+            [unit, bool(public), utc_now()]))
 
-    def charge_many(self, dataset: str, items: Iterable[ChargeItem]) -> float:
-        """Charge several releases to `dataset` in one transaction, all or nothing, and return the
-        dataset's total spent ε afterwards. Their ε add up (sequential composition), and the
-        whole batch is refused if the sum would exceed the limit. Items whose release_id is
-        already in the history are skipped (already paid for)."""
-        with self.open_charge(dataset, items) as pending:
+    def precheck(self, units: str | Sequence[str], epsilon: float, notion: str = "ocdp") -> None:
+        """Refuse early: raise UserError if the ledger cannot be charged, BudgetExceeded/Refused if
+        a charge of `epsilon` under `notion` would not fit every unit now. Passing is no
+        reservation — a charge checks again atomically."""
+        self.ensure_writable()
+        check_notion(notion)
+        cost = COSTS[notion](check_positive(epsilon, "ε"))
+        names = unit_names(units)
+        cur = self._cursor()
+        try:
+            state = read_state(cur, self.tables, names, notion, []) if self._exists else None
+        finally:
+            cur.close()
+        if state is not None:
+            check_limits(state, [ChargeItem("precheck", cost, "precheck")])
+
+    def charge(self, units: str | Sequence[str], cost: object, *, mechanism: str, record_key: str | None = None,
+               statement: str | None = None, release_id: str, seeded: bool = False) -> float:
+        """Charge one release of typed `cost` to every unit in `units`; return the smallest
+        headroom's unit total afterwards (see `charge_many`)."""
+        item = ChargeItem(release_id, cost, mechanism, record_key, statement, seeded)
+        return self.charge_many(units, [item])
+
+    def charge_many(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> float:
+        """Charge several releases to every unit in `units` in one transaction, all or nothing,
+        and return the largest total spent among the units afterwards. Their ε add up
+        (sequential composition); the whole batch is refused if any unit would pass its limit.
+        Items whose release_id is already in the history are skipped (already paid for)."""
+        with self.open_charge(units, items) as pending:
             return pending.commit().spent
 
-    def open_charge(self, dataset: str, items: Iterable[ChargeItem]) -> "PendingCharge":
-        """Begin charging `items`: the transaction opens and the limit is checked now
-        (BudgetExceeded now, nothing written), the write waits for `commit()` — so the caller's
-        work runs between an early refusal and the charge, inside one ledger transaction.
+    def open_charge(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> "PendingCharge":
+        """Begin charging `items` to `units`: the transaction opens and the limits are checked
+        now (refused now, nothing written), the write waits for `commit()` — so the caller's
+        work can run between an early refusal and the charge, inside one ledger transaction.
         Use it as a context manager: leaving the block without `commit()` charges nothing."""
         self.ensure_writable()
-        check_dataset(dataset)
+        names = unit_names(units)
         batch = tuple(items)
         for item in batch:
             check_item(item)
+        if len({item.notion for item in batch}) > 1:
+            raise InternalError("one batch of charges mixes privacy notions")
         ids = [item.release_id for item in batch]
         if len(set(ids)) != len(ids):
             raise InternalError("one batch of charges repeats a release_id")
-        return PendingCharge(self, dataset, batch)
+        return PendingCharge(self, names, batch)
 
     # ---- plumbing ------------------------------------------------------------------------
 
@@ -264,16 +324,24 @@ class Ledger:
         with self._cursor_lock:
             return self._con.cursor()
 
-    def _read(self, query: str, params: Sequence[object]) -> list[tuple]:
+    def _read_fresh(self, query: str) -> list[tuple]:
+        cur = self._cursor()
+        try:
+            return cur.execute(query).fetchall()
+        finally:
+            cur.close()
+
+    def read(self, query: str, params: Sequence[object]) -> list[tuple]:
+        """Rows of a query over the ledger's tables (empty while a read-only ledger has none)."""
         if not self._exists:
-            return []  # a read-only database that was never charged has an empty ledger
+            return []
         cur = self._cursor()
         try:
             return cur.execute(query, list(params)).fetchall()
         finally:
             cur.close()
 
-    def _transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
+    def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
         """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
         it again from a fresh snapshot (bounded exponential backoff with jitter)."""
         deadline = time.monotonic() + self._busy_timeout
@@ -301,63 +369,3 @@ class Ledger:
             delay = min(delay * 2, 0.05)
 
 
-class PendingCharge:
-    """A charge between its check and its write (see `Ledger.open_charge`). `limit` and
-    `spent` are what the check read; after `commit()`, `spent` is the total afterwards."""
-
-    def __init__(self, ledger: Ledger, dataset: str, batch: tuple[ChargeItem, ...]):
-        self._ledger, self._dataset, self._batch = ledger, dataset, batch
-        self._cur: duckdb.DuckDBPyConnection | None = ledger._cursor()
-        try:
-            self._cur.execute("BEGIN TRANSACTION")
-            self._row = read_budget(self._cur, ledger._tables, dataset, [item.release_id for item in batch])
-            check_limit(self._row, dataset, fresh_items(self._row, dataset, batch))
-        except BaseException:
-            self.close()
-            raise
-        self.limit: float | None = self._row.limit
-        self.spent: float = self._row.spent
-
-    def commit(self) -> "PendingCharge":
-        """Write the charge. If another writer committed to the same budget meanwhile, DuckDB
-        refuses this write; the charge then runs again from a fresh snapshot (re-checking the
-        limit, so BudgetExceeded is still possible)."""
-        if self._cur is None:
-            raise InternalError("a pending charge was committed twice or after it was closed")
-        try:
-            self.spent = self._write(self._cur, self._row)
-            self._cur.execute("COMMIT")
-        except BaseException as exc:
-            self.close()
-            if not is_conflict(exc):
-                raise
-            self.spent = self._ledger._transaction(lambda cur: self._again(cur))
-        else:
-            self._cur.close()
-            self._cur = None
-        return self
-
-    def _again(self, cur: duckdb.DuckDBPyConnection) -> float:
-        row = read_budget(cur, self._ledger._tables, self._dataset, [item.release_id for item in self._batch])
-        self.limit = row.limit
-        return self._write(cur, row)
-
-    def _write(self, cur: duckdb.DuckDBPyConnection, row: object) -> float:
-        fresh = fresh_items(row, self._dataset, self._batch)
-        running, total, residual = check_limit(row, self._dataset, fresh)
-        if fresh:
-            write_charge(cur, self._ledger._tables, self._dataset, row, fresh, running, total, residual)
-        return total if fresh else row.spent
-
-    def close(self) -> None:
-        """Roll back whatever was not committed and give the cursor back (idempotent)."""
-        if self._cur is not None:
-            rollback_quietly(self._cur)
-            self._cur.close()
-            self._cur = None
-
-    def __enter__(self) -> "PendingCharge":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -1,9 +1,10 @@
-"""The ledger's records, and the body of a charge: read the budget, check the limit, write history and total — the SQL of
-one ledger transaction, and the arithmetic and refusal messages around it.
+"""The body of a charge: read the budgets, check the limits, write history and totals — the SQL
+of one ledger transaction, and the arithmetic and refusal messages around it.
 
-A charge is one transaction of five statements in the steady state: BEGIN, one SELECT of the
-dataset's budget row and of any release ids already charged, one INSERT of the history rows,
-one upsert of the budget row, COMMIT. `Ledger.open_charge` issues the first two before the
+A charge is one transaction of five statements, whatever the number of units its relation
+reads: BEGIN, one SELECT of the units' budget rows (with the default limit, the strictness
+flag and any release ids already charged), one INSERT of the history rows, one upsert of the
+budget rows, COMMIT. `Ledger.open_charge` issues the first two before the
 caller's work (the early refusal) and the rest after it, so the check and the write are one
 transaction; if another writer committed to the same row meanwhile, DuckDB refuses our write
 and the whole body runs again from a fresh snapshot, re-checking the limit.
@@ -15,14 +16,13 @@ import datetime as _dt
 import decimal
 import math
 import numbers
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from pcor_sql.core.accounting import Cost
-from pcor_sql.errors import BudgetExceeded, InternalError, UserError
+from pcor_sql.errors import BudgetExceeded, InternalError, Refused, UserError
 
 #: Float slack when comparing spent + ε with a limit: releases of ε = 0.1 and 0.2 must fit a
 #: limit of 0.3 although 0.1 + 0.2 is 0.30000000000000004 in floats.
@@ -32,114 +32,195 @@ TOLERANCE = 1e-12
 @dataclass(frozen=True)
 class ChargeItem:
     """One release to charge: its id (chosen before the release is computed), its typed cost,
-    the mechanism that made it, and what it was about (see `Ledger.charge_many`)."""
+    the mechanism that made it, what it was about, whether a caller's seed made it (seeded
+    runs are recorded "seeded, not private"), who asked (owner or analyst) and the registered
+    dataset it went through, if any."""
 
     release_id: str
     cost: Cost
     mechanism: str
     record_key: str | None = None
     statement: str | None = None
+    seeded: bool = False
+    role: str = "owner"
+    dataset: str | None = None
 
     @property
     def epsilon(self) -> float:
         return float(self.cost.epsilon)
 
+    @property
+    def notion(self) -> str:
+        return str(self.cost.notion)
+
 
 @dataclass(frozen=True)
-class BudgetRow:
-    """A dataset's budget row as one transaction read it (a dataset never charged: zeros)."""
+class UnitRow:
+    """One unit's budget row for one notion as a transaction read it (never charged: zeros)."""
 
-    exists: bool
+    unit: str
     limit: float | None
     spent: float
     residual: float
     releases: int
-    seen: dict[str, tuple[str, float]]
+    public: bool
+
+
+@dataclass(frozen=True)
+class ChargeState:
+    """What one charge reads, in one SELECT: the units' rows, the notion's default limit,
+    whether the ledger is strict (holds any limit), and which release ids were charged before."""
+
+    notion: str
+    rows: tuple[UnitRow, ...]
+    default_limit: float | None
+    strict: bool
+    seen: dict[str, tuple[frozenset[str], float]]
+
+    def effective_limit(self, row: UnitRow) -> float | None:
+        return row.limit if row.limit is not None else self.default_limit
+
+    @property
+    def charged(self) -> tuple[UnitRow, ...]:
+        """The rows a charge writes: public units are never charged."""
+        return tuple(row for row in self.rows if not row.public)
 
 
 @dataclass(frozen=True)
 class Tables:
-    """The ledger's two tables, as qualified SQL names."""
+    """The ledger's tables, as qualified SQL names (all in schema `pcor`)."""
 
-    budget: str
-    history: str
+    prefix: str
+
+    def __getattr__(self, name: str) -> str:
+        if name in ("budget", "units", "settings", "history", "datasets"):
+            return self.prefix + name
+        raise AttributeError(name)
 
 
-def read_budget(cur: duckdb.DuckDBPyConnection, tables: Tables, dataset: str, ids: list[str]) -> BudgetRow:
-    """The budget row of `dataset` and, among `ids`, those already in the history — one SELECT."""
+def read_state(
+    cur: duckdb.DuckDBPyConnection, tables: Tables, units: tuple[str, ...], notion: str, ids: list[str]
+) -> ChargeState:
+    """The budget rows of `units` for `notion`, the notion's default limit, whether any limit
+    exists, and which of `ids` the history holds already — one SELECT."""
+    t = tables
     rows = cur.execute(
-        f"SELECT b.dataset IS NOT NULL, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
-        f" coalesce(b.releases, 0), (SELECT list((h.release_id, h.dataset, h.epsilon)) FROM {tables.history} h"
-        f" WHERE h.release_id IN (SELECT unnest($2::VARCHAR[])))"
-        f" FROM (SELECT 1) AS one LEFT JOIN {tables.budget} b ON b.dataset = $1",
-        [dataset, ids],
+        f"SELECT u.unit, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
+        f" coalesce(b.releases, 0), coalesce(p.public, false),"
+        f" (SELECT value FROM {t.settings} WHERE name = 'default_limit_' || $2),"
+        f" (SELECT count(*) FROM {t.budget} WHERE limit_epsilon IS NOT NULL)"
+        f" + (SELECT count(*) FROM {t.settings} WHERE name LIKE 'default_limit_%' AND value IS NOT NULL),"
+        f" (SELECT list((h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
+        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[])))"
+        f" FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"
+        f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = $2"
+        f" LEFT JOIN {t.units} p ON p.unit = u.unit ORDER BY u.unit",
+        [list(units), notion, ids],
     ).fetchall()
-    exists, limit, spent, residual, releases, seen = rows[0]
-    found = {}
-    for entry in seen or []:
-        rid, owner, eps = entry.values() if isinstance(entry, dict) else entry
-        found[rid] = (owner, eps)
-    return BudgetRow(bool(exists), limit, spent, residual, releases, found)
+    seen: dict[str, tuple[set[str], float]] = {}
+    for entry in (rows[0][8] or []) if rows else []:
+        rid, unit, eps = entry.values() if isinstance(entry, dict) else entry
+        seen.setdefault(rid, (set(), eps))[0].add(unit)
+    default = rows[0][6] if rows else None
+    strict = bool(rows[0][7]) if rows else False
+    return ChargeState(
+        notion,
+        tuple(UnitRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows),
+        default,
+        strict,
+        {rid: (frozenset(us), eps) for rid, (us, eps) in seen.items()},
+    )
 
 
-def fresh_items(row: BudgetRow, dataset: str, batch: tuple[ChargeItem, ...]) -> list[ChargeItem]:
-    """The items not charged before; an id charged before with another ε or dataset is a bug."""
+def fresh_items(state: ChargeState, batch: tuple[ChargeItem, ...]) -> list[ChargeItem]:
+    """The items not charged before; an id charged before with another ε is a bug."""
     fresh = []
     for item in batch:
-        if item.release_id not in row.seen:
+        if item.release_id not in state.seen:
             fresh.append(item)
-        elif row.seen[item.release_id] != (dataset, item.epsilon):
-            owner, eps = row.seen[item.release_id]
+        elif state.seen[item.release_id] != (frozenset(r.unit for r in state.charged), item.epsilon):
+            units, eps = state.seen[item.release_id]
             raise InternalError(
-                f"release_id {item.release_id!r} was charged before as ε = {eps!r} to dataset {owner!r}, "
-                f"now as ε = {item.epsilon!r} to {dataset!r}"
+                f"release_id {item.release_id!r} was charged before as ε = {eps!r} to {sorted(units)}, "
+                f"now as ε = {item.epsilon!r} to {sorted(r.unit for r in state.charged)}"
             )
     return fresh
 
 
-def check_limit(row: BudgetRow, dataset: str, fresh: list[ChargeItem]) -> tuple[list[float], float, float]:
-    """(running totals, total, residual) after the fresh items; BudgetExceeded past the limit."""
-    running = []
-    total, residual = row.spent, row.residual
-    for item in fresh:
-        total, residual = add_compensated(total, residual, item.epsilon)
-        running.append(total)
-    if fresh and row.limit is not None and total > row.limit + TOLERANCE:
-        raise refusal(dataset, row.limit, row.spent, math.fsum(item.epsilon for item in fresh), len(fresh))
-    return running, total, residual
+@dataclass(frozen=True)
+class UnitTotal:
+    """A unit's total after a charge: its running totals per fresh item, the total, the residual."""
+
+    row: UnitRow
+    limit: float | None
+    running: tuple[float, ...]
+    total: float
+    residual: float
+
+
+def check_limits(state: ChargeState, fresh: list[ChargeItem]) -> tuple[UnitTotal, ...]:
+    """Each charged unit's totals after the fresh items. Refused (nothing written): a unit past
+    its limit (BudgetExceeded), or a unit without a limit in a strict ledger (Refused)."""
+    out = []
+    for row in state.charged:
+        limit = state.effective_limit(row)
+        if fresh and limit is None and state.strict:
+            raise Refused(
+                f"unit {row.unit!r} has no {state.notion} limit, and this ledger holds limits, so every unit needs one",
+                f"set one: pcor-sql budget set-limit {row.unit!r} EPSILON --notion {state.notion}"
+                f" (or a default for all units: pcor-sql budget default-limit EPSILON --notion {state.notion})",
+            )
+        running = []
+        total, residual = row.spent, row.residual
+        for item in fresh:
+            total, residual = add_compensated(total, residual, item.epsilon)
+            running.append(total)
+        if fresh and limit is not None and total > limit + TOLERANCE:
+            raise refusal(row.unit, state.notion, limit, row.spent, math.fsum(i.epsilon for i in fresh), len(fresh))
+        out.append(UnitTotal(row, limit, tuple(running), total, residual))
+    return tuple(out)
 
 
 def write_charge(
-    cur: duckdb.DuckDBPyConnection, tables: Tables, dataset: str, row: BudgetRow, fresh: list[ChargeItem],
-    running: list[float], total: float, residual: float,
+    cur: duckdb.DuckDBPyConnection, tables: Tables, state: ChargeState, fresh: list[ChargeItem],
+    totals: tuple[UnitTotal, ...],
 ) -> None:
-    """The history rows and the new total: two statements."""
+    """The history rows (one per fresh item and charged unit) and the units' new totals: two
+    statements, whatever the number of units."""
+    if not fresh or not totals:
+        return
     now = utc_now()
+    columns: dict[str, list[object]] = {name: [] for name in (
+        "release_id", "unit", "seq", "mechanism", "epsilon", "k", "record_key", "statement", "spent_after",
+        "seeded", "role", "dataset")}
+    for t in totals:
+        for j, item in enumerate(fresh):
+            for name, value in (
+                ("release_id", item.release_id), ("unit", t.row.unit), ("seq", t.row.releases + 1 + j),
+                ("mechanism", item.mechanism), ("epsilon", item.epsilon), ("k", getattr(item.cost, "k", None)),
+                ("record_key", item.record_key), ("statement", item.statement), ("spent_after", t.running[j]),
+                ("seeded", item.seeded), ("role", item.role), ("dataset", item.dataset),
+            ):
+                columns[name].append(value)
+    types = {"seq": "BIGINT", "epsilon": "DOUBLE", "k": "BIGINT", "spent_after": "DOUBLE", "seeded": "BOOLEAN"}
+    names = list(columns)
+    select = ", ".join(f"unnest(${i + 3}::{types.get(n, 'VARCHAR')}[])" for i, n in enumerate(names))
     cur.execute(
-        f"INSERT INTO {tables.history} (release_id, dataset, seq, released_at, mechanism, epsilon,"
-        " record_key, statement, spent_after)"
-        " SELECT unnest($1::VARCHAR[]), $2, unnest($3::BIGINT[]), $4, unnest($5::VARCHAR[]),"
-        " unnest($6::DOUBLE[]), unnest($7::VARCHAR[]), unnest($8::VARCHAR[]), unnest($9::DOUBLE[])",
-        [
-            [item.release_id for item in fresh],
-            dataset,
-            list(range(row.releases + 1, row.releases + 1 + len(fresh))),
-            now,
-            [item.mechanism for item in fresh],
-            [item.epsilon for item in fresh],
-            [item.record_key for item in fresh],
-            [item.statement for item in fresh],
-            running,
-        ],
+        f"INSERT INTO {tables.history} (notion, released_at, {', '.join(names)}) SELECT $1, $2, {select}",
+        [state.notion, now, *columns.values()],
     )
-    # One upsert whatever the row's state: a new dataset is inserted without a limit, an
-    # existing one keeps its limit and creation time.
+    # One upsert whatever the rows' state: a new unit is inserted without a limit, an existing
+    # one keeps its limit and creation time.
     cur.execute(
-        f"INSERT INTO {tables.budget} (dataset, limit_epsilon, spent_epsilon, spent_residual, releases, created_at,"
-        " updated_at) VALUES ($1, NULL, $2, $3, $4, $5, $5) ON CONFLICT (dataset) DO UPDATE SET"
+        f"INSERT INTO {tables.budget} (unit, notion, limit_epsilon, spent_epsilon, spent_residual, releases,"
+        " created_at, updated_at) SELECT unnest($1::VARCHAR[]), $2, NULL, unnest($3::DOUBLE[]),"
+        " unnest($4::DOUBLE[]), unnest($5::BIGINT[]), $6, $6 ON CONFLICT (unit, notion) DO UPDATE SET"
         " spent_epsilon = excluded.spent_epsilon, spent_residual = excluded.spent_residual,"
         " releases = excluded.releases, updated_at = excluded.updated_at",
-        [dataset, total, residual, row.releases + len(fresh), now],
+        [
+            [t.row.unit for t in totals], state.notion, [t.total for t in totals], [t.residual for t in totals],
+            [t.row.releases + len(fresh) for t in totals], now,
+        ],
     )
 
 
@@ -155,19 +236,18 @@ def add_compensated(total: float, residual: float, epsilon: float) -> tuple[floa
     return renormalised, residual - (renormalised - rounded)
 
 
-def refusal(dataset: str, limit: float, spent: float, epsilon: float, count: int) -> BudgetExceeded:
+def refusal(unit: str, notion: str, limit: float, spent: float, epsilon: float, count: int) -> BudgetExceeded:
     what = "a release costing" if count == 1 else f"{count} releases costing in total"
     headroom = _headroom(limit, spent)
+    budget = f"the {notion} privacy budget of unit {unit!r}"
     if headroom is None:
         return BudgetExceeded(
-            f"the privacy budget of dataset {dataset!r} is used up (spent ε = {spent:.6g} of limit "
-            f"{limit:.6g}): {what} ε = {epsilon:.6g} is refused",
-            "raise the dataset's budget limit to release more",
+            f"{budget} is used up (spent ε = {spent:.6g} of limit {limit:.6g}): {what} ε = {epsilon:.6g} is refused",
+            "raise the unit's budget limit to release more",
         )
     return BudgetExceeded(
-        f"{what} ε = {epsilon:.6g} would exceed the privacy budget of dataset {dataset!r} "
-        f"(limit {limit:.6g}, spent {spent:.6g}, remaining {headroom})",
-        f"use ε ≤ {headroom} or raise the dataset's budget limit",
+        f"{what} ε = {epsilon:.6g} would exceed {budget} (limit {limit:.6g}, spent {spent:.6g}, remaining {headroom})",
+        f"use ε ≤ {headroom} or raise the unit's budget limit",
     )
 
 
@@ -195,9 +275,11 @@ def check_item(item: Any) -> None:
         raise InternalError(f"a charge needs a non-empty release_id, got {item.release_id!r}")
     if not isinstance(item.mechanism, str) or not item.mechanism:
         raise InternalError(f"a charge needs a mechanism name, got {item.mechanism!r}")
-    for name in ("record_key", "statement"):
+    for name in ("record_key", "statement", "dataset"):
         if not isinstance(getattr(item, name), (str, type(None))):
             raise InternalError(f"{name} of a charge must be text or None")
+    if item.role not in ("owner", "analyst") or not isinstance(item.seeded, bool):
+        raise InternalError(f"a charge's role must be owner or analyst and seeded a bool, got {item!r}")
 
 
 def check_positive(value: object, what: str) -> float:
@@ -227,58 +309,19 @@ def utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
 
 
-@dataclass(frozen=True)
-class BudgetStatus:
-    """The budget of one dataset. `limit` and `remaining` are None while no limit is set."""
-
-    dataset: str
-    limit: float | None
-    spent: float
-    remaining: float | None
-    releases: int
+def check_unit(unit: object) -> None:
+    if not isinstance(unit, str) or not unit.strip():
+        raise UserError(f"invalid unit name {unit!r}", "name the unit with a non-empty string")
+    if "\x00" in unit:
+        raise UserError("a unit name contains a NUL character", "remove it")
 
 
-@dataclass(frozen=True)
-class ReleaseRecord:
-    """One charged release. `seq` numbers a dataset's releases from 1 in charge order;
-    `released_at` is UTC; `spent_after` is the dataset's spent ε once this release was charged."""
-
-    release_id: str
-    dataset: str
-    seq: int
-    released_at: _dt.datetime
-    mechanism: str
-    epsilon: float
-    record_key: str | None
-    statement: str | None
-    spent_after: float
+def check_notion(notion: object) -> str:
+    if notion not in NOTIONS:
+        raise UserError(f"unknown privacy notion {notion!r}", f"use one of {', '.join(NOTIONS)}")
+    return str(notion)
 
 
-@dataclass(frozen=True)
-class LimitChange:
-    """The result of `Ledger.set_limit`. `below_spent` is True when the new limit is below the ε
-    already spent: allowed (the owner may tighten a budget), but no release fits until it is raised."""
-
-    dataset: str
-    limit: float
-    previous_limit: float | None
-    spent: float
-    below_spent: bool
-
-
-def new_release_id() -> str:
-    """A fresh release id (random, 128 bits). Make it before computing a release and pass the same
-    id to every charge of that release, so a retried charge is not charged twice."""
-    return os.urandom(16).hex()
-
-
-def budget_status(dataset: str, limit: float | None, spent: float, releases: int) -> BudgetStatus:
-    remaining = None if limit is None else max(0.0, limit - spent)
-    return BudgetStatus(dataset, limit, spent, remaining, releases)
-
-
-def check_dataset(dataset: object) -> None:
-    if not isinstance(dataset, str) or not dataset.strip():
-        raise UserError(f"invalid dataset name {dataset!r}", "name the dataset with a non-empty string")
-    if "\x00" in dataset:
-        raise UserError("a dataset name contains a NUL character", "remove it")
+#: The privacy notions the ledger keeps apart: OCDP ε (PCOR releases), ε-DP and (ε, k)-SP
+#: (anomaly answers).
+NOTIONS = ("ocdp", "dp", "sp")

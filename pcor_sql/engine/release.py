@@ -26,7 +26,7 @@ from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
-from pcor_sql.errors import InternalError, NoValidContext, UserError
+from pcor_sql.errors import InternalError, NoValidContext, UserError, option_name
 from pcor_sql.requests import OutlierRequest
 
 METRIC_COLUMN = "__pcor_metric"
@@ -85,19 +85,20 @@ def resolve_start(
         if not space.is_admissible(mask):
             raise UserError(
                 "the start context does not contain the record",
-                "include the record's own value of every attribute in --start",
+                f"include the record's own value of every attribute in {option_name('start')}",
             )
         if not ev.is_valid(mask):
             raise UserError(
                 "the record is not an outlier in the start context",
-                "give a context where it is one, or omit --start to let pcor-sql find one",
+                f"give a context where it is one, or omit {option_name('start')} to let pcor-sql find one",
             )
         return mask, "user"
     mask, checks = find_start(ev, max_checks)
     if mask is None:
         raise NoValidContext(
             f"the record is an outlier in none of the {checks:,} contexts searched for a start",
-            "try another verifier or options (e.g. a lower LOF threshold), other attributes (--by), or give --start",
+            f"try another verifier or options (e.g. a lower LOF threshold), other attributes ({option_name('by')}), "
+            f"or give {option_name('start')}",
         )
     return mask, "search"
 

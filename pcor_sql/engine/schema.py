@@ -13,9 +13,10 @@ from typing import Any, Callable, Mapping, Sequence
 import duckdb
 
 from pcor_sql.core.space import Attribute
-from pcor_sql.errors import UserError
+from pcor_sql.errors import UserError, option_hint, option_name
 from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, describe, distinct_values, select_from
-from pcor_sql.sqltext.quoting import quote_identifier, string_literals
+from pcor_sql.sqltext.connection import relation_fix
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
 
 NUMERIC_TYPES = (
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -73,7 +74,7 @@ def _describe(con: duckdb.DuckDBPyConnection, relation_sql: str) -> list[tuple[s
     try:
         rows = con.execute(describe(select_from("*", relation_sql))).fetchall()
     except duckdb.Error as exc:
-        raise _user_sql_error(exc, "check the FROM clause names an existing table, view or file") from None
+        raise _user_sql_error(exc, relation_fix(exc, "check the FROM clause names an existing table, view or file")) from None
     return [(r[0], r[1], r[2] == "NO") for r in rows]
 
 
@@ -127,19 +128,19 @@ def resolve_schema(
         if not names:
             raise UserError(
                 "no context attributes: the relation has no ENUM columns and no declared domains",
-                "name them with --by a,b or declare domains (e.g. --domain 'job_title=Nurse|Professor')",
+                f"name them with {option_hint('by', 'a,b', sql='a, b')} or declare domains (e.g. {_domain_hint('job_title', ['Nurse', 'Professor'])})",
             )
     else:
         names = list(by)
         if not names:
-            raise UserError("no context attributes given", "name at least one with --by a,b")
+            raise UserError("no context attributes given", f"name at least one with {option_hint('by', 'a,b', sql='a, b')}")
         if len(set(names)) != len(names):
             raise UserError("an attribute is named twice in BY", "name each attribute once")
         for name in names:
             if name not in columns:
                 raise UserError(f"unknown column {name!r}", f"columns are: {', '.join(columns)}")
             if quote_identifier(name) == metric_sql or name == metric_sql:
-                raise UserError(f"the metric {name!r} cannot also be a context attribute", "name other columns in --by")
+                raise UserError(f"the metric {name!r} cannot also be a context attribute", f"name other columns in {option_name('by')}")
     attributes, derived, cast_varchar = [], [], set()
     for name in names:
         if name in declared:
@@ -152,13 +153,23 @@ def resolve_schema(
             values = _data_domain(con, relation_sql, name) if distinct is None else _present(distinct(name), name)
             derived.append(name)
             if warn is not None:
-                shown = "|".join(str(v) for v in values[:4]) + ("|..." if len(values) > 4 else "")
                 warn(
                     f"{name} has no declared domain: using the values present in the data, which reveals "
-                    f"which {name} values exist; declare it (e.g. --domain '{name}={shown}') or use an ENUM column"
+                    f"which {name} values exist; declare it (e.g. {_domain_hint(name, [str(v) for v in values[:4]], more=len(values) > 4)}) or use an ENUM column"
                 )
         attributes.append(Attribute(name, tuple(values)))
     return Schema(relation_sql, metric_sql, tuple(attributes), tuple(derived), frozenset(cast_varchar), not_null)
+
+
+def _domain_hint(name: str, values: Sequence[str], *, more: bool = False) -> str:
+    """How the caller declares `name`'s domain: `--domain 'year=2019|2020'` on the command
+    line, `domains={'year': [...]}` from Python, `DOMAIN (year IN (...))` in a statement."""
+    tail = ", ..." if more else ""
+    return option_hint(
+        "domains", f"'{name}={'|'.join(values)}{'|...' if more else ''}'",
+        python=f"{{{name!r}: [{', '.join(repr(v) for v in values)}{tail}]}}",
+        sql=f"{quote_identifier(name)} IN ({', '.join(quote_literal(v) for v in values)}{tail})",
+    )
 
 
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
@@ -167,7 +178,7 @@ def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -
 
 def _present(values: list[Any], name: str) -> list[Any]:
     if not values:
-        raise UserError(f"{name} has no non-NULL value to derive a domain from", f"declare its domain: --domain '{name}=a|b'")
+        raise UserError(f"{name} has no non-NULL value to derive a domain from", f"declare its domain: {_domain_hint(name, ['a', 'b'])}")
     return values
 
 

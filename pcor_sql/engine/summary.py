@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import InternalError, UserError, option_name
 from pcor_sql.sqltext.build import METRIC_ALIAS, group_by_cells, select_from, sorted_cells
 
 
@@ -188,7 +188,7 @@ def _summary(
 ) -> CellSummary:
     """Sums centred on the global mean from per-cell moments (exact combination, see the module doc)."""
     if count.size == 0:
-        raise UserError("no row has a non-NULL value in every context attribute", "check the attributes (--by)")
+        raise UserError("no row has a non-NULL value in every context attribute", f"check the attributes ({option_name('by')})")
     var = np.where(lo == hi, 0.0, var)
     shift = float((count * mean).sum() / count.sum())
     d = mean - shift
@@ -280,7 +280,7 @@ def record_cell(schema: Schema, row: dict[str, Any]) -> list[int]:
         if value is None:
             raise UserError(
                 f"the record has NULL {attr.name}, so it is in no population",
-                f"pick another record or drop {attr.name} from the attributes (--by)",
+                f"pick another record or drop {attr.name} from the attributes ({option_name('by')})",
             )
         try:
             anchor.append(attr.domain.index(value))

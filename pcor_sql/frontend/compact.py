@@ -13,9 +13,9 @@ differently), so a quoted item follows SQL's quoting rules.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from pcor_sql.errors import UserError
+from pcor_sql.errors import UserError, option_hint, option_name
 from pcor_sql.sqltext.tokens import (
     QUOTED_IDENT,
     STRING,
@@ -27,7 +27,11 @@ from pcor_sql.sqltext.tokens import (
     unquote_string,
 )
 
-_BY_FIX = 'write attribute names separated by commas, e.g. --by job_title,year (quote odd names: \'"job, title"\')'
+
+def _by_fix() -> str:
+    return f"write attribute names separated by commas, e.g. {option_hint('by', 'job_title,year')} (quote odd names: '\"job, title\"')"
+
+
 _DOMAIN_FIX = "write attr=v1|v2|v3 (several: a=x|y;b=1|2; quote values holding | ; = in single quotes: 'a|b')"
 # An item whose quote is never closed: the tokenizer stops there, the parse reports it in place.
 _OPEN_QUOTE = "open_quote"
@@ -37,12 +41,12 @@ _QUOTED = (QUOTED_IDENT, STRING, _OPEN_QUOTE)
 
 @dataclasses.dataclass(frozen=True)
 class _Form:
-    what: str
-    fix: str
+    what: Callable[[], str]  # the option as the caller names it: `--by` on the command line, `by` from Python
+    fix: Callable[[], str]
     separators: str
 
     def error(self, problem: str) -> UserError:
-        return UserError(f"{self.what}: {problem}", self.fix)
+        return UserError(f"{self.what()}: {problem}", self.fix())
 
     def item(self, text: str, pos: int, quote: str) -> tuple[str, bool, str, int]:
         """The item starting at text[pos], in which only `quote` quotes: (its value, whether it
@@ -92,14 +96,14 @@ class _Form:
         return text[first.start:tokens[-1].end].strip(), False
 
 
-_BY = _Form("--by", _BY_FIX, ",")
-_DOMAIN = _Form("--domain", _DOMAIN_FIX, "=|;")
+_BY = _Form(lambda: option_name("by").removesuffix("=..."), _by_fix, ",")
+_DOMAIN = _Form(lambda: "--domain", lambda: _DOMAIN_FIX, "=|;")  # a form only the command line takes
 
 
 def parse_by(text: str) -> tuple[str, ...]:
     """`"a,b,c"` → ("a", "b", "c"). Errors for an empty list, an empty name or a repeat."""
     if not isinstance(text, str) or not text.strip():
-        raise UserError("--by is empty", _BY_FIX)
+        raise _BY.error("it is empty")
     names: list[str] = []
     pos = 0
     while True:
@@ -159,7 +163,7 @@ def parse_domain_declarations(texts: str | Iterable[str]) -> dict[str, list[str]
     out: dict[str, list[str]] = {}
     for text in texts:
         if not isinstance(text, str) or not text.strip():
-            raise UserError("--domain is empty", _DOMAIN_FIX)
+            raise _DOMAIN.error("it is empty")
         for name, values in _declarations(text):
             if name in out:
                 raise UserError(f"--domain: the domain of {name!r} is declared twice", "declare each attribute once")

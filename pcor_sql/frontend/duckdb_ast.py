@@ -27,6 +27,8 @@ _LOCATION_KEYS = ("query_location", "query_location_length")
 def _run(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     try:
         return con.execute(sql, params).fetchall()
+    except duckdb.ConnectionException as exc:  # the caller's connection, not our SQL
+        raise UserError(f"the DuckDB connection cannot run queries: {exc}", "pass an open connection") from None
     except duckdb.Error as exc:
         raise InternalError(f"DuckDB could not parse or render SQL ({type(exc).__name__}: {exc})") from None
 

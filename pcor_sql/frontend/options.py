@@ -124,6 +124,12 @@ def _value(tokens: Sequence[Token], i: int, name: str) -> tuple[OptionValue, int
     )
 
 
+def parse_literal(tokens: Sequence[Token], i: int, name: str) -> tuple[OptionValue, int]:
+    """The literal starting at tokens[i] — a signed number, a 'string' or TRUE/FALSE, never
+    an expression — and the index after it; `name` is what the value is for, in messages."""
+    return _value(tokens, i, name)
+
+
 def parse_option_list(tokens: Sequence[Token], where: str) -> list[RawOption]:
     """`name = value, ...` (the tokens between the parentheses; none is allowed)."""
     options: list[RawOption] = []

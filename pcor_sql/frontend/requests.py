@@ -19,11 +19,13 @@ from pcor_sql.frontend.compact import parse_by
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
 from pcor_sql.frontend.start import parse_start_predicate
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec, request_options
+from pcor_sql.sqltext.connection import require_connection
 
 
 def outlier_request(con: duckdb.DuckDBPyConnection, query: str, **options: Any) -> OutlierRequest:
     """`SELECT <metric> FROM <relation> WHERE <record selector>` plus options by name (the
     fields of `OutlierRequest`, and `verifier_options` to merge into the verifier's)."""
+    require_connection(con, "outlier_request")
     return outlier_from_select(con, parse_select(con, query), options)
 
 
@@ -55,6 +57,7 @@ def anomaly_request(con: duckdb.DuckDBPyConnection, query: str, *,
     """`SELECT <col>[, <col> ...] FROM <relation> [WHERE <selector>]` plus options by name.
     `describe_columns(select_sql)` names a SELECT's columns where another engine holds the
     relation (to expand `*`); by default `con` describes it."""
+    require_connection(con, "anomaly_request")
     return anomaly_from_select(con, parse_select(con, query, multiple=True), options, describe_columns)
 
 

@@ -18,6 +18,7 @@ import duckdb
 import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.build import describe, select_from
+from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.sqltext.tokens import split_statements
 
@@ -325,7 +326,10 @@ def expand_star(con: duckdb.DuckDBPyConnection, q: SelectQuery,
             rows = con.execute(describe(select_sql)).fetchall()
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise UserError(f"cannot list the columns of {q.metric_sql[0]}: {first}", "check the FROM clause and the column names") from None
+            raise UserError(
+                f"cannot list the columns of {q.metric_sql[0]}: {first}",
+                relation_fix(exc, "check the FROM clause and the column names"),
+            ) from None
         names = [str(r[0]) for r in rows]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

@@ -1,12 +1,14 @@
 """pcor-sql's statements, and ordinary SQL passed through.
 
-    EXPLAIN OUTLIER <select> [BY a, b, ...] [USING verifier[(name = value, ...)]] [WITH (name = value, ...)]
+    EXPLAIN OUTLIER <select> [BY a, b, ...] [DOMAIN (a IN ('x', 'y'), b IN (1, 2))]
+        [USING verifier[(name = value, ...)]] [WITH (name = value, ...)]
     IDENTIFY ANOMALY <select> WITH (beta = 5, radius = 1000, epsilon = 0.5 [, ...])
 
 Keywords are case-insensitive; the clauses may come in any order, each at most once. The
 tokenizer finds where the SELECT ends: only a `BY`, `USING` or `WITH` outside strings,
 comments and brackets can start a clause, and not `GROUP BY`/`ORDER BY`, `USING (` (a join)
-or `USING SAMPLE`, or the `WITH` of a CTE that opens the SELECT. The SELECT itself is then parsed
+or `USING SAMPLE`, or the `WITH` of a CTE that opens the SELECT; `DOMAIN (` only where an
+expression or a table has just ended (so a function named domain is not a clause). The SELECT itself is then parsed
 and validated by DuckDB's parser (`parse_select`).
 """
 
@@ -18,6 +20,7 @@ from typing import Sequence, Union
 import duckdb
 
 from pcor_sql.errors import UserError
+from pcor_sql.frontend.domain_clause import DOMAIN_EXAMPLE, Domains, parse_domain_clause
 from pcor_sql.frontend.options import (
     EXPLAIN_OPTIONS,
     IDENTIFY_OPTIONS,
@@ -30,11 +33,11 @@ from pcor_sql.frontend.options import (
 from pcor_sql.frontend.select import SelectQuery, parse_select
 from pcor_sql.frontend.start import parse_start_predicate
 from pcor_sql.requests import VerifierSpec
-from pcor_sql.sqltext.tokens import PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
+from pcor_sql.sqltext.tokens import OPERATOR, PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
 
 EXPLAIN_GRAMMAR = (
     "EXPLAIN OUTLIER SELECT <metric> FROM <relation> WHERE <selector> "
-    "[BY a, b] [USING lof(k = 20)] [WITH (epsilon = 0.2, ...)]"
+    "[BY a, b] [DOMAIN (a IN ('x', 'y'))] [USING lof(k = 20)] [WITH (epsilon = 0.2, ...)]"
 )
 IDENTIFY_GRAMMAR = "IDENTIFY ANOMALY SELECT <columns> FROM <relation> [WHERE <selector>] WITH (beta = 5, radius = 1000, epsilon = 0.5)"
 IDENTIFY_REQUIRED = ("beta", "radius", "epsilon")
@@ -58,14 +61,16 @@ class _WithOptions:
 
 @dataclass(frozen=True)
 class ExplainOutlier(_WithOptions):
-    """`EXPLAIN OUTLIER ...`. `by` and `verifier` are None when not given; the WITH options
-    are the statement options of `OutlierRequest`; `start` stays text, checked for form."""
+    """`EXPLAIN OUTLIER ...`. `by`, `domains` and `verifier` are None when not given; the
+    WITH options are the statement options of `OutlierRequest`; `start` stays text, checked
+    for form. `domains` are the DOMAIN clause's declarations, attribute → values."""
 
     text: str
     query: SelectQuery
     by: tuple[str, ...] | None = None
     verifier: VerifierSpec | None = None
     given: tuple[tuple[str, OptionValue], ...] = ()
+    domains: Domains | None = None
     _names = frozenset(o.name for o in EXPLAIN_OPTIONS)
 
 
@@ -141,6 +146,8 @@ def _clause_start(body: Sequence[Token]) -> int:
         nxt = body[i + 1] if i + 1 < len(body) else None
         if tok.is_word("BY") and not (prev is not None and prev.is_word("GROUP", "ORDER", "PARTITION")):
             return i
+        if _is_domain_clause(body, i):
+            return i
         if tok.is_word("USING") and (nxt is None or not (nxt.is_punct("(") or nxt.is_word("SAMPLE"))):
             return i
         # A CTE's WITH can only open the SELECT; anywhere later a top-level WITH is ours.
@@ -149,11 +156,31 @@ def _clause_start(body: Sequence[Token]) -> int:
     return len(body)
 
 
+# Words after which `DOMAIN (` is SQL (a function call, a table function), not our clause.
+_BEFORE_EXPRESSION = frozenset({
+    "SELECT", "WHERE", "AND", "OR", "NOT", "ON", "WHEN", "THEN", "ELSE", "IN", "IS", "LIKE", "ILIKE", "GLOB",
+    "SIMILAR", "BETWEEN", "CASE", "FROM", "JOIN", "HAVING", "AS", "DISTINCT", "ALL", "ANY", "SOME", "EXISTS",
+    "LIMIT", "OFFSET", "QUALIFY", "LATERAL", "ESCAPE", "OVER", "FILTER", "SAMPLE", "TABLESAMPLE",
+})
+
+
+def _is_domain_clause(body: Sequence[Token], i: int) -> bool:
+    """`DOMAIN (` at the top level, after the end of an expression, a table or a clause."""
+    tok = body[i]
+    if not tok.is_word("DOMAIN") or tok.depth != 0 or i + 1 >= len(body) or not body[i + 1].is_punct("("):
+        return False
+    prev = body[i - 1] if i > 0 else None
+    if prev is None or prev.kind == OPERATOR or (prev.kind == PUNCT and not prev.is_punct(")")):
+        return False
+    return not (prev.kind == WORD and prev.upper in _BEFORE_EXPRESSION)
+
+
 @dataclass(frozen=True)
 class _Clauses:
     by: tuple[str, ...] | None = None
     verifier: VerifierSpec | None = None
     with_options: tuple[RawOption, ...] | None = None
+    domains: Domains | None = None
 
 
 def _split(text: str, body: Sequence[Token], end: int, statement: str, grammar: str) -> tuple[str, _Clauses]:
@@ -171,6 +198,7 @@ def _parse_clauses(tokens: Sequence[Token], statement: str, grammar: str) -> _Cl
     by: tuple[str, ...] | None = None
     verifier: VerifierSpec | None = None
     with_options: tuple[RawOption, ...] | None = None
+    domains: Domains | None = None
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -178,6 +206,10 @@ def _parse_clauses(tokens: Sequence[Token], statement: str, grammar: str) -> _Cl
             if by is not None:
                 raise UserError("BY is given twice", "list all attributes in one BY a, b, c")
             by, i = _parse_by_clause(tokens, i + 1)
+        elif tok.is_word("DOMAIN"):
+            if domains is not None:
+                raise UserError("DOMAIN is given twice", f"declare all domains in one {DOMAIN_EXAMPLE}")
+            domains, i = parse_domain_clause(tokens, i + 1)
         elif tok.is_word("USING"):
             if verifier is not None:
                 raise UserError("USING is given twice", "name one verifier: USING lof(k = 20)")
@@ -192,18 +224,19 @@ def _parse_clauses(tokens: Sequence[Token], statement: str, grammar: str) -> _Cl
                 f"unexpected {tok.text!r} after the SELECT of {statement}",
                 f"the SELECT may be followed only by its clauses: {grammar}",
             )
-    return _Clauses(by, verifier, with_options)
+    return _Clauses(by, verifier, with_options, domains)
 
 
-def _is_clause_keyword(tok: Token) -> bool:
-    return tok.is_word("BY", "USING", "WITH")
+def _is_clause_keyword(tok: Token, nxt: Token | None = None) -> bool:
+    """BY, USING, WITH, or DOMAIN followed by '(' (so an attribute may be named domain)."""
+    return tok.is_word("BY", "USING", "WITH") or (tok.is_word("DOMAIN") and nxt is not None and nxt.is_punct("("))
 
 
 def _parse_by_clause(tokens: Sequence[Token], i: int) -> tuple[tuple[str, ...], int]:
     names: list[str] = []
     while True:
         tok = tokens[i] if i < len(tokens) else None
-        if tok is None or tok.kind not in (WORD, QUOTED_IDENT) or _is_clause_keyword(tok):
+        if tok is None or tok.kind not in (WORD, QUOTED_IDENT) or _is_clause_keyword(tok, _at(tokens, i + 1)):
             found = "nothing" if tok is None else repr(tok.text)
             raise UserError(
                 f"expected an attribute name in BY, found {found}",
@@ -216,8 +249,8 @@ def _parse_by_clause(tokens: Sequence[Token], i: int) -> tuple[tuple[str, ...], 
             raise UserError(f"attribute {name} is named twice in BY", "name each attribute once")
         names.append(name)
         i += 1
-        nxt = tokens[i] if i < len(tokens) else None
-        if nxt is None or _is_clause_keyword(nxt):
+        nxt = _at(tokens, i)
+        if nxt is None or _is_clause_keyword(nxt, _at(tokens, i + 1)):
             return tuple(names), i
         if not nxt.is_punct(","):
             raise UserError(
@@ -225,6 +258,10 @@ def _parse_by_clause(tokens: Sequence[Token], i: int) -> tuple[tuple[str, ...], 
                 'separate attribute names with commas; quote names with spaces or symbols: "job title"',
             )
         i += 1
+
+
+def _at(tokens: Sequence[Token], i: int) -> Token | None:
+    return tokens[i] if i < len(tokens) else None
 
 
 def _parenthesized(tokens: Sequence[Token], i: int, clause: str, example: str) -> tuple[list[Token], int]:
@@ -248,7 +285,7 @@ def _parenthesized(tokens: Sequence[Token], i: int, clause: str, example: str) -
 
 def _parse_using(tokens: Sequence[Token], i: int) -> tuple[VerifierSpec, int]:
     tok = tokens[i] if i < len(tokens) else None
-    if tok is None or tok.kind != WORD or _is_clause_keyword(tok):
+    if tok is None or tok.kind != WORD or _is_clause_keyword(tok, _at(tokens, i + 1)):
         found = "nothing" if tok is None else repr(tok.text)
         raise UserError(
             f"expected a verifier name after USING, found {found}",
@@ -258,7 +295,7 @@ def _parse_using(tokens: Sequence[Token], i: int) -> tuple[VerifierSpec, int]:
     i += 1
     nxt = tokens[i] if i < len(tokens) else None
     if nxt is None or not nxt.is_punct("("):
-        if nxt is not None and not _is_clause_keyword(nxt):
+        if nxt is not None and not _is_clause_keyword(nxt, _at(tokens, i + 1)):
             raise UserError(
                 f"unexpected {nxt.text!r} after USING {tok.text}",
                 f"give verifier options in parentheses: USING {name}(name = value, ...)",
@@ -289,7 +326,17 @@ def _explain(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], e
     opts = check_options(clauses.with_options or (), EXPLAIN_OPTIONS, "WITH (...)")
     if "start" in opts:
         parse_start_predicate(con, str(opts["start"]), clauses.by)
-    return ExplainOutlier(text=text, query=query, by=clauses.by, verifier=clauses.verifier, given=tuple(opts.items()))
+    if clauses.domains is not None and clauses.by is not None:
+        outside = [name for name, _ in clauses.domains if name not in clauses.by]
+        if outside:
+            raise UserError(
+                f"DOMAIN declares {outside[0]}, which is not among the BY attributes",
+                f"add {outside[0]} to BY, or drop its declaration",
+            )
+    return ExplainOutlier(
+        text=text, query=query, by=clauses.by, verifier=clauses.verifier, given=tuple(opts.items()),
+        domains=clauses.domains,
+    )
 
 
 def _identify(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], end: int) -> IdentifyAnomaly:
@@ -298,6 +345,11 @@ def _identify(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], 
         raise UserError("IDENTIFY ANOMALY takes no BY clause", f"write {IDENTIFY_GRAMMAR}")
     if clauses.verifier is not None:
         raise UserError("IDENTIFY ANOMALY takes no USING clause", f"write {IDENTIFY_GRAMMAR}")
+    if clauses.domains is not None:
+        raise UserError(
+            "IDENTIFY ANOMALY takes no DOMAIN clause: an anomaly answer uses no contexts",
+            f"write {IDENTIFY_GRAMMAR}",
+        )
     query = parse_select(con, select_text, multiple=True)
     opts = check_options(clauses.with_options or (), IDENTIFY_OPTIONS, "WITH (...)")
     missing = [name for name in IDENTIFY_REQUIRED if name not in opts]

@@ -46,12 +46,18 @@ def test_answers_selected_records_with_owner_fields(con):
 
 
 def test_same_seed_same_answers_and_the_bit_is_truth_xor_flip(con):
-    first = answer_anomaly_queries(con, "people", ["age"], None, source=np.random.default_rng(11), **KW)
-    again = answer_anomaly_queries(con, "people", ["age"], None, source=np.random.default_rng(11), **KW)
+    # Seed 9 flips one answer (most flip probabilities here are < 0.1), so the check below sees a flip.
+    first = answer_anomaly_queries(con, "people", ["age"], None, source=np.random.default_rng(9), **KW)
+    again = answer_anomaly_queries(con, "people", ["age"], None, source=np.random.default_rng(9), **KW)
     assert [a.anomaly for a in first] == [a.anomaly for a in again]
-    u = np.random.default_rng(11).random(len(first))
-    expected = [a.true_answer ^ (ui < a.flip_probability) for a, ui in zip(first, u)]
+    # One exact coin per answer, in order: the first 64-bit word W flips iff W < ⌊p·2⁶⁴⌋ (a tie,
+    # W = ⌊p·2⁶⁴⌋, would read on; it has probability 2⁻⁶⁴ and does not happen here).
+    words = np.random.default_rng(9).bit_generator.random_raw(len(first)).tolist()
+    cuts = [int(np.floor(np.ldexp(a.flip_probability, 64))) for a in first]
+    assert all(w != c for w, c in zip(words, cuts))
+    expected = [a.true_answer ^ (w < c) for a, w, c in zip(first, words, cuts)]
     assert [a.anomaly for a in first] == expected
+    assert any(a.anomaly != a.true_answer for a in first)  # the check sees flips, not only truths
     assert len(first) == 103
 
 

@@ -22,6 +22,7 @@ import pytest
 from pcor_sql.anomaly import mechanisms as A
 from pcor_sql.core.randomness import SecureRandom
 from pcor_sql.errors import InternalError, UserError
+from tests.core.scripted_source import ONES, ScriptedWords
 
 U = 4  # universe size
 SMALL = 3  # counts 0..SMALL in the small histograms
@@ -201,6 +202,26 @@ def test_empirical_flip_rate_matches_formula(lam: int, eps: float):
         for source in (np.random.default_rng(1234 + lam), SecureRandom()):
             out = A.construction1(truth, np.full(n, p), source)
             assert abs(np.mean(out != truth) - p) <= tol, (lam, eps, truth_value, type(source).__name__)
+
+
+def test_construction1_keeps_flip_probabilities_below_two_to_the_minus_53():
+    """The coin is exact: p = 2⁻⁶⁰ flips on exactly 16 of the 2⁶⁴ first words, p = 5e-324 on
+    16 zero words followed by a word < 2¹⁴ (2⁻¹⁰⁷⁴ of the mass). The old "u < p" with a
+    53-bit u flipped neither, ever."""
+    truth = np.array([True, False, True, False])
+    p = np.array([2.0**-60, 2.0**-60, 5e-324, 5e-324])
+    # words in draw order: the four first words, then one word per tie (only the third is a tie)
+    src = ScriptedWords([15, 16, 0, 1] + [0] * 15 + [2**14 - 1])
+    assert A.construction1(truth, p, src).tolist() == [False, False, False, False]
+    assert src.read == 4 + 16
+    src = ScriptedWords([16, 15, 1, 0] + [0] * 15 + [2**14])
+    assert A.construction1(truth, p, src).tolist() == [True, True, True, False]
+    # a tiny p from the formula (ε = 1, λ = 40: p ≈ 3e-18 ≈ 2⁻⁵⁸) flips on ⌊p·2⁶⁴⌋ = 57 first words
+    lam_p = A.flip_probability([40], 1.0)
+    assert 2.0**-64 < lam_p[0] < 2.0**-53
+    whole = int(np.floor(np.ldexp(lam_p[0], 64)))
+    assert A.construction1([True], lam_p, ScriptedWords([whole - 1])).tolist() == [False]
+    assert A.construction1([True], lam_p, ScriptedWords([ONES])).tolist() == [True]
 
 
 def test_empirical_dp_ratio_on_neighbours():

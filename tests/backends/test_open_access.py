@@ -17,12 +17,10 @@ from pcor_sql.backends.spark_session import is_spark_session, require_spark
 from pcor_sql.errors import UserError
 
 
-def test_a_duckdb_connection_is_read_by_duckdb_and_holds_its_ledger():
+def test_a_duckdb_connection_is_read_by_duckdb_and_anchors_its_ledger():
     con = duckdb.connect()
     access = open_access(con)
     assert isinstance(access, DuckDBAccess) and access.ledger_con is con and access.parser is con
-    with pytest.raises(UserError, match="ledger_db is for a SparkSession"):
-        open_access(con, ledger_db="x.duckdb")
 
 
 def test_anything_else_is_refused_naming_both_engines():

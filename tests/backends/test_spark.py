@@ -155,7 +155,8 @@ def test_bad_input_is_one_line(engines):
     _, sparks, _, s_rel = engines
     with pytest.raises(UserError, match="TABLE_OR_VIEW_NOT_FOUND") as err:
         pcor_sql.explain_outlier(None, "SELECT salary FROM no_such_table WHERE id = 1", session=sparks, domains=DOMAINS)
-    assert "\n" not in str(err.value) and "existing table" in str(err.value)
+    # The unit resolver (run first, before any charge) is the one to meet the unknown relation.
+    assert "\n" not in str(err.value) and "name a Spark table" in str(err.value)
     registry = pcor_sql.default_registry()
     registry.register_python("far", lambda values, v: abs(v - values.mean()) > 3 * values.std())
     with pytest.raises(UserError, match="every value"):
@@ -176,14 +177,45 @@ def test_the_cli_runs_on_spark(spark, data, tmp_path):
     from pcor_sql.cli.main import app
 
     ledger = tmp_path / "ledger.duckdb"
-    duckdb.connect(str(ledger)).close()
     args = ["explain-outlier", "--by", "dept,role", "--domain", "dept=a|b|c|d", "--domain", "role=x|y|z",
-            "--verifier", "grubbs", "--seed", "7", "--format", "json", "--dataset", "emp"]
-    duck = CliRunner().invoke(app, [*args, f"SELECT salary FROM read_parquet('{data}') WHERE id = 7", "--db", str(ledger)])
-    out = CliRunner().invoke(app, [*args, f"SELECT salary FROM parquet.`{data}` WHERE id = 7", "--engine", "spark",
-                                   "--spark-master", "local[2]", "--db", str(ledger)])
+            "--verifier", "grubbs", "--seed", "7", "--format", "json", "--ledger", str(ledger)]
+    spark_args = ["--engine", "spark", "--spark-master", "local[2]"]
+    # A seed on a persistent ledger is refused on Spark as on DuckDB, before anything is charged.
+    refused = CliRunner().invoke(app, [*args, f"SELECT salary FROM parquet.`{data}` WHERE id = 7", *spark_args])
+    assert refused.exit_code != 0 and "seeded runs are refused" in refused.stderr, refused.stderr
+    args.append("--allow-seeded")
+    duck = CliRunner().invoke(app, [*args, f"SELECT salary FROM read_parquet('{data}') WHERE id = 7"])
+    out = CliRunner().invoke(app, [*args, f"SELECT salary FROM parquet.`{data}` WHERE id = 7", *spark_args])
     assert out.exit_code == 0 == duck.exit_code, out.stderr
     assert json.loads(out.stdout)["context"] == json.loads(duck.stdout)["context"]
+    assert json.loads(out.stdout)["units"] == json.loads(duck.stdout)["units"] == [f"file:{data}"]
     con = duckdb.connect(str(ledger))
-    assert pcor_sql.Ledger(con).status("emp").spent == pytest.approx(0.4)  # both charged to the one ledger file
+    # Both engines name the file the same unit, so both releases are charged to one account.
+    assert pcor_sql.Ledger(con).status(f"file:{data}").spent == pytest.approx(0.4)
     con.close()
+    # --db names a DuckDB database: with --engine spark it is refused (the ledger is --ledger).
+    db = CliRunner().invoke(app, [*args[:-3], f"SELECT salary FROM parquet.`{data}` WHERE id = 7", *spark_args,
+                                  "--db", str(ledger)])
+    assert db.exit_code == 2 and "--engine spark" in db.stderr and "--ledger" in db.stderr, db.stderr
+
+
+def test_the_spark_ledger_is_a_file_never_memory_unasked(spark, data, tmp_path, monkeypatch):
+    query = f"SELECT salary FROM parquet.`{data}` WHERE id = 7"
+    given = tmp_path / "given.duckdb"
+    session = pcor_sql.Session(spark, ledger=str(given))
+    pcor_sql.explain_outlier(None, query, session=session, domains=DOMAINS, verifier="grubbs", epsilon=0.1)
+    assert session.ledger().path == str(given) and session.ledger().status(f"file:{data}").spent == pytest.approx(0.1)
+    session.ledger().close()
+    monkeypatch.setenv("PCOR_SQL_LEDGER", str(tmp_path / "env.duckdb"))
+    from_env = pcor_sql.Session(spark).ledger()
+    assert from_env.path == str(tmp_path / "env.duckdb")
+    from_env.close()
+    monkeypatch.delenv("PCOR_SQL_LEDGER")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    per_user = pcor_sql.Session(spark).ledger()
+    assert per_user.path == str(tmp_path / "xdg" / "pcor-sql" / "ledger.duckdb") and per_user.persistent
+    per_user.close()
+    # In memory only when asked for, and then with the warning; one per SparkSession.
+    with pytest.warns(pcor_sql.PrivacyWarning, match="in memory"):
+        memory = pcor_sql.Session(spark, ledger=":memory:").ledger()
+    assert memory.in_memory

@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 from pcor_sql.cli.main import app
 
 QUERY = "SELECT salary FROM salaries WHERE id = 42"  # a planted outlier (datasets/planted_outliers.json)
-FAST = ("--verifier", "grubbs", "--seed", "1")
+# Seeded runs on a database file's persistent ledger need the owner's --allow-seeded.
+FAST = ("--verifier", "grubbs", "--seed", "1", "--allow-seeded")
 
 
 def invoke(*args: str, input: str | None = None):

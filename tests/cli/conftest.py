@@ -22,3 +22,11 @@ def db(salaries_file, tmp_path):
     target = tmp_path / "work.duckdb"
     shutil.copy(salaries_file, target)
     return target
+
+
+@pytest.fixture(autouse=True)
+def ledger_file(tmp_path, monkeypatch):
+    """Each CLI test gets its own per-user ledger file, as a fresh machine would."""
+    path = tmp_path / "user-ledger.duckdb"
+    monkeypatch.setenv("PCOR_SQL_LEDGER", str(path))
+    return path

@@ -74,10 +74,10 @@ EXPLAIN_CASES = [
 
 
 @pytest.mark.parametrize("args, needle", [c[1:] for c in EXPLAIN_CASES], ids=[c[0] for c in EXPLAIN_CASES])
-def test_explain_outlier_bad_input(args, needle, salaries_file):
+def test_explain_outlier_bad_input(args, needle, db):
     # A database file opens faster than the default in-memory load of every bundled dataset.
     extra = [] if "--verifier" in args else ["--verifier", "grubbs"]
-    assert_error(invoke("explain-outlier", *args, *extra, "--seed", "1", "--db", str(salaries_file)), needle)
+    assert_error(invoke("explain-outlier", *args, *extra, "--seed", "1", "--allow-seeded", "--db", str(db)), needle)
 
 
 def test_missing_database(tmp_path):
@@ -96,11 +96,11 @@ def test_undeclared_domain_warns_and_still_works():
     assert "job_title ∈ {" in result.stdout
 
 
-def _budget(db, dataset):
+def _budget(db, unit="bundled:salaries"):
     con = duckdb.connect(str(db), read_only=True)
     try:
         return con.execute(
-            "SELECT spent_epsilon, releases FROM pcor_budget WHERE dataset = ?", [dataset]
+            "SELECT spent_epsilon, releases FROM pcor.budget WHERE unit = ? AND notion = 'ocdp'", [unit]
         ).fetchall()[0]
     finally:
         con.close()
@@ -108,14 +108,15 @@ def _budget(db, dataset):
 
 def test_budget_exceeded_is_refused_and_not_charged(db):
     assert invoke("budget", "set-limit", "salaries", "0.3", "--db", str(db)).exit_code == 0
-    first = invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "salaries", "--epsilon", "0.2")
+    first = invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.2")
     assert first.exit_code == 0, first.stderr
     assert "spent ε = 0.2 of limit 0.3" in first.stdout
-    refused = invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "salaries", "--epsilon", "0.2")
-    assert_error(refused, "would exceed the privacy budget", "salaries")
-    assert _budget(db, "salaries") == (pytest.approx(0.2), 1)  # the refused release cost nothing
-    assert invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "salaries", "--epsilon", "0.1").exit_code == 0
-    assert _budget(db, "salaries") == (pytest.approx(0.3), 2)
+    refused = invoke("explain-outlier", "SELECT salary FROM main.salaries s WHERE id = 42", *FAST, "--db", str(db),
+                     "--epsilon", "0.2")
+    assert_error(refused, "would exceed the ocdp privacy budget", "bundled:salaries")
+    assert _budget(db) == (pytest.approx(0.2), 1)  # the refused release cost nothing
+    assert invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.1").exit_code == 0
+    assert _budget(db) == (pytest.approx(0.3), 2)
 
 
 def test_read_only_database_refuses_releases_but_can_be_read(db):
@@ -176,9 +177,11 @@ def test_sql_injection_attempts_are_inert(db):
         # Identifiers holding SQL.
         (["explain-outlier", QUERY, *FAST, "--by", 'job_title,"year""; DROP TABLE salaries; --"'], 2),
         (["explain-outlier", f'SELECT "salary""; DROP TABLE salaries; --" FROM salaries WHERE id = 42', *FAST], 2),
-        # A ledger name holding SQL.
-        (["explain-outlier", QUERY, *FAST, "--dataset", "x'); DROP TABLE pcor_budget; --"], 0),
-        (["budget", "set-limit", "x'); DROP TABLE salaries; --", "5"], 0),
+        # Dataset and unit names holding SQL: looked up as data, not found.
+        (["explain-outlier", QUERY, *FAST, "--dataset", "x'); DROP TABLE pcor.budget; --"], 2),
+        (["budget", "set-limit", "x'); DROP TABLE salaries; --", "5"], 2),
+        (["dataset", "add", "x'); DROP TABLE salaries; --", "salaries", "--key", "id", "--metric", "salary",
+          "--by", "year"], 2),
         # A second statement after the selector.
         (["explain-outlier", QUERY + "; DROP TABLE salaries", *FAST], 2),
     ]
@@ -199,8 +202,7 @@ def test_sql_injection_attempts_are_inert(db):
         con.execute(f"SELECT count(*) FROM salaries WHERE {predicate}").fetchall()
         assert con.execute("SELECT count(*) FROM salaries").fetchall() == [(51000,)]
         names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert {"salaries", "pcor_budget", "pcor_release_history"} <= names
-        datasets = {r[0] for r in con.execute("SELECT dataset FROM pcor_budget").fetchall()}
-        assert {"x'); DROP TABLE pcor_budget; --", "x'); DROP TABLE salaries; --"} <= datasets
+        assert {"salaries", "budget", "history", "datasets"} <= names
+        assert con.execute("SELECT count(*) FROM pcor.datasets").fetchall() == [(0,)]
     finally:
         con.close()

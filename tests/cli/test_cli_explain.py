@@ -13,7 +13,7 @@ from pcor_sql.engine.datasets import declared_domains
 # The keys issue 4 fixes for every explanation object (the README documents them).
 STABLE_KEYS = {
     "record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
-    "samples", "verifier", "utility", "start_source", "seeded",
+    "samples", "verifier", "utility", "start_source", "seeded", "summary", "privacy_summary", "metric", "selector",
 }
 
 
@@ -27,15 +27,21 @@ def _ok(*args: str):
 def test_table_format_shows_the_released_context_and_the_privacy_parameters():
     result = _ok("explain-outlier", QUERY, *FAST, "--epsilon", "0.3")
     out = result.stdout
-    assert "record id=42" in out
+    lines = out.splitlines()
+    # The first line says it in plain words, from released values only.
+    assert lines[0].startswith("salary of the record where id = 42 is an outlier (Grubbs' test, alpha = 0.05) among ")
+    assert "187190" not in lines[0] and "Registered Nurse" not in lines[0]
+    assert "record      id=42" in out
     assert "job_title ∈ {" in out and "year" in out
-    assert "ε = 0.3" in out and "ε1 = " in out and "tight accounting" in out and "EM calls" in out
+    assert "privacy cost ε = 0.3 (output-constrained DP) over 51 randomized choices of ε1 = 0.00588 each" in out
+    assert lines[-1] == "terms (ε, ε1, OCDP, utility, ...): pcor-sql glossary"
     assert "bfs, 50 samples" in out
     assert "found by a validity-only search" in out
     assert "seeded: not for real releases" in out
     assert "NOT FOR RELEASE" not in out and "population" not in out.replace("utility population", "")
-    # The default database is in memory, and the ledger says so.
-    assert "warning: the budget ledger is in memory" in result.stderr
+    # The default database is in memory; its ledger is the per-user file, and the bundled table
+    # is the same unit there in every run.
+    assert "in memory" not in result.stderr and "charged to bundled:salaries" in out
 
 
 def test_owner_view_only_with_the_flag():
@@ -91,13 +97,15 @@ def test_several_records_give_several_json_lines():
     objects = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["record"]["id"] for o in objects] == [42, 171]
     table = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST).stdout
-    assert "Released context 1 of 2" in table and "Released context 2 of 2" in table
+    assert "1 of 2: salary of the record where id IN (42, 171) is an outlier" in table and "2 of 2: salary" in table
 
 
 def test_options_reach_the_library(db):
+    _ok("dataset", "add", "payroll", "salaries", "--key", "id", "--metric", "salary", "--by", "job_title,year",
+        "--db", str(db))
     start = "job_title = 'Registered Nurse' AND year = '2018'"  # the record's own cell
     result = _ok(
-        "explain-outlier", QUERY, "--verifier", "grubbs", "--verifier-option", "alpha=0.1", "--seed", "3",
+        "explain-outlier", QUERY, "--verifier", "grubbs", "--verifier-option", "alpha=0.1", "--seed", "3", "--allow-seeded",
         "--by", "job_title,year", "--search", "random-walk", "--samples", "5", "--utility", "overlap",
         "--start", start, "--accounting", "paper",
         "--epsilon", "0.5", "--dataset", "payroll", "--max-contexts", "100000", "--db", str(db), "--format", "json",
@@ -113,10 +121,10 @@ def test_options_reach_the_library(db):
 
 
 def test_budget_is_shown_once_a_limit_is_set(db):
-    assert invoke("budget", "set-limit", "payroll", "2", "--db", str(db)).exit_code == 0
-    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll", "--format", "json").stdout)
-    assert e["budget"] == {"spent": 0.2, "limit": 2.0}
-    table = _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--dataset", "payroll").stdout
+    assert invoke("budget", "set-limit", "main.salaries", "2", "--db", str(db)).exit_code == 0
+    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--format", "json").stdout)
+    assert e["budget"] == {"spent": 0.2, "limit": 2.0} and e["units"] == ["bundled:salaries"]
+    table = _ok("explain-outlier", QUERY, *FAST, "--db", str(db)).stdout
     assert "spent ε = 0.4 of limit 2" in table
 
 

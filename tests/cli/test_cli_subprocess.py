@@ -15,7 +15,7 @@ def test_python_dash_m_explains_a_planted_outlier():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "pcor_sql", "explain-outlier", "SELECT salary FROM salaries WHERE id = 42",
-         "--verifier", "grubbs", "--seed", "1", "--format", "json"],
+         "--verifier", "grubbs", "--seed", "1", "--ledger", ":memory:", "--format", "json"],
         capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
@@ -25,5 +25,50 @@ def test_python_dash_m_explains_a_planted_outlier():
     assert e["record"]["id"] == 42 and e["epsilon"] == 0.2 and e["seeded"] is True
     assert e["explanation_sql"].startswith("SELECT salary FROM salaries WHERE")
     assert done.stderr.splitlines() == [
-        "warning: the budget ledger is in memory and is lost when the process ends — use --db FILE to keep it"
+        "warning: the budget ledger is in memory and is lost when the process ends — keep it in a file:"
+        " ledger='FILE' in Python, --ledger FILE (or --db FILE) on the CLI",
+        "warning: seeded run: the output is a deterministic function of the data — not private, never release it",
     ]
+
+
+def _run_with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `python -m pcor_sql ARGS` with stdout a pipe and stderr a terminal (a pty)."""
+    import pty
+    import select
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "COLUMNS": "120", "TERM": "xterm"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pcor_sql", *args], stdout=subprocess.PIPE, stderr=slave,
+                            env=env, cwd=ROOT)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=120)
+    os.close(master)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), seen.decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_never_in_the_json():
+    done, terminal = _run_with_terminal_stderr(
+        "explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171, 1777)", "--verifier", "grubbs",
+        "--seed", "1", "--ledger", ":memory:", "--format", "json",
+    )
+    assert done.returncode == 0, terminal
+    assert [json.loads(line)["record"]["id"] for line in done.stdout.splitlines()] == [42, 171, 1777]
+    # The bar reached the terminal, with the batch's count (a short phase may pass between two
+    # refreshes, so only the long one is looked for).
+    assert "releasing records" in terminal and "3/3" in terminal, terminal[-2000:]
+    assert "warning: the budget ledger is in memory" in terminal

@@ -2,18 +2,30 @@
 
 Goodness-of-fit tests are seeded; each accepts at chi-square p ≥ 1e-3 and each comes with a
 negative control (a wrong law the same data must reject at p < 1e-3), so the test can fail.
+The floating-point tests are deterministic: exact weights as fractions, references to 50+
+digits (`decimal`), and the sampler driven by chosen 64-bit words (`ScriptedWords`).
 """
 
 import math
+from decimal import Decimal, getcontext
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from pcor_sql.core import randomness
-from pcor_sql.core.mechanism import em_cost, em_probabilities, exponential_mechanism
+from pcor_sql.core import mechanism, randomness
+from pcor_sql.core.mechanism import (
+    centred_scores,
+    em_cost,
+    em_probabilities,
+    em_sampler_law,
+    em_weights,
+    exponential_mechanism,
+)
 from pcor_sql.core.randomness import SecureRandom
 from pcor_sql.errors import InternalError
+from tests.core.scripted_source import ONES, ScriptedWords
 
 P_MIN = 1e-3
 
@@ -37,6 +49,9 @@ class NoDraws:
         raise AssertionError("the mechanism drew randomness it did not need")
 
     def integers(self, low, high=None):
+        raise AssertionError("the mechanism drew randomness it did not need")
+
+    def bytes(self, length):
         raise AssertionError("the mechanism drew randomness it did not need")
 
 
@@ -161,3 +176,170 @@ def test_same_seed_same_pick():
     a = [exponential_mechanism(u, 0.3, np.random.default_rng(s)) for s in range(30)]
     b = [exponential_mechanism(u, 0.3, np.random.default_rng(s)) for s in range(30)]
     assert a == b and len(set(a)) > 1
+
+
+# --- floating point: centred scores, exact weights, exact sampling, what error remains --------
+
+U = 2.0**-53  # unit roundoff
+
+
+def exact_decimal(q: Fraction) -> Decimal:
+    return Decimal(q.numerator) / Decimal(q.denominator)
+
+
+def exact_score(u_c: float, best: float, eps1: float, sens: float = 1.0) -> Decimal:
+    """ε1·(u − max u)/Δu in exact arithmetic on the given doubles."""
+    return exact_decimal(Fraction(eps1) * (Fraction(u_c) - Fraction(best)) / Fraction(sens))
+
+
+def test_scores_are_centred_at_the_best():
+    x = centred_scores([1e7, 1e7 - 1, 1e7 - 3], 0.1)
+    assert x.tolist() == [0.0, -0.1, 0.1 * -3.0]
+    # Uncentred, ε1·u at 10⁷ has already lost the low bits of the gap: 0.1·(10⁷ − 1) − 0.1·10⁷
+    # is 2.3e-11 away from −0.1, a relative error of 2.3e-10 instead of 1e-16.
+    assert abs((0.1 * (1e7 - 1) - 0.1 * 1e7) + 0.1) > 2e-11
+    with pytest.raises(InternalError):
+        centred_scores([1.0, math.nan], 1.0)
+    with pytest.raises(InternalError):
+        exponential_mechanism([1.0, math.inf], 1.0, np.random.default_rng(0))
+
+
+def test_the_best_weighs_exactly_one_and_every_weight_is_a_53_bit_dyadic(path):
+    m, e = em_weights([5.0, 5.0, 3.0, 5.0 - 2e-12], 0.7)
+    assert m.tolist()[:2] == [2**52, 2**52] and e.tolist()[:2] == [-52, -52]  # 2⁵²·2⁻⁵² = 1
+    assert all(2**52 <= mc < 2**53 for mc in m.tolist())
+    # ε1 = ln 2, gap 10: w = 2⁻¹⁰ up to the documented rounding
+    m, e = em_weights([0.0, -10.0], math.log(2.0))
+    w = Fraction(int(m[1])) * Fraction(2) ** int(e[1])
+    assert abs(w / Fraction(1, 2**10) - 1) <= (5 * 10 * math.log(2) + 6) * U
+
+
+@pytest.mark.parametrize("exp", [np.exp, math.exp], ids=["numpy", "math"])
+def test_exp_on_the_reduced_range_is_within_two_units_of_roundoff(exp):
+    # The docstring's bound charges exp 2u on about [−ln 2, 0] (numpy's for many candidates,
+    # math's for a few); check both against 50 digits.
+    getcontext().prec = 50
+    r = np.linspace(-math.log(2) - 1e-9, 1e-9, 4001).tolist()
+    worst = max(abs(exact_decimal(Fraction(float(exp(x)))) / exact_decimal(Fraction(x)).exp() - 1) for x in r)
+    assert worst <= 2 * Decimal(U)
+
+
+@pytest.fixture(params=["scalar", "vector"])
+def path(request, monkeypatch):
+    """Run a test on the few-candidates (Python scalars) and the many-candidates (numpy) path."""
+    if request.param == "vector":
+        monkeypatch.setattr(mechanism, "_SCALAR", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("eps1", [0.5, 1.0, 0.013, 3.7])
+def test_weights_are_within_the_documented_rounding_of_the_exact_exponential(eps1, path):
+    getcontext().prec = 60
+    rng = np.random.default_rng(int(eps1 * 1000))
+    best = 1e7
+    gaps = np.concatenate([[0.0, 1.0, 40 / eps1, 700 / eps1, 1000 / eps1, 1419 / eps1], rng.uniform(0, 1419 / eps1, 40)])
+    u = (best - gaps).tolist()
+    m, e = em_weights(u, eps1)
+    for uc, mc, ec in zip(u, m.tolist(), e.tolist()):
+        x = exact_score(uc, best, eps1)
+        w = Fraction(mc) * Fraction(2) ** ec
+        assert mc > 0, "every candidate within 1419/ε1 of the best is kept"
+        err = abs(exact_decimal(w).ln() - x)
+        assert err <= (5 * abs(x) + 6) * Decimal(U), (uc, err)
+
+
+def test_a_gap_of_40_over_eps1_keeps_its_exact_probability(path):
+    getcontext().prec = 60
+    eps1, u = 0.5, [1e7, 1e7 - 80.0]  # gap 40/ε1: the old Gumbel draw never chose the second
+    tiny = Decimal(-40).exp()
+    exact = tiny / (1 + tiny)
+    law = em_sampler_law(u, eps1)
+    assert abs(exact_decimal(law[1]) / exact - 1) <= 2 * (5 * 40 + 6) * Decimal(U)
+    assert em_probabilities(u, eps1)[1] == pytest.approx(float(exact), rel=1e-12)
+    # The decision procedure. The scalar path lays the candidates out in order, so U ≥ 1 − P̃
+    # picks the far one; the vector path lays out groups by ascending exponent, so U < P̃ does.
+    # The first word W decides when [W, W + 1)/2⁶⁴ lies on one side of that cut, and reads on
+    # for the one word that holds it.
+    edge = 1 - law[1] if path == "scalar" else law[1]
+    cut = math.floor(edge * 2**64)
+    assert 0 < cut < 2**64 - 1  # P̃ > 2⁻⁶⁴: some first words choose it outright
+    below, above = (0, 1) if path == "scalar" else (1, 0)
+    for words, pick in [([cut - 1], below), ([cut + 1], above), ([0], below), ([ONES], above)]:
+        src = ScriptedWords(words)
+        assert exponential_mechanism(u, eps1, src) == pick and src.read == 1
+    src = ScriptedWords([cut, 0])
+    assert exponential_mechanism(u, eps1, src) == below and src.read == 2
+
+
+def test_a_gap_of_1000_over_eps1_keeps_its_exact_probability(path):
+    getcontext().prec = 60
+    eps1, u = 0.5, [0.0, -2000.0]  # probability e^-1000 ≈ 5e-435: below every double
+    tiny = Decimal(-1000).exp()
+    law = em_sampler_law(u, eps1)
+    assert abs(exact_decimal(law[1]) / (tiny / (1 + tiny)) - 1) <= 2 * (5 * 1000 + 6) * Decimal(U)
+    assert em_probabilities(u, eps1)[1] == 0.0  # the double-precision law underflows; the sampler does not
+    # P̃ ≈ 2^-1442.7: its set of U is an interval of that length, reached after 23 words.
+    # scalar: one cumulative in candidate order (best, then the far one, at the top of [0, 1));
+    # vector: groups by ascending exponent (the far one first, at the bottom), then members.
+    far, near = ([ONES], [0]) if path == "scalar" else ([0], [ONES])
+    src = ScriptedWords(far * 23)
+    assert exponential_mechanism(u, eps1, src) == 1 and src.read == 23
+    src = ScriptedWords(far * 22 + near)
+    assert exponential_mechanism(u, eps1, src) == 0 and src.read == 23
+
+
+def test_candidates_beyond_the_cutoff_weigh_nothing(path):
+    getcontext().prec = 60
+    eps1 = 0.5
+    kept, dropped = -2 * 1419.0, -2 * 1420.0  # scores −1419 and −1420; the cutoff is 2048·ln 2 ≈ 1419.57
+    assert Decimal(-1420).exp() < Decimal(2) ** -2048
+    m, _ = em_weights([0.0, kept, dropped], eps1)
+    assert m[1] > 0 and m[2] == 0
+    law = em_sampler_law([0.0, kept, dropped], eps1)
+    assert law[2] == 0 and 0 < law[1] < Fraction(1, 2**2047)
+
+
+def merged_chi2_p(counts, probs, min_expected=5.0):
+    """Chi-square p-value with the cells expected below `min_expected` merged into one."""
+    counts = np.asarray(counts, dtype=float)
+    expected = np.asarray(probs, dtype=float) * counts.sum()
+    big = expected >= min_expected
+    obs, exp = list(counts[big]), list(expected[big])
+    if (~big).any():
+        obs.append(counts[~big].sum())
+        exp.append(expected[~big].sum())
+        if exp[-1] < min_expected:  # fold a thin tail into the smallest kept cell
+            i = int(np.argmin(exp[:-1]))
+            obs[i] += obs.pop()
+            exp[i] += exp.pop()
+    return stats.chisquare(obs, exp).pvalue
+
+
+def test_sampler_with_utilities_up_to_ten_million_matches_the_exact_law(monkeypatch):
+    # The issue's check: utilities ~10⁷ (populations), small gaps, and far candidates.
+    u = [1e7, 1e7 - 0.5, 1e7 - 1, 1e7 - 2, 1e7 - 3, 1e7 - 7, 9_999_950.0, 5e6, 0.0]
+    eps1 = 0.8
+    law = em_probabilities(u, eps1)
+    assert law[0] == pytest.approx(1 / sum(math.exp(-eps1 * g) for g in (0, 0.5, 1, 2, 3, 7, 50, 5e6, 1e7)), rel=1e-14)
+    counts = draw_counts(u, eps1, 30_000, seed=17)
+    assert merged_chi2_p(counts, law) >= P_MIN
+    assert merged_chi2_p(counts, em_probabilities(u, 1.2 * eps1)) < P_MIN  # negative control
+    # the same law from the secure source (OS bytes replaced by a seeded stream)
+    rng = np.random.default_rng(18)
+    monkeypatch.setattr(randomness.os, "urandom", lambda n: rng.bytes(n))
+    src = SecureRandom()
+    counts = np.bincount([exponential_mechanism(u, eps1, src) for _ in range(10_000)], minlength=len(u))
+    assert merged_chi2_p(counts, law) >= P_MIN
+
+
+def test_two_stage_sampler_matches_the_exact_law(monkeypatch):
+    # Many candidates take the numpy group-then-member path; force it on a small set too.
+    u = list(1e7 - np.arange(300) * 0.05)
+    law = em_probabilities(u, 1.0)
+    counts = draw_counts(u, 1.0, 2_000, seed=19)
+    assert merged_chi2_p(counts, law) >= P_MIN
+    monkeypatch.setattr(mechanism, "_SCALAR", 0)
+    small = [1e7, 1e7 - 0.3, 1e7 - 1.1, 1e7 - 2.0, 1e7 - 4.0, 1e7 - 4.0]
+    counts = draw_counts(small, 1.0, 10_000, seed=20)
+    assert merged_chi2_p(counts, em_probabilities(small, 1.0)) >= P_MIN
+    assert merged_chi2_p(counts, em_probabilities(small, 1.3)) < P_MIN

@@ -57,8 +57,8 @@ def charge(ledger: Ledger, dataset: str, epsilon: float, release_id: str | None 
 
 def ledger_rows(con) -> tuple[list, list]:
     """The raw ledger tables, to show that a refused or failed charge changed nothing."""
-    budget = con.execute("SELECT * FROM pcor_budget ORDER BY dataset").fetchall()
-    history = con.execute("SELECT * FROM pcor_release_history ORDER BY dataset, seq").fetchall()
+    budget = con.execute("SELECT * FROM pcor.budget ORDER BY unit, notion").fetchall()
+    history = con.execute("SELECT * FROM pcor.history ORDER BY unit, notion, seq").fetchall()
     return budget, history
 
 
@@ -66,7 +66,7 @@ def ledger_rows(con) -> tuple[list, list]:
 
 
 def test_no_limit_until_one_is_set(ledger):
-    assert ledger.status("salaries") == BudgetStatus("salaries", None, 0.0, None, 0)
+    assert ledger.status("salaries") == BudgetStatus("salaries", "ocdp", None, None, 0.0, None, 0)
     for _ in range(30):
         charge(ledger, "salaries", 0.5)
     status = ledger.status("salaries")
@@ -89,7 +89,7 @@ def test_refusal_at_the_limit(con, ledger):
     with pytest.raises(BudgetExceeded):
         ledger.precheck("salaries", 1e-9)
     assert ledger_rows(con) == before
-    assert ledger.status("salaries") == BudgetStatus("salaries", 1.0, 1.0, 0.0, 10)
+    assert ledger.status("salaries") == BudgetStatus("salaries", "ocdp", 1.0, "own", 1.0, 0.0, 10)
 
 
 def test_a_charge_that_exactly_uses_the_remainder_passes(ledger):
@@ -137,7 +137,7 @@ class _FailingUpdate:
         self._cursor = cursor
 
     def execute(self, query, *args):
-        if query.startswith("INSERT INTO") and "pcor_budget" in query:
+        if query.startswith("INSERT INTO") and "pcor.budget" in query:
             raise duckdb.IOException("disk full (injected)")
         return self._cursor.execute(query, *args)
 
@@ -176,7 +176,7 @@ def test_limits_and_epsilons_are_validated(ledger, bad):
         ledger.precheck("d", bad)
     with pytest.raises(UserError):
         charge(ledger, "d", bad)
-    assert ledger.status() == ()
+    assert ledger.statuses() == ()
 
 
 @pytest.mark.parametrize("bad", ["", "   ", None, 3, "a\x00b"])
@@ -236,7 +236,7 @@ def test_history_contents_and_order(ledger):
     ledger.charge("a", OcdpCost(0.1), mechanism="dfs", record_key="id = 2", statement=None, release_id="a2")
     ended = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     first, second = ledger.history("a")
-    assert (first.release_id, first.dataset, first.seq, first.mechanism) == ("a1", "a", 1, "bfs")
+    assert (first.release_id, first.unit, first.seq, first.mechanism) == ("a1", "a", 1, "bfs")
     assert (first.epsilon, first.record_key, first.statement, first.spent_after) == (
         0.2,
         "id = 1",
@@ -255,15 +255,18 @@ def test_history_contents_and_order(ledger):
 
 
 def test_status_reports_remaining_and_counts(ledger):
+    charge(ledger, "a", 0.25)
+    charge(ledger, "a", 0.25)
     ledger.set_limit("b", 1.5)
     charge(ledger, "b", 0.5)
-    charge(ledger, "a", 0.25)
-    charge(ledger, "a", 0.25)
-    assert ledger.status() == (
-        BudgetStatus("a", None, 0.5, None, 2),
-        BudgetStatus("b", 1.5, 0.5, 1.0, 1),
+    assert ledger.statuses("ocdp") == (
+        BudgetStatus("a", "ocdp", None, None, 0.5, None, 2),
+        BudgetStatus("b", "ocdp", 1.5, "own", 0.5, 1.0, 1),
     )
     assert ledger.status("b").remaining == 1.0
+    # Every notion is shown for every unit, each total on its own.
+    assert [(s.unit, s.notion, s.spent) for s in ledger.statuses()] == [
+        ("a", "dp", 0.0), ("a", "ocdp", 0.5), ("a", "sp", 0.0), ("b", "dp", 0.0), ("b", "ocdp", 0.5), ("b", "sp", 0.0)]
 
 
 def test_the_callers_transaction_is_left_alone(con, ledger):
@@ -275,17 +278,18 @@ def test_the_callers_transaction_is_left_alone(con, ledger):
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scratch'").fetchall() == [(0,)]
 
 
-def test_the_ledger_lives_in_the_database_in_use(con):
-    con.execute("ATTACH ':memory:' AS other")
-    con.execute("USE other")
+def test_use_of_another_database_cannot_move_the_ledger(con):
+    con.execute("ATTACH ':memory:' AS scratch")
+    con.execute("USE scratch")
     ledger = Ledger(con)
     charge(ledger, "d", 0.5)
-    con.execute("USE memory")
     tables = con.execute(
-        "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name LIKE 'pcor_%' ORDER BY 2"
+        "SELECT DISTINCT database_name, schema_name FROM duckdb_tables() WHERE schema_name = 'pcor'"
     ).fetchall()
-    assert tables == [("other", "pcor_budget"), ("other", "pcor_release_history")]
-    assert ledger.status("d").spent == 0.5  # still the ledger of `other`
+    assert tables == [("memory", "pcor")]  # the connection's own database, not the one in use
+    con.execute("USE memory")
+    con.execute("DETACH scratch")
+    assert Ledger(con).status("d").spent == 0.5
 
 
 # ---- in-memory and read-only databases ---------------------------------------------------
@@ -314,7 +318,7 @@ def test_read_only_database_is_refused_before_any_work(tmp_path):
     reader = connect_with_retry(path, read_only=True)
     ledger = Ledger(reader)
     assert ledger.read_only
-    assert ledger.status("d") == BudgetStatus("d", 1.0, 0.25, 0.75, 1)  # reading still works
+    assert ledger.status("d") == BudgetStatus("d", "ocdp", 1.0, "own", 0.25, 0.75, 1)  # reading still works
     assert len(ledger.history("d")) == 1
     for attempt in (
         ledger.ensure_writable,
@@ -337,7 +341,7 @@ def test_read_only_database_without_a_ledger_reads_as_empty(tmp_path):
     writer.close()
     reader = duckdb.connect(str(path), read_only=True)
     ledger = Ledger(reader)
-    assert ledger.status() == () and ledger.history() == ()
+    assert ledger.statuses() == () and ledger.history() == ()
     assert ledger.status("d").spent == 0.0
     with pytest.raises(UserError, match="read-only"):
         ledger.precheck("d", 0.1)
@@ -383,7 +387,7 @@ def test_threads_charging_concurrently_never_overspend(con, sharing):
     assert errors == []
     assert outcomes.count("charged") == 10 and outcomes.count("refused") == threads_count * attempts - 10
     ledger = Ledger(con)
-    assert ledger.status("d") == BudgetStatus("d", 1.0, 1.0, 0.0, 10)
+    assert ledger.status("d") == BudgetStatus("d", "ocdp", 1.0, "own", 1.0, 0.0, 10)
     history = ledger.history("d")
     assert len(history) == 10 and [r.seq for r in history] == list(range(1, 11))
     for cursor in cursors:
@@ -397,7 +401,7 @@ def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con):
     holder.execute("BEGIN TRANSACTION")
     # Another writer has the budget row in an uncommitted transaction (as a concurrent charge of
     # 0.95 would): DuckDB refuses our write until it ends, and then we must see its 0.95.
-    holder.execute("UPDATE pcor_budget SET spent_epsilon = 0.95 WHERE dataset = 'd'")
+    holder.execute("UPDATE pcor.budget SET spent_epsilon = 0.95 WHERE unit = 'd'")
     outcome: list[object] = []
 
     def work():
@@ -421,7 +425,7 @@ def test_a_ledger_that_stays_busy_gives_up_with_a_user_error(con):
     Ledger(con).set_limit("d", 1.0)
     holder = con.cursor()
     holder.execute("BEGIN TRANSACTION")
-    holder.execute("UPDATE pcor_budget SET updated_at = now()::TIMESTAMP WHERE dataset = 'd'")
+    holder.execute("UPDATE pcor.budget SET updated_at = now()::TIMESTAMP WHERE unit = 'd'")
     impatient = Ledger(con, busy_timeout=0.2)
     started = time.monotonic()
     with pytest.raises(UserError, match="busy"):
@@ -469,7 +473,7 @@ def test_two_processes_never_overspend(tmp_path):
     assert sum(r["refused"] for r in reports) == 10
     reader = duckdb.connect(str(path), read_only=True)
     ledger = Ledger(reader)
-    assert ledger.status("salaries") == BudgetStatus("salaries", 1.0, 1.0, 0.0, 10)
+    assert ledger.status("salaries") == BudgetStatus("salaries", "ocdp", 1.0, "own", 1.0, 0.0, 10)
     history = ledger.history("salaries")
     assert len(history) == 10 and [r.seq for r in history] == list(range(1, 11))
     assert sorted(r.record_key for r in history) == sorted(

@@ -16,12 +16,16 @@ Format of tests/frontend/golden/*.sql — cases separated by `-- case:` lines:
     [...]
     -- expect: record rows              (JSON: the sorted rows of the record query)
     [...]
+    -- expect: domains                  (optional, JSON: the DOMAIN clause's declarations)
+    {"dept": [...], ...}
 
 Besides comparing the text, each case runs on the fixture database and checks that
 - the record query returns exactly the input query's rows (metric columns, as a multiset);
 - the explanation with predicate TRUE returns the same rows as the population of the full
   context (every attribute IN its whole domain), i.e. the whole relation;
-- each rewrite parses back to the same metric and relation.
+- each rewrite parses back to the same metric and relation;
+- with a DOMAIN clause: the Session resolves those domains on DuckDB (values converted to
+  the column types), and the full declared context selects the whole relation.
 """
 
 from __future__ import annotations
@@ -43,10 +47,13 @@ from pcor_sql.frontend import (
     population_sql,
     record_sql,
 )
+from pcor_sql.frontend.requests import outlier_from_select
+from pcor_sql.session import Session
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 GOLDEN = Path(__file__).parent / "golden"
 SECTIONS = ("population", "explanation", "record", "population rows", "record rows")
+OPTIONAL = ("domains",)
 
 
 @dataclass
@@ -79,7 +86,7 @@ def load_cases() -> list[Case]:
                 continue
             if line.startswith("-- expect:"):
                 section = line.removeprefix("-- expect:").strip()
-                assert section in SECTIONS, f"{path.name}: unknown section {section!r}"
+                assert section in SECTIONS + OPTIONAL, f"{path.name}: unknown section {section!r}"
                 assert section not in current.expect, f"{path.name} / {current.title}: {section} twice"
                 current.expect[section] = ""
             elif section is None and line.startswith("-- by:"):
@@ -150,7 +157,24 @@ def test_golden_rewrite(con, case):
     assert multiset(rows(con, explanation)) == multiset(rows(con, population_sql(q, full)))
     assert len(rows(con, explanation)) == rows(con, f"SELECT count(*) FROM {q.relation_sql}")[0][0]
 
+    if "domains" in case.expect:
+        _check_declared_domains(con, stmt, q, json.loads(case.expect["domains"]))
+
     # Each rewrite reads back as the same metric over the same relation.
     for text in (population, explanation):
         again = parse_select(con, text, multiple=True)
         assert (again.metric_sql, again.relation_sql) == (q.metric_sql, q.relation_sql)
+
+
+def _check_declared_domains(con, stmt, q, expected):
+    """The DOMAIN clause parsed as written, resolved by the Session on DuckDB, and the full
+    declared context (values absent from the data included) selecting every row."""
+    assert isinstance(stmt, ExplainOutlier)
+    assert {name: list(values) for name, values in stmt.domains} == expected
+    request = outlier_from_select(con, q, {"by": list(stmt.by), "domains": dict(stmt.domains)})
+    schema = Session(con).schema(request)
+    assert {a.name: list(a.domain) for a in schema.attributes} == expected
+    full = " AND ".join(
+        f"{quote_identifier(a)} IN ({', '.join(quote_literal(v) for v in vals)})" for a, vals in expected.items()
+    )
+    assert len(rows(con, population_sql(q, full))) == rows(con, f"SELECT count(*) FROM {q.relation_sql}")[0][0]

@@ -260,3 +260,68 @@ def test_quoted_identifiers_with_quotes_in_by(parser_con):
     s = parse_statement(parser_con, 'EXPLAIN OUTLIER SELECT "pay rate" FROM "odd ""table""" BY "dept\'s", "sel""ect", plain')
     assert s.by == ("dept's", 'sel"ect', "plain")
     assert s.query.relation_sql == '"odd ""table"""'
+
+
+# ---- the DOMAIN clause -------------------------------------------------------------------
+
+DOMAIN_BASE = "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 3 "
+
+
+def test_domain_clause_declares_values_in_order(parser_con):
+    s = parse_statement(
+        parser_con,
+        DOMAIN_BASE + "BY job_title, \"year\" DOMAIN (job_title IN ('Nurse', 'it''s'), \"year\" IN (2020, -1, 2.5)) "
+        "USING grubbs WITH (seed = 1)",
+    )
+    assert s.by == ("job_title", "year") and s.verifier == VerifierSpec("grubbs")
+    assert s.domains == (("job_title", ("Nurse", "it's")), ("year", (2020, -1, 2.5)))
+    alone = parse_statement(parser_con, DOMAIN_BASE + "DOMAIN (dept = 'x')")
+    assert alone.by is None and alone.domains == (("dept", ("x",)),)
+    assert parse_statement(parser_con, DOMAIN_BASE + "BY a").domains is None
+
+
+@pytest.mark.parametrize(
+    "select",
+    [
+        "SELECT salary FROM salaries WHERE domain(x) = 1",
+        "SELECT salary FROM salaries WHERE x = 1 AND domain (x)",
+        "SELECT domain (x) FROM t WHERE id = 1",
+        "SELECT salary FROM t AS domain WHERE domain.id = 1",
+    ],
+)
+def test_a_function_or_alias_named_domain_is_not_the_clause(parser_con, select):
+    s = parse_statement(parser_con, "EXPLAIN OUTLIER " + select + " BY a")
+    assert s.domains is None and s.by == ("a",)
+
+
+def test_an_attribute_may_be_named_domain(parser_con):
+    assert parse_statement(parser_con, DOMAIN_BASE + "BY domain, year").by == ("domain", "year")
+
+
+@pytest.mark.parametrize(
+    "tail, problem",
+    [
+        ("BY a DOMAIN (a IN ())", "the domain of a is empty"),
+        ("BY a DOMAIN (a IN (1, 1))", "listed twice"),
+        ("BY a DOMAIN (a IN (1, ))", "a value is missing"),
+        ("BY a DOMAIN (a IN (1 + 2))", "expected ',' or ')'"),
+        ("BY a DOMAIN (a IN (b))", "bare word"),
+        ("BY a DOMAIN (a IN (1), a IN (2))", "declares a twice"),
+        ("BY a DOMAIN (a IN (1)) DOMAIN (a IN (2))", "DOMAIN is given twice"),
+        ("BY a DOMAIN ()", "declares nothing"),
+        ("BY a DOMAIN (a IN (1),)", "ends with a comma"),
+        ("BY a DOMAIN (a LIKE 'x')", "expected IN after a"),
+        ("BY a DOMAIN (b IN (1))", "not among the BY attributes"),
+        ("BY a DOMAIN (a IN (1) b IN (2))", "unexpected 'b'"),
+    ],
+)
+def test_domain_clause_errors(parser_con, tail, problem):
+    with pytest.raises(UserError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+        parse_statement(parser_con, DOMAIN_BASE + tail)
+
+
+def test_identify_anomaly_takes_no_domain(parser_con):
+    with pytest.raises(UserError, match="no DOMAIN clause"):
+        parse_statement(
+            parser_con, "IDENTIFY ANOMALY SELECT salary FROM salaries DOMAIN (a = 1) WITH (beta = 1, radius = 1, epsilon = 1)"
+        )

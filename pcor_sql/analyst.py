@@ -1,0 +1,248 @@
+"""The analyst's handle (DESIGN.md §6): private outputs only, paid for before any row is read.
+
+    analyst = owner.analyst()
+    analyst.sql("EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 WITH (epsilon = 0.2)")
+    analyst.explain_outlier("salaries", 42, epsilon=0.2)
+    analyst.identify_anomaly("salaries", 42, beta=5, radius=1000, epsilon=0.5)
+
+What an analyst may send: `EXPLAIN OUTLIER` and `IDENTIFY ANOMALY` over a registered dataset,
+picking records by key equality (`WHERE id = 42`, `WHERE id IN (42, 43)`), with the options
+that shape the mechanism (ε, verifier, search, samples, utility, start, BY among the
+registered attributes, accounting unless the owner fixed it, β, r, k, norm, privacy).
+Refused: ordinary SQL, owner options (owner_view, seed, dataset, domains, max_contexts).
+
+Reserve, then read. Everything checked before the reservation depends only on the request and
+the registry. Then the cost (ε per key) is charged to the dataset's units; only after that is
+any row read. From there every failure — a key that is missing or not unique, a NULL metric,
+a conversion error, no valid context, an internal error — raises the same `RequestFailed`,
+whose text depends on nothing in the data, and the charge stands. What comes back is the key,
+the context (its predicate and SQL) and the privacy parameters: no other column, no counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pcor_sql.engine.registered import RegisteredDataset, get_dataset
+from pcor_sql.errors import Refused, RequestFailed, UserError
+from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
+from pcor_sql.frontend.requests import verifier_spec
+from pcor_sql.frontend.statements import ExplainOutlier, IdentifyAnomaly, parse_statement
+from pcor_sql.requests import AnomalyRequest, OutlierRequest
+from pcor_sql.results import AnalystAnswer, AnalystExplanation
+from pcor_sql.sqltext.build import over_context
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
+
+EXPLAIN_ALLOWED = frozenset({"epsilon", "verifier", "verifier_options", "search", "samples", "utility", "start",
+                             "accounting", "descents", "by", "metric"})
+IDENTIFY_ALLOWED = frozenset({"beta", "radius", "epsilon", "privacy", "k", "norm", "columns"})
+OWNER_ONLY = frozenset({"owner_view", "seed", "dataset", "domains", "max_contexts"})
+
+
+
+def failed() -> RequestFailed:
+    """The one failure after the reservation: its text depends on nothing in the data."""
+    return RequestFailed(
+        "the request could not be answered; its cost stays charged",
+        "check the keys and options (a failure after the reservation says nothing more, by design)",
+    )
+
+
+class Analyst:
+    """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
+
+    def __init__(self, owner: Any):
+        self._owner = owner
+        self._session = owner.session
+
+    # ---- statements ----------------------------------------------------------------------
+
+    def sql(self, text: str) -> list[AnalystExplanation] | list[AnalystAnswer]:
+        """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (see the module docstring)."""
+        con = self._session.access.parser  # parses only: the rows are read through the access
+        statement = parse_statement(con, text)
+        if isinstance(statement, ExplainOutlier):
+            keyed = parse_keyed_select(con, statement.query.original)
+            options: dict[str, Any] = dict(statement.options())
+            if statement.by is not None:
+                options["by"] = statement.by
+            if statement.domains is not None:  # a DOMAIN clause: the registration fixed them
+                raise Refused("the data owner declares the domains (a DOMAIN clause is the owner's)",
+                              "drop the DOMAIN clause")
+            if statement.verifier is not None:
+                options["verifier"] = statement.verifier
+            if len(keyed.columns) != 1:
+                raise UserError("EXPLAIN OUTLIER explains one metric", "select one metric column")
+            return self._explain(keyed, options, statement=text)
+        if isinstance(statement, IdentifyAnomaly):
+            keyed = parse_keyed_select(con, statement.query.original, multiple=True)
+            return self._identify(keyed, dict(statement.options()), statement=text)
+        raise Refused("an analyst may run only EXPLAIN OUTLIER and IDENTIFY ANOMALY statements",
+                      "ask the data owner for anything else")
+
+    # ---- calls ---------------------------------------------------------------------------
+
+    def explain_outlier(self, dataset: str, key: Any, **options: Any) -> AnalystExplanation:
+        """The private explanation of the record with `key` in registered `dataset`."""
+        [result] = self.explain_outliers(dataset, [key], **options)
+        return result
+
+    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystExplanation]:
+        """One explanation per key, each charged ε; all or nothing."""
+        registered = self._dataset(dataset)
+        metric = options.pop("metric", registered.metrics[0])
+        return self._explain(KeyedSelect(registered.name, (metric,), registered.key, _keys(keys)), options)
+
+    def identify_anomaly(self, dataset: str, key: Any, **options: Any) -> AnalystAnswer:
+        """The private anomaly answer for the record with `key` in registered `dataset`."""
+        [result] = self.identify_anomalies(dataset, [key], **options)
+        return result
+
+    def identify_anomalies(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystAnswer]:
+        registered = self._dataset(dataset)
+        columns = options.pop("columns", registered.metrics)
+        columns = (columns,) if isinstance(columns, str) else tuple(columns)
+        return self._identify(KeyedSelect(registered.name, columns, registered.key, _keys(keys)), options)
+
+    # ---- the reserved path ---------------------------------------------------------------
+
+    def _explain(self, keyed: KeyedSelect, options: dict[str, Any], statement: str | None = None,
+                 ) -> list[AnalystExplanation]:
+        session = self._session
+        registered = self._checked(keyed, options, EXPLAIN_ALLOWED)
+        [metric] = keyed.columns
+        if metric not in registered.metrics:
+            raise UserError(f"{metric!r} is not a metric of dataset {registered.name!r}",
+                            f"its metrics: {', '.join(registered.metrics)}")
+        if "accounting" in options and registered.accounting is not None:
+            raise Refused("the data owner fixed this dataset's accounting", "drop the accounting option")
+        by = options.pop("by", registered.attributes)
+        by = tuple(b.strip() for b in by.split(",")) if isinstance(by, str) else tuple(by)
+        unknown = [b for b in by if b not in registered.attributes]
+        if unknown or not by:
+            raise UserError(f"BY may name only the dataset's attributes, not {unknown[:1] or 'nothing'}",
+                            f"its attributes: {', '.join(registered.attributes)}")
+        if "verifier" in options or "verifier_options" in options:
+            options["verifier"] = verifier_spec(options.get("verifier", "lof"), options.pop("verifier_options", None))
+        if isinstance(options.get("start"), str):
+            from pcor_sql.frontend.start import parse_start_predicate
+
+            options["start"] = parse_start_predicate(session.access.parser, options["start"], None)
+        if registered.accounting is not None:
+            options["accounting"] = registered.accounting
+        frozen = dict(registered.domains)
+        request = OutlierRequest(
+            relation=registered.relation, metric=quote_identifier(metric), selector=_selector(keyed),
+            select_list=quote_identifier(metric), statement=statement, by=by,
+            domains=tuple((b, frozen[b]) for b in by), **options,
+        )
+        session.verifier(request.verifier)  # an unknown verifier is the request's fault: before the charge
+        units = self._units(registered)
+        items = session.outlier_items(request, [_shown(k) for k in keyed.keys], label=registered.name, role="analyst")
+        session.ledger().charge_many(units, items)  # reserve: refused here, or paid from here on
+        try:
+            prepared = session._prepare(request)
+            if len(prepared.records) != len(keyed.keys):
+                raise failed()
+            explanations = session.released(request, prepared, None, units, registered.name, False)
+            keys = [rec.record[registered.key] for rec in prepared.records]
+        except BaseException as exc:
+            _reraise_interrupt(exc)
+            raise failed() from None
+        return [
+            AnalystExplanation(
+                dataset=registered.name, key=key, metric=metric, context=e.context, predicate=e.predicate,
+                explanation_sql=over_context(quote_identifier(metric), registered.name, e.predicate),
+                epsilon=e.epsilon, epsilon1=e.epsilon1, accounting=e.accounting, search=e.search,
+                samples=e.samples, verifier=e.verifier, utility=e.utility, full_attributes=e.full_attributes,
+            )
+            for key, e in zip(keys, explanations)
+        ]
+
+    def _identify(self, keyed: KeyedSelect, options: dict[str, Any], statement: str | None = None,
+                  ) -> list[AnalystAnswer]:
+        from pcor_sql.anomaly.batch import prepare_anomaly_queries
+
+        session = self._session
+        registered = self._checked(keyed, options, IDENTIFY_ALLOWED)
+        outside = [c for c in keyed.columns if c not in registered.metrics]
+        if outside:
+            raise UserError(f"{outside[0]!r} is not a metric of dataset {registered.name!r}",
+                            f"its metrics: {', '.join(registered.metrics)}")
+        request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=_selector(keyed),
+                                 statement=statement, **options)
+        units = self._units(registered)
+        items = session.anomaly_items(request, [_shown(k) for k in keyed.keys], label=registered.name, role="analyst")
+        session.ledger().charge_many(units, items)  # reserve
+        try:
+            batch = prepare_anomaly_queries(
+                None, request.relation, request.columns, request.selector, beta=request.beta,
+                radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k, norm=request.norm,
+                counts=session.access.ball_counts,
+            )
+            if batch.size != len(keyed.keys):
+                raise failed()
+            answers = session.answered(request, batch, units, registered.name)
+        except BaseException as exc:
+            _reraise_interrupt(exc)
+            raise failed() from None
+        return [
+            AnalystAnswer(
+                dataset=registered.name, key=a.record[registered.key], columns=keyed.columns, anomaly=a.anomaly,
+                epsilon=a.epsilon, privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm,
+            )
+            for a in answers
+        ]
+
+    # ---- checks that read only the request and the registry ------------------------------
+
+    def _dataset(self, name: Any) -> RegisteredDataset:
+        return get_dataset(self._session.ledger(), name)
+
+    def _checked(self, keyed: KeyedSelect, options: dict[str, Any], allowed: frozenset[str]) -> RegisteredDataset:
+        owner_only = sorted(set(options) & OWNER_ONLY)
+        if owner_only:
+            raise Refused(f"{owner_only[0]} is the data owner's option", f"drop {owner_only[0]}")
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise UserError(f"unknown option {unknown[0]!r}", f"options an analyst may set: {', '.join(sorted(allowed))}")
+        registered = self._dataset(keyed.dataset)
+        if keyed.key_column != registered.key:
+            raise UserError(f"records of {registered.name!r} are picked by {registered.key!r}, not {keyed.key_column!r}",
+                            f"e.g. WHERE {registered.key} = 42")
+        if not keyed.keys:
+            raise UserError("no key given", f"pick records by {registered.key}")
+        return registered
+
+    def _units(self, registered: RegisteredDataset) -> tuple[str, ...]:
+        # The registered units, and what the relation reads now (a view may have been redefined):
+        # both from the catalog, never from rows.
+        return tuple(sorted(set(registered.units) | set(self._session.units(registered.relation))))
+
+
+def _keys(keys: Any) -> tuple[Any, ...]:
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple)):
+        raise UserError("keys must be a list of key values", "e.g. [42, 43]")
+    out: list[Any] = []
+    for key in keys:
+        if isinstance(key, bool) or not isinstance(key, (int, float, str)):
+            raise UserError(f"a key must be a number or a string, got {type(key).__name__}", "pass e.g. 42 or 'a17'")
+        if key not in out:
+            out.append(key)
+    return tuple(out)
+
+
+def _selector(keyed: KeyedSelect) -> str:
+    column = quote_identifier(keyed.key_column)
+    return f"{column} IN ({', '.join(quote_literal(k) for k in keyed.keys)})"
+
+
+def _shown(key: Any) -> str:
+    return f"key = {key!r}"
+
+
+def _reraise_interrupt(exc: BaseException) -> None:
+    # An interrupt stays an interrupt (the charge stands all the same). Any other cause is
+    # dropped, not chained: a traceback shown to the analyst could carry the data.
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        raise exc

@@ -1,0 +1,124 @@
+"""`pcor-sql dataset add|list|show|remove`: datasets registered for analysts (DESIGN.md §6).
+
+A registered dataset fixes the relation, the record key, the metric columns, the context
+attributes with their domains (frozen at registration) and optionally limits; analysts'
+requests are checked against it alone before their cost is reserved.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from pcor_sql.cli import options as o
+from pcor_sql.cli.console import stdout_console, write_line
+from pcor_sql.cli.database import open_owner
+from pcor_sql.cli.render import json_text, print_table
+
+app = typer.Typer(
+    name="dataset",
+    help="Datasets registered for analysts: relation, key, metrics, attributes with frozen domains, limits.",
+    short_help="Registered datasets: add, list, show, remove.",
+)
+
+Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
+Name = Annotated[str, typer.Argument(help="The dataset's name (an identifier analysts write after FROM).",
+                                     show_default=False)]
+
+
+@app.command("add", short_help="Register a dataset for analysts.", context_settings={"ignore_unknown_options": True})
+def add(
+    name: Name,
+    relation: Annotated[str, typer.Argument(help="A table, view, file or subquery.", show_default=False)],
+    key: Annotated[str, typer.Option("--key", help="The record key column analysts pick records by.",
+                                     show_default=False)],
+    metric: Annotated[str, typer.Option("--metric", metavar="M1,M2", help="Metric column(s) analysts may ask about.",
+                                        show_default=False)],
+    by: Annotated[str, typer.Option("--by", metavar="A,B", help="The context attributes.", show_default=False)],
+    domain: o.Domain = None,
+    limit: Annotated[Optional[str], typer.Option("--limit", help="ε limit of each unit, for every notion.")] = None,
+    accounting: Annotated[Optional[str], typer.Option(
+        "--accounting", help="Fix the accounting rule (tight or paper); analysts may not change it.")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace a dataset of the same name.")] = False,
+    db: o.Db = None,
+    ledger: o.Ledger = None,
+) -> None:
+    """Register RELATION as dataset NAME, freezing its attributes' domains now.
+
+    \b
+    Example:
+        pcor-sql dataset add salaries salaries --key id --metric salary --by job_title,year --limit 1.0 --db salaries.duckdb
+    """
+    from pcor_sql.cli.budget import _number
+
+    epsilon = None if limit is None else _number(limit, "limit")
+    with open_owner(db, ledger) as owner:
+        found = owner.register(
+            name, relation, key=key, metric=metric, by=by, domains=o.domains(domain), limit=epsilon,
+            accounting=accounting, replace=replace,
+        )
+    stdout_console().print(
+        f"registered {found.name}: {len(found.attributes)} attributes, units {', '.join(found.units)}", markup=False
+    )
+
+
+@app.command("list", short_help="The registered datasets.")
+def list_(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
+    """The registered datasets: name, relation, key, metrics, attributes, units.
+
+    \b
+    Example:
+        pcor-sql dataset list --db salaries.duckdb
+    """
+    with open_owner(db, ledger) as owner:
+        found = owner.datasets()
+    if fmt is o.DataFormat.json:
+        for d in found:
+            write_line(json_text(d.as_dict()))
+        return
+    print_table(
+        stdout_console(),
+        ["name", "relation", "key", "metrics", "attributes", "units"],
+        [[d.name, d.relation, d.key, ", ".join(d.metrics), ", ".join(d.attributes), ", ".join(d.units)] for d in found],
+    )
+
+
+@app.command("show", short_help="One registered dataset, domains included.")
+def show(name: Name, db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
+    """One registered dataset with its frozen domains and its units' budgets.
+
+    \b
+    Example:
+        pcor-sql dataset show salaries --db salaries.duckdb --format json
+    """
+    with open_owner(db, ledger) as owner:
+        d = owner.dataset(name)
+        budgets = owner.status(name)
+    if fmt is o.DataFormat.json:
+        out = d.as_dict()
+        out["budgets"] = [{"unit": s.unit, "notion": s.notion, "limit": s.limit, "spent": s.spent} for s in budgets]
+        write_line(json_text(out))
+        return
+    console = stdout_console()
+    for label, value in (("relation", d.relation), ("key", d.key), ("metrics", ", ".join(d.metrics)),
+                         ("units", ", ".join(d.units)), ("accounting", d.accounting or "analyst's choice")):
+        console.print(f"{label}: {value}", markup=False)
+    for attribute, values in d.domains:
+        console.print(f"domain {attribute}: {' | '.join(values)}", markup=False)
+    for s in budgets:
+        limit = "none" if s.limit is None else f"{s.limit:.6g}"
+        console.print(f"budget {s.unit} {s.notion}: spent ε = {s.spent:.6g} of limit {limit}", markup=False)
+
+
+@app.command("remove", short_help="Unregister a dataset (its budgets stay).")
+def remove(name: Name, db: o.Db = None, ledger: o.Ledger = None) -> None:
+    """Unregister dataset NAME; the budgets and history of its units stay.
+
+    \b
+    Example:
+        pcor-sql dataset remove salaries --db salaries.duckdb
+    """
+    with open_owner(db, ledger) as owner:
+        owner.unregister(name)
+    stdout_console().print(f"removed {name}", markup=False)

@@ -1,0 +1,85 @@
+"""Where a connection's budget ledger lives (DESIGN.md §6 "Where the ledger lives").
+
+Pinned to the data: when the connection's default database is a DuckDB file, the ledger is in
+that file (schema `pcor`), reached through fresh cursors that start at the default database,
+so a caller's `USE` or `ATTACH` cannot move it. Otherwise the ledger is a file: the one given
+(`ledger=` / `--ledger PATH`), else `$PCOR_SQL_LEDGER`, else — for the CLI — the per-user
+default under the XDG data directory. It is in memory only when asked for (`":memory:"`), or
+for a Python in-memory connection given no ledger; an in-memory ledger always warns.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+from pcor_sql.engine.database_file import connect_with_retry
+from pcor_sql.engine.ledger import LOCATION_SQL, Ledger
+from pcor_sql.errors import UserError
+
+ENV = "PCOR_SQL_LEDGER"
+IN_MEMORY = ":memory:"
+
+
+
+def default_ledger_path() -> Path:
+    """The per-user ledger file: `$XDG_DATA_HOME/pcor-sql/ledger.duckdb` (XDG_DATA_HOME
+    defaults to ~/.local/share)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "pcor-sql" / "ledger.duckdb"
+
+
+def default_database(con: duckdb.DuckDBPyConnection) -> tuple:
+    """`LOCATION_SQL`'s row for `con`'s default database (a fresh cursor starts there)."""
+    cur = con.cursor()
+    try:
+        rows = cur.execute(LOCATION_SQL).fetchall()
+    finally:
+        cur.close()
+    return rows[0]
+
+
+def open_ledger(
+    con: duckdb.DuckDBPyConnection,
+    ledger: str | os.PathLike[str] | Ledger | None = None,
+    *,
+    warn: Callable[[str], None] | None = None,
+    per_user_default: bool = False,
+) -> Ledger:
+    """The ledger for the data behind `con` (see the module docstring). `per_user_default`: with
+    no ledger given and no `$PCOR_SQL_LEDGER`, use the per-user file rather than memory (the CLI)."""
+    if isinstance(ledger, Ledger):
+        return ledger
+    location = default_database(con)
+    held_by_data = location[1] or None
+    if held_by_data is not None:
+        if ledger is not None:
+            raise UserError(
+                f"the data lives in the DuckDB file {held_by_data!r}, which keeps its own budget ledger",
+                "drop the ledger option (--ledger): a second ledger would let the same data be spent twice",
+            )
+        return Ledger(con, warn=warn, location=location)
+    target = ledger if ledger is not None else os.environ.get(ENV) or None
+    if target is None and per_user_default:
+        target = default_ledger_path()
+    if target is None or os.fspath(target) == IN_MEMORY:
+        return Ledger(con, warn=warn, location=location)
+    return Ledger(_connect_ledger_file(Path(os.fspath(target)).expanduser()), warn=warn, owned=True)
+
+
+def _connect_ledger_file(path: Path) -> duckdb.DuckDBPyConnection:
+    if path.exists() and not path.is_file():
+        raise UserError(f"ledger {str(path)!r} is not a file", "give a path to a ledger file (made if missing)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the ledger's folder {str(path.parent)!r}: {exc.strerror}",
+                        "give a ledger path in a writable folder") from None
+    try:
+        return connect_with_retry(path)
+    except duckdb.Error as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise UserError(f"cannot open ledger {str(path)!r}: {first}", "give a DuckDB ledger file (made if missing)") from None

@@ -1,0 +1,124 @@
+"""Datasets the owner registers for analysts, kept in the ledger (table `pcor.datasets`).
+
+A registered dataset fixes, at registration, everything an analyst's request may depend on
+before its cost is reserved: the relation, the record key column, the metric columns, the
+context attributes and their domains (frozen: later rows never change them, so no answer
+reveals which values exist), the units it reads, and optionally the accounting rule. An
+analyst's request is checked against this row alone — never against the data — so a refusal
+before the reservation depends only on the request and the registry (DESIGN.md §6).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pcor_sql.engine.ledger import Ledger
+from pcor_sql.engine.ledger_charge import utc_now
+from pcor_sql.errors import UserError
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class RegisteredDataset:
+    """One registered dataset (see the module docstring). `domains` is attribute → the frozen
+    values as text, in domain order."""
+
+    name: str
+    relation: str
+    key: str
+    metrics: tuple[str, ...]
+    attributes: tuple[str, ...]
+    domains: tuple[tuple[str, tuple[str, ...]], ...]
+    units: tuple[str, ...]
+    accounting: str | None
+    created_at: _dt.datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "relation": self.relation, "key": self.key, "metrics": list(self.metrics),
+            "attributes": list(self.attributes), "domains": {a: list(v) for a, v in self.domains},
+            "units": list(self.units), "accounting": self.accounting,
+            "created_at": None if self.created_at is None else self.created_at.isoformat(sep=" ", timespec="seconds"),
+        }
+
+
+def check_name(name: object) -> str:
+    """A dataset name is an identifier, so an analyst can write `FROM name` unquoted."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise UserError(
+            f"invalid dataset name {name!r}",
+            "use letters, digits and underscores, starting with a letter (e.g. salaries_2024)",
+        )
+    return name
+
+
+def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = False) -> None:
+    """Store `dataset`; an existing name is an error unless `replace`."""
+    ledger.ensure_writable()
+    check_name(dataset.name)
+    table = ledger.tables.datasets
+
+    def body(cur: Any) -> None:
+        exists = cur.execute(f"SELECT count(*) FROM {table} WHERE name = $1", [dataset.name]).fetchall()[0][0]
+        if exists and not replace:
+            raise UserError(
+                f"dataset {dataset.name!r} is registered already",
+                "remove it first (pcor-sql dataset remove NAME), or pass replace=True",
+            )
+        cur.execute(f"DELETE FROM {table} WHERE name = $1", [dataset.name])
+        cur.execute(
+            f"INSERT INTO {table} (name, relation, key_column, metrics, attributes, domains, units, accounting,"
+            " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            [dataset.name, dataset.relation, dataset.key, list(dataset.metrics), list(dataset.attributes),
+             json.dumps({a: list(v) for a, v in dataset.domains}), list(dataset.units), dataset.accounting,
+             utc_now()],
+        )
+
+    ledger.transaction(body)
+
+
+_COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, accounting, created_at"
+
+
+def _from_row(row: tuple) -> RegisteredDataset:
+    name, relation, key, metrics, attributes, domains, units, accounting, created = row
+    frozen = json.loads(domains)
+    return RegisteredDataset(
+        name, relation, key, tuple(metrics), tuple(attributes),
+        tuple((a, tuple(frozen[a])) for a in attributes), tuple(units), accounting, created,
+    )
+
+
+def list_datasets(ledger: Ledger) -> tuple[RegisteredDataset, ...]:
+    """Every registered dataset, by name."""
+    return tuple(_from_row(r) for r in ledger.read(f"SELECT {_COLUMNS} FROM {ledger.tables.datasets} ORDER BY name", []))
+
+
+def find_dataset(ledger: Ledger, name: str) -> RegisteredDataset | None:
+    rows = ledger.read(f"SELECT {_COLUMNS} FROM {ledger.tables.datasets} WHERE name = $1", [name])
+    return _from_row(rows[0]) if rows else None
+
+
+def get_dataset(ledger: Ledger, name: object) -> RegisteredDataset:
+    """The registered dataset `name`; an unknown name is a UserError naming the known ones."""
+    if not isinstance(name, str):
+        raise UserError(f"a dataset is named by a string, got {type(name).__name__}", "pass its registered name")
+    found = find_dataset(ledger, name)
+    if found is None:
+        known = ", ".join(d.name for d in list_datasets(ledger)) or "none yet"
+        raise UserError(f"no registered dataset {name!r} (registered: {known})",
+                        "register it first: pcor-sql dataset add, or Owner.register(...)")
+    return found
+
+
+def remove_dataset(ledger: Ledger, name: str) -> RegisteredDataset:
+    """Unregister `name` (its units keep their budgets and history)."""
+    found = get_dataset(ledger, name)
+    ledger.ensure_writable()
+    ledger.transaction(lambda cur: cur.execute(f"DELETE FROM {ledger.tables.datasets} WHERE name = $1", [name]))
+    return found

@@ -1,0 +1,139 @@
+"""How results look in a notebook: `_repr_html_` and `_repr_markdown_` of an Explanation, a
+CoeResult and an AnomalyResult — the same content as the CLI's text, as a small table.
+
+Owner-only content (an Explanation's `.owner`, every CoeResult, an answer's owner fields) is
+marked NOT FOR RELEASE, as on the command line.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+from pcor_sql.readable import round_epsilon
+
+#: At most this many valid contexts in a CoeResult's table (the rest is counted).
+COE_ROWS = 20
+_NOT_FOR_RELEASE = "OWNER ONLY — NOT FOR RELEASE"
+_START_SOURCES = {
+    "user": "given by the caller",
+    "search": "found by a validity-only search (free under OCDP)",
+    "none": "none needed (direct search over every admissible context)",
+}
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _values(values: Sequence[Any]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _rows(pairs: Sequence[tuple[str, str]]) -> str:
+    return "".join(f"<tr><th style='text-align:left'>{_e(k)}</th><td style='text-align:left'>{_e(v)}</td></tr>"
+                   for k, v in pairs)
+
+
+def _explanation_pairs(e: Any) -> list[tuple[str, str]]:
+    pairs = [(attribute, "{" + _values(values) + "}") for attribute, values in e.context.items()]
+    pairs += [
+        ("explanation", e.explanation_sql),
+        ("privacy", e.privacy_summary),
+        ("search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}"),
+        ("start", _START_SOURCES.get(e.start_source, e.start_source)),
+    ]
+    if e.budget_limit is not None:
+        pairs.append(("budget", f"dataset {e.dataset}: spent ε = {round_epsilon(e.budget_spent):g} of limit {e.budget_limit:g}"))
+    else:
+        pairs.append(("dataset", f"{e.dataset} (no budget limit set)"))
+    return pairs
+
+
+def _owner_pairs(e: Any) -> list[tuple[str, str]]:
+    if e.owner is None:
+        return []
+    owner = dict(e.owner.as_dict())
+    owner.pop("not_for_release", None)
+    notes = owner.pop("notes", [])
+    return [(k.replace("_", " "), str(v)) for k, v in owner.items()] + [("note", n) for n in notes]
+
+
+def explanation_html(e: Any) -> str:
+    parts = [f"<div><p><b>{_e(e.summary)}</b></p><table>{_rows(_explanation_pairs(e))}</table>"]
+    if e.seeded:
+        parts.append("<p><b>seeded: not for real releases</b></p>")
+    owner = _owner_pairs(e)
+    if owner:
+        parts.append(f"<p style='color:#b00'><b>NOT FOR RELEASE — owner diagnostics</b></p><table>{_rows(owner)}</table>")
+    return "".join(parts) + "</div>"
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(pairs: Sequence[tuple[str, str]]) -> str:
+    return "| | |\n|---|---|\n" + "".join(f"| {_md(k)} | {_md(v)} |\n" for k, v in pairs)
+
+
+def explanation_markdown(e: Any) -> str:
+    out = f"**{_md(e.summary)}**\n\n{_md_table(_explanation_pairs(e))}"
+    if e.seeded:
+        out += "\n**seeded: not for real releases**\n"
+    owner = _owner_pairs(e)
+    if owner:
+        out += f"\n**NOT FOR RELEASE — owner diagnostics**\n\n{_md_table(owner)}"
+    return out
+
+
+def _coe_head(r: Any) -> str:
+    return (
+        f"{r.size:,} valid of {r.admissible:,} admissible contexts; largest utility "
+        f"{r.max_utility if r.max_utility is not None else '—'}; {r.verifier}; utility {r.utility}"
+    )
+
+
+def coe_html(r: Any) -> str:
+    shown = r.ranked(COE_ROWS)
+    body = "".join(
+        f"<tr><td>{rank}</td><td>{_e(c.utility)}</td><td style='text-align:left'>{_e(c.predicate)}</td></tr>"
+        for rank, c in enumerate(shown, start=1)
+    )
+    more = f"<p>… {r.size - len(shown):,} more</p>" if r.size > len(shown) else ""
+    record = ", ".join(f"{k}={v}" for k, v in r.record.items())
+    return (
+        f"<div><p style='color:#b00'><b>{_NOT_FOR_RELEASE}</b></p><p><b>Valid contexts of record {_e(record)}</b>"
+        f"<br>{_e(_coe_head(r))}</p><table><tr><th>#</th><th>utility</th><th>context</th></tr>{body}</table>{more}</div>"
+    )
+
+
+def coe_markdown(r: Any) -> str:
+    shown = r.ranked(COE_ROWS)
+    rows = "".join(f"| {rank} | {c.utility:g} | {_md(c.predicate)} |\n" for rank, c in enumerate(shown, start=1))
+    more = f"\n… {r.size - len(shown):,} more\n" if r.size > len(shown) else ""
+    return f"**{_NOT_FOR_RELEASE}**\n\n{_md(_coe_head(r))}\n\n| # | utility | context |\n|---|---|---|\n{rows}{more}"
+
+
+def _answer_pairs(a: Any) -> list[tuple[str, str]]:
+    pairs = [(str(k), str(v)) for k, v in a.record.items()]
+    pairs += [("answer", a.summary), ("privacy", a.privacy_summary), ("dataset", a.dataset)]
+    if a.seeded:
+        pairs.append(("seeded", "not for real releases"))
+    return pairs
+
+
+def answer_html(a: Any) -> str:
+    out = f"<div><table>{_rows(_answer_pairs(a))}</table>"
+    if a.owner is not None:
+        owner = [(k, str(v)) for k, v in a.owner.items() if k != "not_for_release"]
+        out += f"<p style='color:#b00'><b>NOT FOR RELEASE — owner fields</b></p><table>{_rows(owner)}</table>"
+    return out + "</div>"
+
+
+def answer_markdown(a: Any) -> str:
+    out = _md_table(_answer_pairs(a))
+    if a.owner is not None:
+        owner = [(k, str(v)) for k, v in a.owner.items() if k != "not_for_release"]
+        out += f"\n**NOT FOR RELEASE — owner fields**\n\n{_md_table(owner)}"
+    return out

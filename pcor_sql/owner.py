@@ -1,0 +1,213 @@
+"""The data owner's handle (DESIGN.md §6): register datasets, set limits, hand analysts a
+restricted handle.
+
+    owner = pcor_sql.Owner(con)                       # the ledger lives with the data
+    owner.register("salaries", "salaries", key="id", metric="salary", by="job_title,year", limit=1.0)
+    analyst = owner.analyst()                         # give this to the app that serves analysts
+    analyst.explain_outlier("salaries", 42, epsilon=0.2).context
+    owner.spent("salaries")                           # 0.2
+
+The owner may do anything the plain API does (`owner.explain_outlier(query, ...)`, `coe`,
+seeded runs where allowed, owner views). Limits are per privacy unit (a base table or file)
+and per notion; `set_limit` accepts any spelling of a unit — a table name, `main.t`, a file
+path — or a registered dataset's name, and resolves it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from pcor_sql import api
+from pcor_sql.core.accounting import ACCOUNTINGS
+from pcor_sql.engine.ledger import NOTIONS, Ledger, LimitChange
+from pcor_sql.engine.ledger_records import BudgetStatus
+from pcor_sql.engine.registered import (
+    RegisteredDataset,
+    add_dataset,
+    check_name,
+    find_dataset,
+    get_dataset,
+    list_datasets,
+    remove_dataset,
+)
+from pcor_sql.engine.schema import is_numeric
+from pcor_sql.errors import UserError, warn_privacy
+from pcor_sql.frontend.compact import parse_by
+from pcor_sql.session import Session, Warn
+from pcor_sql.sqltext.quoting import quote_identifier
+
+
+class Owner:
+    """The data owner's handle on `con` (a DuckDB connection or a SparkSession; rows are read
+    through `self.session.access`). `ledger`: None pins the ledger to the data (see
+    `pcor_sql.Session`; for Spark: `$PCOR_SQL_LEDGER`, else the per-user file), else a ledger
+    file path, `":memory:"` or a Ledger."""
+
+    def __init__(
+        self,
+        con: Any,
+        ledger: Any = None,
+        *,
+        warn: Warn | None = None,
+        registry: Any = None,
+        allow_seeded: bool = False,
+    ):
+        self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded)
+        self.con = con
+        self.ledger: Ledger = self.session.ledger()
+
+    # ---- registered datasets -------------------------------------------------------------
+
+    def register(
+        self,
+        name: str,
+        relation: str,
+        *,
+        key: str,
+        metric: str | Sequence[str],
+        by: str | Sequence[str],
+        domains: Mapping[str, Sequence[Any]] | None = None,
+        limit: float | Mapping[str, float] | None = None,
+        accounting: str | None = None,
+        replace: bool = False,
+    ) -> RegisteredDataset:
+        """Register `relation` as dataset `name` for analysts: its record `key` column, the
+        metric column(s) analysts may ask about, the context attributes `by` with their domains
+        frozen now (declared here, else from ENUM types, else — with a PrivacyWarning — from
+        the values present), and optionally limits (one ε for every notion, or notion → ε) on
+        each unit it reads and an accounting rule analysts may not change."""
+        check_name(name)
+        if not isinstance(relation, str) or not relation.strip():
+            raise UserError("the relation must be SQL text naming a table, view, file or subquery", "e.g. 'salaries'")
+        metrics = _names(metric, "metric")
+        attributes = _names(by, "by")
+        if accounting is not None and accounting not in ACCOUNTINGS:
+            raise UserError(f"unknown accounting {accounting!r}", f"use one of {', '.join(ACCOUNTINGS)}")
+        limits = _limits(limit)
+        access = self.session.access
+        described, _ = access.describe(relation, quote_identifier(metrics[0]))
+        columns = {c: t for c, t, _ in described[0]}
+        for column, role in [(key, "key"), *[(m, "metric") for m in metrics]]:
+            if column not in columns:
+                raise UserError(f"the {role} column {column!r} is not a column of {relation}",
+                                f"columns are: {', '.join(columns)}")
+        for m in metrics:
+            if not is_numeric(columns[m]):
+                raise UserError(f"the metric {m!r} has type {columns[m]}, not a number", "register numeric columns")
+        if key in attributes or key in metrics:
+            raise UserError(f"the key {key!r} cannot also be a metric or a context attribute", "name another key column")
+        schema = access.schema(
+            relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
+            warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=6), described=described,
+        )
+        dataset = RegisteredDataset(
+            name, relation, key, metrics, attributes,
+            tuple((a.name, tuple(str(v) for v in a.domain)) for a in schema.attributes),
+            self.session.units(relation), accounting,
+        )
+        add_dataset(self.ledger, dataset, replace=replace)
+        for notion, epsilon in limits.items():
+            for unit in dataset.units:
+                self.ledger.set_limit(unit, epsilon, notion)
+        return get_dataset(self.ledger, name)
+
+    def datasets(self) -> tuple[RegisteredDataset, ...]:
+        return list_datasets(self.ledger)
+
+    def dataset(self, name: str) -> RegisteredDataset:
+        return get_dataset(self.ledger, name)
+
+    def unregister(self, name: str) -> RegisteredDataset:
+        """Remove a registered dataset; its units keep their budgets and history."""
+        return remove_dataset(self.ledger, name)
+
+    # ---- budgets -------------------------------------------------------------------------
+
+    def units(self, spelling: str) -> tuple[str, ...]:
+        """The units `spelling` denotes: a registered dataset's name, or any spelling of a table,
+        view or file (resolved by DuckDB's binder: `wages`, `main.wages`, `'data/w.parquet'`)."""
+        if not isinstance(spelling, str) or not spelling.strip():
+            raise UserError(f"invalid unit {spelling!r}", "name a table, a file or a registered dataset")
+        if (found := find_dataset(self.ledger, spelling)) is not None:
+            return found.units
+        if self.session.access.engine != "duckdb":  # Spark: a table name or a relation it reads
+            return self.session.units(spelling)
+        from pcor_sql.engine.units import resolve_spelling
+
+        return tuple(u.name for u in resolve_spelling(self.con, spelling))
+
+    def set_limit(self, spelling: str, epsilon: float, notion: str = "ocdp") -> tuple[LimitChange, ...]:
+        """Set the `notion` limit of every unit `spelling` denotes."""
+        units = self.units(spelling)
+        return tuple(self.ledger.set_limit(unit, epsilon, notion) for unit in units)
+
+    def set_default_limit(self, epsilon: float | None, notion: str = "ocdp") -> None:
+        """The limit of units without their own (None clears it); makes the ledger strict."""
+        self.ledger.set_default_limit(epsilon, notion)
+
+    def mark_public(self, spelling: str, public: bool = True) -> tuple[str, ...]:
+        """Mark the units `spelling` denotes public (lookup tables: never charged)."""
+        units = self.units(spelling)
+        for unit in units:
+            self.ledger.set_public(unit, public)
+        return units
+
+    def spent(self, name: str, notion: str = "ocdp") -> float:
+        """The ε spent under `notion` on the units of `name` (a registered dataset or any
+        spelling of a unit): the largest among them, which is what the dataset has used."""
+        return max(self.ledger.status(unit, notion).spent for unit in self.units(name))
+
+    def status(self, spelling: str | None = None, notion: str | None = None) -> tuple[BudgetStatus, ...]:
+        """Budgets per unit and notion: of `spelling`'s units, or of every unit in the ledger."""
+        notions = NOTIONS if notion is None else (notion,)
+        if spelling is None:
+            return tuple(s for s in self.ledger.statuses() if s.notion in notions)
+        return tuple(self.ledger.status(unit, n) for unit in self.units(spelling) for n in notions)
+
+    # ---- the jobs ------------------------------------------------------------------------
+
+    def analyst(self) -> "Any":
+        """A restricted handle for apps that serve analysts (see `pcor_sql.analyst.Analyst`)."""
+        from pcor_sql.analyst import Analyst
+
+        return Analyst(self)
+
+    def explain_outlier(self, query: str, **options: Any) -> Any:
+        return api.explain_outlier(None, query, session=self.session, **options)
+
+    def explain_outliers(self, query: str, **options: Any) -> Any:
+        return api.explain_outliers(None, query, session=self.session, **options)
+
+    def coe(self, query: str, **options: Any) -> Any:
+        return api.coe(None, query, session=self.session, **options)
+
+    def identify_anomaly(self, query: str, **options: Any) -> Any:
+        return api.identify_anomaly(None, query, session=self.session, **options)
+
+    def identify_anomalies(self, query: str, **options: Any) -> Any:
+        return api.identify_anomalies(None, query, session=self.session, **options)
+
+    def sql(self, text: str, **defaults: Any) -> Any:
+        from pcor_sql.statements import sql
+
+        return sql(None, text, session=self.session, **defaults)
+
+
+def _names(value: Any, what: str) -> tuple[str, ...]:
+    names = parse_by(value) if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+        raise UserError(f"{what} must name one or more columns, got {value!r}", f"e.g. {what}='a,b' or {what}=['a', 'b']")
+    if len(set(names)) != len(names):
+        raise UserError(f"{what} names a column twice", "name each column once")
+    return tuple(names)
+
+
+def _limits(limit: Any) -> dict[str, float]:
+    if limit is None:
+        return {}
+    if isinstance(limit, Mapping):
+        unknown = [n for n in limit if n not in NOTIONS]
+        if unknown:
+            raise UserError(f"unknown privacy notion {unknown[0]!r} in limit", f"use {', '.join(NOTIONS)}")
+        return dict(limit)
+    return {notion: limit for notion in NOTIONS}

@@ -1,0 +1,56 @@
+"""Results in a notebook (issue 11, item 10): `_repr_html_` / `_repr_markdown_` show what the
+command line shows, escaped, with owner-only parts marked."""
+
+from __future__ import annotations
+
+import html
+
+import duckdb
+import pytest
+
+import pcor_sql
+
+Q = "SELECT salary FROM salaries WHERE id = 42"
+
+
+@pytest.fixture(scope="module")
+def con():
+    c = duckdb.connect()
+    pcor_sql.load_datasets(c)
+    yield c
+    c.close()
+
+
+def test_an_explanation_shows_its_summary_context_and_privacy(con):
+    e = pcor_sql.explain_outlier(con, Q, verifier="grubbs", by="job_title,year", seed=2)
+    page = e._repr_html_()
+    assert html.escape(e.summary, quote=True) in page
+    assert html.escape(e.privacy_summary, quote=True) in page
+    for attribute, values in e.context.items():
+        assert f"<th style='text-align:left'>{attribute}</th>" in page
+        assert html.escape(str(values[0]), quote=True) in page
+    assert "seeded: not for real releases" in page and "NOT FOR RELEASE" not in page
+    owner = pcor_sql.explain_outlier(con, Q, verifier="grubbs", by="job_title,year", seed=2, owner_view=True)
+    assert "NOT FOR RELEASE" in owner._repr_html_() and "NOT FOR RELEASE" in owner._repr_markdown_()
+    text = e._repr_markdown_()
+    assert text.startswith(f"**{e.summary}**") and "| privacy |" in text
+
+
+def test_values_are_escaped():
+    from pcor_sql.notebook import explanation_html
+    from tests.test_readable import explanation
+
+    page = explanation_html(explanation(context={"job_title": ["<b>x</b>", "a & b"]}, full_attributes=()))
+    assert "<b>x</b>" not in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "a &amp; b" in page
+
+
+def test_coe_and_answers(con):
+    [coe] = pcor_sql.coe(con, Q, verifier="grubbs", by="job_title,year")
+    page = coe._repr_html_()
+    assert "OWNER ONLY — NOT FOR RELEASE" in page and f"{coe.size:,} valid of {coe.admissible:,}" in page
+    assert page.count("<tr>") == 1 + 20 and f"… {coe.size - 20:,} more" in page
+    assert html.escape(coe.best().predicate, quote=True) in page
+    answer = pcor_sql.identify_anomaly(con, Q, beta=5, radius=100, epsilon=0.5, seed=1)
+    assert html.escape(answer.summary, quote=True) in answer._repr_html_()
+    assert answer.privacy_summary in answer._repr_markdown_()

@@ -1,0 +1,104 @@
+"""Results in plain words (issue 11, item 1): the sentences use released values only, the
+privacy line adds up, the glossary is the README's, and ε prints without float noise."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+
+import pytest
+
+from pcor_sql.readable import (
+    GLOSSARY,
+    anomaly_sentence,
+    conditions_words,
+    outlier_privacy_sentence,
+    round_epsilon,
+    selector_words,
+    verifier_words,
+)
+from pcor_sql.results import AnomalyResult, Explanation
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def explanation(**changes):
+    base = dict(
+        record={"id": 42, "job_title": "Nurse", "salary": 187190.79}, context={"job_title": ["Nurse", "Teacher"],
+                                                                                "year": ["2018", "2019"]},
+        predicate="\"job_title\" IN ('Nurse', 'Teacher')", explanation_sql="SELECT salary FROM s WHERE ...",
+        epsilon=0.2, epsilon1=0.2 / 51, accounting="tight", search="bfs", samples=50, descents=24, em_calls=51,
+        verifier="lof(k=20, threshold=1.5)", utility="population", start_source="search", seeded=False,
+        dataset="s", metric="salary", selector="(id = 42)", full_attributes=("year",),
+    )
+    return Explanation(**{**base, **changes})
+
+
+def test_the_first_line_says_it_in_words_from_released_values():
+    e = explanation()
+    assert e.summary == (
+        "salary of the record where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) "
+        "among the rows where job_title is Nurse or Teacher"
+    )
+    # Nothing of the record but the key the caller gave; no count.
+    assert "187190" not in e.summary and "population" not in e.summary
+    assert explanation(full_attributes=("job_title", "year")).summary.endswith("among all rows")
+
+
+def test_long_value_lists_are_counted_and_short_ones_listed():
+    context = {"a": ["x"], "b": ["1", "2", "3"], "c": [str(i) for i in range(9)]}
+    assert conditions_words(context) == "a is x, b is 1, 2 or 3 and c is one of 9 values"
+    assert conditions_words(context, whole=("a", "b", "c")) == ""
+
+
+def test_words_for_verifiers_and_selectors():
+    assert verifier_words("grubbs(alpha=0.05)") == "Grubbs' test, alpha = 0.05"
+    assert verifier_words("zscore") == "z-score"
+    assert verifier_words("far") == "far"
+    assert selector_words("(id = 42)") == "id = 42"
+    assert selector_words("(a = 1) AND (b = 2)") == "(a = 1) AND (b = 2)"
+    assert selector_words("(name = ')(')") == "name = ')('"
+
+
+@pytest.mark.parametrize(
+    "epsilon, calls, accounting, made, expected",
+    [
+        (0.2, 51, "tight", 51, "privacy cost ε = 0.2 (output-constrained DP) over 51 randomized choices of ε1 = 0.00392 each"),
+        (0.2, 1, "tight", 1, "privacy cost ε = 0.2 (output-constrained DP) over 1 randomized choice of ε1 = 0.2 each"),
+        (0.2, 6, "paper", 6, "over 6 randomized choices of 2ε1 = 0.0333 each, as the paper accounts"),
+        (0.5, 21, "tight", 9, "over 21 randomized choices of ε1 = 0.0238 each (9 made; the whole ε is charged)"),
+    ],
+)
+def test_the_privacy_line_adds_up_to_epsilon(epsilon, calls, accounting, made, expected):
+    factor = 2 if accounting == "paper" else 1
+    text = outlier_privacy_sentence(epsilon, epsilon / (factor * calls), accounting, made)
+    assert text.endswith(expected) and text.startswith(f"privacy cost ε = {epsilon:g} (output-constrained DP)")
+
+
+def test_epsilon_sums_print_without_float_noise_and_the_exact_value_is_kept():
+    spent = 0.1 + 0.2 + 0.3
+    assert spent != 0.6 and round_epsilon(spent) == 0.6
+    e = explanation(budget_spent=spent, budget_limit=2.0)
+    assert e.as_dict()["budget"] == {"spent": 0.6, "limit": 2.0}
+    assert e.budget_spent == spent  # display only: the value itself is untouched
+    assert round_epsilon(0.2 / 51) == pytest.approx(0.2 / 51, rel=1e-11)
+
+
+def test_anomaly_sentences():
+    answer = AnomalyResult(record={"id": 7}, anomaly=True, epsilon=0.5, privacy="sp", k=1, beta=5, radius=1.0,
+                           norm="l2", seeded=False, dataset="h")
+    assert answer.summary.startswith("anomaly: at most β = 5 records (itself included) lie within r = 1")
+    assert answer.privacy_summary == "privacy cost ε = 0.5 under (ε, k)-sensitive privacy with k = 1"
+    dp = dataclasses.replace(answer, anomaly=False, privacy="dp", k=None)
+    assert dp.summary.startswith("not an anomaly") and dp.privacy_summary.endswith("under ε-differential privacy")
+    assert anomaly_sentence(True, 2.5, 0.25).startswith("anomaly: at most β = 2.5 records")
+
+
+def test_the_glossary_covers_the_output_and_is_the_readmes():
+    terms = [t for t, _ in GLOSSARY]
+    for needed in ("ε (epsilon)", "ε1 (epsilon1)", "OCDP", "COE", "utility", "verifier", "search"):
+        assert needed in terms
+    section = README.read_text(encoding="utf-8").split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
+    entries = re.findall(r"^- \*\*(.+?)\*\*: (.+?)(?=\n- \*\*|\n\n|\Z)", section, re.MULTILINE | re.DOTALL)
+    assert [(t, " ".join(m.split())) for t, m in entries] == list(GLOSSARY)
