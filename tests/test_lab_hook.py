@@ -31,7 +31,7 @@ def test_population_sql_selects_the_oracles_population(run):
     oracle, space = run.oracle(0), run.space(0)
     for w in _words(run):
         mask = space.from_free(w)
-        values = run.con.execute(run.population_sql(0, mask)).fetchnumpy()["m"]
+        values = run.con.arrow(run.population_sql(0, mask)).column("m")
         assert len(values) == oracle.population_size(mask)
 
 

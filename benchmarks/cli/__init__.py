@@ -14,6 +14,7 @@ from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
+from benchmarks.cli.spark import spark_scale
 from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
@@ -38,6 +39,8 @@ _COMMANDS = (
     ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
      anomaly_evidence),
     ("scale", "Time releases on 10M-100M-row tables and on context spaces past 64 free bits.", scale),
+    ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
+     spark_scale),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

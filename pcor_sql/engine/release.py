@@ -166,15 +166,25 @@ class SelectedRecord:
     value: float
 
 
+def records_sql(relation_sql: str, metric_sql: str, selector_sql: str) -> str:
+    """The rows the selector picks, every column and the metric as DOUBLE, in a stable order."""
+    return select_from(["*", aliased(as_double(metric_sql), METRIC_COLUMN)], relation_sql, where=selector_sql, order_by="ALL")
+
+
 def load_records(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str, selector_sql: str) -> tuple[SelectedRecord, ...]:
     """Every row the selector picks, in a stable order, with its metric as a finite float."""
-    sql = select_from(["*", aliased(as_double(metric_sql), METRIC_COLUMN)], relation_sql, where=selector_sql, order_by="ALL")
     try:
-        cur = con.execute(sql)
+        cur = con.execute(records_sql(relation_sql, metric_sql, selector_sql))
         names = [d[0] for d in cur.description]
         rows = cur.fetchall()
     except duckdb.Error as exc:
         raise UserError(str(exc).strip().splitlines()[0], "check the WHERE clause that picks the record") from None
+    return selected_records(names, rows)
+
+
+def selected_records(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[SelectedRecord, ...]:
+    """The rows of `records_sql` (whichever engine ran it) as records; checks there is one and
+    that each metric is finite."""
     if not rows:
         raise UserError("the WHERE clause selects no row", "check the record selector, e.g. WHERE id = 42")
     out = []
@@ -190,11 +200,13 @@ def load_records(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: 
 class OutlierRun:
     """What the releases of one request read — summary, verifier, selected records — and the
     means to run them. Made by `Session.prepare`; the owner's and the lab's object: its
-    oracles answer utilities and its `release` is not charged, so it never reaches an analyst."""
+    oracles answer utilities and its `release` is not charged, so it never reaches an analyst.
+    `con` runs the plain path's and SQL verifiers' queries: a DuckDB connection or a data
+    access (`Session.access`, `pcor_sql.backends`)."""
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         request: OutlierRequest,
         summary: CellSummary,
         verifier: Any,

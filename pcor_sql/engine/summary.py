@@ -54,10 +54,13 @@ class CellSummary:
     vmax: np.ndarray
     shift: float
     build_seconds: float
-    _con: duckdb.DuckDBPyConnection = field(repr=False)
+    _con: duckdb.DuckDBPyConnection | None = field(repr=False)
     _runs: CellRuns | None = field(default=None, repr=False)
     _tables: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    # An engine that cannot ship every row (Spark) serves values through per-cell windows
+    # (`pcor_sql.engine.window.WindowReader`) instead of the sorted runs; then `_con` is None.
+    windows: Any = field(default=None, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -66,8 +69,15 @@ class CellSummary:
     def runs(self) -> CellRuns:
         """The metric as per-cell sorted runs, in this summary's cell order; loaded on first use."""
         if self._runs is None:
+            if self._con is None:
+                raise InternalError("this summary reads values through per-cell windows, not sorted runs")
             self._runs = _load_runs(self._con, self.schema, self.coords)
         return self._runs
+
+    def population(self, member: np.ndarray, v: float) -> Any:
+        """The population of the context whose cells are `member`, for a record of value v."""
+        moments = SummaryPopulation.of(self, member, v)
+        return moments if self.windows is None else self.windows.population(moments, member)
 
     def member(self, space: ContextSpace, mask: int) -> np.ndarray:
         """Boolean over cells: is the cell inside context `mask`?"""
@@ -133,6 +143,14 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values
         runs, (count, mean, var, lo, hi) = _sorted_runs(values, lengths, np.flatnonzero(keep))
         return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con, runs)
     table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql))
+    return summary_from_moments(schema, table, started, con)
+
+
+def summary_from_moments(
+    schema: Schema, table: pa.Table, started: float, con: duckdb.DuckDBPyConnection | None
+) -> CellSummary:
+    """The summary from the rows of `group_by_cells` (attribute columns, n, bad, mean, var, lo,
+    hi), whichever engine ran it; validates metric values and domains."""
     _check_metric(schema, int(pc.sum(table.column("bad")).as_py() or 0))
     codes = _domain_codes(table, schema)
     keep = np.all(codes >= 0, axis=1)
@@ -240,7 +258,7 @@ def _sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray) ->
 
 def _summary(
     schema: Schema, coords: np.ndarray, count: np.ndarray, mean: np.ndarray, var: np.ndarray,
-    lo: np.ndarray, hi: np.ndarray, started: float, con: duckdb.DuckDBPyConnection,
+    lo: np.ndarray, hi: np.ndarray, started: float, con: duckdb.DuckDBPyConnection | None,
     runs: CellRuns | None = None,
 ) -> CellSummary:
     """Sums centred on the global mean from per-cell moments (exact combination, see the module doc)."""
