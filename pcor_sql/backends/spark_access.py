@@ -21,8 +21,8 @@ the per-user file); `ledger_con` is only the anchor of an in-memory ledger asked
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 import weakref
+from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb

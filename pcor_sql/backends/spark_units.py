@@ -15,26 +15,16 @@ Needs a classic (JVM) SparkSession; Spark Connect has no analyzed plan to walk.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from pcor_sql.engine.units import Unit  # one privacy account, named as the DuckDB engine names it
 from pcor_sql.errors import UserError
 from pcor_sql.sqltext.build import select_from
 
 FIX = "name a Spark table, a view over tables or files, or a file path (parquet.`/path`)"
 _DATA_FREE = frozenset({"Range", "OneRowRelation", "LocalLimit", "CTERelationRef"})
 _IN_DRIVER = frozenset({"LocalRelation", "LogicalRDD"})
-
-
-@dataclass(frozen=True, order=True)
-class Unit:
-    """One privacy account, as `pcor_sql.engine.units.Unit` (the units branch) names it: `name`
-    'spark_catalog.default.t', 'file:/abs/x.parquet' or 'object:v'; `kind` 'table', 'file' or
-    'object'. (When that module lands, this class gives way to it.)"""
-
-    name: str
-    kind: str
 
 
 def spark_units(access: Any, relation_sql: str) -> tuple[Unit, ...]:
