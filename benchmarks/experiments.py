@@ -2,20 +2,24 @@
 
 Each group varies one thing around the paper's default — BFS, LOF, population utility,
 ε = 0.2, n = 50 — and reports, per setting, the runtime of one release (min / max / average)
-and the utility ratio (mean and 90 % confidence interval), under both accountings:
-`paper` (ε = (2n+2)ε1 for dfs/bfs, 2ε1 otherwise) and `tight` ((n+1)ε1, ε1).
+and the utility ratio (mean and 90 % confidence interval). A *profile* (`profiles.py`) says
+how a row runs: `paper` (the paper's algorithms and accounting) or `engine` (the engine's
+defaults); a `Cell` is one row under one profile, every setting explicit.
 
 - Records: planted contextual outliers (`planted_outliers`) — all of them, or a seeded
   uniform sample of `records` of them (not the first ones: the list order is arbitrary and a
   prefix could be all easy or all hard cases) — on the full lattice of all three attributes
-  (salaries: 2^22 admissible contexts per record).
+  (salaries: 2^22 admissible contexts per record); Tables 6–7 on the paper's reduced table
+  (every planted outlier it holds).
 - Utility ratio = utility of the released context / largest utility in COE(D, V). The
   denominator is exact (`exact.best_first_max`: contexts verified in decreasing utility until
   the first valid one), which keeps LOF tractable on 4.2 million contexts; for grubbs it is
   cross-checked against the full enumeration of the oracle's `coe`.
 - Runtime: `OutlierRun.release` (the engine: start search, private search, re-verification)
   with the per-cell summary already built (`Session.prepare`), each release with an empty
-  Grubbs critical-value cache.
+  Grubbs critical-value cache. With the paper's start (`profiles.start_up`) the start is
+  found before the timer starts and handed to the release as a user start, which the release
+  re-verifies.
 - Seeds: release r of record V in a cell uses numpy's `default_rng([seed, cell, V, r])` with
   `cell` the CRC-32 of the cell's description, so every figure can be re-run alone.
 - CI: mean ± t(0.95, R − 1)·s/√R over the R releases (Student t; releases of several
@@ -35,7 +39,11 @@ import duckdb
 import numpy as np
 
 import pcor_sql
+from benchmarks import coe_match
+from benchmarks._sql import id_list
 from benchmarks.exact import ExactMax, best_first_max, utilities_by_word
+from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_up
+from pcor_sql.core.searches import SEARCH_SPECS
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.errors import PcorError, UserError
@@ -43,12 +51,12 @@ from pcor_sql.errors import PcorError, UserError
 Report = Callable[[str], None]
 
 METRICS = {"salaries": "salary", "homicides": "victim_age"}
-ACCOUNTINGS = ("paper", "tight")
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One experimental setting (a row of a paper table, under one accounting)."""
+    """One experimental setting: a row of a paper table as one profile runs it. Every field is
+    explicit (defaults resolved), so a cell in a result file says exactly what ran."""
 
     dataset: str
     search: str = "bfs"
@@ -57,10 +65,17 @@ class Cell:
     epsilon: float = 0.2
     samples: int = 50
     accounting: str = "paper"
+    descents: int = 0  # BFS's validity-only descents (0: Algorithm 5; other searches: 0)
+    start: str = "engine"  # "engine": the release's own start search; "cell": `profiles.start_up`
+    table: str = "full"  # "full" or "reduced" (the paper's 14-value subset, `coe_match.REDUCED`)
 
     @property
     def code(self) -> int:
         return zlib.crc32(repr(self).encode())
+
+    @property
+    def key(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,7 @@ class Row:
     changes: dict[str, Any]
     paper_runtime: str
     paper_utility: str
+    profiles: tuple[str, ...] = PROFILE_NAMES  # the profiles that run this row
 
 
 @dataclass(frozen=True)
@@ -81,8 +97,9 @@ class Group:
     fixed: tuple[tuple[str, str], ...]  # constant columns (header, field of Cell)
 
 
-def _r(label: str, paper_runtime: str, paper_utility: str, **changes: Any) -> Row:
-    return Row(label, changes, paper_runtime, paper_utility)
+def _r(label: str, paper_runtime: str, paper_utility: str, profiles: tuple[str, ...] = PROFILE_NAMES,
+       **changes: Any) -> Row:
+    return Row(label, changes, paper_runtime, paper_utility, profiles)
 
 
 # The paper's figures (salary dataset, 51,000 records, 132-core machine): T_min / T_max / T_avg,
@@ -119,6 +136,32 @@ GROUPS: tuple[Group, ...] = (
 )
 
 
+def cell_of(group: Group, row: Row, dataset: str, prof: Profile) -> Cell | None:
+    """The cell `prof` runs for `row` of `group` (None when the row is not the profile's).
+
+    The row's own settings win; the profile fills in the rest. The paper fixes BFS as its
+    final search from Table 6 on; the profile's search stands there, except in Tables 10–11,
+    whose n is BFS's."""
+    if prof.name not in row.profiles:
+        return None
+    changes = dict(row.changes)
+    search = changes.pop("search", "bfs" if group.key == "samples" else prof.search)
+    samples = changes.pop("samples", default_samples(search))
+    descents = (prof.descents if prof.descents is not None else request_default("descents")) if search == "bfs" else 0
+    table = "reduced" if group.key == "verifiers" and prof.reduced_verifiers else "full"
+    return Cell(dataset, search=search, samples=samples, accounting=prof.accounting, descents=descents,
+                start=prof.start, table=table, **changes)
+
+
+def default_samples(search: str) -> int:
+    """The request's n for `search` when none is given (the search's own)."""
+    return int(getattr(SEARCH_SPECS[search], "default_samples", None) or request_default("samples"))
+
+
+def cells_of(group: Group, dataset: str, prof: Profile) -> list[tuple[Row, Cell]]:
+    return [(row, cell) for row in group.rows if (cell := cell_of(group, row, dataset, prof)) is not None]
+
+
 @dataclass
 class CellResult:
     cell: Cell
@@ -127,11 +170,12 @@ class CellResult:
     visited_ratios: list[float] = field(default_factory=list)
     failures: int = 0
     records: list[int] = field(default_factory=list)
+    checks: list[int] = field(default_factory=list)  # contexts verified per release (owner view)
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"cell": self.cell.__dict__, "releases": len(self.seconds), "failures": self.failures,
+        out: dict[str, Any] = {"cell": self.cell.key, "releases": len(self.seconds), "failures": self.failures,
                                "records": self.records, "seconds": self.seconds, "ratios": self.ratios,
-                               "visited_ratios": self.visited_ratios}
+                               "visited_ratios": self.visited_ratios, "checks": self.checks}
         if self.seconds:
             out.update(t_min=min(self.seconds), t_max=max(self.seconds), t_avg=statistics.fmean(self.seconds))
         if self.ratios:
@@ -157,15 +201,18 @@ def mean_ci(values: Sequence[float], level: float) -> tuple[float, float, float]
 @dataclass
 class Record:
     id: int
-    index: int  # the record's position in its dataset's prepared runs (`OutlierRun.records`)
-    exact: dict[tuple[str, str], ExactMax] = field(default_factory=dict)
+    index: int  # the record's position in its table's prepared runs (`OutlierRun.records`)
+    exact: dict[tuple[str, str, str], ExactMax] = field(default_factory=dict)  # (verifier, utility, start)
+    starts: dict[tuple[str, str], int | None] = field(default_factory=dict)  # (verifier, start kind) → C_V
 
 
 @dataclass
 class DatasetRun:
-    """One dataset's session, the request selecting its records, and their exact maxima."""
+    """One table's session (the dataset itself or the paper's reduced subset of it), the request
+    selecting its records, and their exact maxima."""
 
     name: str
+    table: str
     session: pcor_sql.Session
     request: pcor_sql.OutlierRequest
     records: list[Record]
@@ -173,55 +220,98 @@ class DatasetRun:
     cross_check: dict[str, Any] | None = None
 
     @classmethod
-    def open(cls, con: duckdb.DuckDBPyConnection, name: str, record_ids: Sequence[int]) -> "DatasetRun":
+    def open(cls, con: duckdb.DuckDBPyConnection, name: str, record_ids: Sequence[int] | None,
+             table: str = "full") -> "DatasetRun":
+        """`record_ids` of dataset `name`; on the reduced table, None takes every planted
+        outlier the reduced table holds."""
         session = pcor_sql.Session(con)
-        ids = ", ".join(str(int(rid)) for rid in record_ids)
+        metric, relation, options = METRICS[name], name, {}
+        if table == "reduced":
+            relation = coe_match.create_reduced(con, name)
+            keep = coe_match.REDUCED[name][1]
+            options = {"by": list(keep), "domains": {a: list(v) for a, v in keep.items()}}
+            if record_ids is None:
+                planted = id_list(pcor_sql.planted_outliers(name))
+                record_ids = [int(r[0]) for r in con.execute(
+                    f"SELECT id FROM {relation} WHERE id IN ({planted}) ORDER BY id").fetchall()]
+        ids = id_list(record_ids or [])
         request = pcor_sql.outlier_request(
-            con, f"SELECT {METRICS[name]} FROM {name} WHERE id IN ({ids})", owner_view=True
+            con, f"SELECT {metric} FROM {relation} WHERE id IN ({ids})", owner_view=True, **options
         )
         run = session.prepare(request)
         run.preload()
         index = {int(r.record["id"]): i for i, r in enumerate(run.records)}
-        missing = [int(rid) for rid in record_ids if int(rid) not in index]
+        missing = [int(rid) for rid in record_ids or [] if int(rid) not in index]
         if missing:
             raise UserError(f"{name} has no record with id {missing[0]}", f"pick ids of {name} (e.g. planted outliers)")
-        return cls(name, session, request, [Record(int(rid), index[int(rid)]) for rid in record_ids])
+        return cls(name, table, session, request, [Record(int(rid), index[int(rid)]) for rid in record_ids or []])
 
     def prepared(self, **changes: Any) -> Any:
-        """The OutlierRun of this dataset's records with some request fields changed (the
+        """The OutlierRun of this table's records with some request fields changed (the
         session keeps the summary, so only the records are read again)."""
         return self.session.prepare(self.request.replace(**changes))
 
-    def compute_exact(self, needs: Sequence[tuple[str, str]], max_checks: int, report: Report) -> None:
-        """The exact max utility over COE for every record and (verifier, utility) in `needs`."""
-        runs = {verifier: self.prepared(verifier=verifier) for verifier, _ in needs}
+    def start(self, rec: Record, verifier: str, kind: str) -> int | None:
+        """Record `rec`'s start C_V of kind `kind` (validity only, so the same for every utility)."""
+        key = (verifier, kind)
+        if key not in rec.starts:
+            oracle = self.prepared(verifier=verifier).oracle(rec.index)
+            rec.starts[key] = (start_up(oracle) if kind == "cell" else find_start(oracle))[0]
+        return rec.starts[key]
+
+    def compute_exact(self, needs: Sequence[tuple[str, str, str]], max_checks: int, report: Report,
+                      cache: dict[str, Any] | None = None, saved: Callable[[], None] | None = None) -> None:
+        """The exact max utility over COE for every record and (verifier, utility, start) in
+        `needs` (the start matters for the overlap utility only). `cache` (updated in place):
+        maxima already known, by `exact_key` — they depend on the data and the verifier only;
+        `saved()` is called after each record (to write the cache out)."""
+        runs = {verifier: self.prepared(verifier=verifier) for verifier, _, _ in needs}
         for rec in self.records:
             sizes = None
-            for verifier, utility in needs:
+            done: dict[tuple[str, str, int | None], ExactMax] = {}
+            for verifier, utility, kind in needs:
                 run = runs[verifier]
                 oracle, space = run.oracle(rec.index), run.space(rec.index)
                 if sizes is None:
                     sizes = run.lattice_sizes(rec.index)
-                start = None
-                if utility == "overlap":
-                    start, _ = find_start(oracle)  # the release's own start, from validity alone
-                    if start is None:
-                        rec.exact[(verifier, utility)] = ExactMax(None, None, 0, False)
-                        continue
+                if (verifier, utility, kind) in rec.exact:
+                    continue
+                start = self.start(rec, verifier, kind) if utility == "overlap" else None
+                if utility == "overlap" and start is None:
+                    rec.exact[(verifier, utility, kind)] = ExactMax(None, None, 0, False)
+                    continue
                 t0 = time.perf_counter()
-                found = best_first_max(oracle, space, utilities_by_word(sizes, utility, space, start), max_checks)
-                rec.exact[(verifier, utility)] = found
-                what = f"{self.name} {rec.id} {verifier}/{utility}"
+                key = (verifier, utility, start)
+                cached = None if cache is None else cache.get(self.exact_key(rec, verifier, utility, start))
+                if key not in done and cached is not None:
+                    done[key] = ExactMax(cached["utility"], None, cached["checks"], False)
+                if key not in done:
+                    sizes = run.lattice_sizes(rec.index) if sizes is None else sizes
+                    done[key] = best_first_max(oracle, space, utilities_by_word(sizes, utility, space, start),
+                                               max_checks)
+                    if cache is not None and done[key].utility is not None:
+                        cache[self.exact_key(rec, verifier, utility, start)] = {
+                            "utility": done[key].utility, "checks": done[key].checks}
+                found = rec.exact[(verifier, utility, kind)] = done[key]
+                what = f"{self.name}{'' if self.table == 'full' else ' (reduced)'} {rec.id} {verifier}/{utility}"
                 if found.utility is None:
                     why = "COE is empty" if found.exhausted else f"no valid context among the {found.checks:,} largest"
                     self.exact_notes.append(f"{what}: {why}; record left out of those cells")
-                report(f"exact max {what}: {found.utility} after {found.checks:,} checks "
+                report(f"exact max {what} (start {kind}): {found.utility} after {found.checks:,} checks "
                        f"({time.perf_counter() - t0:.1f} s)")
+            if saved is not None:
+                saved()
+
+    def exact_key(self, rec: Record, verifier: str, utility: str, start: int | None) -> str:
+        """`dataset|table|record|verifier|utility|start mask` (start '-' for population)."""
+        return f"{self.name}|{self.table}|{rec.id}|{verifier}|{utility}|{'-' if start is None else start}"
 
     def check_against_enumeration(self) -> None:
         """For the first record and grubbs: best-first max == max over the enumerated COE."""
+        if not self.records:
+            return
         rec = self.records[0]
-        found = rec.exact.get(("grubbs", "population"))
+        found = next((e for (v, u, _), e in rec.exact.items() if (v, u) == ("grubbs", "population")), None)
         if found is None:
             return
         oracle = self.prepared(verifier="grubbs").oracle(rec.index)
@@ -240,14 +330,24 @@ def _cold() -> None:
 
 def run_cell(data: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResult:
     res = CellResult(cell)
-    run = data.prepared(search=cell.search, verifier=cell.verifier, utility=cell.utility, epsilon=cell.epsilon,
-                        samples=cell.samples, accounting=cell.accounting)
+    fields = dict(search=cell.search, verifier=cell.verifier, utility=cell.utility, epsilon=cell.epsilon,
+                  samples=cell.samples, accounting=cell.accounting, descents=cell.descents)
+    shared = data.prepared(**fields)
+    needs_start = cell.start == "cell" and (SEARCH_SPECS[cell.search].graph or cell.utility == "overlap")
     for rec in data.records:
-        best = rec.exact.get((cell.verifier, cell.utility))
+        best = rec.exact.get((cell.verifier, cell.utility, cell.start))
         if best is None or best.utility is None:
             continue
+        run = shared
+        if needs_start:
+            # The paper's start: the record's own C_V, given to the release as the user's start.
+            start = data.start(rec, cell.verifier, "cell")
+            if start is None:
+                res.failures += repeats
+                continue
+            run = data.prepared(**fields, start=shared.space(rec.index).values(start))
         res.records.append(rec.id)
-        sizes = run.oracle(rec.index)  # population sizes for the diagnostics below, cached
+        sizes = shared.oracle(rec.index)  # population sizes for the diagnostics below, cached
         for r in range(repeats):
             source = np.random.default_rng([seed, cell.code, rec.id, r])
             _cold()
@@ -265,37 +365,14 @@ def run_cell(data: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResul
             overlap = cell.utility == "overlap"
             visited = max(sizes.population_size(m & rel.start_mask if overlap else m) for m in rel.trace.visited)
             res.visited_ratios.append(visited / best.utility)
+            res.checks.append(rel.owner.contexts_verified)
     return res
 
 
-def cells_of(group: Group, dataset: str) -> list[tuple[Row, dict[str, Cell]]]:
-    out = []
-    for row in group.rows:
-        out.append((row, {acc: Cell(dataset, **{**row.changes, "accounting": acc}) for acc in ACCOUNTINGS}))
-    return out
+def repeats_for(runs: int, records: int) -> int:
+    """Releases per record so that a cell has at least `runs` releases (the paper: 200)."""
+    return max(1, math.ceil(runs / max(1, records)))
 
 
-def needed_exact(groups: Sequence[Group]) -> list[tuple[str, str]]:
-    needs: dict[tuple[str, str], None] = {}
-    for g in groups:
-        for _, cells in cells_of(g, "x"):
-            for c in cells.values():
-                needs[(c.verifier, c.utility)] = None
-    return list(needs)
-
-
-def run_groups(
-    data: DatasetRun, groups: Sequence[Group], repeats: int, seed: int, report: Report
-) -> dict[Cell, CellResult]:
-    results: dict[Cell, CellResult] = {}
-    for g in groups:
-        for row, cells in cells_of(g, data.name):
-            for acc, cell in cells.items():
-                if cell not in results:
-                    t0 = time.perf_counter()
-                    results[cell] = run_cell(data, cell, repeats, seed)
-                    r = results[cell]
-                    mean = statistics.fmean(r.ratios) if r.ratios else float("nan")
-                    report(f"{data.name} {g.tables} {row.label} [{acc}]: {len(r.seconds)} releases, "
-                           f"utility {mean:.3f}, {time.perf_counter() - t0:.1f} s")
-    return results
+def needed_exact(cells: Sequence[Cell]) -> list[tuple[str, str, str]]:
+    return list(dict.fromkeys((c.verifier, c.utility, c.start) for c in cells))

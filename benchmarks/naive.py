@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 import duckdb
 import numpy as np
 
-from pcor_sql.core.searches import run_search
+from pcor_sql.core.searches import run_search, search_spec
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import InternalError, NoValidContext, UserError
 
@@ -217,18 +217,22 @@ def naive_release(
     deadline: float | None = None,
 ) -> NaiveRelease:
     """What `run.release(i, source)` does, over a `NaiveOracle`: a validity-only start search
-    (`find_start`), then the library's `run_search` with the request's search, samples and ε1
-    and the same source."""
+    (`find_start`, for the searches that walk from a start), then the library's `run_search`
+    with the request's search, its options and ε1, and the same source."""
     request = run.request
     space = run.space(i)
     oracle = NaiveOracle(con, run, i, verifier, deadline=deadline)
-    if request.search == "direct" and request.utility == "population":
-        start = space.v_mask
+    if not search_spec(request.search).graph and request.utility == "population":
+        start = space.v_mask  # as the engine: a search that does not walk from a start gets none
     else:
         start, checks = find_start(oracle)
         if start is None:
             raise NoValidContext(f"the naive baseline found no start in {checks:,} contexts", "try another verifier")
     if request.utility != "population":
         oracle = NaiveOracle(con, run, i, verifier, utility=request.utility, start=start, deadline=deadline)
-    result = run_search(request.search, oracle, request.budget.epsilon1, source, start=start, samples=request.samples)
+    options = request.search_options()
+    if "max_contexts" in options:
+        limit = options.pop("max_contexts")
+        options["max_admissible"] = limit if limit is not None else 1 << 64
+    result = run_search(request.search, oracle, request.budget.epsilon1, source, start=start, **options)
     return NaiveRelease(int(result.mask), int(start), oracle.n_verified, oracle.queries)

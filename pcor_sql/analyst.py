@@ -59,7 +59,7 @@ class Analyst:
 
     def sql(self, text: str) -> list[AnalystExplanation] | list[AnalystAnswer]:
         """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (see the module docstring)."""
-        con = self._session.con
+        con = self._session.access.parser  # parses only: the rows are read through the access
         statement = parse_statement(con, text)
         if isinstance(statement, ExplainOutlier):
             keyed = parse_keyed_select(con, statement.query.original)
@@ -127,7 +127,7 @@ class Analyst:
         if isinstance(options.get("start"), str):
             from pcor_sql.frontend.start import parse_start_predicate
 
-            options["start"] = parse_start_predicate(session.con, options["start"], None)
+            options["start"] = parse_start_predicate(session.access.parser, options["start"], None)
         if registered.accounting is not None:
             options["accounting"] = registered.accounting
         frozen = dict(registered.domains)
@@ -176,8 +176,9 @@ class Analyst:
         session.ledger().charge_many(units, items)  # reserve
         try:
             batch = prepare_anomaly_queries(
-                session.con, request.relation, request.columns, request.selector, beta=request.beta,
+                None, request.relation, request.columns, request.selector, beta=request.beta,
                 radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k, norm=request.norm,
+                counts=session.access.ball_counts,
             )
             if batch.size != len(keyed.keys):
                 raise failed()

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import duckdb
-
 from pcor_sql.frontend.requests import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
 
-Con = duckdb.DuckDBPyConnection | None  # None with session=
+Con = Any  # a DuckDB connection or a pyspark SparkSession; None with session=
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
 
@@ -42,7 +40,7 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
     before any work.
     """
     session = _session(con, session, warn, ledger, allow_seeded)
-    [result] = session.explain(outlier_request(session.con, query, **options), progress=progress, single=True)
+    [result] = session.explain(outlier_request(session.access.parser, query, **options), progress=progress, single=True)
     return result
 
 
@@ -52,7 +50,7 @@ def explain_outliers(con: Con, query: str, *, session: Session | None = None, wa
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
     charges in one transaction before anything is returned."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    return session.explain(outlier_request(session.con, query, **options), progress=progress)
+    return session.explain(outlier_request(session.access.parser, query, **options), progress=progress)
 
 
 def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -61,7 +59,7 @@ def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | No
     lines 1–7). The data owner's exact tool: not differentially private, not charged to the
     ledger, never to be released."""
     session = session_for(con, session, warn)
-    return session.coe(outlier_request(session.con, query, **options), progress=progress)
+    return session.coe(outlier_request(session.access.parser, query, **options), progress=progress)
 
 
 def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -75,7 +73,7 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
     `seed`, `dataset`, `owner_view`. Several selected rows are a UserError (nothing charged) —
     use `identify_anomalies`."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    [result] = session.identify(anomaly_request(session.con, query, **options), single=True, progress=progress)
+    [result] = session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), single=True, progress=progress)
     return result
 
 
@@ -86,7 +84,7 @@ def identify_anomalies(con: Con, query: str, *, session: Session | None = None, 
     (sequential composition): the batch total is announced through `warn`, refused up front
     past the dataset's limit, and charged before any answer is drawn."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    return session.identify(anomaly_request(session.con, query, **options), progress=progress)
+    return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), progress=progress)
 
 
 def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, allow_seeded: bool) -> Session:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-import duckdb
-
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
 from pcor_sql.engine.ledger import NOTIONS, Ledger, LimitChange
@@ -32,7 +30,7 @@ from pcor_sql.engine.registered import (
     list_datasets,
     remove_dataset,
 )
-from pcor_sql.engine.schema import describe_with_metric, is_numeric, resolve_schema
+from pcor_sql.engine.schema import is_numeric
 from pcor_sql.errors import UserError, warn_privacy
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.session import Session, Warn
@@ -40,12 +38,14 @@ from pcor_sql.sqltext.quoting import quote_identifier
 
 
 class Owner:
-    """The data owner's handle on `con`. `ledger`: None pins the ledger to the data (see
-    `pcor_sql.Session`), else a ledger file path, `":memory:"` or a Ledger."""
+    """The data owner's handle on `con` (a DuckDB connection or a SparkSession; rows are read
+    through `self.session.access`). `ledger`: None pins the ledger to the data (see
+    `pcor_sql.Session`; for Spark: `$PCOR_SQL_LEDGER`, else the per-user file), else a ledger
+    file path, `":memory:"` or a Ledger."""
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         ledger: Any = None,
         *,
         warn: Warn | None = None,
@@ -84,7 +84,9 @@ class Owner:
         if accounting is not None and accounting not in ACCOUNTINGS:
             raise UserError(f"unknown accounting {accounting!r}", f"use one of {', '.join(ACCOUNTINGS)}")
         limits = _limits(limit)
-        columns = {c: t for c, t, _ in describe_with_metric(self.con, relation, quote_identifier(metrics[0]))[0][0]}
+        access = self.session.access
+        described, _ = access.describe(relation, quote_identifier(metrics[0]))
+        columns = {c: t for c, t, _ in described[0]}
         for column, role in [(key, "key"), *[(m, "metric") for m in metrics]]:
             if column not in columns:
                 raise UserError(f"the {role} column {column!r} is not a column of {relation}",
@@ -94,9 +96,9 @@ class Owner:
                 raise UserError(f"the metric {m!r} has type {columns[m]}, not a number", "register numeric columns")
         if key in attributes or key in metrics:
             raise UserError(f"the key {key!r} cannot also be a metric or a context attribute", "name another key column")
-        schema = resolve_schema(
-            self.con, relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
-            warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=5),
+        schema = access.schema(
+            relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
+            warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=6), described=described,
         )
         dataset = RegisteredDataset(
             name, relation, key, metrics, attributes,
@@ -128,6 +130,8 @@ class Owner:
             raise UserError(f"invalid unit {spelling!r}", "name a table, a file or a registered dataset")
         if (found := find_dataset(self.ledger, spelling)) is not None:
             return found.units
+        if self.session.access.engine != "duckdb":  # Spark: a table name or a relation it reads
+            return self.session.units(spelling)
         from pcor_sql.engine.units import resolve_spelling
 
         return tuple(u.name for u in resolve_spelling(self.con, spelling))

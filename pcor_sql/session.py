@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import duckdb
-
+from pcor_sql.backends import open_access
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
@@ -27,10 +26,10 @@ from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, new_release_id
 from pcor_sql.engine.ledger_location import open_ledger
-from pcor_sql.engine.progress import report_phase, watch_query
-from pcor_sql.engine.release import OutlierRun, load_records, released_predicate
-from pcor_sql.engine.schema import Schema, describe_with_metric, resolve_schema
-from pcor_sql.engine.summary import CellSummary, build_summary
+from pcor_sql.engine.progress import report_phase
+from pcor_sql.engine.release import OutlierRun, released_predicate
+from pcor_sql.engine.schema import Schema
+from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import Refused, UserError, warn_privacy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
@@ -43,26 +42,28 @@ Progress = Callable[[int, int], None]
 class Session:
     """A connection with its registry, ledger and caches — the owner's handle (DESIGN.md §6).
 
+    `con` is a DuckDB connection or a pyspark SparkSession (rows stay in Spark). Every read of
+    rows goes through `self.access` (`pcor_sql.backends`); the ledger never goes through it.
+
     `ledger`: where charges go — None pins it to the data (the connection's database file, else
     `$PCOR_SQL_LEDGER`, else in memory with a PrivacyWarning), a path to a ledger file,
-    `":memory:"`, or a Ledger. `warn(message)` receives privacy warnings instead of
-    `warnings.warn` (the CLI prints them). `registry` holds the verifiers requests may name.
-    `allow_seeded`: seeded runs are refused on a persistent ledger unless this is True."""
+    `":memory:"`, or a Ledger. A SparkSession has no DuckDB file of its own, so its ledger is
+    `ledger`, else `$PCOR_SQL_LEDGER`, else the per-user ledger file — in memory only when
+    asked for (`":memory:"`, one per SparkSession, with the warning). `warn(message)` receives
+    privacy warnings instead of `warnings.warn` (the CLI prints them). `registry` holds the
+    verifiers requests may name. `allow_seeded`: seeded runs are refused on a persistent ledger
+    unless this is True."""
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         *,
         ledger: Any = None,
         warn: Warn | None = None,
         registry: VerifierRegistry | None = None,
         allow_seeded: bool = False,
     ):
-        if not isinstance(con, duckdb.DuckDBPyConnection):
-            raise UserError(
-                f"a Session needs a DuckDB connection, got {type(con).__name__}",
-                "pass duckdb.connect(...) (or an existing connection)",
-            )
+        self.access = open_access(con)
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()
@@ -125,8 +126,8 @@ class Session:
             predicate = released_predicate(prepared.summary, run.space, run.mask)
             out.append(
                 Explanation(
-                    record=rec.record, context=run.space.values(run.mask), predicate=predicate,
-                    explanation_sql=over_context(request.select_list, request.relation, predicate),
+                    record=rec.record, context=run.space.values(run.mask), predicate=self.access.render(predicate),
+                    explanation_sql=self.access.render(over_context(request.select_list, request.relation, predicate)),
                     epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
                     search=request.search, samples=request.samples, descents=request.descents,
                     em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
@@ -179,11 +180,11 @@ class Session:
         units = self.units(request.relation)
         ledger = self.ledger()
         ledger.ensure_writable()
-        with watch_query(self.con, progress, "counting neighbours"):
+        with self.access.watch(progress, "counting neighbours"):
             batch = prepare_anomaly_queries(
-                self.con, request.relation, request.columns, request.selector, beta=request.beta,
+                None, request.relation, request.columns, request.selector, beta=request.beta,
                 radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k,
-                norm=request.norm,
+                norm=request.norm, counts=self.access.ball_counts,
             )
         if single:
             _one_row(batch.size, "identify_anomaly", "identify_anomalies")
@@ -226,12 +227,10 @@ class Session:
     # ---- the trust model -----------------------------------------------------------------
 
     def units(self, relation: str) -> tuple[str, ...]:
-        """The privacy units (base tables and files) `relation` reads, resolved by DuckDB's
-        binder from the catalog alone (no rows read); cached per Session."""
+        """The privacy units (base tables and files) `relation` reads, resolved by the engine's
+        binder/analyzer from the catalog alone (no rows read); cached per Session."""
         if relation not in self._units:
-            from pcor_sql.engine.units import resolve_units
-
-            self._units[relation] = tuple(u.name for u in resolve_units(self.con, relation))
+            self._units[relation] = tuple(u.name for u in self.access.units(relation))
         return self._units[relation]
 
     def dataset_label(self, name: str | None) -> str | None:
@@ -276,11 +275,11 @@ class Session:
         start = None
         if request.start is not None:
             start = resolve_selection(dict(request.start), schema.names, "the start context")
-        records = load_records(self.con, request.relation, request.metric, request.selector)
+        records = self.access.records(request.relation, request.metric, request.selector)
         if check is not None:
             check(len(records))
         summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
-        return OutlierRun(self.con, request, summary, verifier, records, start)
+        return OutlierRun(self.access, request, summary, verifier, records, start)
 
     def verifier(self, spec: Any) -> Any:
         """The verifier a request names, made by this session's registry (or the object given)."""
@@ -291,17 +290,20 @@ class Session:
     def ledger(self) -> Ledger:
         """The budget ledger (opened once, so its in-memory warning shows once)."""
         if self._ledger is None:
-            self._ledger = open_ledger(self.con, self._ledger_choice, warn=self.warn)
+            # A DuckDB connection's own database anchors the ledger (pinned to its file, if any);
+            # an engine with no DuckDB file of its own defaults to the per-user ledger file.
+            self._ledger = open_ledger(self.access.ledger_con, self._ledger_choice, warn=self.warn,
+                                       per_user_default=self.access.engine != "duckdb")
         return self._ledger
 
     def schema(self, request: OutlierRequest) -> Schema:
         key = (request.relation, request.metric, request.by, request.domains)
         if key not in self._schemas:
-            described, _ = describe_with_metric(self.con, request.relation, request.metric)
+            described, _ = self.access.describe(request.relation, request.metric)
             domains = None if request.domains is None else {k: list(v) for k, v in request.domains}
-            self._schemas[key] = resolve_schema(
-                self.con, request.relation, request.metric, by=request.by, domains=domains,
-                warn=lambda message: warn_privacy(message, self.warn, stacklevel=6), described=described,
+            self._schemas[key] = self.access.schema(
+                request.relation, request.metric, by=request.by, domains=domains,
+                warn=lambda message: warn_privacy(message, self.warn, stacklevel=7), described=described,
             )
         return self._schemas[key]
 
@@ -311,8 +313,8 @@ class Session:
         instead of two). `progress` hears how the build query goes (a large table's is long)."""
         key = (schema.relation_sql, schema.metric_sql, schema.attributes, schema.cast_varchar)
         if key not in self._summaries:
-            with watch_query(self.con, progress, "building the summary"):
-                self._summaries[key] = build_summary(self.con, schema, with_values=with_values)
+            with self.access.watch(progress, "building the summary"):
+                self._summaries[key] = self.access.summary(schema, with_values=with_values)
         return self._summaries[key]
 
 

@@ -78,13 +78,18 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
     errors are raised unchanged for a lone ordinary statement (it is DuckDB's statement) and
     as a UserError naming the statement in a script."""
     from pcor_sql.session import session_for
+    from pcor_sql.backends.spark_session import is_spark_session
     from pcor_sql.sqltext.connection import require_connection
 
     defaults = {name: value for name, value in defaults.items() if value is not None}
     if session is not None:
         con = session_for(con, session, warn).con
-    else:
-        require_connection(con, "pcor_sql.sql")
+    if is_spark_session(con):
+        raise UserError(
+            f"SQL statements run on a DuckDB connection, not on a {type(con).__name__}",
+            "on Spark call pcor_sql.explain_outlier(spark, query, ...), identify_anomaly(...) or coe(...)",
+        )
+    require_connection(con, "pcor_sql.sql")
     from pcor_sql.frontend.statements import parse_statement
     from pcor_sql.sqltext.tokens import split_statements
 

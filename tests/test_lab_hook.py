@@ -31,7 +31,7 @@ def test_population_sql_selects_the_oracles_population(run):
     oracle, space = run.oracle(0), run.space(0)
     for w in _words(run):
         mask = space.from_free(w)
-        values = run.con.execute(run.population_sql(0, mask)).fetchnumpy()["m"]
+        values = run.con.arrow(run.population_sql(0, mask)).column("m")
         assert len(values) == oracle.population_size(mask)
 
 
@@ -45,10 +45,10 @@ def test_lattice_sizes_are_population_sizes_by_free_word(run):
 
 def test_preload_builds_the_lazy_parts_once(run):
     run.preload()
-    index = run.summary._sorted
+    index = run.summary._runs
     assert index is not None and run.summary._tables
     run.preload()
-    assert run.summary._sorted is index  # a second call reuses what the first built
+    assert run.summary._runs is index  # a second call reuses what the first built
 
 
 def test_planted_outliers_are_public():

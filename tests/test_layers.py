@@ -8,8 +8,9 @@ function-level ones included; `if TYPE_CHECKING:` blocks excepted), and no impor
     frontend  text → values            sqltext, core, requests, errors — never the engine
     engine    the DuckDB adapter       sqltext, core, requests, errors — never the front end
     anomaly   anomaly identification   sqltext, core, requests, engine, errors
+    backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
     readable, notebook                 plain words, HTML of results: nothing but each other
-    results, session                   engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
+    results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
     api, statements                    everything above but the CLI
     cli       the only printing        anything in the package
 """
@@ -30,10 +31,11 @@ LOWER = {
     "frontend": {"sqltext", "core", "requests"},
     "engine": {"sqltext", "core", "requests"},
     "anomaly": {"sqltext", "core", "requests", "engine"},
+    "backends": {"sqltext", "core", "requests", "engine", "anomaly"},
     "readable": set(),
     "notebook": {"readable"},
     "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook"},
-    "session": {"sqltext", "core", "requests", "engine", "anomaly", "results", "readable", "notebook"},
+    "session": {"sqltext", "core", "requests", "engine", "anomaly", "backends", "results", "readable", "notebook"},
 }
 
 

@@ -1,8 +1,8 @@
 """`python -m benchmarks`: the lab's command line, run from a checkout (not in the wheel).
 
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
-experiment tables) and `anomaly-evidence` (SP vs DP error rates). Errors behave as in
-`pcor-sql` — one `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
+experiment tables), `anomaly-evidence` (SP vs DP error rates) and `scale` (large tables, wide
+spaces). Errors behave as in `pcor-sql` — one `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
 
@@ -13,6 +13,8 @@ import typer
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.reproduce import reproduce
+from benchmarks.cli.scale import scale
+from benchmarks.cli.spark import spark_scale
 from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
@@ -36,6 +38,9 @@ _COMMANDS = (
     ("reproduce", "Reproduce the PCOR paper's experiment tables on the bundled data.", reproduce),
     ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
      anomaly_evidence),
+    ("scale", "Time releases on 10M-100M-row tables and on context spaces past 64 free bits.", scale),
+    ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
+     spark_scale),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

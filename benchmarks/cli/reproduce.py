@@ -3,6 +3,8 @@ The work is in `benchmarks`; this module parses options and prints."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -52,11 +54,51 @@ def reproduce(
             help="Use exactly these record ids (e.g. 42) instead of a sample of planted outliers.",
         ),
     ] = None,
+    profile: Annotated[
+        str,
+        typer.Option(
+            "--profile", metavar="P",
+            help="paper (the paper's algorithms: Alg. 5 BFS without descents, paper accounting, a start up from "
+            "V's cell, Tables 6–7 on the reduced table), engine (the engine's defaults) or both.",
+        ),
+    ] = "both",
+    runs: Annotated[
+        Optional[int],
+        typer.Option(
+            "--runs", metavar="N",
+            help="Releases per setting, spread evenly over the records (default 200, the paper's).",
+        ),
+    ] = None,
     repeats: Annotated[
         Optional[int],
         typer.Option(
             "--repeats", metavar="N",
-            help="Releases per record per setting (default 6; --quick 5).",
+            help="Releases per record per setting instead of --runs (--quick 4).",
+        ),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Keep the settings already measured in OUT_DIR/reproduce.partial.json (left by an interrupted "
+            "run of the same command) and run only the others.",
+        ),
+    ] = False,
+    exact_cache: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--exact-cache", metavar="FILE",
+            help="A JSON file of exact maxima (dataset|table|record|verifier|utility|start → utility, checks): read "
+            "if it exists, written back with the maxima this run computes. They depend on the data and the "
+            "verifiers only; delete the file when either changes.",
+        ),
+    ] = None,
+    from_json: Annotated[
+        Optional[str],
+        typer.Option(
+            "--from-json", metavar="FILE,...",
+            help="Measure nothing: lay out the tables (and figures) of saved reproduce.json files, merged "
+            "(e.g. the shards of a run split with --groups).",
         ),
     ] = None,
     groups: Annotated[
@@ -121,13 +163,17 @@ def reproduce(
     """
     from benchmarks.experiments import GROUPS
     from benchmarks.plots import write_figures
-    from benchmarks.reproduce import ReproduceConfig, reproduce_tables, run_reproduce
+    from benchmarks.report import write_json
+    from benchmarks.reproduce import ReproduceConfig, merge_results, run_reproduce
+    from benchmarks.reproduce_tables import reproduce_tables
 
     section = section_name(benchmarks_section)
-    for value, flag in ((records, "--records"), (repeats, "--repeats"), (match_outliers, "--match-outliers"),
-                        (match_neighbours, "--match-neighbours")):
+    for value, flag in ((records, "--records"), (repeats, "--repeats"), (runs, "--runs"),
+                        (match_outliers, "--match-outliers"), (match_neighbours, "--match-neighbours")):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 3")
+    if profile not in ("paper", "engine", "both"):
+        raise UserError(f"unknown profile {profile!r}", "use --profile paper, engine or both")
     ids = None
     if record_ids is not None:
         try:
@@ -137,23 +183,54 @@ def reproduce(
         if not ids:
             raise UserError("--record-ids names no record", "pass e.g. --record-ids 42")
     cfg = ReproduceConfig.preset(
-        quick, record_ids=ids,
+        quick, record_ids=ids, profiles=("paper", "engine") if profile == "both" else (profile,),
         datasets=split_list(datasets, ("salaries", "homicides"), "--datasets"),
-        records=records, repeats=repeats,
+        records=records, runs=runs, repeats=repeats,
         groups=split_list(groups, tuple(g.key for g in GROUPS), "--groups"),
         match=match, match_datasets=split_list(match_datasets, ("salaries", "homicides"), "--match-datasets"),
         match_outliers=match_outliers, match_neighbours=match_neighbours, seed=seed,
     )
     command = command_line("reproduce", [
-        ("--quick", quick, False), ("--datasets", datasets, None), ("--records", records, None),
-        ("--record-ids", record_ids, None), ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
+        ("--quick", quick, False), ("--profile", profile, "both"), ("--datasets", datasets, None),
+        ("--records", records, None), ("--record-ids", record_ids, None), ("--runs", runs, None),
+        ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
         ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
-        ("--figures", figures, True), ("--benchmarks-section", benchmarks_section, "reproduce"),
+        ("--figures", figures, True), ("--exact-cache", exact_cache, None), ("--from-json", from_json, None),
+        ("--benchmarks-section", benchmarks_section, "reproduce"),
     ])
     with progress_reporter() as report:
-        result = run_reproduce(cfg, report).as_dict()
-    save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
+        partial = out_dir / "reproduce.partial.json"
+        if from_json is not None:
+            files = [Path(x.strip()) for x in from_json.split(",") if x.strip()]
+            missing = [f for f in files if not f.is_file()]
+            if not files or missing:
+                raise UserError(f"--from-json: no such file {str(missing[0]) if missing else from_json!r}",
+                                "name reproduce.json files written by earlier runs")
+            result = merge_results([json.loads(f.read_text(encoding="utf-8")) for f in files])
+        else:
+            earlier = None
+            if resume:
+                if not partial.is_file():
+                    raise UserError(f"--resume: {partial} does not exist", "run without --resume first")
+                earlier = json.loads(partial.read_text(encoding="utf-8"))
+                if earlier.get("config") != json.loads(json.dumps(dataclasses.asdict(cfg))):
+                    raise UserError(f"--resume: {partial} was written by a run with other settings",
+                                    "resume with the options of that run, or run without --resume")
+            cache = json.loads(exact_cache.read_text(encoding="utf-8")) if exact_cache and exact_cache.is_file() else None
+            if exact_cache is not None and cache is None:
+                cache = {}
+
+            def checkpoint(r: dict) -> None:
+                write_json(partial, r)
+                if exact_cache is not None:
+                    write_json(exact_cache, cache)
+
+            result = run_reproduce(cfg, report, checkpoint, earlier, cache).as_dict()
+            if exact_cache is not None:
+                write_json(exact_cache, cache)
+            save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
+            partial.unlink(missing_ok=True)
     tables = reproduce_tables(result)
     print_tables(tables)
     extra = ""

@@ -15,12 +15,13 @@ the owner's private diagnostics and must not be released.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 import numpy as np
 
 from pcor_sql.anomaly import mechanisms as mech
+from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.anomaly.points import PointData, load_points, relation_ball_counts
 from pcor_sql.core.randomness import Source
 from pcor_sql.errors import InternalError
@@ -45,11 +46,13 @@ class AnomalyAnswer:
 
 @dataclass(frozen=True)
 class AnomalyBatch:
-    """Everything but the coins: validated parameters and per-record exact quantities."""
+    """Everything but the coins: validated parameters and per-record exact quantities.
+    `points` holds every row's values when they were read locally (None when an engine counted)."""
 
     params: mech.AnomalyParams
     norm: str
-    points: PointData
+    points: PointData | None
+    records: tuple[dict[str, Any], ...]
     multiplicity: np.ndarray
     ball: np.ndarray
     truth: np.ndarray
@@ -58,7 +61,7 @@ class AnomalyBatch:
 
     @property
     def size(self) -> int:
-        return int(self.points.selected.size)
+        return len(self.records)
 
     @property
     def cost(self) -> mech.AnomalyCost:
@@ -71,7 +74,7 @@ class AnomalyBatch:
         p = self.params
         # Whole-array .tolist() gives Python bools/ints/floats far faster than per-element casts.
         columns = zip(
-            self.points.records,
+            self.records,
             noisy.tolist(),
             self.truth.tolist(),
             self.ball.tolist(),
@@ -97,6 +100,7 @@ def prepare_anomaly_queries(
     privacy: str,
     k: int | None,
     norm: str,
+    counts: Callable[..., tuple[tuple[dict[str, Any], ...], BallCounts]] | None = None,
 ) -> AnomalyBatch:
     """Validate and compute ball counts, g, λ and flip probabilities for the selected records.
 
@@ -105,17 +109,25 @@ def prepare_anomaly_queries(
     the relation (None: every row). Input errors (β < 1, r < 0, ε ≤ 0, k outside 1..⌊β⌋+1 for
     sp, unknown norm or privacy mode, missing or non-numeric columns, NULL/NaN/±inf values,
     a selector matching no row) raise UserError.
+
+    `counts(relation_sql, columns, selector_sql, radius, norm) -> (records, BallCounts)` counts
+    where the rows are (an engine that does not ship them, `pcor_sql.backends`); by default
+    DuckDB on `con` reads every point and numpy counts.
     """
     params = mech.validate_params(beta, radius, epsilon, privacy, k)
     norm_name = mech.validate_norm(norm)
-    points = load_points(con, relation_sql, columns, selector_sql)
-    counts = relation_ball_counts(points, params.radius, norm_name)
-    if np.any(counts.multiplicity < 1):
+    points: PointData | None = None
+    if counts is None:
+        points = load_points(con, relation_sql, columns, selector_sql)
+        records, counted = points.records, relation_ball_counts(points, params.radius, norm_name)
+    else:
+        records, counted = counts(relation_sql, columns, selector_sql, params.radius, norm_name)
+    if np.any(counted.multiplicity < 1):
         raise InternalError("a selected record was not counted among the data")
-    truth = mech.anomaly_truth(counts.multiplicity, counts.ball, params.beta)
-    lam = mech.mechanism_lambda(counts.multiplicity, counts.ball, params)
+    truth = mech.anomaly_truth(counted.multiplicity, counted.ball, params.beta)
+    lam = mech.mechanism_lambda(counted.multiplicity, counted.ball, params)
     flip = mech.flip_probability(lam, params.epsilon)
-    return AnomalyBatch(params, norm_name, points, counts.multiplicity, counts.ball, truth, lam, flip)
+    return AnomalyBatch(params, norm_name, points, records, counted.multiplicity, counted.ball, truth, lam, flip)
 
 
 def answer_anomaly_queries(

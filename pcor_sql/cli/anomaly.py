@@ -35,6 +35,8 @@ def identify_anomaly(
     dataset: o.Dataset = None,
     owner_view: o.OwnerView = False,
     db: o.Db = None,
+    engine: o.Engine = o.EngineName.duckdb,
+    spark_master: o.SparkMaster = "local[*]",
     ledger: o.Ledger = None,
     allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
@@ -52,7 +54,9 @@ def identify_anomaly(
     """
     from pcor_sql.api import identify_anomalies
 
-    with ProgressBar("reading the data") as bar, open_owner(db, ledger, allow_seeded=allow_seeded) as owner:
+    with ProgressBar("reading the data") as bar, open_owner(
+        db, ledger, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
+    ) as owner:
         answers = identify_anomalies(
             None, query, session=owner.session, progress=bar.callback, beta=beta, radius=radius, epsilon=epsilon,
             privacy=privacy, k=k, norm=norm, seed=seed, dataset=dataset, owner_view=owner_view,

@@ -12,8 +12,8 @@ import typer
 from rich.text import Text
 
 from pcor_sql.cli import options as o
-from pcor_sql.cli.console import ProgressBar, make_warn, stdout_console, write_line
-from pcor_sql.cli.database import open_database
+from pcor_sql.cli.console import ProgressBar, stdout_console, write_line
+from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import context_lines, json_text, number, record_text
 
 TABLE_DEFAULT_LIMIT = 20
@@ -39,6 +39,8 @@ def coe(
         ),
     ] = None,
     db: o.Db = None,
+    engine: o.Engine = o.EngineName.duckdb,
+    spark_master: o.SparkMaster = "local[*]",
     fmt: Annotated[
         o.CoeFormat, typer.Option("--format", help="table, json (JSON Lines, one valid context per line) or csv.")
     ] = o.CoeFormat.table,
@@ -60,8 +62,8 @@ def coe(
         utility=utility, start=start,
     )
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
-    with ProgressBar("reading the data") as bar, open_database(db) as con:
-        results = enumerate_coe(con, query, warn=make_warn(), progress=bar.callback, **options)
+    with ProgressBar("reading the data") as bar, open_session(db, engine.value, spark_master) as session:
+        results = enumerate_coe(None, query, session=session, progress=bar.callback, **options)
     for result in results:
         sys.stderr.write(_summary(result) + "\n")
     if fmt is o.CoeFormat.table:

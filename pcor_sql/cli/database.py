@@ -71,13 +71,18 @@ def _connect_file(path: Path) -> duckdb.DuckDBPyConnection:
 
 
 @contextmanager
-def open_owner(db: Path | None, ledger: str | None = None, *, allow_seeded: bool = False) -> Iterator[Any]:
-    """The owner's handle on `db` (see `open_database`) with the ledger the options choose,
-    warnings printed on stderr; closed at the end of the block."""
+def open_owner(db: Path | None, ledger: str | None = None, *, allow_seeded: bool = False,
+               engine: str = "duckdb", spark_master: str = "local[*]") -> Iterator[Any]:
+    """The owner's handle on `db` (see `open_database`) — or, with engine "spark", on a
+    SparkSession on `spark_master` — with the ledger the options choose, warnings printed on
+    stderr; closed at the end of the block. Spark's data is in no DuckDB file, so its ledger is
+    always `--ledger`, else `$PCOR_SQL_LEDGER`, else the per-user ledger, as for no `--db`."""
     from pcor_sql.cli.console import make_warn
     from pcor_sql.engine.ledger_location import ENV, default_ledger_path
     from pcor_sql.owner import Owner
 
+    if db is not None and engine == "spark":
+        raise UserError(_SPARK_DB, "drop --db (the relation names Spark tables or files); give the ledger with --ledger PATH")
     if db is not None and ledger is not None:
         raise UserError(
             "--ledger was given with --db: a database file keeps its own budget ledger",
@@ -86,9 +91,38 @@ def open_owner(db: Path | None, ledger: str | None = None, *, allow_seeded: bool
     choice = ledger if db is None and ledger is not None else None
     if db is None and choice is None:
         choice = os.environ.get(ENV) or str(default_ledger_path())
-    with open_database(db) as con:
+    with _data(db, engine, spark_master) as con:
         owner = Owner(con, choice, warn=make_warn(), allow_seeded=allow_seeded)
         try:
             yield owner
         finally:
             owner.ledger.close()
+
+
+@contextmanager
+def open_session(db: Path | None, engine: str = "duckdb", spark_master: str = "local[*]") -> Iterator[Any]:
+    """A Session on the data (`open_database`, or a SparkSession) for the owner's uncharged
+    work (`coe`): its ledger is never opened."""
+    from pcor_sql.cli.console import make_warn
+    from pcor_sql.session import Session
+
+    if db is not None and engine == "spark":
+        raise UserError(_SPARK_DB, "drop --db (the relation names Spark tables or files)")
+    with _data(db, engine, spark_master) as con:
+        yield Session(con, warn=make_warn())
+
+
+_SPARK_DB = "--db names a DuckDB database, and with --engine spark the rows are read by Spark"
+
+
+@contextmanager
+def _data(db: Path | None, engine: str, spark_master: str) -> Iterator[Any]:
+    """What holds the rows: the DuckDB connection of `open_database`, or a SparkSession on
+    `spark_master` (one already running in this process is reused, and left running)."""
+    if engine == "duckdb":
+        with open_database(db) as con:
+            yield con
+        return
+    from pcor_sql.backends.spark_session import start_spark
+
+    yield start_spark(spark_master)

@@ -44,6 +44,8 @@ def explain_outlier(
     ] = DEFAULT_DESCENTS,
     search_option: o.SearchOption = None,
     db: o.Db = None,
+    engine: o.Engine = o.EngineName.duckdb,
+    spark_master: o.SparkMaster = "local[*]",
     ledger: o.Ledger = None,
     allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
@@ -68,6 +70,8 @@ def explain_outlier(
         epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
         seed=seed, dataset=dataset, owner_view=owner_view, descents=descents, search_option=search_option,
     )
-    with ProgressBar("reading the data") as bar, open_owner(db, ledger, allow_seeded=allow_seeded) as owner:
+    with ProgressBar("reading the data") as bar, open_owner(
+        db, ledger, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
+    ) as owner:
         results = explain_outliers(None, query, session=owner.session, progress=bar.callback, **options)
     print_explanations(results, fmt.value)

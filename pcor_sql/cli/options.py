@@ -34,6 +34,11 @@ class ExportFormat(str, Enum):
     duckdb = "duckdb"
 
 
+class EngineName(str, Enum):
+    duckdb = "duckdb"
+    spark = "spark"
+
+
 Db = Annotated[
     Optional[Path],
     typer.Option(
@@ -41,6 +46,18 @@ Db = Annotated[
         help="DuckDB database file to use (must exist; a read-only file refuses releases). "
         "Default: an in-memory database with the bundled datasets loaded.",
     ),
+]
+Engine = Annotated[
+    EngineName,
+    typer.Option(
+        "--engine",
+        help="Where the rows are read: duckdb (embedded) or spark (the relation names Spark tables or "
+        "paths such as parquet.`/data/t`; only summaries and windows leave the cluster; the budget "
+        "ledger is --ledger, $PCOR_SQL_LEDGER or the per-user file). Spark needs pip install 'pcor-sql[spark]' and Java.",
+    ),
+]
+SparkMaster = Annotated[
+    str, typer.Option("--spark-master", metavar="URL", help="Spark master for --engine spark, e.g. spark://host:7077.")
 ]
 Ledger = Annotated[
     Optional[str],

@@ -35,7 +35,7 @@ GLOSSARY_POINTER = "terms (ε, ε1, OCDP, utility, ...): pcor-sql glossary"
 _START_SOURCES = {
     "user": "given (--start / start = ...), checked to hold the record and be valid",
     "search": "found by a validity-only search (free under OCDP)",
-    "none": "none needed (direct search over every admissible context)",
+    "none": "none needed (the search does not walk from a start)",
 }
 
 

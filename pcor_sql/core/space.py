@@ -3,6 +3,13 @@
 A context is a t-bit integer: attribute i owns bits [offset_i, offset_i + |dom(A_i)|), bit
 offset_i + j set means value j of dom(A_i) is selected. Python ints are the compact value
 type on the hot path; `Context` wraps one with its space for display.
+
+Any width: Python ints have no fixed size, so a space of 70 or 500 values works like one of
+20 (there used to be a cap of 64 free bits). Only the searches that enumerate every
+admissible context — `direct` and the owner's COE — stop at a size (`engine.coe.check_size`).
+There is no separate fast path for ≤ 64 bits because none is needed: `neighbours()` costs
+~60 ns per free bit at 57 bits and ~90–160 ns at 66 and 497 (`python -m benchmarks scale`,
+lattice table), against ~10² µs for one verifier check.
 """
 
 from __future__ import annotations
@@ -10,10 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from pcor_sql.errors import InternalError, UserError, option_hint, option_name
-
-MAX_FREE_BITS = 64
-
+from pcor_sql.errors import InternalError, UserError, option_hint
 
 @dataclass(frozen=True)
 class Attribute:
@@ -61,12 +65,7 @@ class ContextSpace:
         self.full = (1 << total) - 1
         self.v_mask = sum(1 << (o + a) for o, a in zip(self.offsets, self.anchor))
         self.free_bits = tuple(b for b in range(total) if not (self.v_mask >> b) & 1)
-        if len(self.free_bits) > MAX_FREE_BITS:
-            raise UserError(
-                f"too many admissible contexts: 2^{len(self.free_bits)} (domain values beyond the record's own), "
-                f"more than this search can represent (2^{MAX_FREE_BITS})",
-                f"use fewer attributes ({option_name('by')}) or declare smaller domains",
-            )
+        self._free_values = tuple(1 << b for b in self.free_bits)  # neighbours() XORs these
         self._attr_masks = tuple(((1 << len(a.domain)) - 1) << o for a, o in zip(self.attributes, self.offsets))
 
     # -- lattice -------------------------------------------------------------------------
@@ -80,7 +79,7 @@ class ContextSpace:
 
     def neighbours(self, mask: int) -> list[int]:
         """The admissible contexts connected to `mask` (one free bit flipped), in bit order."""
-        return [mask ^ (1 << b) for b in self.free_bits]
+        return [mask ^ bit for bit in self._free_values]
 
     @staticmethod
     def weight(mask: int) -> int:
@@ -92,13 +91,20 @@ class ContextSpace:
     def from_free(self, free_word: int) -> int:
         """The admissible context whose free bits are the bits of `free_word` (bit i → free_bits[i])."""
         mask = self.v_mask
-        i = 0
+        free_bits = self.free_bits
         while free_word:
-            if free_word & 1:
-                mask |= 1 << self.free_bits[i]
-            free_word >>= 1
-            i += 1
+            low = free_word & -free_word  # the lowest set bit: one step per set bit, any width
+            mask |= 1 << free_bits[low.bit_length() - 1]
+            free_word ^= low
         return mask
+
+    def to_free(self, mask: int) -> int:
+        """The free-bit word of an admissible context (the inverse of `from_free`)."""
+        word = 0
+        for i, b in enumerate(self.free_bits):
+            if (mask >> b) & 1:
+                word |= 1 << i
+        return word
 
     # -- per attribute -------------------------------------------------------------------
     def attribute_bits(self, mask: int, i: int) -> int:

@@ -61,10 +61,11 @@ def find_start(
 
 
 def _extend(space: ContextSpace, mask: int, queue: deque, seen: set[int]) -> None:
-    for nb in space.neighbours(mask):
-        if nb not in seen:
-            seen.add(nb)
-            queue.append(nb)
+    # One comprehension and bulk updates: this runs once per neighbour of every context the
+    # sweeps check, i.e. checks × free bits times (millions on a 500-value space).
+    new = [nb for nb in space.neighbours(mask) if nb not in seen]
+    seen.update(new)
+    queue.extend(new)
 
 
 def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[int]:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from pcor_sql.core.searches import SEARCH_SPECS
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import UserError, option_hint, option_name
@@ -37,10 +38,31 @@ class LatticeOracle(Protocol):
     def utility(self, mask: int) -> float: ...
 
 
+#: The most admissible contexts `direct` and COE ever enumerate, whatever the limit asked for:
+#: 2^40 contexts are days of verifier calls and terabytes of lattice arrays, and free-bit words
+#: index int64 arrays. Wider spaces are for the sampling searches, which never enumerate.
+MAX_ENUMERABLE = 1 << 40
+
+
+def _admissible(n: int) -> str:
+    """A count of admissible contexts (a power of two: 2^(free bits)): digits while short."""
+    return f"{n:,}" if n <= MAX_ENUMERABLE else f"2^{n.bit_length() - 1} (about {float(n):.1e})"
+
+
 def check_size(n_admissible: int, max_admissible: int) -> None:
+    """The guard of `direct` and COE: a UserError naming the admissible count and the
+    searches that work when the space is past the limit or past MAX_ENUMERABLE."""
+    sampling = ", ".join(name for name in SEARCH_SPECS if name != "direct")
+    if n_admissible > MAX_ENUMERABLE:
+        raise UserError(
+            f"the context space has {_admissible(n_admissible)} admissible contexts, too many to enumerate "
+            f"(the direct search and coe visit every one; at most {_admissible(MAX_ENUMERABLE)})",
+            f"use a sampling search ({sampling}) or fewer attributes ({option_name('by')})",
+        )
     if n_admissible > max_admissible:
         raise UserError(
-            f"the context space has {n_admissible:,} admissible contexts, more than the limit of {max_admissible:,}",
+            f"the context space has {_admissible(n_admissible)} admissible contexts, more than the limit of "
+            f"{max_admissible:,}",
             f"use a sampling search ({option_hint('search', 'bfs')}), fewer attributes ({option_name('by')}), "
             f"smaller declared domains, or raise the limit ({option_name('max_contexts')})",
         )

@@ -11,12 +11,13 @@ from typing import Any, Callable
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
 from pcor_sql.engine.coe import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.summary import CellSummary, SummaryPopulation
+from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.requests import UTILITIES
 from pcor_sql.sqltext.build import METRIC_ALIAS, metric_values, select_from
@@ -34,7 +35,7 @@ class Evaluator:
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         summary: CellSummary,
         space: ContextSpace,
         v: float,
@@ -60,11 +61,18 @@ class Evaluator:
         self._count: dict[int, int] = {}
 
     # -- populations ---------------------------------------------------------------------
+    def _rows(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        """Run a SELECT on the engine: a DuckDB connection, or another engine's data access
+        (`pcor_sql.backends`), which takes DuckDB's text and runs it in its own dialect."""
+        if isinstance(self.con, duckdb.DuckDBPyConnection):
+            return self.con.sql(sql, params=params or None).to_arrow_table()
+        return self.con.arrow(sql, params or [])
+
     def population(self, mask: int) -> Population:
         if self.plain:
-            rows = self.con.execute(plain_population_sql(self.summary, self.space, mask)).fetchnumpy()[METRIC_ALIAS]
-            return ArrayPopulation.of(np.asarray(rows, dtype=np.float64), self.v)
-        return SummaryPopulation.of(self.summary, self.summary.member(self.space, mask), self.v)
+            rows = self._rows(plain_population_sql(self.summary, self.space, mask)).column(METRIC_ALIAS)
+            return ArrayPopulation.of(np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.float64), self.v)
+        return self.summary.population(self.summary.member(self.space, mask), self.v)
 
     def population_size(self, mask: int) -> int:
         n = self._count.get(mask)
@@ -98,8 +106,8 @@ class Evaluator:
     def _verify_sql(self, mask: int) -> bool:
         expr = self.verifier.sql_expression(METRIC_ALIAS, "$1")
         population = plain_population_sql(self.summary, self.space, mask)
-        rows = self.con.execute(select_from(f"coalesce(({expr}), FALSE)", f"({population})"), [self.v]).fetchall()
-        return bool(rows[0][0])
+        rows = self._rows(select_from(f"coalesce(({expr}), FALSE) AS verdict", f"({population})"), [self.v])
+        return bool(rows.column(0)[0].as_py())
 
     def utility(self, mask: int) -> float:
         if self.utility_name == "population":

@@ -18,7 +18,7 @@ import numpy as np
 
 from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
-from pcor_sql.core.searches import SearchResult, Trace, run_search
+from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS, find_start
 from pcor_sql.engine.coe import lattice_moments
@@ -127,7 +127,8 @@ def release_one(
         search_options["max_admissible"] = limit if limit is not None else 1 << 64
     space = prepare_space(summary, row)
     ev = Evaluator(con, summary, space, v, verifier, utility="population")
-    if search == "direct" and start is None and utility == "population":
+    if not search_spec(search).graph and start is None and utility == "population":
+        # The search does not walk from a start (direct, uniform): none is looked for.
         start_mask, start_source = space.v_mask, "none"
     else:
         start_mask, start_source = resolve_start(ev, start)
@@ -165,15 +166,25 @@ class SelectedRecord:
     value: float
 
 
+def records_sql(relation_sql: str, metric_sql: str, selector_sql: str) -> str:
+    """The rows the selector picks, every column and the metric as DOUBLE, in a stable order."""
+    return select_from(["*", aliased(as_double(metric_sql), METRIC_COLUMN)], relation_sql, where=selector_sql, order_by="ALL")
+
+
 def load_records(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: str, selector_sql: str) -> tuple[SelectedRecord, ...]:
     """Every row the selector picks, in a stable order, with its metric as a finite float."""
-    sql = select_from(["*", aliased(as_double(metric_sql), METRIC_COLUMN)], relation_sql, where=selector_sql, order_by="ALL")
     try:
-        cur = con.execute(sql)
+        cur = con.execute(records_sql(relation_sql, metric_sql, selector_sql))
         names = [d[0] for d in cur.description]
         rows = cur.fetchall()
     except duckdb.Error as exc:
         raise UserError(str(exc).strip().splitlines()[0], "check the WHERE clause that picks the record") from None
+    return selected_records(names, rows)
+
+
+def selected_records(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[SelectedRecord, ...]:
+    """The rows of `records_sql` (whichever engine ran it) as records; checks there is one and
+    that each metric is finite."""
     if not rows:
         raise UserError("the WHERE clause selects no row", "check the record selector, e.g. WHERE id = 42")
     out = []
@@ -189,11 +200,13 @@ def load_records(con: duckdb.DuckDBPyConnection, relation_sql: str, metric_sql: 
 class OutlierRun:
     """What the releases of one request read — summary, verifier, selected records — and the
     means to run them. Made by `Session.prepare`; the owner's and the lab's object: its
-    oracles answer utilities and its `release` is not charged, so it never reaches an analyst."""
+    oracles answer utilities and its `release` is not charged, so it never reaches an analyst.
+    `con` runs the plain path's and SQL verifiers' queries: a DuckDB connection or a data
+    access (`Session.access`, `pcor_sql.backends`)."""
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any,
         request: OutlierRequest,
         summary: CellSummary,
         verifier: Any,
@@ -239,7 +252,7 @@ class OutlierRun:
         """Lab-only: build now what the summary otherwise builds on first use — the
         metric-sorted index LOF and histogram read, and the cell-membership tables — so that a
         timed release does not pay for it. The session's later runs on this summary share both."""
-        self.summary.sorted_values()
+        self.summary.runs()
         space = self.space(0)
         self.summary.member(space, space.v_mask)
 

@@ -104,9 +104,12 @@ def resolve_schema(
     domains: Mapping[str, Sequence[Any]] | None = None,
     warn: Warn | None = None,
     described: Described | None = None,
+    distinct: Callable[[str], list[Any]] | None = None,
 ) -> Schema:
     """Resolve the attributes (default: ENUM and declared columns) and their domains.
-    `described`: what `describe_with_metric` returned, if the caller read it already."""
+    `described`: what `describe_with_metric` returned, if the caller read it already.
+    `distinct(column)`: the column's distinct non-NULL values, ascending, where another engine
+    holds the rows (then `con` only casts declared values to the column types)."""
     described, mtype = described or describe_with_metric(con, relation_sql, metric_sql)[0]
     columns = {name: type_name for name, type_name, _ in described}
     not_null = frozenset(name for name, _, nn in described if nn)
@@ -147,7 +150,7 @@ def resolve_schema(
         elif name in enum_cols:
             values = enum_labels(columns[name])
         else:
-            values = _data_domain(con, relation_sql, name)
+            values = _data_domain(con, relation_sql, name) if distinct is None else _present(distinct(name), name)
             derived.append(name)
             if warn is not None:
                 warn(
@@ -170,10 +173,13 @@ def _domain_hint(name: str, values: Sequence[str], *, more: bool = False) -> str
 
 
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
-    rows = con.execute(distinct_values(relation_sql, name)).fetchall()
-    if not rows:
+    return _present([r[0] for r in con.execute(distinct_values(relation_sql, name)).fetchall()], name)
+
+
+def _present(values: list[Any], name: str) -> list[Any]:
+    if not values:
         raise UserError(f"{name} has no non-NULL value to derive a domain from", f"declare its domain: {_domain_hint(name, ['a', 'b'])}")
-    return [r[0] for r in rows]
+    return values
 
 
 def _typed_values(con: duckdb.DuckDBPyConnection, values: Sequence[Any], type_name: str, name: str) -> list[Any]:

@@ -4,16 +4,20 @@ One GROUP BY over the context attributes (a "cell" is one combination of attribu
 yields count, mean, variance, min and max per cell; a context's population is a union of
 cells, so its moments combine exactly (Chan et al.'s parallel formula, through sums centred
 on the global mean). Verifiers that need the values themselves (LOF, histogram, user Python
-verifiers) read a metric-sorted array of every row tagged with its cell, loaded once: a
-context's values in [lo, hi] are the tagged slice filtered by cell membership. The array is
-read lazily by a second, ordered query; a caller that knows it will be needed builds the
-summary with `with_values=True`, and that one ordered query then yields the moments too.
+verifiers) read the metric as per-cell sorted runs (`cellruns.CellRuns`: 8 bytes per row plus
+one index entry per cell). For them the GROUP BY lists each cell's values instead
+(`cell_lists`: DuckDB only partitions the rows), numpy sorts each cell's list — cells spread
+over the cores, nothing sorts the whole table — and the moments come from the sorted runs.
+Range queries around the record's value then cost O(cells in the context + values
+returned), whatever the table's size.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +29,16 @@ import pyarrow.compute as pc
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
-from pcor_sql.sqltext.build import METRIC_ALIAS, group_by_cells, select_from, sorted_cells
+from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
 
 
 _TABLE_MAX_BITS = 16
 _TABLE_MAX_CELLS = 1 << 24
+_ROWS_BYTES = 32 << 20  # remembered memberships of wide attributes: at most 32 MiB of them
+_SORT_THREADS = max(1, min(8, os.cpu_count() or 1))
+_PARALLEL_SORT_ROWS = 1 << 20  # below this, one thread sorts faster than a pool starts
+_NO_VALUES = np.empty(0, dtype=np.float64)
 
 
 @dataclass
@@ -45,19 +54,30 @@ class CellSummary:
     vmax: np.ndarray
     shift: float
     build_seconds: float
-    _con: duckdb.DuckDBPyConnection = field(repr=False)
-    _sorted: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _con: duckdb.DuckDBPyConnection | None = field(repr=False)
+    _runs: CellRuns | None = field(default=None, repr=False)
     _tables: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    # An engine that cannot ship every row (Spark) serves values through per-cell windows
+    # (`pcor_sql.engine.window.WindowReader`) instead of the sorted runs; then `_con` is None.
+    windows: Any = field(default=None, repr=False)
 
     @property
     def n_rows(self) -> int:
         return int(self.count.sum())
 
-    def sorted_values(self) -> tuple[np.ndarray, np.ndarray]:
-        """(values ascending, cell index of each value); loaded on first use."""
-        if self._sorted is None:
-            self._sorted = _load_sorted(self._con, self.schema, self.coords)
-        return self._sorted
+    def runs(self) -> CellRuns:
+        """The metric as per-cell sorted runs, in this summary's cell order; loaded on first use."""
+        if self._runs is None:
+            if self._con is None:
+                raise InternalError("this summary reads values through per-cell windows, not sorted runs")
+            self._runs = _load_runs(self._con, self.schema, self.coords)
+        return self._runs
+
+    def population(self, member: np.ndarray, v: float) -> Any:
+        """The population of the context whose cells are `member`, for a record of value v."""
+        moments = SummaryPopulation.of(self, member, v)
+        return moments if self.windows is None else self.windows.population(moments, member)
 
     def member(self, space: ContextSpace, mask: int) -> np.ndarray:
         """Boolean over cells: is the cell inside context `mask`?"""
@@ -68,12 +88,21 @@ class CellSummary:
             if bits == (1 << size) - 1:
                 continue
             table = self._table(i, size)
-            if table is not None:
-                row = table[bits]
-            else:
-                row = ((bits >> np.arange(size)) & 1).astype(bool)[self.coords[:, i]]
+            row = table[bits] if table is not None else self._wide_row(i, size, bits)
             keep = row.copy() if keep is None else np.logical_and(keep, row, out=keep)
         return np.ones(len(self.count), dtype=bool) if keep is None else keep
+
+    def _wide_row(self, i: int, size: int, bits: int) -> np.ndarray:
+        """Membership of every cell under selection `bits` of attribute i (a domain too large
+        for a table), remembered: a search's contexts share most attributes' selections with
+        the contexts it checked just before (neighbours differ in one value)."""
+        key = (i, bits)
+        row = self._rows.get(key)
+        if row is None:
+            if len(self._rows) >= max(16, _ROWS_BYTES // max(1, len(self.count))):
+                self._rows.pop(next(iter(self._rows)))  # the oldest
+            row = self._rows[key] = _bit_array(bits, size)[self.coords[:, i]]
+        return row
 
     def _table(self, i: int, size: int) -> np.ndarray | None:
         """For attribute i, membership of every cell under every selection of its values:
@@ -89,21 +118,42 @@ class CellSummary:
         return table
 
 
+def _bit_array(bits: int, size: int) -> np.ndarray:
+    """Bits 0..size−1 of a Python int of any width, as a boolean array (bit j → element j)."""
+    raw = np.frombuffer(bits.to_bytes((size + 7) // 8, "little"), dtype=np.uint8)
+    return np.unpackbits(raw, count=size, bitorder="little").view(bool)
+
+
 def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values: bool = False) -> CellSummary:
     """The per-cell summary of `schema`'s relation; validates metric values and domains.
 
-    By default one GROUP BY query gives the moments, and the metric-sorted values are read by a
-    second query only if a verifier asks for them. A caller that knows they will be needed
-    (LOF, histogram, Python verifiers: `needs_values`) passes `with_values=True`: one ordered
-    query then gives both, the moments computed in numpy from the sorted rows."""
+    By default one GROUP BY query gives the moments. A caller that knows the values will be
+    needed (LOF, histogram, Python verifiers: `needs_values`) passes `with_values=True`: one
+    GROUP BY then lists each cell's values, which are sorted here cell by cell (nothing sorts
+    the whole table) and give the moments too; otherwise the values are read on first use by
+    `CellSummary.runs`."""
     started = time.perf_counter()
     if with_values:
-        sql = sorted_cells(schema.names, schema.metric_sql, schema.relation_sql, complete_only=False)
-        return _from_sorted_rows(con, schema, _run(con, sql), started)
+        table = _run(con, cell_lists(schema.names, schema.metric_sql, schema.relation_sql))
+        values, lengths = _lists(table)
+        _check_metric(schema, int(values.size - np.count_nonzero(np.isfinite(values))))  # NULL is NaN here
+        codes = _domain_codes(table, schema)
+        del table
+        keep = np.all(codes >= 0, axis=1)  # rows with a NULL attribute are in no population
+        runs, (count, mean, var, lo, hi) = _sorted_runs(values, lengths, np.flatnonzero(keep))
+        return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con, runs)
     table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql))
+    return summary_from_moments(schema, table, started, con)
+
+
+def summary_from_moments(
+    schema: Schema, table: pa.Table, started: float, con: duckdb.DuckDBPyConnection | None
+) -> CellSummary:
+    """The summary from the rows of `group_by_cells` (attribute columns, n, bad, mean, var, lo,
+    hi), whichever engine ran it; validates metric values and domains."""
     _check_metric(schema, int(pc.sum(table.column("bad")).as_py() or 0))
     codes = _domain_codes(table, schema)
-    keep = np.all(codes >= 0, axis=1)  # rows with a NULL attribute are in no population
+    keep = np.all(codes >= 0, axis=1)
     count = _column(table, "n", np.int64)[keep]
     mean, var, lo, hi = (_column(table, name)[keep] for name in ("mean", "var", "lo", "hi"))
     return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con)
@@ -163,10 +213,53 @@ def _row_keys(codes: np.ndarray, sizes: list[int]) -> np.ndarray:
     return np.unique(codes, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+def _lists(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(every value of the `vs` lists, group after group, as a writable float64 array; each
+    group's list length)."""
+    lists = table.column("vs")
+    lengths = np.concatenate(
+        [pc.list_value_length(c).to_numpy(zero_copy_only=False) for c in lists.chunks] or [np.empty(0)]
+    ).astype(np.int64)
+    parts = [c.flatten().to_numpy(zero_copy_only=False) for c in lists.chunks] or [_NO_VALUES]
+    return np.concatenate(parts).astype(np.float64, copy=False), lengths  # concatenate copies: writable
+
+
+def _sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> tuple[CellRuns, tuple]:
+    """The per-cell sorted runs (cell i = list groups[i]) and per cell (count, mean, population
+    variance, min, max), each cell sorted and summed in a few threads (numpy releases the GIL)."""
+    if not np.array_equal(groups, np.arange(lengths.size)):
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        values = gather_segments(values, offsets[groups], offsets[groups + 1])
+        lengths = lengths[groups]
+    starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    cells = len(lengths)
+    mean, var = np.empty(cells), np.empty(cells)
+    bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
+
+    def sort_cells(block: range) -> None:
+        for c in block:
+            run = values[bounds[c][0] : bounds[c][1]]
+            run.sort()
+            mean[c] = mu = run.sum() / run.size
+            var[c] = np.square(run - mu).sum() / run.size
+
+    workers = min(_SORT_THREADS, cells)
+    if workers <= 1 or values.size < _PARALLEL_SORT_ROWS:
+        sort_cells(range(cells))
+    else:
+        # Contiguous blocks of cells with about equal numbers of rows, a few per thread.
+        edges = np.searchsorted(starts, np.linspace(0, values.size, 4 * workers + 1)).tolist()
+        blocks = [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(sort_cells, blocks))
+    lo, hi = values[starts[:-1]], values[starts[1:] - 1]  # a sorted run starts at its minimum
+    return CellRuns(values, starts), (lengths.astype(np.int64), mean, var, lo, hi)
+
+
 def _summary(
     schema: Schema, coords: np.ndarray, count: np.ndarray, mean: np.ndarray, var: np.ndarray,
-    lo: np.ndarray, hi: np.ndarray, started: float, con: duckdb.DuckDBPyConnection,
-    sorted_values: tuple[np.ndarray, np.ndarray] | None = None,
+    lo: np.ndarray, hi: np.ndarray, started: float, con: duckdb.DuckDBPyConnection | None,
+    runs: CellRuns | None = None,
 ) -> CellSummary:
     """Sums centred on the global mean from per-cell moments (exact combination, see the module doc)."""
     if count.size == 0:
@@ -176,82 +269,91 @@ def _summary(
     d = mean - shift
     s1 = count * d
     s2 = var * count + count * d * d
-    return CellSummary(schema, coords, count, s1, s2, lo, hi, shift, time.perf_counter() - started, con, sorted_values)
+    return CellSummary(schema, coords, count, s1, s2, lo, hi, shift, time.perf_counter() - started, con, runs)
 
 
-def _from_sorted_rows(con: duckdb.DuckDBPyConnection, schema: Schema, table: pa.Table, started: float) -> CellSummary:
-    """The summary and its sorted index from every row, ascending by the metric."""
-    metric = _column(table, METRIC_ALIAS)
-    _check_metric(schema, int(np.count_nonzero(~np.isfinite(metric))))  # NULL arrives as NaN
+def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> CellRuns:
+    """The per-cell sorted runs of a summary built without them, in its cell order."""
+    table = _run(con, cell_lists(schema.names, schema.metric_sql, schema.relation_sql))
+    values, lengths = _lists(table)
     codes = _domain_codes(table, schema)
-    keep = np.all(codes >= 0, axis=1)
-    values, codes = metric[keep], codes[keep]
-    keys = _row_keys(codes, [len(a.domain) for a in schema.attributes])
-    _, first, cell, count = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    cell = cell.reshape(-1)
-    last = len(keys) - 1 - np.unique(keys[::-1], return_index=True)[1]
-    # Values ascend, so a cell's first row holds its minimum and its last row its maximum.
-    mean = np.bincount(cell, weights=values, minlength=count.size) / count
-    var = np.bincount(cell, weights=(values - mean[cell]) ** 2, minlength=count.size) / count
-    return _summary(schema, codes[first], count.astype(np.int64), mean, var, values[first], values[last], started, con,
-                    (values, cell))
+    del table
+    kept = np.flatnonzero(np.all(codes >= 0, axis=1))
+    keys = _row_keys(np.vstack([coords, codes[kept]]), [len(a.domain) for a in schema.attributes])
+    cell_key, group_key = keys[: len(coords)], keys[len(coords) :]
+    by_key = np.argsort(group_key)
+    pos = np.minimum(np.searchsorted(group_key[by_key], cell_key), max(len(by_key) - 1, 0))
+    if len(group_key) != len(cell_key) or not np.array_equal(group_key[by_key][pos], cell_key):
+        raise InternalError("the cells of the per-cell summary and of its sorted runs differ")
+    runs, _ = _sorted_runs(values, lengths, kept[by_key[pos]])
+    return runs
 
 
-def _load_sorted(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    table = _run(con, sorted_cells(schema.names, schema.metric_sql, schema.relation_sql))
-    codes = _domain_codes(table, schema)
-    keys = _row_keys(np.vstack([coords, codes]), [len(a.domain) for a in schema.attributes])
-    cell_key, key = keys[: len(coords)], keys[len(coords) :]
-    order = np.argsort(cell_key)
-    pos = np.searchsorted(cell_key[order], key)
-    if pos.size and (pos.max() >= len(order) or not np.array_equal(cell_key[order][pos], key)):
-        raise InternalError("a row's cell is missing from the per-cell summary")
-    return _column(table, METRIC_ALIAS), order[pos]
-
-
-@dataclass
 class SummaryPopulation:
-    """A context's population answered from a CellSummary (implements `Population`)."""
+    """A context's population answered from a CellSummary (implements `Population`): n, min
+    and max from the member cells at once; mean and m2 from their centred sums when asked
+    (LOF and the histogram never ask); values through the sorted runs (`cellruns`)."""
 
-    summary: CellSummary
-    member: np.ndarray
-    v: float
-    n: int = 0
-    mean: float = 0.0
-    m2: float = 0.0
-    min: float = 0.0
-    max: float = 0.0
+    __slots__ = ("summary", "member", "v", "cells", "n", "min", "max", "_moments", "_window")
+
+    def __init__(self, summary: CellSummary, member: np.ndarray, v: float, cells: np.ndarray, n: int,
+                 lo: float, hi: float):
+        self.summary, self.member, self.v, self.cells = summary, member, v, cells
+        self.n, self.min, self.max = n, lo, hi
+        self._moments: tuple[float, float] | None = None
+        self._window: Window | None = None
 
     @classmethod
     def of(cls, summary: CellSummary, member: np.ndarray, v: float) -> "SummaryPopulation":
-        n = int(summary.count[member].sum())
+        cells = np.flatnonzero(member)
+        n = int(summary.count.take(cells).sum())
         if n == 0:
-            return cls(summary, member, v, 0, float("nan"), 0.0, float("nan"), float("nan"))
-        s1 = float(summary.s1[member].sum())
-        s2 = float(summary.s2[member].sum())
-        lo = float(summary.vmin[member].min())
-        hi = float(summary.vmax[member].max())
-        if lo == hi:
-            return cls(summary, member, v, n, lo, 0.0, lo, hi)
-        return cls(summary, member, v, n, summary.shift + s1 / n, max(s2 - s1 * s1 / n, 0.0), lo, hi)
+            return cls(summary, member, v, cells, 0, math.nan, math.nan)
+        return cls(summary, member, v, cells, n, float(summary.vmin.take(cells).min()),
+                   float(summary.vmax.take(cells).max()))
 
-    def _slice(self, lo: float, hi: float, right_closed: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        values, cells = self.summary.sorted_values()
-        a = np.searchsorted(values, lo, side="left")
-        b = np.searchsorted(values, hi, side="right" if right_closed else "left")
-        return values[a:b], self.member[cells[a:b]]
+    def _centred(self) -> tuple[float, float]:
+        if self._moments is None:
+            if self.n == 0:
+                self._moments = (math.nan, 0.0)
+            elif self.min == self.max:
+                self._moments = (self.min, 0.0)
+            else:
+                n, summary = self.n, self.summary
+                s1 = float(summary.s1.take(self.cells).sum())
+                s2 = float(summary.s2.take(self.cells).sum())
+                self._moments = (summary.shift + s1 / n, max(s2 - s1 * s1 / n, 0.0))
+        return self._moments
+
+    @property
+    def mean(self) -> float:
+        return self._centred()[0]
+
+    @property
+    def m2(self) -> float:
+        return self._centred()[1]
+
+    def window(self) -> Window:
+        """Range queries around v: through the merged neighbourhood when the context holds at
+        least an eighth of the rows (then it has ~_NEAR/8 values per side there), else run by run."""
+        if self._window is None:
+            runs = self.summary.runs()
+            self._window = runs.probe(self.v).window(self.member, self.cells, 8 * self.n >= runs.values.size)
+        return self._window
 
     def values(self) -> np.ndarray:
-        values, cells = self.summary.sorted_values()
-        return values[self.member[cells]]
+        out = self.summary.runs().gather(self.cells)
+        out.sort()
+        return out
 
     def between(self, lo: float, hi: float) -> np.ndarray:
-        vals, keep = self._slice(lo, hi)
-        return vals[keep]
+        return self.window().between(lo, hi)
 
     def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
-        _, keep = self._slice(lo, hi, right_closed)
-        return int(np.count_nonzero(keep))
+        return self.window().count(lo, hi, right_closed)
+
+    def around(self, count: int) -> tuple[float, float]:
+        return self.window().around(count)
 
 
 def record_cell(schema: Schema, row: dict[str, Any]) -> list[int]:

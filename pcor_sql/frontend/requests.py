@@ -9,7 +9,7 @@ nothing is executed against data.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import duckdb
 
@@ -52,17 +52,21 @@ def outlier_from_select(
     )
 
 
-def anomaly_request(con: duckdb.DuckDBPyConnection, query: str, **options: Any) -> AnomalyRequest:
-    """`SELECT <col>[, <col> ...] FROM <relation> [WHERE <selector>]` plus options by name."""
+def anomaly_request(con: duckdb.DuckDBPyConnection, query: str, *,
+                    describe_columns: Callable[[str], list[str]] | None = None, **options: Any) -> AnomalyRequest:
+    """`SELECT <col>[, <col> ...] FROM <relation> [WHERE <selector>]` plus options by name.
+    `describe_columns(select_sql)` names a SELECT's columns where another engine holds the
+    relation (to expand `*`); by default `con` describes it."""
     require_connection(con, "anomaly_request")
-    return anomaly_from_select(con, parse_select(con, query, multiple=True), options)
+    return anomaly_from_select(con, parse_select(con, query, multiple=True), options, describe_columns)
 
 
 def anomaly_from_select(
-    con: duckdb.DuckDBPyConnection, q: SelectQuery, options: Mapping[str, Any]
+    con: duckdb.DuckDBPyConnection, q: SelectQuery, options: Mapping[str, Any],
+    describe_columns: Callable[[str], list[str]] | None = None,
 ) -> AnomalyRequest:
     if q.star:
-        q = expand_star(con, q)
+        q = expand_star(con, q, describe_columns)
     expressions = [sql_text for sql_text, name in zip(q.metric_sql, q.metric_names) if name is None]
     if expressions:
         raise UserError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 
@@ -307,22 +307,30 @@ def _check_round_trip(doc: dict[str, Any], node: dict[str, Any]) -> None:
         )
 
 
-def expand_star(con: duckdb.DuckDBPyConnection, q: SelectQuery) -> SelectQuery:
+def expand_star(con: duckdb.DuckDBPyConnection, q: SelectQuery,
+                describe_columns: Callable[[str], list[str]] | None = None) -> SelectQuery:
     """`SELECT * ...` (or `t.*`, `* EXCLUDE (...)`, `COLUMNS(...)`) with the star replaced by
     the columns it stands for, named explicitly, so each can be read and checked. Reads only
-    the relation's schema (DESCRIBE); a query without a star is returned unchanged."""
+    the relation's schema (DESCRIBE, or `describe_columns(select_sql)` where another engine
+    holds the relation); a query without a star is returned unchanged."""
     if not q.star:
         return q
     select_sql = select_from(q.metric_sql[0], q.relation_sql)
-    try:
-        rows = con.execute(describe(select_sql)).fetchall()
-    except duckdb.Error as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(
-            f"cannot list the columns of {q.metric_sql[0]}: {first}",
-            relation_fix(exc, "check the FROM clause and the column names"),
-        ) from None
-    names = [str(r[0]) for r in rows]
+    if describe_columns is not None:
+        try:
+            names = [str(n) for n in describe_columns(select_sql)]
+        except UserError as exc:
+            raise UserError(f"cannot list the columns of {q.metric_sql[0]}: {exc.problem}", exc.fix) from None
+    else:
+        try:
+            rows = con.execute(describe(select_sql)).fetchall()
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(
+                f"cannot list the columns of {q.metric_sql[0]}: {first}",
+                relation_fix(exc, "check the FROM clause and the column names"),
+            ) from None
+        names = [str(r[0]) for r in rows]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise UserError(

@@ -114,9 +114,51 @@ def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> 
     )
 
 
-def sorted_cells(names: Sequence[str], metric_sql: str, relation_sql: str, *, complete_only: bool = True) -> str:
-    """Every row's named columns and its metric (as DOUBLE, column `m`), ascending by the metric.
-    With `complete_only`, only rows with a value in every named column."""
-    items = f"{', '.join(quoted(names))}, {as_double(metric_sql)} AS {METRIC_ALIAS}"
-    where = all_not_null(names) if complete_only else None
-    return select_from(items, relation_sql, where=where, order_by=METRIC_ALIAS)
+def cell_lists(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
+    """Per cell (combination of the named columns' values): its metric values as DOUBLE, as one
+    list in no particular order (column `vs`; NULLs included). The caller sorts each list and
+    computes the moments from it: no aggregate but the list, so DuckDB only partitions rows."""
+    col_list = ", ".join(quoted(names))
+    inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {METRIC_ALIAS}", relation_sql)
+    return select_from(f"{col_list}, list({METRIC_ALIAS}) AS vs", f"({inner})", group_by="ALL")
+
+
+def double_literal(value: float) -> str:
+    """`CAST('<repr>' AS DOUBLE)`: a float64 exactly, in text both DuckDB and Spark read (a bare
+    `1.5` is a DECIMAL in Spark)."""
+    return f"CAST({quote_literal(repr(float(value)))} AS DOUBLE)"
+
+
+def cell_windows(names: Sequence[str], metric_sql: str, relation_sql: str, v: float, depth: int,
+                 cells_where: str | None = None) -> str:
+    """Per cell, the `depth` distinct metric values nearest below `v`, those nearest above, and `v`
+    itself, each with its row count `n` and its `side` (−1, 0, 1); `distinct_side` and `rows_side`
+    count every distinct value and row on that side of the cell (so a window that stops short
+    says so). Rows with a NULL attribute are in no cell; `cells_where` (a predicate on the named
+    columns) keeps some cells only. The result is at most cells × (2·depth + 1) rows, whatever
+    the table's size."""
+    cols = ", ".join(quoted(names))
+    m = METRIC_ALIAS
+    vv = double_literal(v)
+    where = all_not_null(names) + ("" if cells_where is None else f" AND {cells_where}")
+    rows = select_from(f"{cols}, {as_double(metric_sql)} AS {m}", relation_sql, where=where)
+    side = f"CASE WHEN {m} < {vv} THEN -1 WHEN {m} > {vv} THEN 1 ELSE 0 END"
+    distinct = select_from(f"{cols}, {m}, count(*) AS n, {side} AS side", f"({rows})", group_by=f"{cols}, {m}")
+    part = f"PARTITION BY {cols}, side"
+    ranked = select_from(
+        f"{cols}, {m}, n, side, row_number() OVER ({part} ORDER BY side * {m}) AS r, "
+        f"count(*) OVER ({part}) AS distinct_side, sum(n) OVER ({part}) AS rows_side",
+        f"({distinct})",
+    )
+    return select_from(f"{cols}, {m}, n, side, distinct_side, rows_side", f"({ranked})", where=f"r <= {int(depth)}")
+
+
+def cell_range_counts(names: Sequence[str], metric_sql: str, relation_sql: str, lo: float, hi: float,
+                      right_closed: bool) -> str:
+    """Per cell, how many rows have a metric in [lo, hi] (`right_closed`) or [lo, hi)."""
+    cols = ", ".join(quoted(names))
+    m = METRIC_ALIAS
+    rows = select_from(f"{cols}, {as_double(metric_sql)} AS {m}", relation_sql, where=all_not_null(names))
+    upper = "<=" if right_closed else "<"
+    where = f"{m} >= {double_literal(lo)} AND {m} {upper} {double_literal(hi)}"
+    return select_from(f"{cols}, count(*) AS n", f"({rows})", where=where, group_by=cols)

@@ -17,7 +17,7 @@ from tests.cli.cli_helpers import invoke as pcor_sql_cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("command", ["bench", "reproduce", "anomaly-evidence"])
+@pytest.mark.parametrize("command", ["bench", "reproduce", "anomaly-evidence", "spark-scale"])
 def test_help_has_an_example(command):
     result = run(command, "--help")
     assert result.exit_code == 0
@@ -68,13 +68,17 @@ def test_reproduce_smoke(tmp_path):
                  "--benchmarks-section", "reproduce-small")
     assert result.exit_code == 0, result.output
     data = json.loads((out / "reproduce.json").read_text())
-    ds = data["datasets"]["homicides"]
-    (record,) = ds["records"]  # a seeded sample of one planted outlier
-    assert record in pcor_sql.planted_outliers("homicides") and ds["cross_check"]["equal"] is True
-    cells = {(c["cell"]["verifier"], c["cell"]["accounting"]): c for c in ds["cells"]}
-    assert set(cells) == {(v, a) for v in ("grubbs", "histogram", "lof", "zscore") for a in ("paper", "tight")}
-    for c in cells.values():
-        assert c["releases"] == 1 and 0 < c["ratios"][0] <= 1.0
+    reduced = data["datasets"]["homicides"]["reduced"]  # Tables 6–7 run on the paper's reduced table
+    assert set(reduced["records"]) <= set(pcor_sql.planted_outliers("homicides")) and len(reduced["records"]) > 1
+    assert reduced["cross_check"]["equal"] is True
+    for prof, accounting in (("paper", "paper"), ("engine", "tight")):
+        cells = {c["cell"]["verifier"]: c for c in data["profiles"][prof]["homicides"]["cells"]}
+        assert set(cells) == {"grubbs", "histogram", "lof", "zscore"}
+        for c in cells.values():
+            assert c["cell"]["accounting"] == accounting and c["cell"]["table"] == "reduced"
+            assert c["releases"] == len(reduced["records"]) and all(0 < r <= 1.0 for r in c["ratios"])
+        if prof == "paper":  # Algorithm 5 from V's cell
+            assert all(c["cell"]["descents"] == 0 and c["cell"]["start"] == "cell" for c in cells.values())
     assert {m["verifier"] for m in data["match"]} == {"grubbs", "lof", "histogram", "zscore"}
     assert all(len(m["pairs"]) == 2 * 4 for m in data["match"])  # 2 outliers × ΔD ∈ {1, 5, 10, 25}
     md = (out / "reproduce.md").read_text()

@@ -77,7 +77,7 @@ def test_max_log_ratio_of_the_direct_em():
 
 
 def test_exp_text_never_overflows():
-    from benchmarks.reproduce import exp_text
+    from benchmarks.reproduce_tables import exp_text
 
     assert exp_text(0.2) == "1.2214 (e^0.2)"
     assert exp_text(0.20001670156) == "1.2214 (e^0.200017)"  # a tiny excess stays visible

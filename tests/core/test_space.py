@@ -1,10 +1,13 @@
-"""Contexts as bitsets: admissibility, neighbours, free-bit and value round trips, guards."""
+"""Contexts as bitsets: admissibility, neighbours, free-bit and value round trips, guards, and
+the same laws on spaces of any width (hypothesis: 1 to ~600 values, far past 64 bits)."""
 
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pcor_sql.core.space import MAX_FREE_BITS, Attribute, Context, ContextSpace
+from pcor_sql.core.space import Attribute, Context, ContextSpace
 from pcor_sql.errors import UserError
 
 ATTRS = (
@@ -118,14 +121,16 @@ def test_context_wrapper(space):
     assert not Context(0, space).admissible
 
 
-def test_exactly_64_free_bits_is_allowed_and_65_is_a_user_error():
-    ok = ContextSpace([Attribute("a", tuple(range(MAX_FREE_BITS + 1)))], [0])
-    assert len(ok.free_bits) == 64
-    assert ok.n_admissible == 2**64
-    with pytest.raises(UserError):
-        ContextSpace([Attribute("a", tuple(range(MAX_FREE_BITS + 2)))], [0])
-    with pytest.raises(UserError):
-        ContextSpace([Attribute("a", tuple(range(40))), Attribute("b", tuple(range(28)))], [3, 5])
+def test_spaces_past_64_free_bits_work_like_small_ones():
+    # The cap of 64 free bits is gone: 65, 70 (50 + 6 + 4 + 10 values) and 500 values.
+    for sizes, anchor in [((66,), (0,)), ((50, 6, 4, 10), (3, 1, 0, 9)), ((480, 12, 8), (479, 0, 7))]:
+        attrs = [Attribute(f"a{i}", tuple(range(n))) for i, n in enumerate(sizes)]
+        space = ContextSpace(attrs, anchor)
+        assert len(space.free_bits) == sum(sizes) - len(sizes) and space.n_admissible == 2 ** len(space.free_bits)
+        top = (1 << len(space.free_bits)) - 1
+        assert space.from_free(top) == space.full and space.to_free(space.full) == top
+        assert space.values(space.full) == {a.name: list(a.domain) for a in attrs}
+        assert len(space.neighbours(space.full)) == len(space.free_bits)
 
 
 def test_attribute_and_space_guards():
@@ -155,3 +160,63 @@ def test_every_pair_of_admissible_contexts_is_connected_by_a_monotone_path(space
             nxt = next(n for n in space.neighbours(cur) if (n ^ b).bit_count() < diff.bit_count())
             cur, steps = nxt, steps + 1
         assert steps == (a ^ b).bit_count()
+
+
+# ---- any width: the same laws, checked against a plain list-of-booleans model -------------
+
+@st.composite
+def wide_spaces(draw):
+    sizes = draw(st.lists(st.integers(1, 200), min_size=1, max_size=5).filter(lambda z: sum(z) <= 600))
+    anchor = [draw(st.integers(0, n - 1)) for n in sizes]
+    attrs = [Attribute(f"a{i}", tuple(f"v{j}" for j in range(n))) for i, n in enumerate(sizes)]
+    return ContextSpace(attrs, anchor)
+
+
+@st.composite
+def space_and_word(draw):
+    space = draw(wide_spaces())
+    nfree = len(space.free_bits)
+    word = draw(st.integers(0, (1 << nfree) - 1)) if nfree else 0
+    return space, word
+
+
+def model_selection(space, word):
+    """Per attribute, a list of booleans: V's value always, free value i when bit i of word."""
+    chosen = [[False] * len(a.domain) for a in space.attributes]
+    for i, a in enumerate(space.anchor):
+        chosen[i][a] = True
+    starts = list(space.offsets) + [space.t]
+    for i, b in enumerate(space.free_bits):
+        if (word >> i) & 1:
+            attr = max(j for j in range(space.m) if starts[j] <= b)
+            chosen[attr][b - space.offsets[attr]] = True
+    return chosen
+
+
+@settings(max_examples=200, deadline=None)
+@given(space_and_word())
+def test_property_wide_free_words_round_trip_and_match_the_model(case):
+    space, word = case
+    mask = space.from_free(word)
+    assert space.is_admissible(mask) and space.to_free(mask) == word
+    assert mask.bit_length() <= space.t and space.weight(mask) == space.m + word.bit_count()
+    chosen = model_selection(space, word)
+    for i, a in enumerate(space.attributes):
+        assert space.selected_indices(mask, i) == [j for j, on in enumerate(chosen[i]) if on]
+        assert space.attribute_bits(mask, i) == sum(1 << j for j, on in enumerate(chosen[i]) if on)
+        assert space.is_full(mask, i) == all(chosen[i])
+    vals = space.values(mask)
+    assert space.from_values(vals) == mask
+    assert vals == {a.name: [a.domain[j] for j, on in enumerate(chosen[i]) if on] for i, a in enumerate(space.attributes)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(space_and_word())
+def test_property_wide_neighbours_flip_exactly_one_free_bit(case):
+    space, word = case
+    mask = space.from_free(word)
+    nbs = space.neighbours(mask)
+    assert len(nbs) == len(set(nbs)) == len(space.free_bits)
+    assert sorted(space.to_free(nb) ^ word for nb in nbs) == [1 << i for i in range(len(space.free_bits))]
+    assert all(space.is_admissible(nb) and (nb ^ mask).bit_count() == 1 for nb in nbs)
+    assert not space.is_admissible(mask & ~space.v_mask) or space.v_mask == 0

@@ -75,12 +75,16 @@ def test_group_by_cells_moments(con):
     assert rows[None][:3] == (1, 0, 4.0)
 
 
-def test_sorted_cells(con):
-    complete = con.execute(b.sorted_cells(["g g", "y"], "x", "t")).fetchall()
-    assert [r[2] for r in complete[:3]] == [1.0, 2.0, 3.0] and len(complete) == 4
-    assert math.isnan(complete[-1][2])  # NaN sorts last
-    every = con.execute(b.sorted_cells(["g g", "y"], "x", "t", complete_only=False)).fetchall()
-    assert len(every) == 6 and [r[2] for r in every[:5]] == [1.0, 2.0, 3.0, 4.0, 5.0]
+def test_cell_lists(con):
+    sql = b.cell_lists(["g g", "y"], "x", "t")
+    assert sql == 'SELECT "g g", "y", list(m) AS vs FROM (SELECT "g g", "y", CAST(x AS DOUBLE) AS m FROM t) GROUP BY ALL'
+    rows = {r[:2]: r[2] for r in con.execute(sql).fetchall()}
+    assert sorted(rows[("a", 1)]) == [1.0, 3.0] and rows[("b", 1)] == [2.0] and rows[(None, 2)] == [4.0]
+    assert math.isnan(rows[("b", 2)][0])  # NaN (and NULL) values are listed: the caller counts them
+    con.execute("CREATE TABLE u AS SELECT range % 3 AS g, hash(range) % 1000 - 500.5 AS x FROM range(5000)")
+    for g, vs in con.execute(b.cell_lists(["g"], "x", "u")).fetchall():
+        want = [r[0] for r in con.execute("SELECT CAST(x AS DOUBLE) FROM u WHERE g = ? ORDER BY 1", [g]).fetchall()]
+        assert sorted(vs) == want
 
 
 def test_parquet_file(con, tmp_path):

@@ -37,6 +37,12 @@ class Population(Protocol):
         """Number of values in [lo, hi] (right_closed) or [lo, hi)."""
         ...
 
+    def around(self, count: int) -> tuple[float, float]:
+        """(a, b) with a ≤ v ≤ b such that [a, v) holds at least `count` values or a ≤ min,
+        and (v, b] holds at least `count` values or b ≥ max. Any such pair is correct (a
+        wider one costs only time); LOF sizes its first window with it."""
+        ...
+
 
 class Verifier(Protocol):
     """f(D_C, V). `needs_values` is False when moments (n, mean, m2, min, max) suffice."""
@@ -124,3 +130,9 @@ class ArrayPopulation:
         a = np.searchsorted(self.sorted_values, lo, side="left")
         b = np.searchsorted(self.sorted_values, hi, side="right" if right_closed else "left")
         return int(max(0, b - a))
+
+    def around(self, count: int) -> tuple[float, float]:
+        w = self.sorted_values
+        first = int(w.searchsorted(self.v, side="left"))
+        past = int(w.searchsorted(self.v, side="right"))
+        return float(w[max(first - count, 0)]), float(w[min(past + count, w.size) - 1])

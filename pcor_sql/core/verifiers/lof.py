@@ -11,17 +11,23 @@ Without ties at a k-distance this is scikit-learn's `-negative_outlier_factor_`.
 How it is computed without touching all N values.
   Every quantity depends on a point only through its value, so the work is on distinct values
   u_j with multiplicities c_j. LOF(V) reads the k-distance of V, of its neighbours o ∈ N_k(V)
-  and of their neighbours q ∈ N_k(o). The code fetches a window W = pop.between(v − R, v + R),
-  computes everything inside W and accepts the result only when it provably equals the global
-  one: for every point q whose k-distance it used, the distance from q to the nearest double
-  outside the window exceeds kdist_W(q) (on each side where the window does not already reach
-  pop.min / pop.max). Then all points within kdist_W(q) of q are in W, so kdist_P(q) =
-  kdist_W(q) and N_k(q) is the same set — by induction from V outwards, every number used is
-  the global one. Distances are monotone in the other point, so checking the first double
-  beyond the window covers every point beyond it. Otherwise R grows and the check repeats;
-  at R ⊇ [min, max] the window is the population and the check passes trivially.
-  R starts from a few range counts (the radius holding k'+1 points around v, times 6.5:
-  the band of ±2H distinct values plus k' more points fits inside, the fast path).
+  and of their neighbours q ∈ N_k(o). The code fetches a window W = pop.between(a, b) with
+  a ≤ v ≤ b, computes everything inside W and accepts the result only when it provably equals
+  the global one: for every point q whose k-distance it used, the distance from q to the
+  nearest double outside the window exceeds kdist_W(q) (on each side where the window does
+  not already reach pop.min / pop.max). Then all points within kdist_W(q) of q are in W, so
+  kdist_P(q) = kdist_W(q) and N_k(q) is the same set — by induction from V outwards, every
+  number used is the global one. Distances are monotone in the other point, so checking the
+  first double beyond the window covers every point beyond it. The proof holds for any
+  window, so the result does not depend on which window proved it (the golden values of
+  tests/core/verifiers/test_verifier_lof.py were recorded with a radius-sized first window and
+  still match bit for bit). Otherwise the
+  window grows — twice the points per side, and at least the reach the proof asked for — and
+  the check repeats; once it is [min, max] the window is the population and the check passes.
+  The first window is pop.around(2H + k'): the values holding 2H + k' points on each side of
+  v (H = k'+1), enough for the band of ±2H distinct values and the k' more points its
+  k-distances read when there are no ties — the fast path. It is sized by point counts, not
+  by a radius, so an isolated V (a far outlier) does not drag the dense bulk into its window.
   Shortcut: when v itself has more than k' copies, kdist(V) = 0, N_k(V) is V's copies, all
   of whose k-distances are 0, and LOF(V) = 1 exactly (read off the window's run lengths, or
   from one count when the window is big, so many copies are never scanned).
@@ -58,7 +64,6 @@ from pcor_sql.errors import InternalError, UserError
 
 _LRD_GUARD = 1e-10  # scikit-learn's guard against duplicate points (reach-dist mean 0)
 _FAR = np.finfo(np.float64).max  # stands in for an infinite k-distance that carries weight 0
-_WINDOW_FACTOR = 6.5  # R = factor × (radius holding k'+1 points): room for the band and k' more
 
 
 class _Layout(NamedTuple):
@@ -265,25 +270,6 @@ def _proven_lof(
     return float(wt[at_v, r0:r1] @ lrd) / lrd_v / float(n_nb[at_v])
 
 
-def _first_radius(pop: Population, v: float, k: int, n: int, lo: float, hi: float, full: float) -> float:
-    """About the radius around v that holds k'+1 points, from a few range counts.
-
-    Grow a guess until it holds k'+1 points, then scale it by the local density it saw
-    (tiny when v has many copies); the window check makes any guess safe.
-    """
-    need = k + 1
-    r = (hi - lo) * need / n
-    if not r > 0:
-        return full
-    while True:
-        if r >= full:
-            return full
-        got = pop.count_between(v - r, v + r, True)
-        if got >= need:
-            return r * need / got
-        r *= 2.0
-
-
 def local_outlier_factor(pop: Population, k: int) -> float:
     """LOF(V) within the population (DESIGN.md §2); NaN when N < 2."""
     n = int(pop.n)
@@ -298,13 +284,12 @@ def local_outlier_factor(pop: Population, k: int) -> float:
             f"the metric spans [{lo!r}, {hi!r}], too wide for LOF's distance arithmetic",
             "rescale the metric (e.g. divide it by a power of ten)",
         )
-    full = max(v - lo, hi - v)
-    radius = _first_radius(pop, v, kk, n, lo, hi, full) * _WINDOW_FACTOR
     h = kk + 1
+    # Points per side: the band's 2H distinct values and the k' beyond them its k-distances read.
+    count = 2 * h + kk
+    a, b = pop.around(count)
     while True:
-        a, b = v - radius, v + radius
-        left_done = radius >= full or a <= lo
-        right_done = radius >= full or b >= hi
+        left_done, right_done = a <= lo, b >= hi
         if left_done:
             a = lo
         if right_done:
@@ -329,9 +314,13 @@ def local_outlier_factor(pop: Population, k: int) -> float:
             continue
         if left_done and right_done:
             raise InternalError("LOF over the whole population was not proven")
-        radius = max(2.0 * radius, result.radius, math.ulp(v))
-        if radius >= full:
-            radius = full
+        # Twice the points per side, and at least the reach the failed proof asked for (an
+        # infinite hint only says "more points": the doubling gives them). Each round doubles
+        # the count, so by ~log2(N) rounds the window is the population and the proof passes.
+        count *= 2
+        a2, b2 = pop.around(count)
+        reach = result.radius if math.isfinite(result.radius) else 0.0
+        a, b = min(a, a2, v - reach), max(b, b2, v + reach)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,75 @@
+"""`python -m benchmarks spark-scale`: one release on a large Parquet file on DuckDB and on Spark,
+with the rows Spark sent to the driver at each size. The work is in `benchmarks.spark_scale`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from benchmarks.cli.bench import (
+    DEFAULT_BENCHMARKS, DEFAULT_OUT, BenchmarksFile, UpdateBenchmarks, command_line, print_tables,
+    progress_reporter, save_raw, split_list, write_results,
+)
+from pcor_sql.errors import UserError
+
+
+def spark_scale(
+    rows: Annotated[str, typer.Option("--rows", help="Table sizes, comma-separated (at least two).")] = "1000000,10000000",
+    verifiers: Annotated[str, typer.Option("--verifiers", help="Verifiers, comma-separated.")] = "grubbs,lof",
+    master: Annotated[str, typer.Option("--master", help="Spark master.")] = "local[2]",
+    directory: Annotated[Path, typer.Option("--dir", help="Where the Parquet files are made (and reused).")] = Path("/tmp"),
+    seed: Annotated[int, typer.Option("--seed")] = 7,
+    out_dir: Annotated[Path, typer.Option("--out-dir")] = DEFAULT_OUT,
+    update_benchmarks: UpdateBenchmarks = False,
+    benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
+) -> None:
+    """One seeded BFS release on N-row Parquet files, DuckDB vs Spark, and Spark's rows to the driver.
+
+    \b
+    Example:
+        nice python -m benchmarks spark-scale --rows 1000000,10000000 --master 'local[2]'
+        nice python -m benchmarks spark-scale --rows 10000000,100000000 --update-benchmarks
+
+    Needs pip install 'pcor-sql[spark]' and Java. Writes OUT_DIR/spark-scale.md and .json.
+    """
+    from benchmarks.spark_scale import run
+
+    try:
+        sizes = [int(x) for x in rows.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--rows {rows!r} is not a list of integers", "pass e.g. --rows 1000000,10000000") from None
+    if len(sizes) < 2 or min(sizes) < 1000:
+        raise UserError("--rows needs two sizes or more, each ≥ 1000", "pass e.g. --rows 1000000,10000000")
+    names = split_list(verifiers, ("grubbs", "lof", "histogram", "zscore"), "--verifiers") or ()
+    command = command_line("spark-scale", [
+        ("--rows", rows, "1000000,10000000"), ("--verifiers", verifiers, "grubbs,lof"),
+        ("--master", master, "local[2]"), ("--dir", str(directory), "/tmp"), ("--seed", seed, 7),
+    ])
+    result = run(sizes, names, directory, master, seed, progress_reporter())
+    save_raw(out_dir, "spark-scale", result)
+    tables = [_table(result)]
+    print_tables(tables)
+    write_results(out_dir, "spark-scale", "python -m benchmarks spark-scale", command, result, tables,
+                  update_benchmarks, benchmarks_file)
+
+
+def _table(result: dict[str, Any]) -> Any:
+    from benchmarks.tables import make_table, seconds
+
+    rows = [
+        (f"{r['rows']:,}", r["verifier"], seconds(r["duckdb"]["seconds"]), seconds(r["spark"]["seconds"]),
+         f"{r['spark']['rows_pulled']:,}", str(r["spark"]["queries"]), "yes" if r["same_context"] else "NO")
+        for r in result["runs"]
+    ]
+    return make_table(
+        "One release (BFS, ε = 0.2, seed 7, 1,200 cells): DuckDB vs Spark",
+        ("rows", "verifier", "DuckDB (embedded)", f"Spark {result['master']}", "rows to the Spark driver",
+         "Spark queries", "same context"),
+        rows,
+        (f"Times are one fresh release each (a new Session: schema, record, per-cell summary, search, ledger); "
+         f"Spark's session start ({seconds(result['spark_start_s'])}) is not included.",
+         "Rows to the driver: the record, one row per cell (the summary) and, for LOF/histogram, the per-cell "
+         "windows around the record's value; DuckDB reads in-process (LOF: every row's value)."),
+    )

@@ -1,0 +1,88 @@
+"""The reproduction profiles: the paper's start (up from V's cell), the cells each profile runs,
+and merging the shards of a run."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from benchmarks.experiments import GROUPS, Cell, cell_of
+from benchmarks.profiles import profile, request_default, start_up
+from benchmarks.reproduce import merge_results
+from pcor_sql.core.space import Attribute, ContextSpace
+
+SPACE = ContextSpace([Attribute("a", ("a0", "a1", "a2")), Attribute("b", ("b0", "b1", "b2", "b3"))], [0, 1])
+
+
+class SetOracle:
+    def __init__(self, valid):
+        self.space = SPACE
+        self.valid = set(valid)
+        self.asked = Counter()
+
+    def is_valid(self, mask):
+        self.asked[mask] += 1
+        return mask in self.valid
+
+
+def test_start_up_is_vs_cell_when_valid_else_the_first_valid_context_above_it():
+    full = SPACE.full
+    assert start_up(SetOracle({SPACE.v_mask, full})) == (SPACE.v_mask, 1)
+    one_up = SPACE.v_mask | (1 << SPACE.free_bits[3])
+    two_up = one_up | (1 << SPACE.free_bits[0])
+    oracle = SetOracle({two_up, one_up, full})
+    mask, checks = start_up(oracle)
+    # V's cell, then its one-value supersets in bit order: free bit 3 is the fourth of them
+    assert mask == one_up and checks == 1 + 4
+    assert all(n == 1 for n in oracle.asked.values())  # each context checked once
+    assert start_up(SetOracle(set())) == (None, SPACE.n_admissible)
+    assert start_up(SetOracle({full}), max_checks=3) == (None, 3)
+
+
+def _group(key):
+    return next(g for g in GROUPS if g.key == key)
+
+
+def test_paper_profile_runs_algorithm_5_with_paper_accounting_from_vs_cell():
+    paper = profile("paper")
+    sampling = _group("sampling")
+    cells = [cell_of(sampling, row, "salaries", paper) for row in sampling.rows]
+    assert [c.search for c in cells] == ["uniform", "random-walk", "dfs", "bfs"]
+    for c in cells:
+        assert (c.accounting, c.start, c.table, c.samples, c.epsilon) == ("paper", "cell", "full", 50, 0.2)
+        assert c.descents == 0
+    verifiers = _group("verifiers")
+    for row in verifiers.rows:
+        c = cell_of(verifiers, row, "salaries", paper)
+        assert (c.search, c.table, c.verifier) == ("bfs", "reduced", row.changes["verifier"])
+
+
+def test_engine_profile_takes_the_engines_defaults():
+    engine = profile("engine")
+    sampling, samples = _group("sampling"), _group("samples")
+    bfs = cell_of(sampling, sampling.rows[-1], "homicides", engine)
+    assert bfs.accounting == request_default("accounting") and bfs.start == "engine"
+    assert bfs.descents == request_default("descents")
+    uniform = cell_of(sampling, sampling.rows[0], "homicides", engine)
+    assert uniform.search == "uniform" and uniform.descents == 0
+    eps = cell_of(_group("epsilon"), _group("epsilon").rows[0], "homicides", engine)
+    assert eps.search == request_default("search") and eps.epsilon == 0.05
+    # Tables 10–11 vary BFS's n: BFS whatever the default search
+    assert {cell_of(samples, r, "homicides", engine).search for r in samples.rows} == {"bfs"}
+
+
+def _result(prof, cells, groups, match=()):
+    return {"config": {"profiles": [prof], "groups": groups, "datasets": ["salaries"]},
+            "profiles": {prof: {"salaries": {"cells": cells}}}, "datasets": {"salaries": {"full": {"records": [1]}}},
+            "match": list(match), "wall_s": 2.0, "complete": True}
+
+
+def test_merge_results_joins_shards_and_recomputes_targets():
+    a = {"cell": Cell("salaries", search="uniform").key, "releases": 1}
+    bfs = cell_of(_group("sampling"), _group("sampling").rows[-1], "salaries", profile("paper"))
+    b = {"cell": bfs.key, "releases": 1, "utility_mean": 0.93, "ratios": [0.93], "records": [1]}
+    merged = merge_results([_result("paper", [a], ["sampling"]), _result("paper", [b, a], ["epsilon"], [{"m": 1}])])
+    assert [c["cell"] for c in merged["profiles"]["paper"]["salaries"]["cells"]] == [a["cell"], b["cell"]]
+    assert merged["config"]["groups"] == ["sampling", "epsilon"] and merged["match"] == [{"m": 1}]
+    assert merged["wall_s"] == 4.0
+    paper_target = merged["targets"][0]
+    assert "paper profile" in paper_target["name"] and paper_target["met"] is True and paper_target["value"] == 0.93
