@@ -285,6 +285,9 @@ class DatasetRun:
                 cached = None if cache is None else cache.get(self.exact_key(rec, verifier, utility, start))
                 if key not in done and cached is not None:
                     done[key] = ExactMax(cached["utility"], None, cached["checks"], False)
+                if key not in done and utility == "overlap" and oracle.is_valid(start):
+                    # |D_C ∩ D_{C_V}| ≤ |D_{C_V}|, and C_V itself is valid: no scan needed.
+                    done[key] = ExactMax(float(oracle.population_size(start)), start, 1, False)
                 if key not in done:
                     sizes = run.lattice_sizes(rec.index) if sizes is None else sizes
                     done[key] = best_first_max(oracle, space, utilities_by_word(sizes, utility, space, start),
