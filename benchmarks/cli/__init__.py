@@ -1,7 +1,8 @@
 """`python -m benchmarks`: the lab's command line, run from a checkout (not in the wheel).
 
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
-experiment tables) and `anomaly-evidence` (SP vs DP error rates). Errors behave as in
+experiment tables), `explore` (the explore search against BFS) and `anomaly-evidence` (SP vs DP
+error rates). Errors behave as in
 `pcor-sql` — one `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -12,6 +13,7 @@ import typer
 
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
+from benchmarks.cli.explore import explore
 from benchmarks.cli.reproduce import reproduce
 from pcor_sql.cli.main import _Group, _options
 
@@ -34,6 +36,7 @@ app.callback(
 _COMMANDS = (
     ("bench", "Time releases against a naive baseline measured in the same run.", bench),
     ("reproduce", "Reproduce the PCOR paper's experiment tables on the bundled data.", reproduce),
+    ("explore", "Measure the explore search against BFS on every planted outlier, next to its targets.", explore),
     ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
      anomaly_evidence),
 )
