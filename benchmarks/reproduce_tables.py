@@ -18,7 +18,8 @@ from benchmarks.targets import at_least
 from pcor_sql.core.searches import SEARCH_SPECS
 
 VERIFIER_LABEL = {"lof": "LOF", "grubbs": "Grubbs", "histogram": "Histogram", "zscore": "z-score"}
-SEARCH_LABEL = {"bfs": "BFS", "dfs": "DFS", "uniform": "Uniform", "random-walk": "Random Walk", "direct": "Direct"}
+SEARCH_LABEL = {"bfs": "BFS", "dfs": "DFS", "uniform": "Uniform", "random-walk": "Random Walk", "direct": "Direct",
+                "explore": "Explore"}
 TOLERANCE = 1e-9  # float slack when comparing a log-ratio with ΔD·ε
 
 
@@ -96,7 +97,10 @@ def group_tables(name: str, res: dict[str, Any], group_keys: Sequence[str]) -> l
         if not rows_ut:
             continue
         fixed_cols = [h for h, f in g.fixed if f != "search"]
-        first_rt, first_ut = g.tables.replace("Tables ", "Table ").split("–")[0], "Table " + g.tables.split("–")[1]
+        if "–" in g.tables:
+            first_rt, first_ut = g.tables.replace("Tables ", "Table ").split("–")[0], "Table " + g.tables.split("–")[1]
+        else:
+            first_rt = first_ut = g.tables
         out.append(make_table(
             f"{name} — {first_rt}: {g.what} — runtime of one release (T_min / T_max / T_avg)",
             [g.label, "paper", "paper profile", "engine profile", *fixed_cols],
