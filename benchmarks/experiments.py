@@ -391,12 +391,3 @@ def run_cell(data: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResul
             res.visited_ratios.append(visited / best.utility)
             res.checks.append(rel.owner.contexts_verified)
     return res
-
-
-def repeats_for(runs: int, records: int) -> int:
-    """Releases per record so that a cell has at least `runs` releases (the paper: 200)."""
-    return max(1, math.ceil(runs / max(1, records)))
-
-
-def needed_exact(cells: Sequence[Cell]) -> list[tuple[str, str, str]]:
-    return list(dict.fromkeys((c.verifier, c.utility, c.start) for c in cells))
