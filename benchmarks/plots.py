@@ -47,6 +47,8 @@ def write_figures(result: dict[str, Any], folder: Path) -> tuple[list[Path], str
     names = list(dict.fromkeys(n for by_ds in result.get("profiles", {}).values() for n in by_ds))
     for name in names:
         for g in GROUPS:
+            if g.key not in FIGURES:
+                continue
             columns = []
             for row in g.rows:
                 found = {}

@@ -74,3 +74,8 @@ def start_up(oracle: Any, max_checks: int = 1 << 20) -> tuple[int | None, int]:
                 seen.add(up)
                 queue.append(up)
     return None, checks
+
+
+def repeats_for(runs: int, records: int) -> int:
+    """Releases per record so that a cell has at least `runs` releases (the paper: 200)."""
+    return max(1, -(-runs // max(1, records)))

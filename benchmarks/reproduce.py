@@ -21,9 +21,9 @@ import numpy as np
 
 import pcor_sql
 from benchmarks import coe_match
-from benchmarks.experiments import GROUPS, DatasetRun, cells_of, needed_exact, repeats_for, run_cell
+from benchmarks.experiments import GROUPS, Cell, DatasetRun, cells_of, run_cell
 from benchmarks.measure import load_average, machine
-from benchmarks.profiles import PROFILE_NAMES, profile
+from benchmarks.profiles import PROFILE_NAMES, profile, repeats_for
 from benchmarks.reproduce_tables import reproduce_targets
 
 Report = Callable[[str], None]
@@ -161,6 +161,10 @@ def _dataset_info(res: ReproduceResult, data: DatasetRun, exact_s: float) -> Non
         exact_notes=list(dict.fromkeys(data.exact_notes)), cross_check=data.cross_check,
     )
     info["exact_s"] += exact_s
+
+
+def needed_exact(cells: Sequence[Cell]) -> list[tuple[str, str, str]]:
+    return list(dict.fromkeys((c.verifier, c.utility, c.start) for c in cells))
 
 
 def sample_records(name: str, k: int | None, seed: int) -> list[int]:

@@ -11,14 +11,15 @@ import statistics
 from typing import Any, Sequence
 
 from benchmarks import coe_match
-from benchmarks.experiments import GROUPS, Cell, cell_of, repeats_for
-from benchmarks.profiles import profile
+from benchmarks.experiments import GROUPS, Cell, cell_of
+from benchmarks.profiles import profile, repeats_for
 from benchmarks.tables import Table, fraction, make_table, percent, seconds
 from benchmarks.targets import at_least
 from pcor_sql.core.searches import SEARCH_SPECS
 
 VERIFIER_LABEL = {"lof": "LOF", "grubbs": "Grubbs", "histogram": "Histogram", "zscore": "z-score"}
-SEARCH_LABEL = {"bfs": "BFS", "dfs": "DFS", "uniform": "Uniform", "random-walk": "Random Walk", "direct": "Direct"}
+SEARCH_LABEL = {"bfs": "BFS", "dfs": "DFS", "uniform": "Uniform", "random-walk": "Random Walk", "direct": "Direct",
+                "explore": "Explore"}
 TOLERANCE = 1e-9  # float slack when comparing a log-ratio with ΔD·ε
 
 
@@ -96,7 +97,10 @@ def group_tables(name: str, res: dict[str, Any], group_keys: Sequence[str]) -> l
         if not rows_ut:
             continue
         fixed_cols = [h for h, f in g.fixed if f != "search"]
-        first_rt, first_ut = g.tables.replace("Tables ", "Table ").split("–")[0], "Table " + g.tables.split("–")[1]
+        if "–" in g.tables:
+            first_rt, first_ut = g.tables.replace("Tables ", "Table ").split("–")[0], "Table " + g.tables.split("–")[1]
+        else:
+            first_rt = first_ut = g.tables
         out.append(make_table(
             f"{name} — {first_rt}: {g.what} — runtime of one release (T_min / T_max / T_avg)",
             [g.label, "paper", "paper profile", "engine profile", *fixed_cols],
@@ -231,7 +235,61 @@ def reproduce_tables(res: dict[str, Any]) -> list[Table]:
         tables.extend(group_tables(name, res, res["config"]["groups"]))
     if res["match"]:
         tables.extend(match_tables(res))
+    tables.append(deviations_table(res))
     from benchmarks.report import target_table
 
     tables.append(target_table(res["targets"]))
     return tables
+
+
+def _effect(res: dict[str, Any], name: str, label: str, base_label: str = "none (the paper profile)") -> str:
+    """'utility 0.88 → 0.93 (+0.05), time 1.2 s → 0.9 s' between two rows of the deviations group."""
+    dev = next((g for g in GROUPS if g.key == "deviations"), None)
+    if dev is None:
+        return "not measured"
+    rows = {r.label: r for r in dev.rows}
+    cells = _cells(res, "paper", name)
+    a = _find(cells, cell_of(dev, rows[base_label], name, profile("paper")))
+    b = _find(cells, cell_of(dev, rows[label], name, profile("paper")))
+    if not a or not b or "utility_mean" not in a or "utility_mean" not in b:
+        return "not measured in this run"
+    d = b["utility_mean"] - a["utility_mean"]
+    return (f"utility {fraction(a['utility_mean'])} → {fraction(b['utility_mean'])} ({d:+.2f}), "
+            f"mean time {seconds(a.get('t_avg'))} → {seconds(b.get('t_avg'))}")
+
+
+def deviations_table(res: dict[str, Any], name: str = "salaries") -> Table:
+    """Every way the runs differ from the paper's experiments, with the measured effect where
+    an ablation measured it (the deviations group, on `name`)."""
+    rows = [
+        ("Data", "synthetic tables shaped like the paper's (salaries 51,000 rows, 9/8/8 values; homicides "
+         "110,000, 5/7/7), with planted contextual outliers", "not measurable: the paper's extracts are not "
+         "available"),
+        ("Machine and implementation", "2 shared cores, per-cell summaries; the paper: 132 cores and a "
+         "precomputed reference file", "times are not comparable; both are shown"),
+        ("Records", "the planted outliers (salaries 36, homicides 30; on the reduced tables those they hold), "
+         "releases spread to ≥ the paper's 200 per cell", "the paper's outliers are not named"),
+        ("Start C_V (paper profile)", "the first valid context up from V's cell (the paper: 'an initial search', "
+         "unspecified)", _effect(res, name, "start: the engine's top-down search") + " with the engine's start"),
+        ("Reduced table (Tables 6–7, 12–13)", "salaries: 4 job titles × 5 employers × 5 years = 12,756 rows "
+         "(the paper: 11,000 rows, 14 values); homicides 28,604 rows, 12 values (the paper: 28,000)",
+         "Grubbs: " + _effect(res, name, "Grubbs on the full table", "Grubbs on the reduced table")
+         + " on the full table; Histogram: "
+         + _effect(res, name, "Histogram on the full table", "Histogram on the reduced table")),
+        ("ε of Tables 4–5", "0.2 as in the tables (Figure 2's caption says 0.1)", "—"),
+        ("Engine profile: accounting", "tight (ε1 = ε/(n+1) for BFS; the paper: ε/(2n+2))",
+         _effect(res, name, "tight accounting")),
+        ("Engine profile: BFS descents", "24 validity-only random descents seed BFS's frontier (the paper: none)",
+         _effect(res, name, "24 validity-only descents")),
+        ("Engine profile: start", "the engine's top-down validity-only start search",
+         _effect(res, name, "start: the engine's top-down search")),
+        ("Engine profile: all three", "the engine's BFS", _effect(res, name, "all three (the engine's BFS)")),
+        ("COE match (Tables 12–13)", "40 outliers × 20 neighbours per ΔD (the paper: 100 × 50)",
+         "wider confidence; the shares are estimates either way"),
+        ("LOF", "DESIGN.md's LOF counts every tie at a k-distance (scikit-learn breaks them arbitrarily)",
+         "none on data without ties; the bundled metrics have ties"),
+    ]
+    return make_table("Deviations from the paper, with their measured effect (BFS + LOF, ε = 0.2, n = 50, "
+                      f"{name}, paper profile unless said)", ["what", "here", "effect"], rows,
+                      ("Effects are measured by the deviations group (`--groups deviations`): the paper profile "
+                       "with one setting changed at a time, same records and seeds.",))

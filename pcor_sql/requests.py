@@ -23,7 +23,9 @@ from typing import Any, Mapping, Sequence
 
 from pcor_sql.core.accounting import ACCOUNTINGS, Budget, derive_budget, validate_epsilon, validate_samples
 from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES, validate_norm, validate_params
-from pcor_sql.core.searches import DEFAULT_MAX_ADMISSIBLE, DEFAULT_SAMPLES, SEARCH_SPECS, search_spec
+from pcor_sql.core.searches import (
+    DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES, DEFAULT_MAX_ADMISSIBLE, DEFAULT_SAMPLES, SEARCH_SPECS, search_spec,
+)
 from pcor_sql.core.start import DEFAULT_DESCENTS
 from pcor_sql.errors import UserError
 
@@ -81,9 +83,13 @@ class OutlierRequest:
         minimum_inclusive=False,
     )
     search: str = option(
-        "bfs", "direct, uniform, random-walk, dfs or bfs", "search = 'bfs'", kind="string", choices=tuple(SEARCH_SPECS)
+        "bfs", "direct, uniform, random-walk, dfs, bfs or explore", "search = 'bfs'", kind="string",
+        choices=tuple(SEARCH_SPECS),
     )
-    samples: int = option(DEFAULT_SAMPLES, "samples n of the search", "samples = 50", kind="integer", minimum=1)
+    samples: int | None = option(
+        None, f"samples n of the search (default: the search's own — {DEFAULT_SAMPLES}; explore: "
+        f"{DEFAULT_EXPLORE_SAMPLES:,} valid contexts)", "samples = 50", kind="integer", minimum=1,
+    )
     utility: str = option(
         "population", "utility of a context: population or overlap", "utility = 'population'",
         kind="string", choices=UTILITIES,
@@ -107,6 +113,11 @@ class OutlierRequest:
         "(free under OCDP; 0 = the paper's Algorithm 5)",
         "descents = 24", kind="integer", minimum=0,
     )
+    max_checks: int = option(
+        DEFAULT_EXPLORE_CHECKS,
+        "explore: the most contexts it verifies (a count, never a time limit: see the search's documentation)",
+        "max_checks = 2000", kind="integer", minimum=1,
+    )
     max_contexts: int | None = option(
         DEFAULT_MAX_ADMISSIBLE, "refuse to enumerate more admissible contexts than this (direct search, coe)"
     )
@@ -122,7 +133,11 @@ class OutlierRequest:
         if self.utility not in UTILITIES:
             raise UserError(f"unknown utility {self.utility!r}", f"use one of: {', '.join(UTILITIES)}")
         spec = search_spec(self.search)
-        validate_samples(self.samples)
+        # Left out, n is the search's own; remembered so that `replace(search=...)` gives the
+        # new search its own n rather than the old one's.
+        object.__setattr__(self, "_samples_given", self.samples is not None)
+        _set(self, "samples", validate_samples(spec.default_samples if self.samples is None else self.samples))
+        _set(self, "max_checks", _count(self.max_checks, "max_checks", "max_checks=2000", minimum=1))
         _set(self, "descents", _count(self.descents, "descents", "descents=24 (0: the paper's BFS)"))
         if "descents" not in spec.options:
             _set(self, "descents", 0)  # only bfs reads it; shown as 0 elsewhere
@@ -144,7 +159,10 @@ class OutlierRequest:
         return {name: getattr(self, name) for name in search_spec(self.search).options}
 
     def replace(self, **changes: Any) -> "OutlierRequest":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again). A request whose n was left to
+        its search keeps it so: a new search gets its own default n."""
+        if "samples" not in changes and not getattr(self, "_samples_given", True):
+            changes["samples"] = None
         return dataclasses.replace(self, **changes)
 
 

@@ -17,7 +17,7 @@ def con():
     c.close()
 
 
-@pytest.mark.parametrize("search", ["direct", "uniform", "random-walk", "dfs", "bfs"])
+@pytest.mark.parametrize("search", ["direct", "uniform", "random-walk", "dfs", "bfs", "explore"])
 def test_release_holds_context_and_parameters_only(con, search):
     r = pcor_sql.explain_outlier(con, Q, search=search, verifier="grubbs", seed=3, samples=20)
     assert r.search == search and r.samples == 20 and r.seeded and r.owner is None

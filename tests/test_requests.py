@@ -58,6 +58,8 @@ def test_a_request_is_frozen_and_hashable():
         ({"verifier": "lof(k=5)"}, "options in its text"),
         ({"seed": -1}, "seed"),
         ({"max_contexts": 0}, "max_contexts"),
+        ({"max_checks": 0}, "max_checks"),
+        ({"max_checks": 2.5}, "max_checks"),
         ({"owner_view": "yes"}, "owner_view"),
         ({"selector": " "}, "selector"),
         ({"dataset": ""}, "dataset"),
@@ -72,6 +74,25 @@ def test_by_as_text_is_a_list_of_names_not_of_characters():
     assert OutlierRequest(**BASE, by="region, product").by == ("region", "product")
     assert OutlierRequest(**BASE, by="region").by == ("region",)
     assert OutlierRequest(**BASE).replace(by="a,b").by == ("a", "b")
+
+
+def test_samples_default_to_the_searchs_own_n():
+    assert OutlierRequest(**BASE, search="explore").samples == 10_000
+    assert OutlierRequest(**BASE, search="explore").max_checks == 2_000
+    assert OutlierRequest(**BASE, search="dfs").samples == 50
+    # n left to the search follows the search; an n the caller gave stays
+    assert OutlierRequest(**BASE).replace(search="explore").samples == 10_000
+    assert OutlierRequest(**BASE, search="explore").replace(search="bfs").samples == 50
+    assert OutlierRequest(**BASE, samples=7).replace(search="explore").samples == 7
+    assert OutlierRequest(**BASE, search="explore", samples=300).replace(epsilon=1.0).samples == 300
+
+
+def test_explore_spends_the_whole_epsilon_on_one_em():
+    tight = OutlierRequest(**BASE, search="explore", epsilon=0.2).budget
+    paper = OutlierRequest(**BASE, search="explore", epsilon=0.2, accounting="paper").budget
+    assert (tight.max_em_calls, tight.epsilon1) == (1, 0.2)
+    assert (paper.max_em_calls, paper.epsilon1) == (1, 0.1)
+    assert OutlierRequest(**BASE, search="explore", max_checks=5).search_options() == {"samples": 10_000, "max_checks": 5}
 
 
 def test_descents_apply_to_bfs_only():
@@ -108,5 +129,6 @@ def test_options_are_described_once_in_the_fields():
         for name, f in statement_options(cls).items():
             assert f.metadata["example"].startswith(name), name
     assert set(statement_options(OutlierRequest)) == {
-        "start", "utility", "search", "samples", "descents", "epsilon", "accounting", "seed", "dataset", "owner_view"
+        "start", "utility", "search", "samples", "descents", "max_checks", "epsilon", "accounting", "seed", "dataset",
+        "owner_view",
     }

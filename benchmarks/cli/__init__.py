@@ -1,8 +1,9 @@
 """`python -m benchmarks`: the lab's command line, run from a checkout (not in the wheel).
 
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
-experiment tables), `anomaly-evidence` (SP vs DP error rates) and `scale` (large tables, wide
-spaces). Errors behave as in `pcor-sql` — one `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
+experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
+error rates) and `scale` (large tables, wide spaces). Errors behave as in `pcor-sql` — one
+`error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
 
@@ -12,6 +13,7 @@ import typer
 
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
+from benchmarks.cli.explore import explore
 from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
 from benchmarks.cli.spark import spark_scale
@@ -36,6 +38,7 @@ app.callback(
 _COMMANDS = (
     ("bench", "Time releases against a naive baseline measured in the same run.", bench),
     ("reproduce", "Reproduce the PCOR paper's experiment tables on the bundled data.", reproduce),
+    ("explore", "Measure the explore search against BFS on every planted outlier, next to its targets.", explore),
     ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
      anomaly_evidence),
     ("scale", "Time releases on 10M-100M-row tables and on context spaces past 64 free bits.", scale),

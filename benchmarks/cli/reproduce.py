@@ -144,6 +144,14 @@ def reproduce(
             help="Write PNG figures when matplotlib is installed (extra: plot).",
         ),
     ] = True,
+    figures_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--figures-dir", metavar="DIR",
+            help="Where the PNG figures go (default OUT_DIR/figures). With --update-benchmarks, a folder next to "
+            "BENCHMARKS.md (e.g. docs/benchmarks) lets the section show them.",
+        ),
+    ] = None,
     update_benchmarks: UpdateBenchmarks = False,
     benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
     benchmarks_section: BenchmarksSection = "reproduce",
@@ -196,7 +204,8 @@ def reproduce(
         ("--repeats", repeats, None), ("--groups", groups, None), ("--match", match, True),
         ("--match-datasets", match_datasets, None), ("--match-outliers", match_outliers, None),
         ("--match-neighbours", match_neighbours, None), ("--seed", seed, 2024),
-        ("--figures", figures, True), ("--exact-cache", exact_cache, None), ("--from-json", from_json, None),
+        ("--figures", figures, True), ("--figures-dir", figures_dir, None), ("--exact-cache", exact_cache, None),
+        ("--from-json", from_json, None),
         ("--benchmarks-section", benchmarks_section, "reproduce"),
     ])
     with progress_reporter() as report:
@@ -235,10 +244,23 @@ def reproduce(
     print_tables(tables)
     extra = ""
     if figures:
-        written, why = write_figures(result, out_dir / "figures")
+        folder = figures_dir or out_dir / "figures"
+        written, why = write_figures(result, folder)
         result["figures"] = [str(p) for p in written]
-        extra = (f"Figures: {', '.join(p.name for p in written)} (in {out_dir / 'figures'})." if written
-                 else f"Figures: none ({why}).")
+        extra = figure_text(written, why, benchmarks_file.resolve().parent)
         report(extra)
     write_results(out_dir, "reproduce", "python -m benchmarks reproduce", command, result, tables, update_benchmarks,
                   benchmarks_file, extra, section=section)
+
+
+def figure_text(written: list[Path], why: str, benchmarks_dir: Path) -> str:
+    """The figures as Markdown images when they sit under BENCHMARKS.md's folder (paths relative
+    to it), else as a list of files."""
+    if not written:
+        return f"Figures: none ({why})."
+    try:
+        rel = [p.resolve().relative_to(benchmarks_dir) for p in written]
+    except ValueError:
+        return f"Figures: {', '.join(p.name for p in written)} (in {written[0].parent})."
+    return "Figures (the paper's Figures 1–5: per-release histograms of utility and runtime):\n\n" + "\n\n".join(
+        f"![{p.stem}]({p.as_posix()})" for p in rel)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -21,8 +21,16 @@ def explain_outlier(
     by: o.By = None,
     domain: o.Domain = None,
     epsilon: Annotated[float, typer.Option("--epsilon", help="Total privacy cost ε of each release (> 0).")] = 0.2,
-    search: Annotated[str, typer.Option("--search", help="direct, uniform, random-walk, dfs or bfs.")] = "bfs",
-    samples: Annotated[int, typer.Option("--samples", help="Samples n of the search.")] = 50,
+    search: Annotated[
+        Optional[str],
+        typer.Option("--search", help="direct, uniform, random-walk, dfs, bfs or explore (default: bfs).",
+                     show_default=False),
+    ] = None,
+    samples: Annotated[
+        Optional[int],
+        typer.Option("--samples", help="Samples n of the search (default: the search's own; 50, explore 10,000).",
+                     show_default=False),
+    ] = None,
     verifier: o.Verifier = "lof",
     verifier_option: o.VerifierOption = None,
     utility: o.Utility = "population",

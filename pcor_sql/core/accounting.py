@@ -3,6 +3,7 @@
 | search                    | EM calls (worst case) | paper accounting | tight (monotone u) |
 |---------------------------|-----------------------|------------------|--------------------|
 | direct, uniform, rnd walk | 1                     | ε = 2ε1          | ε = ε1             |
+| explore (any n)           | 1                     | ε = 2ε1          | ε = ε1             |
 | dfs, bfs                  | n + 1                 | ε = (2n+2)ε1     | ε = (n+1)ε1        |
 
 Sequential composition of the EM calls (each 2ε1, or ε1 for monotone utilities; see

@@ -1,4 +1,5 @@
-"""The five private searches of the PCOR paper (Algorithms 1–5), over admissible contexts only.
+"""The five private searches of the PCOR paper (Algorithms 1–5) and `explore` (DESIGN.md §7),
+over admissible contexts only.
 
 Each search reads the data only through an `Oracle`: `is_valid(mask)` (V is an outlier in the
 context — a validity-only question, free under OCDP because it is a function of COE(D, V)) and
@@ -10,12 +11,13 @@ trace). Costs, with ε1 per EM call (2ε1 in the paper's general accounting):
 - random-walk (Alg. 3): validity-only walk of n samples; EM     → ε1
 - dfs (Alg. 4): EM picks each child to push (≤ n), final EM     → (n+1)ε1
 - bfs (Alg. 5): EM picks each node to expand (≤ n), final EM    → (n+1)ε1
+- explore (DESIGN.md §7): validity-only exploration; one EM      → ε1
 
 Proof sketch for dfs/bfs: the output is a post-processing of the sequence of EM outcomes;
 every step's candidate set is determined by earlier outcomes and COE alone (equal on OCDP
 neighbours), so by adaptive sequential composition the sequence is (calls·ε1)-DP, calls ≤ n+1.
-For uniform and random-walk the sample is drawn from a law that depends on COE alone, so the
-single EM over it costs ε1 for every fixed sample, hence for the mixture.
+For uniform, random-walk and explore the sample is drawn from a law that depends on COE alone,
+so the single EM over it costs ε1 for every fixed sample, hence for the mixture.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from pcor_sql.core.exploration import collect
 from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.randomness import Source, uniform_open
 from pcor_sql.core.space import ContextSpace
@@ -33,6 +36,9 @@ from pcor_sql.errors import InternalError, NoValidContext, UserError, option_hin
 
 DEFAULT_SAMPLES = 50
 DEFAULT_MAX_DRAWS = 100_000
+#: explore's own n (valid contexts collected) and its cap on distinct contexts checked.
+DEFAULT_EXPLORE_SAMPLES = 10_000
+DEFAULT_EXPLORE_CHECKS = 2_000
 #: The most admissible contexts `direct` (and the owner's COE) will enumerate unless told otherwise.
 DEFAULT_MAX_ADMISSIBLE = 1 << 23
 
@@ -223,6 +229,52 @@ def bfs(
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
 
 
+def explore(
+    oracle: Oracle,
+    eps1: float,
+    source: Source,
+    *,
+    samples: int = DEFAULT_EXPLORE_SAMPLES,
+    max_checks: int = DEFAULT_EXPLORE_CHECKS,
+) -> SearchResult:
+    """Beyond the paper (DESIGN.md §7): explore the lattice by validity alone, largest contexts
+    first, collecting up to `samples` valid contexts while checking at most `max_checks`
+    distinct contexts (`core.exploration.collect`), then spend the whole budget on one EM
+    over what was collected. Cost: ε1 (tight, monotone utility) or 2ε1 (paper); so the
+    request's ε buys ε1 = ε or ε/2.
+
+    Proof sketch. Let S be the collected set. `collect` reads only validity answers and coins
+    drawn from `source` independently of the data, and stops on counts (valid contexts found,
+    contexts checked) that are functions of its own path: S is a random variable whose law is
+    a function of COE(D, V) and the coins alone — the same law on OCDP neighbours D, D'
+    (they share COE(·, V)). For each fixed s, EM_ε1 over s with a utility of sensitivity 1
+    gives Pr[c | D, s] ≤ e^{ε1}·Pr[c | D', s] for a monotone utility (e^{2ε1} in general;
+    `mechanism`). Mixing over the common law of S: Pr[c | D] = Σ_s Pr[S = s]·Pr[c | D, s]
+    ≤ e^{ε1}·Σ_s Pr[S = s]·Pr[c | D', s] = e^{ε1}·Pr[c | D']. When the budget covers every
+    admissible context and `samples` ≥ |COE(D, V)|, S = COE(D, V) and the output law is
+    exactly `direct`'s.
+
+    No wall-clock cap, on purpose: a time limit would make S depend on how long each check
+    takes, and that depends on the data (population sizes, how far LOF's window has to grow,
+    caches), not on COE alone — a timing channel into the released context that the proof
+    above does not cover. The count `max_checks` bounds the time instead: at most that many
+    verifications, each bounded by the verifier's cost on the largest population.
+    OCDP protects nothing that COE itself reveals; DESIGN.md §7 and the §6.7 measurement in
+    BENCHMARKS.md."""
+    trace = Trace()
+    found = collect(oracle, source, samples=samples, max_checks=max_checks)
+    trace.validity_checks = len(found.checked)
+    if found.stopped == "max_checks":
+        trace.notes.append(f"explore checked its cap of {max_checks:,} contexts; {len(found.valid):,} valid collected")
+    if not found.valid:
+        raise NoValidContext(
+            f"the record is an outlier in none of the {len(found.checked):,} contexts explored",
+            "try another verifier or options, other attributes (--by), or raise max_checks",
+        )
+    trace.visited = list(found.valid)
+    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+
+
 @dataclass(frozen=True)
 class SearchSpec:
     """A search and its privacy map (OpenDP's habit: the mechanism declares its own cost).
@@ -239,6 +291,7 @@ class SearchSpec:
     em_calls_per_sample: int = 0
     graph: bool = False
     options: tuple[str, ...] = ()
+    default_samples: int = DEFAULT_SAMPLES
 
     def worst_case_em_calls(self, samples: int) -> int:
         return self.em_calls_per_sample * samples + 1
@@ -262,6 +315,11 @@ def _run_dfs(oracle: Oracle, eps1: float, source: Source, start: int, **opts) ->
     return dfs(oracle, eps1, source, start, samples=opts.get("samples", DEFAULT_SAMPLES))
 
 
+def _run_explore(oracle: Oracle, eps1: float, source: Source, start: int | None, **opts) -> SearchResult:
+    return explore(oracle, eps1, source, samples=opts.get("samples", DEFAULT_EXPLORE_SAMPLES),
+                   max_checks=opts.get("max_checks", DEFAULT_EXPLORE_CHECKS))
+
+
 def _run_bfs(oracle: Oracle, eps1: float, source: Source, start: int, **opts) -> SearchResult:
     return bfs(oracle, eps1, source, start, samples=opts.get("samples", DEFAULT_SAMPLES),
                descents=opts.get("descents", DEFAULT_DESCENTS))
@@ -279,6 +337,8 @@ SEARCH_SPECS: dict[str, SearchSpec] = {
                    options=("samples",)),
         SearchSpec("bfs", "Alg. 5", "EM picks each node to expand; final EM", _run_bfs, em_calls_per_sample=1,
                    graph=True, options=("samples", "descents")),
+        SearchSpec("explore", "DESIGN §7", "validity-only exploration, largest contexts first; one EM", _run_explore,
+                   options=("samples", "max_checks"), default_samples=DEFAULT_EXPLORE_SAMPLES),
     )
 }
 
@@ -302,7 +362,7 @@ def run_search(
     **options: int,
 ) -> SearchResult:
     """Run the declared search `name` with its options by name (`samples`, `descents`,
-    `max_admissible`, `max_draws`: each search reads its own and ignores the others, so a
+    `max_admissible`, `max_draws`, `max_checks`: each search reads its own and ignores the others, so a
     request can pass its search options through unchanged). Graph searches need an
     admissible `start`."""
     spec = search_spec(name)

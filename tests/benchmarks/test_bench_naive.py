@@ -65,7 +65,7 @@ def test_naive_oracle_equals_evaluator_on_every_context(con, name):
 
 
 def test_naive_release_is_the_engines_release(con):
-    for search in ("bfs", "dfs", "random-walk", "uniform"):
+    for search in ("bfs", "dfs", "random-walk", "uniform", "explore"):
         run = tiny_run(con, "grubbs", search=search, samples=10, epsilon=0.2, accounting="tight")
         engine = run.release(0, np.random.default_rng(3))
         naive = naive_release(con, run, 0, NaiveVerifier("grubbs", {}), np.random.default_rng(3))

@@ -42,11 +42,17 @@ def _group(key):
     return next(g for g in GROUPS if g.key == key)
 
 
+def _row(group, search):
+    return next(r for r in group.rows if r.changes.get("search") == search)
+
+
 def test_paper_profile_runs_algorithm_5_with_paper_accounting_from_vs_cell():
     paper = profile("paper")
     sampling = _group("sampling")
     cells = [cell_of(sampling, row, "salaries", paper) for row in sampling.rows]
-    assert [c.search for c in cells] == ["uniform", "random-walk", "dfs", "bfs"]
+    assert [c.search for c in cells if c] == ["uniform", "random-walk", "dfs", "bfs"]
+    assert cells[-1] is None  # explore is not the paper's: the paper profile does not run it
+    cells = cells[:-1]
     for c in cells:
         assert (c.accounting, c.start, c.table, c.samples, c.epsilon) == ("paper", "cell", "full", 50, 0.2)
         assert c.descents == 0
@@ -59,7 +65,7 @@ def test_paper_profile_runs_algorithm_5_with_paper_accounting_from_vs_cell():
 def test_engine_profile_takes_the_engines_defaults():
     engine = profile("engine")
     sampling, samples = _group("sampling"), _group("samples")
-    bfs = cell_of(sampling, sampling.rows[-1], "homicides", engine)
+    bfs = cell_of(sampling, _row(sampling, "bfs"), "homicides", engine)
     assert bfs.accounting == request_default("accounting") and bfs.start == "engine"
     assert bfs.descents == request_default("descents")
     uniform = cell_of(sampling, sampling.rows[0], "homicides", engine)
@@ -68,6 +74,18 @@ def test_engine_profile_takes_the_engines_defaults():
     assert eps.search == request_default("search") and eps.epsilon == 0.05
     # Tables 10–11 vary BFS's n: BFS whatever the default search
     assert {cell_of(samples, r, "homicides", engine).search for r in samples.rows} == {"bfs"}
+    explore = cell_of(sampling, _row(sampling, "explore"), "homicides", engine)
+    assert (explore.samples, explore.descents) == (10_000, 0)
+
+
+def test_the_deviations_change_one_setting_of_the_paper_profile_at_a_time():
+    paper, dev = profile("paper"), _group("deviations")
+    base = cell_of(_group("sampling"), _row(_group("sampling"), "bfs"), "salaries", paper)
+    cells = [cell_of(dev, r, "salaries", paper) for r in dev.rows]
+    assert cells[0] == base
+    for c in cells[1:4]:
+        assert sum(getattr(c, f) != getattr(base, f) for f in ("start", "descents", "accounting")) == 1
+    assert all(cell_of(dev, r, "salaries", profile("engine")) is None for r in dev.rows)
 
 
 def _result(prof, cells, groups, match=()):
@@ -78,7 +96,7 @@ def _result(prof, cells, groups, match=()):
 
 def test_merge_results_joins_shards_and_recomputes_targets():
     a = {"cell": Cell("salaries", search="uniform").key, "releases": 1}
-    bfs = cell_of(_group("sampling"), _group("sampling").rows[-1], "salaries", profile("paper"))
+    bfs = cell_of(_group("sampling"), _row(_group("sampling"), "bfs"), "salaries", profile("paper"))
     b = {"cell": bfs.key, "releases": 1, "utility_mean": 0.93, "ratios": [0.93], "records": [1]}
     merged = merge_results([_result("paper", [a], ["sampling"]), _result("paper", [b, a], ["epsilon"], [{"m": 1}])])
     assert [c["cell"] for c in merged["profiles"]["paper"]["salaries"]["cells"]] == [a["cell"], b["cell"]]

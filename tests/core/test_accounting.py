@@ -30,6 +30,9 @@ EXPECTED_02_50 = {
     ("dfs", "paper"): (0.2 / 102, 51, 0.2 / 51),
     ("bfs", "tight"): (0.2 / 51, 51, 0.2 / 51),
     ("bfs", "paper"): (0.2 / 102, 51, 0.2 / 51),
+    # explore: validity-only collection, one EM whatever n is (DESIGN.md §7)
+    ("explore", "tight"): (0.2, 1, 0.2),
+    ("explore", "paper"): (0.1, 1, 0.2),
 }
 
 

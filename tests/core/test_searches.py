@@ -15,7 +15,7 @@ from scipy import stats
 
 from pcor_sql.core import searches
 from pcor_sql.core.mechanism import em_probabilities
-from pcor_sql.core.searches import bfs, dfs, direct, random_walk, run_search, uniform
+from pcor_sql.core.searches import bfs, dfs, direct, explore, random_walk, run_search, uniform
 from pcor_sql.core.space import Attribute, ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import InternalError, NoValidContext, UserError
@@ -366,3 +366,104 @@ def test_bfs_descents_seed_the_frontier_by_validity_only():
         # With the same coins, the frontier's first EM sees the start and the distinct roots.
         first = res.trace.em_calls[0].candidates
         assert first == len({start, *random_descents(FakeOracle(SPACE, valid), np.random.default_rng(seed), 6)})
+
+
+# -- explore ----------------------------------------------------------------------------
+
+
+def test_explore_reads_validity_only_until_its_one_em(em_counter):
+    for seed in range(40):
+        valid = random_valid_set(600 + seed, p=0.2 + 0.6 * (seed % 3) / 2)
+        if not valid:
+            continue
+        # Two oracles with the same COE and unrelated utilities: same coins, same collection.
+        a = FakeOracle(SPACE, valid, {m: float(seed * m % 13) for m in ALL})
+        b = FakeOracle(SPACE, valid, {m: -float(m) for m in ALL})
+        n, cap = 1 + seed % 9, 8 + seed % 30
+        before = len(em_counter)
+        try:
+            ra = explore(a, 0.4, np.random.default_rng(seed), samples=n, max_checks=cap)
+        except NoValidContext:  # no valid context within the cap: the same on b, and no EM
+            with pytest.raises(NoValidContext):
+                explore(b, 0.4, np.random.default_rng(seed), samples=n, max_checks=cap)
+            assert not a.utility_asked and not b.utility_asked and len(em_counter) == before
+            continue
+        rb = explore(b, 0.4, np.random.default_rng(seed), samples=n, max_checks=cap)
+        assert ra.trace.visited == rb.trace.visited
+        assert set(ra.trace.visited) <= valid and ra.mask in ra.trace.visited
+        assert len(ra.trace.visited) <= n and ra.trace.validity_checks <= cap
+        # utilities are read once per collected context, for the final EM, and nothing else
+        assert set(a.utility_asked) == set(ra.trace.visited) and all(c == 1 for c in a.utility_asked.values())
+        assert ra.trace.n_em_calls == 1 and [c.step for c in ra.trace.em_calls] == ["final"]
+        assert em_counter[before:] == [len(ra.trace.visited)] * 2
+        assert all(c == 1 for c in a.validity_asked.values())  # no context is verified twice
+
+
+def test_explore_stops_at_its_caps_and_says_so():
+    oracle = FakeOracle(SPACE, ALL)
+    res = explore(oracle, 0.5, np.random.default_rng(0), samples=4, max_checks=1000)
+    assert len(res.trace.visited) == 4 and res.trace.notes == []
+    # everything valid: the full context first, then contexts one value smaller
+    assert res.trace.visited[0] == SPACE.full
+    assert all(m.bit_count() == SPACE.t - 1 for m in res.trace.visited[1:])
+    capped = explore(FakeOracle(SPACE, {SPACE.v_mask}), 0.5, np.random.default_rng(0), max_checks=7)
+    assert capped.trace.validity_checks == 7 and "cap of 7" in capped.trace.notes[0]
+    with pytest.raises(NoValidContext):
+        explore(FakeOracle(SPACE, {SPACE.v_mask}), 0.5, np.random.default_rng(0), max_checks=3)
+    with pytest.raises(NoValidContext):
+        explore(FakeOracle(SPACE, set()), 0.5, np.random.default_rng(0))
+
+
+def test_explore_collects_all_of_coe_when_its_budget_covers_the_lattice():
+    for seed in range(30):
+        valid = random_valid_set(700 + seed, p=0.1 + 0.8 * seed / 30)
+        if not valid:
+            continue
+        oracle = FakeOracle(SPACE, valid)
+        res = explore(oracle, 0.5, np.random.default_rng(seed), samples=len(ALL), max_checks=len(ALL))
+        assert set(res.trace.visited) == valid and res.trace.validity_checks <= len(ALL)
+
+
+@pytest.mark.slow
+def test_explore_output_law_equals_directs_when_it_sees_every_valid_context():
+    valid = sorted(random_valid_set(9, p=0.5))
+    util = {m: float(m.bit_count()) + (m % 5) for m in ALL}
+    runs = 3_000
+    exp_counts = Counter(
+        explore(FakeOracle(SPACE, valid, util), 0.4, np.random.default_rng(s), samples=64, max_checks=64).mask
+        for s in range(runs)
+    )
+    law = em_probabilities([util[m] for m in valid], 0.4)
+    observed = np.array([exp_counts[m] for m in valid], dtype=float)
+    assert observed.sum() == runs
+    assert stats.chisquare(observed, law * runs).pvalue >= P_MIN
+    # negative control: the same draws reject a law with a 1.5× larger ε1
+    assert stats.chisquare(observed, em_probabilities([util[m] for m in valid], 0.6) * runs).pvalue < P_MIN
+
+
+@pytest.mark.slow
+def test_explore_output_law_is_the_em_over_its_collection():
+    # A cap below the lattice: S is random (a function of COE and the coins); given S the
+    # release is EM_ε1 over S. Replaying the collection with the same coins gives S per seed,
+    # so the expected law Σ_s Pr[s]·EM_s is known exactly and the releases must follow it.
+    from pcor_sql.core.exploration import collect
+
+    valid = sorted(random_valid_set(10, p=0.5) - {SPACE.full})  # without the top: S varies with the coins
+    util = {m: float(m.bit_count()) * 2 + (m % 3) for m in ALL}
+    runs, expected = 3_000, Counter()
+    counts = Counter()
+    for s in range(runs):
+        coll = list(collect(FakeOracle(SPACE, valid, util), np.random.default_rng(s), samples=5, max_checks=16).valid)
+        if not coll:  # nothing valid within the cap: no release
+            with pytest.raises(NoValidContext):
+                explore(FakeOracle(SPACE, valid, util), 0.3, np.random.default_rng(s), samples=5, max_checks=16)
+            continue
+        res = explore(FakeOracle(SPACE, valid, util), 0.3, np.random.default_rng(s), samples=5, max_checks=16)
+        counts[res.mask] += 1
+        assert coll == res.trace.visited
+        for m, p in zip(coll, em_probabilities([util[m] for m in coll], 0.3)):
+            expected[m] += p
+    support = sorted(expected)
+    assert set(counts) <= set(support) and len(support) >= 8
+    assert sum(counts.values()) == round(sum(expected.values())) > runs // 2
+    assert stats.chisquare([counts[m] for m in support], [expected[m] for m in support]).pvalue >= P_MIN

@@ -32,7 +32,7 @@ from pcor_sql.engine.release import release_one, released_predicate
 from pcor_sql.errors import UserError
 from tests.engine.small_data import BASE_ROWS, NEIGHBOUR_DROP_ID, MomentZ, SmallCase, small_case
 
-SEARCHES = ("direct", "uniform", "random-walk", "dfs", "bfs")
+SEARCHES = ("direct", "uniform", "random-walk", "dfs", "bfs", "explore")
 VERIFIER = MomentZ(2.0)
 BIG = 1 << 20  # max_admissible for the 32-context lattice: never the limiting factor here
 P_MIN = 1e-3  # chi-square acceptance level
@@ -152,6 +152,27 @@ def test_direct_output_law_is_exactly_the_exponential_mechanism(d):
     # negative control: the same draws reject a law with a 1.5× larger ε1 and the uniform law
     assert merged_chisquare(observed, em_probabilities(utils, 1.5 * eps1) * runs) < P_MIN
     assert merged_chisquare(observed, np.full(len(masks), runs / len(masks))) < P_MIN
+
+
+@pytest.mark.slow
+def test_explore_output_law_is_directs_when_it_sees_every_valid_context(d):
+    # 32 admissible contexts, 20 valid: explore's own defaults (n = 10,000, 2,000 checks)
+    # cover the lattice, so it collects all of COE and its law is direct's, exactly.
+    runs = 10_000
+    budget = derive_budget(0.2, "explore", 10_000, "tight")
+    assert (budget.epsilon1, budget.max_em_calls) == (0.2, 1)
+    oracle = FrozenCOE(d.evaluator(VERIFIER))
+    masks, utils = oracle.coe(BIG)
+    law = em_probabilities(utils, budget.epsilon1)
+    counts = Counter()
+    for seed in range(runs):
+        res = run_search("explore", oracle, budget.epsilon1, make_source(seed)[0], start=None)
+        assert sorted(res.trace.visited) == sorted(int(m) for m in masks)
+        counts[res.mask] += 1
+    observed = np.array([counts[int(m)] for m in masks], dtype=float)
+    assert observed.sum() == runs
+    assert merged_chisquare(observed, law * runs) >= P_MIN
+    assert merged_chisquare(observed, em_probabilities(utils, 1.5 * budget.epsilon1) * runs) < P_MIN
 
 
 # -- every release is valid ------------------------------------------------------------
@@ -274,7 +295,7 @@ AUDIT_ALPHA = 1e-3  # family-wise probability that any confidence interval below
 MIN_COUNT = 200  # outputs compared: seen at least this often on both datasets
 EPS1 = 0.5  # per EM call: large enough that a 3× broken mechanism is visible at these run counts
 AUDIT_SAMPLES = 4  # n for the sampling searches: dfs/bfs make ≤ n + 1 EM calls
-AUDIT_RUNS = {"direct": 20_000, "uniform": 10_000, "random-walk": 10_000, "dfs": 8_000, "bfs": 8_000}
+AUDIT_RUNS = {"direct": 20_000, "uniform": 10_000, "random-walk": 10_000, "dfs": 8_000, "bfs": 8_000, "explore": 10_000}
 
 
 def clopper_pearson(k: int, n: int, level: float) -> tuple[float, float]:

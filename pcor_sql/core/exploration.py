@@ -1,0 +1,183 @@
+"""Validity-only exploration of the context lattice: the collection step of the `explore` search.
+
+`collect` gathers valid contexts of V while reading nothing but validity, and coins drawn from
+the source it is given. It never reads a population or a utility, so the set it returns is a
+random variable whose law is a function of COE(D, V) alone (DESIGN.md §7): free under OCDP.
+The privacy argument is in `pcor_sql.core.searches.explore`, which spends the whole ε on one
+exponential mechanism over what this collects.
+
+Where it looks — from the top of the lattice down, then back up to the largest valid contexts:
+
+1. Descents and climbs. A descent starts at the full context and removes one uniformly
+   random selected free value at a time until the context is valid. A climb then adds removed
+   values back, in a uniformly random order, whenever the larger context is still valid; when
+   no single value can be added it tries pairs of values (validity is not monotone: a context
+   can be a dead end for one value and not for two), and goes on until neither works. It ends
+   on a context no one or two values larger is valid: the top of COE around it, where the
+   largest populations are. Descents repeat until `patience` of them in a row end on a top
+   already met (the tops reachable this way are, most likely, all met), or a cap is reached.
+2. When the whole lattice fits in the budget (2^(t − m) ≤ `max_checks`): every admissible
+   context not yet checked, by size in domain values, largest first, uniformly random order
+   among equals. Then every valid context is collected: the collected set is COE(D, V).
+
+Why not a plain sweep by size from the top (DESIGN.md §7's order) on large lattices: the
+levels hold C(t − m, k) contexts (salaries: 1, 22, 231, 1,540, 7,315, 26,334, …) and for LOF
+the largest valid contexts of a planted outlier are often 6–9 values below the top — tens of
+thousands of checks away. Descents reach that depth in about ten checks and the climbs bring
+them back to the top of COE; measured in BENCHMARKS.md (`python -m benchmarks explore`).
+
+It stops when `samples` valid contexts are collected, when `max_checks` distinct contexts
+have been checked, or when neither phase has anything left. Every stopping rule is a count
+or a function of the validity answers — never of the clock (see `searches.explore` for why).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Iterator, Protocol, Sequence
+
+import numpy as np
+
+from pcor_sql.core.randomness import Source, uniform_open
+from pcor_sql.core.space import ContextSpace
+
+#: Descents in a row that end on a top already met before the descents stop.
+DEFAULT_PATIENCE = 8
+# Levels up to this many contexts are listed and shuffled whole; larger ones are sampled.
+_LIST_LEVEL = 200_000
+
+
+class ValidityOracle(Protocol):
+    space: ContextSpace
+
+    def is_valid(self, mask: int) -> bool: ...
+
+
+class _Done(Exception):
+    """A cap is reached: stop exploring."""
+
+
+@dataclass
+class Collection:
+    """What `collect` found: the valid contexts in the order met, every context checked with
+    its verdict, the tops the climbs reached, and why it stopped."""
+
+    valid: dict[int, None] = field(default_factory=dict)
+    checked: dict[int, bool] = field(default_factory=dict)
+    tops: dict[int, None] = field(default_factory=dict)
+    stopped: str = "exhausted"
+
+
+class _Explorer:
+    def __init__(self, oracle: ValidityOracle, source: Source, samples: int, max_checks: int):
+        self.oracle = oracle
+        self.space = oracle.space
+        self.source = source
+        self.samples = samples
+        self.max_checks = max_checks
+        self.out = Collection()
+
+    def valid(self, mask: int) -> bool:
+        verdict = self.out.checked.get(mask)
+        if verdict is not None:
+            return verdict
+        if len(self.out.checked) >= self.max_checks:
+            self.out.stopped = "max_checks"
+            raise _Done
+        verdict = self.out.checked[mask] = bool(self.oracle.is_valid(mask))
+        if verdict:
+            self.out.valid[mask] = None
+            if len(self.out.valid) >= self.samples:
+                self.out.stopped = "samples"
+                raise _Done
+        return verdict
+
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniformly random order of range(n): argsort of n uniform draws (ties have
+        probability ~2⁻⁵²; the stable sort breaks one by index)."""
+        return np.argsort(uniform_open(self.source, n), kind="stable") if n else np.empty(0, dtype=np.intp)
+
+    # -- 1. descents and climbs --------------------------------------------------------
+    def descend(self) -> int | None:
+        mask = self.space.full
+        while not self.valid(mask):
+            selected = [b for b in self.space.free_bits if (mask >> b) & 1]
+            if not selected:
+                return None
+            mask &= ~(1 << selected[int(self.source.integers(0, len(selected)))])
+        return mask
+
+    def climb(self, mask: int) -> int:
+        while True:
+            missing = [b for b in self.space.free_bits if not (mask >> b) & 1]
+            up = self.step_up(mask, [1 << missing[i] for i in self.permutation(len(missing))])
+            if up is None:
+                pairs = list(itertools.combinations(missing, 2))
+                up = self.step_up(mask, [(1 << pairs[i][0]) | (1 << pairs[i][1]) for i in self.permutation(len(pairs))])
+            if up is None:
+                return mask
+            mask = up
+
+    def step_up(self, mask: int, additions: Sequence[int]) -> int | None:
+        for add in additions:
+            if self.valid(mask | add):
+                return mask | add
+        return None
+
+    def descents(self, patience: int) -> None:
+        stale = 0
+        while stale < patience:
+            mask = self.descend()
+            top = None if mask is None else self.climb(mask)
+            if top is None or top in self.out.tops:
+                stale += 1
+            else:
+                self.out.tops[top] = None
+                stale = 0
+
+    # -- 2. the whole lattice by size --------------------------------------------------
+    def sweep(self) -> None:
+        """Every admissible context by size in domain values, largest first, uniformly random
+        order within a size (those already checked cost nothing)."""
+        full, bits = self.space.full, list(self.space.free_bits)
+        for k in range(len(bits) + 1):
+            for removed in self.level(bits, k):
+                self.valid(full & ~removed)
+
+    def level(self, bits: Sequence[int], k: int) -> Iterator[int]:
+        """The removal sets of size k over `bits` as masks, in uniformly random order."""
+        n = math.comb(len(bits), k)
+        if n <= _LIST_LEVEL:
+            combos = list(itertools.combinations(bits, k))
+            for i in self.permutation(n):
+                yield sum(1 << b for b in combos[i])
+            return
+        # Too large to list (only for lattices far beyond any budget the sweep runs on).
+        seen: set[int] = set()
+        while len(seen) < n:
+            removed = sum(1 << bits[i] for i in self.permutation(len(bits))[:k])
+            if removed not in seen:
+                seen.add(removed)
+                yield removed
+
+
+def collect(
+    oracle: ValidityOracle,
+    source: Source,
+    *,
+    samples: int,
+    max_checks: int,
+    patience: int = DEFAULT_PATIENCE,
+) -> Collection:
+    """Valid contexts of V met by the two phases of the module docstring, until `samples` are
+    collected, `max_checks` distinct contexts are checked or there is nothing left to do."""
+    ex = _Explorer(oracle, source, samples, max_checks)
+    try:
+        ex.descents(patience)
+        if ex.space.n_admissible <= max_checks:
+            ex.sweep()
+    except _Done:
+        pass
+    return ex.out
