@@ -14,6 +14,7 @@ returned), whatever the table's size.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import time
@@ -215,13 +216,30 @@ def _row_keys(codes: np.ndarray, sizes: list[int]) -> np.ndarray:
 
 def _lists(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(every value of the `vs` lists, group after group, as a writable float64 array; each
-    group's list length)."""
+    group's list length).
+
+    With one chunk and no NULL (the usual case) the array is the Arrow result's own buffer,
+    made writable: nothing else holds that result (`_run` made it for us), and sorting it in
+    place saves a copy of the metric — 8 bytes per row, and the page faults of fresh memory
+    (0.05–0.6 s at 10M rows on the benchmark VM). The array keeps the buffer alive."""
     lists = table.column("vs")
     lengths = np.concatenate(
         [pc.list_value_length(c).to_numpy(zero_copy_only=False) for c in lists.chunks] or [np.empty(0)]
     ).astype(np.int64)
-    parts = [c.flatten().to_numpy(zero_copy_only=False) for c in lists.chunks] or [_NO_VALUES]
+    flat = [c.flatten() for c in lists.chunks]
+    if len(flat) == 1 and flat[0].null_count == 0 and flat[0].type == pa.float64() and len(flat[0]):
+        return _writable_view(flat[0]), lengths
+    parts = [f.to_numpy(zero_copy_only=False) for f in flat] or [_NO_VALUES]
     return np.concatenate(parts).astype(np.float64, copy=False), lengths  # concatenate copies: writable
+
+
+def _writable_view(values: pa.Array) -> np.ndarray:
+    """A writable float64 ndarray on a DoubleArray's own buffer. Its `base` is a ctypes array
+    that holds the Arrow array, so the memory lives as long as any view of it."""
+    n = len(values)
+    raw = (ctypes.c_double * n).from_address(values.buffers()[1].address + values.offset * 8)
+    raw.owner = values
+    return np.frombuffer(raw, dtype=np.float64)
 
 
 def _sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> tuple[CellRuns, tuple]:

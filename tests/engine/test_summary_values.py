@@ -125,3 +125,21 @@ def test_rows_with_a_null_attribute_are_left_out_of_both():
     assert runs.n_cells == 2 and sorted(runs.values.tolist()) == [2.0, 3.0]
     assert {tuple(summary.coords[c].tolist()): runs.cell_values(c).tolist() for c in range(2)} == {
         (0, 1): [2.0], (0, 0): [3.0]}
+
+
+def test_cell_lists_become_one_writable_array_in_every_layout():
+    import pyarrow as pa
+
+    from pcor_sql.engine.summary import _lists
+
+    one = pa.table({"vs": pa.array([[3.0, 1.0], [2.0]], type=pa.list_(pa.float64()))})
+    sliced = pa.table({"vs": pa.array([[9.0], [3.0, 1.0], [2.0]], type=pa.list_(pa.float64())).slice(1)})
+    chunked = pa.table({"vs": pa.chunked_array([[[3.0, 1.0]], [[2.0]]], type=pa.list_(pa.float64()))})
+    with_null = pa.table({"vs": pa.array([[3.0, None], [2.0]], type=pa.list_(pa.float64()))})
+    for table in (one, sliced, chunked):
+        values, lengths = _lists(table)
+        assert values.tolist() == [3.0, 1.0, 2.0] and lengths.tolist() == [2, 1]
+        values[:2].sort()  # in place: the Arrow buffer itself when there is one chunk
+        assert values.tolist() == [1.0, 3.0, 2.0]
+    values, _ = _lists(with_null)
+    assert values[0] == 3.0 and np.isnan(values[1])  # NULL becomes NaN, which the metric check counts
