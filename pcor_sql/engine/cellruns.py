@@ -5,15 +5,17 @@ Layout. `values` holds every row's metric cell-major — cell 0's rows, then cel
 ascending within each cell; `starts[c] .. starts[c + 1]` is cell c's run. That is the sorted
 metric plus one index entry per cell: 8 bytes per row and 8 per cell.
 
-Probes. Every range a verifier asks about contains v: LOF reads windows [v − r, v + r] and
-the copies of v, the histogram the bin of v. So per record value v the runs are probed once
-at a ladder of boundaries a_0 = v ≥ a_1 ≥ ... ≥ a_L = −inf (a_j = v − r_j) and
-b_0 = v ≤ b_1 ≤ ... ≤ b_L = +inf (b_j = v + r_j), with radii r_j growing geometrically up
-to the farthest value from v; the probe stores, for every cell c and rung j,
+Probes. Every range a verifier asks about contains v: LOF reads windows [a, b] ∋ v and the
+copies of v, the histogram the bin of v. So per record value v the runs are probed once at
+a ladder of boundaries a_0 = v ≥ a_1 ≥ ... ≥ a_L = −inf and b_0 = v ≤ b_1 ≤ ... ≤ b_L = +inf:
+v ± radii growing geometrically from span·2^−52 to the span, and the values that a 2^16-value
+sample of the table ranks √2^i places from v (so rungs are fine both in distance and in
+counts: an isolated v still has rungs a few dozen points away). The probe stores, for every
+cell c and rung j,
     A[j, c] = the position in `values` of the first x ≥ a_j in run c (searchsorted left),
     B[j, c] = the position just past the last x ≤ b_j in run c (searchsorted right).
-The ladder is a function of v and the data's extent only; rounding may make rungs equal but
-never out of order (floating subtraction is monotone), and the infinite rungs exist always.
+Rounding may make rungs equal but never out of order (they are sorted), and the infinite
+rungs always exist; exactness below holds for any such ladder.
 
 Exactness of a range count over the member cells M, for lo ≤ v ≤ hi. Let jl be the first
 rung with a_jl ≤ lo and jr the first with b_jr ≥ hi. In run c the first x ≥ lo lies at
@@ -22,14 +24,23 @@ it is A[jl, c] plus the number of x < lo in that "shell". Likewise the end of [l
 [lo, hi)) is B[jr−1, c] plus the number of x ≤ hi (x < hi) in [B[jr−1, c], B[jr, c]); for
 jr = 0 (hi = v) it is B[0, c] (right-closed) or A[0, c] (right-open, the first x ≥ v). The
 count is the sum of those ends over M: two gathers of |M| positions plus a scan of the two
-shells, whose values lie between consecutive rungs — a fixed fraction of the radius, so a
-shell holds about as many values as the answer. `between` gathers [A[jl], B[jr]) of every
-member run (the answer plus its shells), keeps lo ≤ x ≤ hi and sorts: identical to slicing
-the context's sorted values. A range not containing v (no built-in verifier asks one) is
+shells, which lie between consecutive rungs and so hold a bounded share of the answer's
+scale. `between` gathers [A[jl], B[jr]) of every member run (the answer plus its shells),
+keeps lo ≤ x ≤ hi and sorts: identical to slicing the context's sorted values. `around`
+finds the first rungs holding `count` member values on each side (galloping from the rungs
+the previous context needed). A range not containing v (no built-in verifier asks one) is
 answered by a binary search in each member run.
 
-Costs: a probe is 2·|cells| binary searches of L + 1 boundaries (L ≤ 104, fewer with many
-cells so that a probe stays ≤ 64 MiB), cached per value; a query is O(|M| + answer + shells).
+Dense contexts. A probe also merges every cell's values between the rungs that hold about
+_NEAR values of the whole table on each side of v (`Near`: values ascending, each with its
+cell). Every value of every cell in that covered range is there, so for a context holding a
+large share of the rows (`Window`, dense) a window or count inside the range is the merged
+array filtered by membership — already sorted, no per-cell work; outside it, or for small
+contexts, the run-by-run path answers. Both give the same answers (tests run both).
+
+Costs: a probe is 2·|cells| binary searches of ≤ 2·104 boundaries (fewer rungs with many
+cells, so that A and B stay ≤ 32 MiB) plus the merged neighbourhood, built once per value
+(a few kept); a query is O(|M| + answer + shells), or O(merged neighbourhood) when dense.
 """
 
 from __future__ import annotations
