@@ -18,10 +18,10 @@ from benchmarks.tables import Table, make_table, markdown, mib, percent, ratio, 
 
 BENCHMARKS_TITLE = "# pcor-sql benchmarks"
 BENCHMARKS_INTRO = (
-    "Generated from a checkout by `python -m benchmarks bench` and `python -m benchmarks reproduce`\n"
-    "(each regenerates its own section with `--update-benchmarks`); do not edit the sections by\n"
-    "hand. Every figure was measured by the command line shown above it, on the machine described\n"
-    "there.\n"
+    "Generated from a checkout by `python -m benchmarks bench`, `python -m benchmarks reproduce` and\n"
+    "`python -m benchmarks explore` (each regenerates its own section with `--update-benchmarks`); do\n"
+    "not edit the sections by hand. Every figure was measured by the command line shown above it, on\n"
+    "the machine described there.\n"
 )
 
 

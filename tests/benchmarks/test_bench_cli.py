@@ -17,14 +17,14 @@ from tests.cli.cli_helpers import invoke as pcor_sql_cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("command", ["bench", "reproduce", "anomaly-evidence", "spark-scale"])
+@pytest.mark.parametrize("command", ["bench", "reproduce", "explore", "anomaly-evidence", "spark-scale"])
 def test_help_has_an_example(command):
     result = run(command, "--help")
     assert result.exit_code == 0
     assert "Example:" in result.stdout and f"python -m benchmarks {command}" in result.stdout
 
 
-@pytest.mark.parametrize("command", ["bench", "reproduce", "anomaly-evidence"])
+@pytest.mark.parametrize("command", ["bench", "reproduce", "explore", "anomaly-evidence"])
 def test_the_commands_left_pcor_sql(command):
     assert command not in pcor_sql_cli("--help").stdout
     assert_error(pcor_sql_cli(command, "--help"), "no such command")
@@ -92,8 +92,38 @@ def test_reproduce_smoke(tmp_path):
     ("bench", "--datasets", "diamonds"),
     ("reproduce", "--groups", "nope"),
     ("reproduce", "--records", "0"),
+    ("reproduce", "--profile", "fast"),
+    ("reproduce", "--from-json", "no/such/reproduce.json"),
+    ("reproduce", "--resume", "--out-dir", "no/such/dir"),
+    ("explore", "--verifiers", "zscore"),
+    ("explore", "--repeats", "0"),
     ("bench", "--benchmarks-section", "a b", "--no-big", "--no-naive", "--datasets", "homicides",
      "--searches", "random-walk", "--verifiers", "zscore", "--repeats", "1", "--update-benchmarks"),
 ])
 def test_bad_options_are_user_errors(args):
     assert_error(run(*args))
+
+
+def test_reproduce_lays_out_saved_results_again(tmp_path):
+    out = tmp_path / "out"
+    first = run("reproduce", "--datasets", "homicides", "--groups", "verifiers", "--repeats", "1", "--no-match",
+                "--no-figures", "--profile", "paper", "--out-dir", str(out / "a"))
+    assert first.exit_code == 0, first.output
+    again = run("reproduce", "--from-json", str(out / "a" / "reproduce.json"), "--no-figures", "--out-dir", str(out / "b"))
+    assert again.exit_code == 0, again.output
+    a = json.loads((out / "a" / "reproduce.json").read_text())
+    b = json.loads((out / "b" / "reproduce.json").read_text())
+    assert a["profiles"] == b["profiles"] and a["datasets"] == b["datasets"]
+    assert "Table 7: Outlier detection algorithms" in (out / "b" / "reproduce.md").read_text()
+
+
+def test_explore_smoke(tmp_path):
+    result = run("explore", "--quick", "--datasets", "homicides", "--verifiers", "histogram", "--out-dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "explore.json").read_text())
+    assert {(s["verifier"], s["epsilon"]) for s in data["settings"]} == {("histogram", 0.2), ("histogram", 0.05)}
+    for s in data["settings"]:
+        for search in ("explore", "bfs"):
+            assert len(s[search]["ratios"]) == 3 and all(0 < r <= 1.0 for r in s[search]["ratios"])
+    assert {t["name"].split(":")[0] for t in data["targets"]} >= {"explore's mean time per release ≤ BFS's"}
+    assert "§6.7 for explore" in (tmp_path / "explore.md").read_text() or not data["leakage"]
