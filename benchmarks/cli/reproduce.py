@@ -236,6 +236,7 @@ def reproduce(
                 write_json(exact_cache, cache)
 
         result = run_reproduce(cfg, report, checkpoint, earlier, cache).as_dict()
+        result["command"] = command
         if exact_cache is not None:
             write_json(exact_cache, cache)
         save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
