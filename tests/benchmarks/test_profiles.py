@@ -91,7 +91,8 @@ def test_the_deviations_change_one_setting_of_the_paper_profile_at_a_time():
 def _result(prof, cells, groups, match=()):
     return {"config": {"profiles": [prof], "groups": groups, "datasets": ["salaries"]},
             "profiles": {prof: {"salaries": {"cells": cells}}}, "datasets": {"salaries": {"full": {"records": [1]}}},
-            "match": list(match), "wall_s": 2.0, "complete": True}
+            "match": list(match), "wall_s": 2.0, "complete": True, "started": "2026-01-01T00:00:00+00:00",
+            "machine": {"code": "abc1234"}}
 
 
 def test_merge_results_joins_shards_and_recomputes_targets():
@@ -102,5 +103,8 @@ def test_merge_results_joins_shards_and_recomputes_targets():
     assert [c["cell"] for c in merged["profiles"]["paper"]["salaries"]["cells"]] == [a["cell"], b["cell"]]
     assert merged["config"]["groups"] == ["sampling", "epsilon"] and merged["match"] == [{"m": 1}]
     assert merged["wall_s"] == 4.0
+    assert [src["command"] for src in merged["sources"]] == [
+        "python -m benchmarks reproduce --profile paper --datasets salaries --groups sampling",
+        "python -m benchmarks reproduce --profile paper --datasets salaries --groups epsilon"]
     paper_target = merged["targets"][0]
     assert "paper profile" in paper_target["name"] and paper_target["met"] is True and paper_target["value"] == 0.93
