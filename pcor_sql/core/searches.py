@@ -259,8 +259,12 @@ def explore(
     caches), not on COE alone — a timing channel into the released context that the proof
     above does not cover. The count `max_checks` bounds the time instead: at most that many
     verifications, each bounded by the verifier's cost on the largest population.
-    OCDP protects nothing that COE itself reveals; DESIGN.md §7 and the §6.7 measurement in
-    BENCHMARKS.md."""
+    OCDP protects nothing that COE itself reveals, and where neighbours' COEs differ the
+    argument above does not apply: then one changed verdict on the exploration's path can
+    change what it collects — whether the best context is among the candidates — and with the
+    whole ε on the final EM the release can differ far more than `direct`'s (BENCHMARKS.md,
+    §6.7 for explore: e^60 and more on the reduced salaries table, where direct stays within
+    e^(ΔD·ε) for small ΔD). DESIGN.md §7."""
     trace = Trace()
     found = collect(oracle, source, samples=samples, max_checks=max_checks)
     trace.validity_checks = len(found.checked)
