@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from benchmarks.experiments import GROUPS, Cell, cell_of
-from benchmarks.profiles import profile, request_default, start_up
+from benchmarks.profiles import profile, request_default, start_down, start_up
 from benchmarks.reproduce import merge_results
 from pcor_sql.core.space import Attribute, ContextSpace
 
@@ -38,6 +38,14 @@ def test_start_up_is_vs_cell_when_valid_else_the_first_valid_context_above_it():
     assert start_up(SetOracle({full}), max_checks=3) == (None, 3)
 
 
+def test_start_down_is_a_fixed_random_descent_per_record():
+    valid = {SPACE.v_mask, SPACE.full & ~(1 << SPACE.free_bits[1]), SPACE.full & ~(1 << SPACE.free_bits[4])}
+    firsts = {start_down(SetOracle(valid), record) for record in range(40)}
+    assert firsts <= valid and len(firsts) > 1  # the coins differ between records
+    assert all(start_down(SetOracle(valid), 7) == start_down(SetOracle(valid), 7) for _ in range(3))
+    assert start_down(SetOracle(set()), 7) is None
+
+
 def _group(key):
     return next(g for g in GROUPS if g.key == key)
 
@@ -56,6 +64,8 @@ def test_paper_profile_runs_algorithm_5_with_paper_accounting_from_vs_cell():
     for c in cells:
         assert (c.accounting, c.start, c.table, c.samples, c.epsilon) == ("paper", "cell", "full", 50, 0.2)
         assert c.descents == 0
+    overlap = _group("overlap")
+    assert {cell_of(overlap, r, "salaries", paper).start for r in overlap.rows if "paper" in r.profiles} == {"descent"}
     verifiers = _group("verifiers")
     for row in verifiers.rows:
         c = cell_of(verifiers, row, "salaries", paper)
