@@ -265,8 +265,9 @@ def explore(
     argument above does not apply: then one changed verdict on the exploration's path can
     change what it collects — whether the best context is among the candidates — and with the
     whole ε on the final EM the release can differ far more than `direct`'s (BENCHMARKS.md,
-    §6.7 for explore: e^60 and more on the reduced salaries table, where direct stays within
-    e^(ΔD·ε) for small ΔD). DESIGN.md §7."""
+    §6.7 for explore, reduced salaries table: e^60 and more where direct stays within
+    e^(ΔD·ε) for small ΔD; BFS, path-dependent too but with ε1 = ε/51, reaches e^2–e^7).
+    DESIGN.md §7."""
     trace = Trace()
     found = collect(oracle, source, samples=samples, max_checks=max_checks)
     trace.validity_checks = len(found.checked)
