@@ -184,7 +184,7 @@ def sources_header(title: str, command: str, sources: Sequence[dict[str, Any]]) 
     lines = [f"## {title}", ""]
     for src in sources:
         load = src.get("load") or {}
-        done = "" if src.get("complete", True) else " — INTERRUPTED: the figures it left"
+        done = "" if src.get("complete", True) else " — NOT FINISHED when laid out: the cells it had measured"
         lines.append(f"- measured by `{src['command']}`{done}: started {src['started']}, wall time "
                      f"{seconds(src.get('wall_s'))}, pcor_sql at commit {src['machine'].get('code') or 'unknown'}; "
                      f"load average at start {load.get('start')}, at end {load.get('end')}")
