@@ -185,8 +185,9 @@ def sources_header(title: str, command: str, sources: Sequence[dict[str, Any]]) 
     for src in sources:
         load = src.get("load") or {}
         done = "" if src.get("complete", True) else " — NOT FINISHED when laid out: the cells it had measured"
+        wall = seconds(src.get("wall_s")) if src.get("complete", True) else "— (still running or stopped)"
         lines.append(f"- measured by `{src['command']}`{done}: started {src['started']}, wall time "
-                     f"{seconds(src.get('wall_s'))}, pcor_sql at commit {src['machine'].get('code') or 'unknown'}; "
+                     f"{wall}, pcor_sql at commit {src['machine'].get('code') or 'unknown'}; "
                      f"load average at start {load.get('start')}, at end {load.get('end')}")
     machines = list(dict.fromkeys(machine_line(s["machine"]) for s in sources))
     lines += [f"- machine: {m}" for m in machines]
