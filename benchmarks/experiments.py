@@ -42,7 +42,7 @@ import pcor_sql
 from benchmarks import coe_match
 from benchmarks._sql import id_list
 from benchmarks.exact import ExactMax, best_first_max, utilities_by_word
-from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_up
+from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_down, start_up
 from pcor_sql.core.searches import SEARCH_SPECS
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
@@ -66,7 +66,7 @@ class Cell:
     samples: int = 50
     accounting: str = "paper"
     descents: int = 0  # BFS's validity-only descents (0: Algorithm 5; other searches: 0)
-    start: str = "engine"  # "engine": the release's own start search; "cell": `profiles.start_up`
+    start: str = "engine"  # "engine": the release's own start search; "cell" / "descent": `profiles`
     table: str = "full"  # "full" or "reduced" (the paper's 14-value subset, `coe_match.REDUCED`)
 
     @property
@@ -170,6 +170,8 @@ def cell_of(group: Group, row: Row, dataset: str, prof: Profile) -> Cell | None:
         start=prof.start,
         table="reduced" if group.key == "verifiers" and prof.reduced_verifiers else "full",
     )
+    if group.key == "overlap" and prof.start == "cell":
+        fields["start"] = "descent"  # see `profiles`: V's cell would make every context overlap it wholly
     fields.update(changes)
     return Cell(dataset, **fields)
 
@@ -277,7 +279,12 @@ class DatasetRun:
         key = (verifier, kind)
         if key not in rec.starts:
             oracle = self.prepared(verifier=verifier).oracle(rec.index)
-            rec.starts[key] = (start_up(oracle) if kind == "cell" else find_start(oracle))[0]
+            if kind == "cell":
+                rec.starts[key] = start_up(oracle)[0]
+            elif kind == "descent":
+                rec.starts[key] = start_down(oracle, rec.id)
+            else:
+                rec.starts[key] = find_start(oracle)[0]
         return rec.starts[key]
 
     def compute_exact(self, needs: Sequence[tuple[str, str, str]], max_checks: int, report: Report,
@@ -357,7 +364,7 @@ def run_cell(data: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResul
     fields = dict(search=cell.search, verifier=cell.verifier, utility=cell.utility, epsilon=cell.epsilon,
                   samples=cell.samples, accounting=cell.accounting, descents=cell.descents)
     shared = data.prepared(**fields)
-    needs_start = cell.start == "cell" and (SEARCH_SPECS[cell.search].graph or cell.utility == "overlap")
+    needs_start = cell.start != "engine" and (SEARCH_SPECS[cell.search].graph or cell.utility == "overlap")
     for rec in data.records:
         best = rec.exact.get((cell.verifier, cell.utility, cell.start))
         if best is None or best.utility is None:
@@ -365,7 +372,7 @@ def run_cell(data: DatasetRun, cell: Cell, repeats: int, seed: int) -> CellResul
         run = shared
         if needs_start:
             # The paper's start: the record's own C_V, given to the release as the user's start.
-            start = data.start(rec, cell.verifier, "cell")
+            start = data.start(rec, cell.verifier, cell.start)
             if start is None:
                 res.failures += repeats
                 continue

@@ -13,7 +13,9 @@ with COE(D, V) ≠ COE(D', V):
   both sides (a lattice within the check budget) the estimate is exact and equals direct's.
 
 Explore runs with its own defaults (n = 10,000, 2,000 checks) and with n = 50 (a small S, so
-that the collection's randomness matters).
+that the collection's randomness matters). BFS (the engine's defaults) is estimated the same
+way — its path depends on EM draws too, so its runs diverge more — for comparison: every
+search that walks or samples makes what it looks at depend on COE, where direct does not.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from scipy.special import logsumexp
 import pcor_sql
 from benchmarks import coe_match
 from benchmarks._sql import id_list
+from pcor_sql.core.accounting import derive_budget
 from pcor_sql.core.exploration import collect
-from pcor_sql.core.searches import DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES
+from pcor_sql.core.searches import DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES, DEFAULT_SAMPLES, run_search
+from pcor_sql.core.start import DEFAULT_DESCENTS, find_start
 from pcor_sql.core.space import ContextSpace
 
 Report = Callable[[str], None]
@@ -38,13 +42,37 @@ Report = Callable[[str], None]
 
 @dataclass(frozen=True)
 class SetOracle:
-    """Validity as membership in a known COE (what `collect` reads, and nothing else)."""
+    """Validity as membership in a known COE (all `collect` reads), and the utilities of its
+    contexts (which BFS's EM steps read; never those of invalid contexts)."""
 
     space: ContextSpace
     valid: frozenset[int]
+    utilities: dict[int, float] | None = None
 
     def is_valid(self, mask: int) -> bool:
         return mask in self.valid
+
+    def utility(self, mask: int) -> float:
+        return self.utilities[mask]
+
+
+def bfs_log_law(space: ContextSpace, coe: dict[int, float], eps: float, runs: int, seed: int) -> dict[int, float]:
+    """log Pr[BFS releases c] with the engine's defaults (n = 50, its descents, its start,
+    tight: ε1 = ε/51), estimated over `runs` seeded runs on the COE, each run's final EM law
+    exact given what it visited (so the randomness estimated is the path's)."""
+    oracle = SetOracle(space, frozenset(coe), coe)
+    start, _ = find_start(oracle)
+    if start is None:
+        return {}
+    eps1 = derive_budget(eps, "bfs", DEFAULT_SAMPLES, "tight").epsilon1
+    terms: dict[int, list[float]] = {}
+    for r in range(runs):
+        visited = list(dict.fromkeys(run_search("bfs", oracle, eps1, np.random.default_rng([seed, r]), start=start,
+                                                samples=DEFAULT_SAMPLES, descents=DEFAULT_DESCENTS).trace.visited))
+        logits = np.array([eps1 * coe[c] for c in visited])
+        for c, lp in zip(visited, logits - logsumexp(logits)):
+            terms.setdefault(c, []).append(float(lp))
+    return {c: float(logsumexp(ts)) - math.log(runs) for c, ts in terms.items()}
 
 
 def explore_log_law(space: ContextSpace, coe: dict[int, float], eps1: float, runs: int, seed: int, samples: int,
@@ -99,6 +127,8 @@ def run_leakage(con: duckdb.DuckDBPyConnection, dataset: str, verifiers: Sequenc
                         la = explore_log_law(spaces[rid], a, epsilon, runs, seed + rid, n, DEFAULT_EXPLORE_CHECKS)
                         lb = explore_log_law(spaces[rid], b, epsilon, runs, seed + rid, n, DEFAULT_EXPLORE_CHECKS)
                         row[label] = max_log_ratio(la, lb)
+                    row["bfs"] = max_log_ratio(bfs_log_law(spaces[rid], a, epsilon, runs, seed + rid),
+                                               bfs_log_law(spaces[rid], b, epsilon, runs, seed + rid))
                     out.append(row)
         report(f"§6.7 explore {dataset} {verifier}: {sum(r['verifier'] == verifier for r in out)} non-matching pairs")
     return out

@@ -162,6 +162,8 @@ def _verdict(met: bool | None) -> str:
 
 
 def header(title: str, command: str, result: dict[str, Any]) -> str:
+    if result.get("sources"):
+        return sources_header(title, command, result["sources"])
     load = result.get("load") or {}
     text = (
         f"## {title}\n\n"
@@ -175,6 +177,22 @@ def header(title: str, command: str, result: dict[str, Any]) -> str:
         text += (f"- load average (1, 5, 15 min; other processes on the same cores) at start {load.get('start')}, "
                  f"at end {load.get('end')}\n")
     return text
+
+
+def sources_header(title: str, command: str, sources: Sequence[dict[str, Any]]) -> str:
+    """The header of a section laid out from saved results: each measuring run, then the layout command."""
+    lines = [f"## {title}", ""]
+    for src in sources:
+        load = src.get("load") or {}
+        done = "" if src.get("complete", True) else " — NOT FINISHED when laid out: the cells it had measured"
+        wall = seconds(src.get("wall_s")) if src.get("complete", True) else "— (still running or stopped)"
+        lines.append(f"- measured by `{src['command']}`{done}: started {src['started']}, wall time "
+                     f"{wall}, pcor_sql at commit {src['machine'].get('code') or 'unknown'}; "
+                     f"load average at start {load.get('start')}, at end {load.get('end')}")
+    machines = list(dict.fromkeys(machine_line(s["machine"]) for s in sources))
+    lines += [f"- machine: {m}" for m in machines]
+    lines.append(f"- laid out by: `{command}`")
+    return "\n".join(lines) + "\n"
 
 
 def document(title: str, command: str, result: dict[str, Any], tables: Sequence[Table], extra: str = "") -> str:

@@ -181,6 +181,7 @@ def merge_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     and datasets merged, COE match from the first that has one, targets recomputed; machine,
     date and code from the first, wall time summed."""
     out = json.loads(json.dumps(results[0]))
+    out["sources"] = [source_of(r) for r in results]
     cfg = out["config"]
     for other in results[1:]:
         for key in ("profiles", "groups", "datasets"):
@@ -199,3 +200,27 @@ def merge_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out["complete"] = out.get("complete", False) and other.get("complete", False)
     out["targets"] = [t.as_dict() for t in reproduce_targets(out)]
     return out
+
+
+def source_of(result: dict[str, Any]) -> dict[str, Any]:
+    """Where a result came from: its command, date, machine, code, wall time and load."""
+    return {"command": result.get("command") or command_from_config(result["config"]), "started": result["started"],
+            "machine": result["machine"], "wall_s": result.get("wall_s", 0.0), "load": result.get("load", {}),
+            "complete": result.get("complete", True)}
+
+
+def command_from_config(cfg: dict[str, Any]) -> str:
+    """The `reproduce` command line of a configuration (for results saved without one)."""
+    default = json.loads(json.dumps(asdict(ReproduceConfig())))
+    flags = {"profiles": "--profile", "datasets": "--datasets", "records": "--records", "runs": "--runs",
+             "repeats": "--repeats", "seed": "--seed", "groups": "--groups", "match_outliers": "--match-outliers",
+             "match_neighbours": "--match-neighbours"}
+    parts = ["python -m benchmarks reproduce"]
+    for key, flag in flags.items():
+        value = cfg.get(key)
+        if value is None or value == default.get(key):
+            continue
+        parts.append(f"{flag} {','.join(map(str, value)) if isinstance(value, list) else value}")
+    if not cfg.get("match", True):
+        parts.append("--no-match")
+    return " ".join(parts)

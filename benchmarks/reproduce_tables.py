@@ -66,7 +66,8 @@ def _settings(cell: Cell | None) -> str:
     if cell.search == "bfs":
         parts.append(f"{cell.descents} descents")
     if SEARCH_SPECS[cell.search].graph or cell.utility == "overlap":
-        parts.append("start " + ("up from V's cell" if cell.start == "cell" else "top-down"))
+        parts.append("start " + {"cell": "up from V's cell", "descent": "one random descent from the top"}.get(
+            cell.start, "top-down"))
     if cell.table == "reduced":
         parts.append("reduced table")
     return ", ".join(parts)

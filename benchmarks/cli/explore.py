@@ -42,6 +42,10 @@ def explore(
         typer.Option("--exact-cache", metavar="FILE",
                      help="Exact maxima to reuse (the file `reproduce --exact-cache` writes); read only."),
     ] = None,
+    from_json: Annotated[
+        Optional[Path],
+        typer.Option("--from-json", metavar="FILE", help="Measure nothing: lay out a saved explore.json again."),
+    ] = None,
     update_benchmarks: UpdateBenchmarks = False,
     benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
     benchmarks_section: BenchmarksSection = "explore",
@@ -76,8 +80,18 @@ def explore(
         ("--records", records, None), ("--repeats", repeats, None), ("--seed", seed, 2024),
         ("--exact-cache", exact_cache, None), ("--benchmarks-section", benchmarks_section, "explore"),
     ])
-    result = run_explore(cfg, progress_reporter(), dict(cache) if cache is not None else None)
-    save_raw(out_dir, "explore", result)
+    if from_json is not None:
+        if not from_json.is_file():
+            raise UserError(f"--from-json: no such file {str(from_json)!r}", "name an explore.json written earlier")
+        result = json.loads(from_json.read_text(encoding="utf-8"))
+        result["sources"] = [{"command": result.get("command") or "python -m benchmarks explore",
+                              "started": result["started"], "machine": result["machine"],
+                              "wall_s": result.get("wall_s"), "load": result.get("load", {})}]
+        command = command_line("explore", [("--from-json", from_json, None)])
+    else:
+        result = run_explore(cfg, progress_reporter(), dict(cache) if cache is not None else None)
+        result["command"] = command
+        save_raw(out_dir, "explore", result)
     tables = explore_tables(result)
     print_tables(tables)
     write_results(out_dir, "explore", "python -m benchmarks explore", command, result, tables, update_benchmarks,

@@ -238,6 +238,7 @@ def reproduce(
             result = run_reproduce(cfg, report, checkpoint, earlier, cache).as_dict()
             if exact_cache is not None:
                 write_json(exact_cache, cache)
+            result["command"] = command
             save_raw(out_dir, "reproduce", result)  # the figures survive whatever happens below
             partial.unlink(missing_ok=True)
     tables = reproduce_tables(result)

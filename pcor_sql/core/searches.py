@@ -237,15 +237,17 @@ def explore(
     samples: int = DEFAULT_EXPLORE_SAMPLES,
     max_checks: int = DEFAULT_EXPLORE_CHECKS,
 ) -> SearchResult:
-    """Beyond the paper (DESIGN.md §7): explore the lattice by validity alone, largest contexts
-    first, collecting up to `samples` valid contexts while checking at most `max_checks`
-    distinct contexts (`core.exploration.collect`), then spend the whole budget on one EM
-    over what was collected. Cost: ε1 (tight, monotone utility) or 2ε1 (paper); so the
+    """Beyond the paper (DESIGN.md §7): explore the lattice by validity alone — random descents
+    from the full context, climbs back up to the largest valid contexts around them, the whole
+    lattice largest first when it fits the budget (`core.exploration.collect`) — collecting up
+    to `samples` valid contexts while checking at most `max_checks` distinct contexts, then
+    spend the whole budget on one EM over what was collected. Cost: ε1 (tight, monotone utility) or 2ε1 (paper); so the
     request's ε buys ε1 = ε or ε/2.
 
     Proof sketch. Let S be the collected set. `collect` reads only validity answers and coins
     drawn from `source` independently of the data, and stops on counts (valid contexts found,
-    contexts checked) that are functions of its own path: S is a random variable whose law is
+    contexts checked) and validity answers (descents meeting known tops), functions of its own
+    path: S is a random variable whose law is
     a function of COE(D, V) and the coins alone — the same law on OCDP neighbours D, D'
     (they share COE(·, V)). For each fixed s, EM_ε1 over s with a utility of sensitivity 1
     gives Pr[c | D, s] ≤ e^{ε1}·Pr[c | D', s] for a monotone utility (e^{2ε1} in general;
@@ -259,8 +261,13 @@ def explore(
     caches), not on COE alone — a timing channel into the released context that the proof
     above does not cover. The count `max_checks` bounds the time instead: at most that many
     verifications, each bounded by the verifier's cost on the largest population.
-    OCDP protects nothing that COE itself reveals; DESIGN.md §7 and the §6.7 measurement in
-    BENCHMARKS.md."""
+    OCDP protects nothing that COE itself reveals, and where neighbours' COEs differ the
+    argument above does not apply: then one changed verdict on the exploration's path can
+    change what it collects — whether the best context is among the candidates — and with the
+    whole ε on the final EM the release can differ far more than `direct`'s (BENCHMARKS.md,
+    §6.7 for explore, reduced salaries table: e^60 and more where direct stays within
+    e^(ΔD·ε) for small ΔD; BFS, path-dependent too but with ε1 = ε/51, reaches e^2–e^7).
+    DESIGN.md §7."""
     trace = Trace()
     found = collect(oracle, source, samples=samples, max_checks=max_checks)
     trace.validity_checks = len(found.checked)
@@ -337,7 +344,7 @@ SEARCH_SPECS: dict[str, SearchSpec] = {
                    options=("samples",)),
         SearchSpec("bfs", "Alg. 5", "EM picks each node to expand; final EM", _run_bfs, em_calls_per_sample=1,
                    graph=True, options=("samples", "descents")),
-        SearchSpec("explore", "DESIGN §7", "validity-only exploration, largest contexts first; one EM", _run_explore,
+        SearchSpec("explore", "DESIGN §7", "validity-only descents and climbs to the top of COE; one EM", _run_explore,
                    options=("samples", "max_checks"), default_samples=DEFAULT_EXPLORE_SAMPLES),
     )
 }

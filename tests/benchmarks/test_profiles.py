@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from benchmarks.experiments import GROUPS, Cell, cell_of
-from benchmarks.profiles import profile, request_default, start_up
+from benchmarks.profiles import profile, request_default, start_down, start_up
 from benchmarks.reproduce import merge_results
 from pcor_sql.core.space import Attribute, ContextSpace
 
@@ -38,6 +38,14 @@ def test_start_up_is_vs_cell_when_valid_else_the_first_valid_context_above_it():
     assert start_up(SetOracle({full}), max_checks=3) == (None, 3)
 
 
+def test_start_down_is_a_fixed_random_descent_per_record():
+    valid = {SPACE.v_mask, SPACE.full & ~(1 << SPACE.free_bits[1]), SPACE.full & ~(1 << SPACE.free_bits[4])}
+    firsts = {start_down(SetOracle(valid), record) for record in range(40)}
+    assert firsts <= valid and len(firsts) > 1  # the coins differ between records
+    assert all(start_down(SetOracle(valid), 7) == start_down(SetOracle(valid), 7) for _ in range(3))
+    assert start_down(SetOracle(set()), 7) is None
+
+
 def _group(key):
     return next(g for g in GROUPS if g.key == key)
 
@@ -56,6 +64,8 @@ def test_paper_profile_runs_algorithm_5_with_paper_accounting_from_vs_cell():
     for c in cells:
         assert (c.accounting, c.start, c.table, c.samples, c.epsilon) == ("paper", "cell", "full", 50, 0.2)
         assert c.descents == 0
+    overlap = _group("overlap")
+    assert {cell_of(overlap, r, "salaries", paper).start for r in overlap.rows if "paper" in r.profiles} == {"descent"}
     verifiers = _group("verifiers")
     for row in verifiers.rows:
         c = cell_of(verifiers, row, "salaries", paper)
@@ -91,7 +101,8 @@ def test_the_deviations_change_one_setting_of_the_paper_profile_at_a_time():
 def _result(prof, cells, groups, match=()):
     return {"config": {"profiles": [prof], "groups": groups, "datasets": ["salaries"]},
             "profiles": {prof: {"salaries": {"cells": cells}}}, "datasets": {"salaries": {"full": {"records": [1]}}},
-            "match": list(match), "wall_s": 2.0, "complete": True}
+            "match": list(match), "wall_s": 2.0, "complete": True, "started": "2026-01-01T00:00:00+00:00",
+            "machine": {"code": "abc1234"}}
 
 
 def test_merge_results_joins_shards_and_recomputes_targets():
@@ -102,5 +113,8 @@ def test_merge_results_joins_shards_and_recomputes_targets():
     assert [c["cell"] for c in merged["profiles"]["paper"]["salaries"]["cells"]] == [a["cell"], b["cell"]]
     assert merged["config"]["groups"] == ["sampling", "epsilon"] and merged["match"] == [{"m": 1}]
     assert merged["wall_s"] == 4.0
+    assert [src["command"] for src in merged["sources"]] == [
+        "python -m benchmarks reproduce --profile paper --datasets salaries --groups sampling",
+        "python -m benchmarks reproduce --profile paper --datasets salaries --groups epsilon"]
     paper_target = merged["targets"][0]
     assert "paper profile" in paper_target["name"] and paper_target["met"] is True and paper_target["value"] == 0.93
