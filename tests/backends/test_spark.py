@@ -219,3 +219,28 @@ def test_the_spark_ledger_is_a_file_never_memory_unasked(spark, data, tmp_path, 
     with pytest.warns(pcor_sql.PrivacyWarning, match="in memory"):
         memory = pcor_sql.Session(spark, ledger=":memory:").ledger()
     assert memory.in_memory
+
+
+def test_owner_and_analyst_on_spark(spark, data, tmp_path):
+    """The owner registers a Spark relation; the analyst's releases are charged to the file's
+    unit in the DuckDB ledger before any row is read, and a spent budget is refused with the
+    same text whatever the data."""
+    owner = pcor_sql.Owner(spark, ledger=str(tmp_path / "owner.duckdb"))
+    ds = owner.register("emp", f"parquet.`{data}`", key="id", metric="salary", by="dept,role",
+                        domains=DOMAINS, limit=0.5)
+    assert ds.units == (f"file:{data}",)
+    assert dict(ds.domains)["dept"] == ("a", "b", "c", "d")  # frozen as declared, absent d kept
+    analyst = owner.analyst()
+    first = analyst.explain_outlier("emp", 7, epsilon=0.2, verifier="grubbs")
+    assert first.context and first.epsilon == pytest.approx(0.2)
+    assert owner.spent(f"parquet.`{data}`") == pytest.approx(0.2)
+    analyst.explain_outlier("emp", 500, epsilon=0.2, verifier="grubbs")
+    with pytest.raises(pcor_sql.BudgetExceeded):
+        analyst.explain_outlier("emp", 1001, epsilon=0.2, verifier="grubbs")
+    assert owner.spent("emp") == pytest.approx(0.4)
+    # A key with no record costs its reservation and fails with the generic message.
+    with pytest.raises(pcor_sql.RequestFailed) as err:
+        analyst.explain_outlier("emp", 99999, epsilon=0.1, verifier="grubbs")
+    assert "99999" not in str(err.value)
+    assert owner.spent("emp") == pytest.approx(0.5)
+    owner.ledger.close()
