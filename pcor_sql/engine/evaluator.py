@@ -44,6 +44,7 @@ class Evaluator:
         utility: str = "population",
         start: int | None = None,
         plain: bool = False,
+        remember: bool = False,
     ):
         if utility not in UTILITIES:
             raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
@@ -57,8 +58,11 @@ class Evaluator:
         self.utility_name = utility
         self.start = start
         self.plain = plain
-        self._valid: dict[int, bool] = {}
+        self._valid: dict[int, bool] = {}  # the contexts this oracle was asked about
         self._count: dict[int, int] = {}
+        # `remember`: read and add to the verdicts earlier releases on this summary made
+        # (`engine.verdicts`: same answers, so the same outputs). The plain path never does.
+        self._store = summary.verdicts.store(space.v_mask, self.v, verifier) if remember and not plain else None
 
     # -- populations ---------------------------------------------------------------------
     def _rows(self, sql: str, params: list[Any] | None = None) -> pa.Table:
@@ -90,7 +94,12 @@ class Evaluator:
         if verdict is None:
             if not self.space.is_admissible(mask):
                 raise InternalError("validity asked of a context that does not contain the record")
-            verdict = self._verify(mask)
+            store = self._store
+            verdict = store.get(mask) if store is not None else None
+            if verdict is None:
+                verdict = self._verify(mask)
+                if store is not None:
+                    store.put(mask, verdict)
             self._valid[mask] = verdict
         return verdict
 

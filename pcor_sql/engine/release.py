@@ -126,14 +126,14 @@ def release_one(
         limit = search_options.pop("max_contexts")
         search_options["max_admissible"] = limit if limit is not None else 1 << 64
     space = prepare_space(summary, row)
-    ev = Evaluator(con, summary, space, v, verifier, utility="population")
+    ev = Evaluator(con, summary, space, v, verifier, utility="population", remember=True)
     if not search_spec(search).graph and start is None and utility == "population":
         # The search does not walk from a start (direct, uniform): none is looked for.
         start_mask, start_source = space.v_mask, "none"
     else:
         start_mask, start_source = resolve_start(ev, start)
     if utility != "population":
-        ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask)
+        ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
         search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **search_options
     )
