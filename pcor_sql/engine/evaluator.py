@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
 from pcor_sql.engine.coe import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
@@ -80,13 +81,35 @@ class Evaluator:
 
     def population_size(self, mask: int) -> int:
         n = self._count.get(mask)
+        store = self._store
         if n is None:
-            if self.plain:
-                n = self.population(mask).n
-            else:
-                n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
+            n = store.size(mask) if store is not None else None
+            if n is None:
+                if self.plain:
+                    n = self.population(mask).n
+                else:
+                    n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
             self._count[mask] = n
+        if store is not None:
+            store.put_size(mask, n)  # only the sizes a search reads (its utilities), not every check's
         return n
+
+    def find_start(self, max_checks: int) -> tuple[int | None, int]:
+        """`core.start.find_start` on this oracle, remembered with the verdicts (it reads
+        validity only, in a fixed order: the same answers give the same start). A remembered
+        start marks the contexts its sweep read as asked, so the owner's count of contexts
+        verified is the same either way."""
+        store = self._store
+        kept = store.start(max_checks) if store is not None else None
+        if kept is not None:
+            mask, checks, checked = kept
+            self._valid.update(checked)
+            return mask, checks
+        before = set(self._valid)
+        mask, checks = find_start(self, max_checks)
+        if store is not None:
+            store.put_start(max_checks, mask, checks, {m: v for m, v in self._valid.items() if m not in before})
+        return mask, checks
 
     # -- oracle --------------------------------------------------------------------------
     def is_valid(self, mask: int) -> bool:

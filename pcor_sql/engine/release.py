@@ -20,7 +20,7 @@ from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.start import DEFAULT_MAX_CHECKS, find_start
+from pcor_sql.core.start import DEFAULT_MAX_CHECKS
 from pcor_sql.engine.coe import lattice_moments
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
@@ -93,7 +93,7 @@ def resolve_start(
                 f"give a context where it is one, or omit {option_name('start')} to let pcor-sql find one",
             )
         return mask, "user"
-    mask, checks = find_start(ev, max_checks)
+    mask, checks = ev.find_start(max_checks)
     if mask is None:
         raise NoValidContext(
             f"the record is an outlier in none of the {checks:,} contexts searched for a start",

@@ -17,7 +17,12 @@ int over the declared domains). Only verifiers known to be pure functions are ca
 built-ins, and a user verifier that sets `deterministic = True`. A user Python or SQL verifier
 is otherwise checked every time, as before (its code may read state the key does not hold).
 
-Bound. At most `max_entries` verdicts in all (default 2^19 = 524,288). Measured with
+A group also keeps its contexts' population sizes (the search's utilities read them; same
+snapshot, same numbers) and the outcome of the deterministic start search with the verdicts it
+read, so a repeated release does not sweep again.
+
+Bound. At most `max_entries` items in all (default 2^19 = 524,288; a verdict, a size or one
+verdict of a remembered start sweep is one item). Measured with
 tracemalloc (tests/engine/test_verdicts.py holds it under 64 MiB): a verdict costs ~52 bytes
 of dict slot plus its int key, 36 bytes up to 60 bits and 92 at 500 (the bool is shared), so
 the default holds ≤ ~45 MiB on a 60-value space and ≤ ~75 MiB on a 500-value one — under the
@@ -55,24 +60,56 @@ def cacheable(verifier: Any) -> bool:
     return type(verifier) in _PURE or getattr(verifier, "deterministic", False) is True
 
 
+class _Group:
+    """What one (record, verifier) group remembers: verdicts by context; population sizes by
+    context (a function of the context and the snapshot alone); and the outcome of the
+    deterministic start search (`core.start.find_start`) by its check limit, with the verdicts
+    it read — (start or None, checks, {context: verdict}) — so a release that reuses it still
+    reports the same contexts as verified. Every stored item counts toward the bound."""
+
+    __slots__ = ("verdicts", "sizes", "starts")
+
+    def __init__(self) -> None:
+        self.verdicts: dict[int, bool] = {}
+        self.sizes: dict[int, int] = {}
+        self.starts: dict[int, tuple[int | None, int, dict[int, bool]]] = {}
+
+    def entries(self) -> int:
+        return len(self.verdicts) + len(self.sizes) + sum(len(s[2]) for s in self.starts.values())
+
+
 class VerdictStore:
-    """The verdicts of one (record, verifier) group: `get(mask)` → bool or None, `put`."""
+    """One (record, verifier) group: `get(mask)` → bool or None, `put`; `size`/`put_size`;
+    `start`/`put_start` (see `_Group`)."""
 
-    __slots__ = ("_cache", "_key", "_verdicts")
+    __slots__ = ("_cache", "_key", "_group")
 
-    def __init__(self, cache: "VerdictCache", key: Hashable, verdicts: dict[int, bool]):
-        self._cache, self._key, self._verdicts = cache, key, verdicts
+    def __init__(self, cache: "VerdictCache", key: Hashable, group: _Group):
+        self._cache, self._key, self._group = cache, key, group
 
     def get(self, mask: int) -> bool | None:
-        return self._verdicts.get(mask)
+        return self._group.verdicts.get(mask)
 
     def put(self, mask: int, verdict: bool) -> None:
-        if mask not in self._verdicts and self._cache._make_room(self._key):
-            self._verdicts[mask] = verdict
-            self._cache.entries += 1
+        if mask not in self._group.verdicts and self._cache._make_room(self._key, 1):
+            self._group.verdicts[mask] = verdict
+
+    def size(self, mask: int) -> int | None:
+        return self._group.sizes.get(mask)
+
+    def put_size(self, mask: int, n: int) -> None:
+        if mask not in self._group.sizes and self._cache._make_room(self._key, 1):
+            self._group.sizes[mask] = n
+
+    def start(self, max_checks: int) -> tuple[int | None, int, dict[int, bool]] | None:
+        return self._group.starts.get(max_checks)
+
+    def put_start(self, max_checks: int, mask: int | None, checks: int, checked: dict[int, bool]) -> None:
+        if max_checks not in self._group.starts and self._cache._make_room(self._key, len(checked)):
+            self._group.starts[max_checks] = (mask, checks, dict(checked))
 
     def __len__(self) -> int:
-        return len(self._verdicts)
+        return len(self._group.verdicts)
 
 
 class VerdictCache:
@@ -81,7 +118,7 @@ class VerdictCache:
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = int(max_entries)
         self.entries = 0
-        self._groups: OrderedDict[Hashable, dict[int, bool]] = OrderedDict()
+        self._groups: OrderedDict[Hashable, _Group] = OrderedDict()
 
     def store(self, anchor_mask: int, v: float, verifier: Any) -> VerdictStore | None:
         """The group of record (cell `anchor_mask`, value `v`) under `verifier`, most recently
@@ -89,20 +126,21 @@ class VerdictCache:
         if not cacheable(verifier):
             return None
         key = (int(anchor_mask), float(v), verifier)
-        verdicts = self._groups.get(key)
-        if verdicts is None:
-            verdicts = self._groups[key] = {}
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group()
         else:
             self._groups.move_to_end(key)
-        return VerdictStore(self, key, verdicts)
+        return VerdictStore(self, key, group)
 
-    def _make_room(self, key: Hashable) -> bool:
-        """Drop least recently used groups other than `key` until one more verdict fits."""
-        while self.entries >= self.max_entries:
+    def _make_room(self, key: Hashable, items: int) -> bool:
+        """Drop least recently used groups other than `key` until `items` more fit; count them in."""
+        while self.entries + items > self.max_entries:
             oldest = next((k for k in self._groups if k != key), None)
             if oldest is None:
                 return False  # the group being filled is the only one left: it stops growing
-            self.entries -= len(self._groups.pop(oldest))
+            self.entries -= self._groups.pop(oldest).entries()
+        self.entries += items
         return True
 
     def clear(self) -> None:

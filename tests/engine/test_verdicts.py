@@ -61,9 +61,16 @@ def test_a_repeated_release_checks_nothing_again(con, monkeypatch):
     def no_check(self, pop):
         raise AssertionError("a cached verdict was recomputed")
 
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("the start search ran again")
+
     monkeypatch.setattr(Lof, "check", no_check)
-    assert _release(con, session, 42, "lof", "bfs", 7) == first  # every verdict from the cache
+    monkeypatch.setattr("pcor_sql.engine.evaluator.find_start", no_sweep)
+    monkeypatch.setattr(type(_summary(session)), "member", no_sweep)  # sizes are remembered too
+    assert _release(con, session, 42, "lof", "bfs", 7) == first  # every verdict, size and the start from the cache
     assert len(_summary(session).verdicts) == stored
+    monkeypatch.undo()
+    monkeypatch.setattr(Lof, "check", no_check)
     with pytest.raises(AssertionError, match="recomputed"):
         _release(con, session, 42, "lof", "bfs", 7 + 1000)  # other coins reach other contexts
 
@@ -122,7 +129,21 @@ def test_a_group_alone_at_the_bound_stops_growing_and_stays_right():
         s.put(m, m % 2 == 0)
     assert len(cache) == 3 and [s.get(m) for m in range(5)] == [True, False, True, None, None]
     s.put(0, True)  # already there: no change
-    assert len(cache) == 3
+    s.put_size(0, 10)
+    s.put_start(100, 0, 2, {0: True, 1: False})
+    assert len(cache) == 3 and s.size(0) is None and s.start(100) is None  # nothing past the bound
+
+
+def test_sizes_and_starts_count_toward_the_bound():
+    cache = VerdictCache(max_entries=10)
+    a = cache.store(1, 1.0, Lof())
+    a.put(1, True)
+    a.put_size(1, 7)
+    a.put_start(20_000, 1, 3, {4: False, 2: False, 1: True})
+    assert len(cache) == 5 and a.size(1) == 7 and a.start(20_000) == (1, 3, {4: False, 2: False, 1: True})
+    b = cache.store(2, 1.0, Lof())
+    b.put_start(20_000, None, 6, {m: False for m in range(6)})  # 5 + 6 > 10: a is dropped whole
+    assert len(cache) == 6 and b.start(20_000)[0] is None and (1, 1.0, Lof()) not in cache._groups
 
 
 def test_the_default_bound_holds_under_64_mib_on_a_57_bit_space():
