@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
 from pcor_sql.engine.coe import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
@@ -44,6 +45,7 @@ class Evaluator:
         utility: str = "population",
         start: int | None = None,
         plain: bool = False,
+        remember: bool = False,
     ):
         if utility not in UTILITIES:
             raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
@@ -57,8 +59,11 @@ class Evaluator:
         self.utility_name = utility
         self.start = start
         self.plain = plain
-        self._valid: dict[int, bool] = {}
+        self._valid: dict[int, bool] = {}  # the contexts this oracle was asked about
         self._count: dict[int, int] = {}
+        # `remember`: read and add to the verdicts earlier releases on this summary made
+        # (`engine.verdicts`: same answers, so the same outputs). The plain path never does.
+        self._store = summary.verdicts.store(space.v_mask, self.v, verifier) if remember and not plain else None
 
     # -- populations ---------------------------------------------------------------------
     def _rows(self, sql: str, params: list[Any] | None = None) -> pa.Table:
@@ -76,13 +81,35 @@ class Evaluator:
 
     def population_size(self, mask: int) -> int:
         n = self._count.get(mask)
+        store = self._store
         if n is None:
-            if self.plain:
-                n = self.population(mask).n
-            else:
-                n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
+            n = store.size(mask) if store is not None else None
+            if n is None:
+                if self.plain:
+                    n = self.population(mask).n
+                else:
+                    n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
             self._count[mask] = n
+        if store is not None:
+            store.put_size(mask, n)  # only the sizes a search reads (its utilities), not every check's
         return n
+
+    def find_start(self, max_checks: int) -> tuple[int | None, int]:
+        """`core.start.find_start` on this oracle, remembered with the verdicts (it reads
+        validity only, in a fixed order: the same answers give the same start). A remembered
+        start marks the contexts its sweep read as asked, so the owner's count of contexts
+        verified is the same either way."""
+        store = self._store
+        kept = store.start(max_checks) if store is not None else None
+        if kept is not None:
+            mask, checks, checked = kept
+            self._valid.update(checked)
+            return mask, checks
+        before = set(self._valid)
+        mask, checks = find_start(self, max_checks)
+        if store is not None:
+            store.put_start(max_checks, mask, checks, {m: v for m, v in self._valid.items() if m not in before})
+        return mask, checks
 
     # -- oracle --------------------------------------------------------------------------
     def is_valid(self, mask: int) -> bool:
@@ -90,7 +117,12 @@ class Evaluator:
         if verdict is None:
             if not self.space.is_admissible(mask):
                 raise InternalError("validity asked of a context that does not contain the record")
-            verdict = self._verify(mask)
+            store = self._store
+            verdict = store.get(mask) if store is not None else None
+            if verdict is None:
+                verdict = self._verify(mask)
+                if store is not None:
+                    store.put(mask, verdict)
             self._valid[mask] = verdict
         return verdict
 

@@ -20,7 +20,7 @@ from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.start import DEFAULT_MAX_CHECKS, find_start
+from pcor_sql.core.start import DEFAULT_MAX_CHECKS
 from pcor_sql.engine.coe import lattice_moments
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
@@ -93,7 +93,7 @@ def resolve_start(
                 f"give a context where it is one, or omit {option_name('start')} to let pcor-sql find one",
             )
         return mask, "user"
-    mask, checks = find_start(ev, max_checks)
+    mask, checks = ev.find_start(max_checks)
     if mask is None:
         raise NoValidContext(
             f"the record is an outlier in none of the {checks:,} contexts searched for a start",
@@ -126,14 +126,14 @@ def release_one(
         limit = search_options.pop("max_contexts")
         search_options["max_admissible"] = limit if limit is not None else 1 << 64
     space = prepare_space(summary, row)
-    ev = Evaluator(con, summary, space, v, verifier, utility="population")
+    ev = Evaluator(con, summary, space, v, verifier, utility="population", remember=True)
     if not search_spec(search).graph and start is None and utility == "population":
         # The search does not walk from a start (direct, uniform): none is looked for.
         start_mask, start_source = space.v_mask, "none"
     else:
         start_mask, start_source = resolve_start(ev, start)
     if utility != "population":
-        ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask)
+        ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
         search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **search_options
     )

@@ -31,6 +31,7 @@ from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
 from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.engine.verdicts import VerdictCache
 from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
 
 
@@ -62,6 +63,8 @@ class CellSummary:
     # An engine that cannot ship every row (Spark) serves values through per-cell windows
     # (`pcor_sql.engine.window.WindowReader`) instead of the sorted runs; then `_con` is None.
     windows: Any = field(default=None, repr=False)
+    # Verdicts of earlier releases on this snapshot (`verdicts`): dropped with the summary.
+    verdicts: VerdictCache = field(default_factory=VerdictCache, repr=False)
 
     @property
     def n_rows(self) -> int:
