@@ -8,6 +8,10 @@ searches alternate record by record, so a change of machine load hits both alike
 - utility ratio = utility of the released context / the largest utility in COE(D, V), exact
   (`exact.best_first_max`, or the `--exact-cache` file of `reproduce`);
 - time = one release, `OutlierRun.release` with the summary built (the engine alone);
+- collected ratio (owner-side diagnostic, outside the timer) = the largest utility among the
+  contexts the search collected (explore) or visited (BFS) / the exact best: a release below
+  0.99 whose collected ratio is below 0.99 too lost its utility in exploration (the best
+  context was never a candidate), otherwise in the final EM's spread;
 - targets (issue 13): mean utility ratio ≥ 0.99 at ε = 0.2 and ≥ 0.95 at ε = 0.05 per
   verifier over all planted outliers of both datasets, and explore's mean time per release
   ≤ BFS's in every (dataset, verifier) cell.
@@ -67,11 +71,12 @@ class Series:
     ratios: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     checks: list[int] = field(default_factory=list)
+    collected: list[float] = field(default_factory=list)  # best candidate / exact best, per release
     failures: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ratios": self.ratios, "seconds": self.seconds, "checks": self.checks,
-                               "failures": self.failures}
+                               "collected": self.collected, "failures": self.failures}
         if self.ratios:
             mean, lo, hi = mean_ci(self.ratios, 0.90)
             out.update(mean=mean, ci90=[lo, hi], t_avg=statistics.fmean(self.seconds),
@@ -132,6 +137,8 @@ def _setting(data: DatasetRun, verifier: str, eps: float, cfg: ExploreConfig, re
                 series[s].seconds.append(time.perf_counter() - t)
                 series[s].ratios.append(rel.owner.utility / best.utility)
                 series[s].checks.append(rel.owner.contexts_verified)
+                sizes = runs[s].oracle(rec.index)  # owner-side diagnostic, after the timer
+                series[s].collected.append(max(sizes.population_size(m) for m in rel.trace.visited) / best.utility)
     res = {"dataset": data.name, "verifier": verifier, "epsilon": eps, "records": len(data.records),
            **{s: series[s].as_dict() for s in SEARCHES}}
     report(f"{data.name} {verifier} ε={eps:g}: explore {res['explore'].get('mean', float('nan')):.4f} "
@@ -143,6 +150,19 @@ def _setting(data: DatasetRun, verifier: str, eps: float, cfg: ExploreConfig, re
 def _pooled(result: dict[str, Any], verifier: str, eps: float, search: str) -> list[float]:
     return [x for s in result["settings"] if s["verifier"] == verifier and s["epsilon"] == eps
             for x in s[search]["ratios"]]
+
+
+def _explore_misses(result: dict[str, Any], verifier: str, eps: float) -> int | None:
+    """Explore releases below 0.99 whose best candidate is below 0.99 of the optimum too
+    (None: a result file from before the diagnostic)."""
+    n = 0
+    for s in result["settings"]:
+        if s["verifier"] == verifier and s["epsilon"] == eps:
+            e = s["explore"]
+            if "collected" not in e:
+                return None
+            n += sum(r < 0.99 and c < 0.99 for r, c in zip(e["ratios"], e["collected"]))
+    return n
 
 
 def explore_targets(result: dict[str, Any]) -> list[Any]:
@@ -188,8 +208,10 @@ def explore_tables(result: dict[str, Any]) -> list[Table]:
         for verifier in cfg["verifiers"]:
             xs, ys = _pooled(result, verifier, eps, "explore"), _pooled(result, verifier, eps, "bfs")
             if xs:
+                missed = _explore_misses(result, verifier, eps)
                 pooled.append([verifier, f"{eps:g}", fraction(statistics.fmean(xs), 3),
-                               fraction(statistics.fmean(ys), 3) if ys else "—", f"{sum(x < 0.99 for x in xs)} / {len(xs)}"])
+                               fraction(statistics.fmean(ys), 3) if ys else "—", f"{sum(x < 0.99 for x in xs)} / {len(xs)}",
+                               "not measured" if missed is None else str(missed)])
     from benchmarks.report import target_table
 
     return [
@@ -202,8 +224,11 @@ def explore_tables(result: dict[str, Any]) -> list[Table]:
              "its descents, explore with its own n and check cap. utility = released / exact best over COE(D, V); "
              "time = mean of one release (`OutlierRun.release`, summary built).",)),
         make_table("explore against BFS, per verifier over both datasets",
-                   ["verifier", "ε", "explore: mean utility", "bfs: mean utility", "explore releases below 0.99"],
-                   pooled),
+                   ["verifier", "ε", "explore: mean utility", "bfs: mean utility", "explore releases below 0.99",
+                    "of those, best context not collected"],
+                   pooled,
+                   ("best context not collected: no candidate explore collected is within 1% of the exact best "
+                    "(owner-side diagnostic): the utility was lost in exploration, not in the final EM's spread.",)),
         *([leakage_table(result)] if result.get("leakage") else []),
         target_table(result["targets"]),
     ]

@@ -125,5 +125,20 @@ def test_explore_smoke(tmp_path):
     for s in data["settings"]:
         for search in ("explore", "bfs"):
             assert len(s[search]["ratios"]) == 3 and all(0 < r <= 1.0 for r in s[search]["ratios"])
+            # The released context is one of the candidates: the best candidate is at least as good.
+            assert all(r <= c <= 1.0 for r, c in zip(s[search]["ratios"], s[search]["collected"], strict=True))
     assert {t["name"].split(":")[0] for t in data["targets"]} >= {"explore's mean time per release ≤ BFS's"}
+    assert "best context not collected" in (tmp_path / "explore.md").read_text()
     assert "§6.7 for explore" in (tmp_path / "explore.md").read_text() or not data["leakage"]
+
+
+def test_explore_misses_split_exploration_from_selection():
+    from benchmarks.explore_targets import _explore_misses
+
+    setting = {"verifier": "lof", "epsilon": 0.2,
+               "explore": {"ratios": [1.0, 0.95, 0.95, 0.999], "collected": [1.0, 0.95, 1.0, 0.98]}}
+    # Below 0.99: the 2nd (best never collected) and the 3rd (collected, lost in the EM's spread).
+    assert _explore_misses({"settings": [setting]}, "lof", 0.2) == 1
+    assert _explore_misses({"settings": [setting]}, "lof", 0.05) == 0
+    old = {"settings": [{**setting, "explore": {"ratios": [0.5]}}]}  # a result file from before the diagnostic
+    assert _explore_misses(old, "lof", 0.2) is None
