@@ -3,6 +3,7 @@ with the rows Spark sent to the driver at each size. The work is in `benchmarks.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +25,10 @@ def spark_scale(
     out_dir: Annotated[Path, typer.Option("--out-dir")] = DEFAULT_OUT,
     update_benchmarks: UpdateBenchmarks = False,
     benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
+    from_json: Annotated[Path | None, typer.Option(
+        "--from-json", metavar="FILE",
+        help="Measure nothing: lay out a spark-scale.json written by an earlier run (e.g. one run without "
+        "--update-benchmarks).")] = None,
 ) -> None:
     """One seeded BFS release on N-row Parquet files, DuckDB vs Spark, and Spark's rows to the driver.
 
@@ -31,9 +36,22 @@ def spark_scale(
     Example:
         nice python -m benchmarks spark-scale --rows 1000000,10000000 --master 'local[2]'
         nice python -m benchmarks spark-scale --rows 10000000,100000000 --update-benchmarks
+        python -m benchmarks spark-scale --from-json bench-results/spark-scale.json --update-benchmarks
 
     Needs pip install 'pcor-sql[spark]' and Java. Writes OUT_DIR/spark-scale.md and .json.
     """
+    if from_json is not None:
+        result, command = _laid_out(from_json)
+    else:
+        result, command = _measured(rows, verifiers, master, directory, seed)
+        save_raw(out_dir, "spark-scale", result)
+    tables = [_table(result)]
+    print_tables(tables)
+    write_results(out_dir, "spark-scale", "python -m benchmarks spark-scale", command, result, tables,
+                  update_benchmarks, benchmarks_file)
+
+
+def _measured(rows: str, verifiers: str, master: str, directory: Path, seed: int) -> tuple[dict[str, Any], str]:
     from benchmarks.spark_scale import run
 
     try:
@@ -48,11 +66,27 @@ def spark_scale(
         ("--master", master, "local[2]"), ("--dir", str(directory), "/tmp"), ("--seed", seed, 7),
     ])
     result = run(sizes, names, directory, master, seed, progress_reporter())
-    save_raw(out_dir, "spark-scale", result)
-    tables = [_table(result)]
-    print_tables(tables)
-    write_results(out_dir, "spark-scale", "python -m benchmarks spark-scale", command, result, tables,
-                  update_benchmarks, benchmarks_file)
+    result["command"] = command
+    return result, command
+
+
+def _laid_out(path: Path) -> tuple[dict[str, Any], str]:
+    """A saved result, with a header naming the run that measured it and this layout."""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        runs = result["runs"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"--from-json: {path} is not a spark-scale.json ({exc.__class__.__name__})",
+                        "name the spark-scale.json an earlier run wrote") from None
+    # Results saved before the command was recorded: rebuild it from what the run measured.
+    measured = result.get("command") or command_line("spark-scale", [
+        ("--rows", ",".join(str(n) for n in dict.fromkeys(r["rows"] for r in runs)), "1000000,10000000"),
+        ("--verifiers", ",".join(dict.fromkeys(r["verifier"] for r in runs)), "grubbs,lof"),
+        ("--master", result.get("master", "local[2]"), "local[2]"),
+    ])
+    result["sources"] = [{**{k: result.get(k) for k in ("started", "wall_s", "machine", "load")},
+                          "command": measured, "complete": True}]
+    return result, command_line("spark-scale", [("--from-json", str(path), None)])
 
 
 def _table(result: dict[str, Any]) -> Any:
