@@ -86,6 +86,26 @@ def test_refusals_before_the_reservation_charge_nothing(owner, text, kind):
     assert owner.ledger.history() == ()
 
 
+@pytest.mark.parametrize("start, message", [
+    ({"dept": ["z"]}, "'z' is not in the registered domain of 'dept'"),
+    ({"region": ["a"]}, "not a context attribute"),
+    ({"dept": []}, "a list of values"),
+    ("dept IN ('a', 'z')", "'z' is not in the registered domain of 'dept'"),
+])
+def test_a_bad_start_is_refused_before_the_reservation(owner, start, message):
+    # The domains are frozen at registration, so these checks read no data and cost nothing.
+    with pytest.raises(UserError, match=message) as err:
+        owner.analyst().explain_outlier("people", 42, start=start, verifier="grubbs", epsilon=0.1)
+    assert not isinstance(err.value, RequestFailed)
+    assert owner.ledger.history() == () and owner.spent("people") == 0.0
+
+
+def test_a_start_in_the_domains_is_charged_and_used(owner):
+    [result] = owner.analyst().sql(
+        "EXPLAIN OUTLIER SELECT pay FROM people WHERE id = 42 USING grubbs WITH (epsilon = 0.1, start = 'dept IN (''a'', ''b'')')")
+    assert owner.spent("people") == pytest.approx(0.1) and result.context
+
+
 def test_owner_fixed_accounting_cannot_be_changed(owner):
     owner.register("fixed", "people", key="id", metric="pay", by="dept", accounting="paper")
     with pytest.raises(Refused, match="accounting"):
