@@ -8,7 +8,7 @@ that each answer names its record. The counting itself (`pcor_sql.anomaly.balls`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 import numpy as np
@@ -49,13 +49,30 @@ def _is_numeric(type_name: str) -> bool:
     return any(upper == p or upper.startswith(p + "(") for p in _NUMERIC_PREFIXES)
 
 
-def check_columns(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Sequence[str]) -> tuple[str, ...]:
-    """The column names, after checking they exist in the relation and are numeric."""
+def selected_columns(columns: Sequence[str]) -> tuple[str, ...]:
+    """The selected column names, each once (no data read; shared by both engines)."""
     if isinstance(columns, str) or not columns:
         raise UserError("no columns to measure distances on", "select one or more numeric columns")
     cols = tuple(columns)
     if len(set(cols)) != len(cols):
         raise UserError(f"a column is selected twice in {list(cols)}", "select each column once")
+    return cols
+
+
+def require_numeric(cols: Sequence[str], types: Sequence[str], is_numeric: Callable[[str], bool]) -> tuple[str, ...]:
+    """`cols` if every type (in the engine's spelling) is numeric, else the error naming the first."""
+    for name, type_name in zip(cols, types):
+        if not is_numeric(type_name):
+            raise UserError(
+                f"column {name!r} has type {type_name}, not a number",
+                "anomaly queries measure distances on numeric columns: cast it or pick another column",
+            )
+    return tuple(cols)
+
+
+def check_columns(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Sequence[str]) -> tuple[str, ...]:
+    """The column names, after checking they exist in the relation and are numeric."""
+    cols = selected_columns(columns)
     try:
         described = con.execute(describe(select_from(quoted(cols), relation_sql))).fetchall()
     except duckdb.Error as err:
@@ -63,13 +80,7 @@ def check_columns(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Se
             f"cannot read columns {', '.join(cols)} from {relation_sql}: {_first_line(err)}",
             relation_fix(err, "check the relation and the column names"),
         ) from None
-    for name, (_, type_name, *_rest) in zip(cols, described):
-        if not _is_numeric(str(type_name)):
-            raise UserError(
-                f"column {name!r} has type {type_name}, not a number",
-                "anomaly queries measure distances on numeric columns: cast it or pick another column",
-            )
-    return cols
+    return require_numeric(cols, [str(row[1]) for row in described], _is_numeric)
 
 
 def check_finite(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Sequence[str]) -> None:

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pcor_sql.anomaly.balls import BallCounts
+from pcor_sql.anomaly.points import require_numeric, selected_columns
 from pcor_sql.backends.base import Records
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.build import aliased, as_double, double_literal, quoted, select_from
@@ -91,22 +92,13 @@ def _counts_sql(relation_sql: str, d: int, values: list[str], selector: str, rad
 
 
 def _check_columns(access: Any, relation_sql: str, columns: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(columns, str) or not columns:
-        raise UserError("no columns to measure distances on", "select one or more numeric columns")
-    cols = tuple(columns)
-    if len(set(cols)) != len(cols):
-        raise UserError(f"a column is selected twice in {list(cols)}", "select each column once")
+    cols = selected_columns(columns)
     try:
         fields = access._fields(select_from(quoted(cols), relation_sql), _FIX)
     except UserError as exc:
         raise UserError(f"cannot read columns {', '.join(cols)} from {relation_sql}: {exc.problem}", _FIX) from None
-    for name, (_, type_name, _nn) in zip(cols, fields):
-        if type_name.split("(")[0] not in _NUMERIC:
-            raise UserError(
-                f"column {name!r} has type {type_name}, not a number",
-                "anomaly queries measure distances on numeric columns: cast it or pick another column",
-            )
-    return cols
+    return require_numeric(cols, [type_name for _, type_name, _nn in fields],
+                           lambda type_name: type_name.split("(")[0] in _NUMERIC)
 
 
 def _check_finite(access: Any, relation_sql: str, columns: Sequence[str]) -> tuple[int, float]:
