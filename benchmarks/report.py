@@ -179,6 +179,15 @@ def header(title: str, command: str, result: dict[str, Any]) -> str:
     return text
 
 
+def source_of(result: dict[str, Any], command: str) -> dict[str, Any]:
+    """Where a saved result came from — the command that measured it (`command` for results saved
+    before they recorded one), date, machine and code, wall time, load, finished or not — as
+    `sources_header` lays it out."""
+    return {"command": result.get("command") or command, "started": result["started"], "machine": result["machine"],
+            "wall_s": result.get("wall_s", 0.0), "load": result.get("load", {}),
+            "complete": result.get("complete", True)}
+
+
 def sources_header(title: str, command: str, sources: Sequence[dict[str, Any]]) -> str:
     """The header of a section laid out from saved results: each measuring run, then the layout command."""
     lines = [f"## {title}", ""]

@@ -24,6 +24,7 @@ from benchmarks import coe_match
 from benchmarks.experiments import GROUPS, Cell, DatasetRun, cells_of, run_cell
 from benchmarks.measure import load_average, machine
 from benchmarks.profiles import PROFILE_NAMES, profile, repeats_for
+from benchmarks.report import source_of
 from benchmarks.reproduce_tables import reproduce_targets
 
 Report = Callable[[str], None]
@@ -181,7 +182,7 @@ def merge_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     and datasets merged, COE match from the first that has one, targets recomputed; machine,
     date and code from the first, wall time summed."""
     out = json.loads(json.dumps(results[0]))
-    out["sources"] = [source_of(r) for r in results]
+    out["sources"] = [source_of(r, r.get("command") or command_from_config(r["config"])) for r in results]
     cfg = out["config"]
     for other in results[1:]:
         for key in ("profiles", "groups", "datasets"):
@@ -200,13 +201,6 @@ def merge_results(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out["complete"] = out.get("complete", False) and other.get("complete", False)
     out["targets"] = [t.as_dict() for t in reproduce_targets(out)]
     return out
-
-
-def source_of(result: dict[str, Any]) -> dict[str, Any]:
-    """Where a result came from: its command, date, machine, code, wall time and load."""
-    return {"command": result.get("command") or command_from_config(result["config"]), "started": result["started"],
-            "machine": result["machine"], "wall_s": result.get("wall_s", 0.0), "load": result.get("load", {}),
-            "complete": result.get("complete", True)}
 
 
 def command_from_config(cfg: dict[str, Any]) -> str:

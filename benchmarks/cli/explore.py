@@ -14,6 +14,7 @@ from benchmarks.cli.bench import (
     DEFAULT_BENCHMARKS, DEFAULT_OUT, BenchmarksFile, BenchmarksSection, UpdateBenchmarks, command_line, print_tables,
     progress_reporter, save_raw, section_name, split_list, write_results,
 )
+from benchmarks.report import source_of
 from pcor_sql.errors import UserError
 
 
@@ -84,9 +85,7 @@ def explore(
         if not from_json.is_file():
             raise UserError(f"--from-json: no such file {str(from_json)!r}", "name an explore.json written earlier")
         result = json.loads(from_json.read_text(encoding="utf-8"))
-        result["sources"] = [{"command": result.get("command") or "python -m benchmarks explore",
-                              "started": result["started"], "machine": result["machine"],
-                              "wall_s": result.get("wall_s"), "load": result.get("load", {})}]
+        result["sources"] = [source_of(result, "python -m benchmarks explore")]
         command = command_line("explore", [("--from-json", from_json, None)])
     else:
         result = run_explore(cfg, progress_reporter(), dict(cache) if cache is not None else None)

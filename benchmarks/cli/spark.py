@@ -13,6 +13,7 @@ from benchmarks.cli.bench import (
     DEFAULT_BENCHMARKS, DEFAULT_OUT, BenchmarksFile, UpdateBenchmarks, command_line, print_tables,
     progress_reporter, save_raw, split_list, write_results,
 )
+from benchmarks.report import source_of
 from pcor_sql.errors import UserError
 
 
@@ -84,8 +85,7 @@ def _laid_out(path: Path) -> tuple[dict[str, Any], str]:
         ("--verifiers", ",".join(dict.fromkeys(r["verifier"] for r in runs)), "grubbs,lof"),
         ("--master", result.get("master", "local[2]"), "local[2]"),
     ])
-    result["sources"] = [{**{k: result.get(k) for k in ("started", "wall_s", "machine", "load")},
-                          "command": measured, "complete": True}]
+    result["sources"] = [source_of(result, measured)]
     return result, command_line("spark-scale", [("--from-json", str(path), None)])
 
 
