@@ -226,17 +226,14 @@ def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]
     """A start's attributes and values against the domains frozen at registration — data
     independent, so a typo is refused before the reservation; only whether the start holds the
     record and is valid for it (data) is left to the charged part."""
-    from pcor_sql.core.space import resolve_selection
+    from pcor_sql.core.space import domain_indices, resolve_selection
 
     if not hasattr(start, "items"):
         raise UserError("start must map attributes to lists of values", "e.g. start={'dept': ['a', 'b']}")
     for name, values in resolve_selection(start, by, "start").items():
         if isinstance(values, (str, bytes)) or not values:
             raise UserError(f"start needs a list of values for {name!r}", f"e.g. start={{{name!r}: [...]}}")
-        for v in values:
-            if str(v) not in frozen[name]:
-                raise UserError(f"{v!r} is not in the registered domain of {name!r}",
-                                f"its values: {', '.join(frozen[name])}")
+        domain_indices(name, frozen[name], values, "registered", f"its values: {', '.join(frozen[name])}")
 
 
 def _keys(keys: Any) -> tuple[Any, ...]:

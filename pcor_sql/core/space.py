@@ -142,16 +142,23 @@ class ContextSpace:
             wanted = list(selection[a.name])
             if not wanted:
                 raise UserError(f"no value selected for {a.name!r}", "select at least one value")
-            index = {str(v): j for j, v in enumerate(a.domain)}
-            for v in wanted:
-                j = index.get(str(v))
-                if j is None:
-                    raise UserError(
-                        f"{v!r} is not in the declared domain of {a.name!r}",
-                        "use a declared value or extend the domain declaration",
-                    )
+            for j in domain_indices(a.name, a.domain, wanted):
                 mask |= 1 << (self.offsets[i] + j)
         return mask
+
+
+def domain_indices(name: str, domain: Sequence[Any], wanted: Sequence[Any], which: str = "declared",
+                   fix: str = "use a declared value or extend the domain declaration") -> list[int]:
+    """Positions in `domain` of the `wanted` values, matched as text (as SQL literals and
+    registered domains are written); a value outside it is the error naming `which` domain."""
+    index = {str(v): j for j, v in enumerate(domain)}
+    out = []
+    for v in wanted:
+        j = index.get(str(v))
+        if j is None:
+            raise UserError(f"{v!r} is not in the {which} domain of {name!r}", fix)
+        out.append(j)
+    return out
 
 
 @dataclass(frozen=True)

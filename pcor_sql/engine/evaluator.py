@@ -91,7 +91,9 @@ class Evaluator:
                     n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
             self._count[mask] = n
         if store is not None:
-            store.put_size(mask, n)  # only the sizes a search reads (its utilities), not every check's
+            # Only the sizes a search reads (its utilities), not every check's — stored even on a
+            # `_count` hit: `_verify` fills `_count` too, and a repeated release skips `_verify`.
+            store.put_size(mask, n)
         return n
 
     def find_start(self, max_checks: int) -> tuple[int | None, int]:
