@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcor_sql.engine.registered import RegisteredDataset, get_dataset
+from pcor_sql.engine.dataset_registry import RegisteredDataset, get_dataset
 from pcor_sql.errors import Refused, RequestFailed, UserError
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
-from pcor_sql.frontend.requests import verifier_spec
-from pcor_sql.frontend.statements import ExplainOutlier, IdentifyAnomaly, parse_statement
+from pcor_sql.frontend.request_builders import verifier_spec
+from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnalystAnswer, AnalystExplanation
 from pcor_sql.sqltext.build import over_context
@@ -125,7 +125,7 @@ class Analyst:
         if "verifier" in options or "verifier_options" in options:
             options["verifier"] = verifier_spec(options.get("verifier", "lof"), options.pop("verifier_options", None))
         if isinstance(options.get("start"), str):
-            from pcor_sql.frontend.start import parse_start_predicate
+            from pcor_sql.frontend.start_predicate import parse_start_predicate
 
             options["start"] = parse_start_predicate(session.access.parser, options["start"], None)
         if registered.accounting is not None:

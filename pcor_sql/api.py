@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pcor_sql.frontend.requests import anomaly_request, outlier_request
+from pcor_sql.frontend.request_builders import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
 

@@ -21,7 +21,7 @@ from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
 from pcor_sql.engine.ledger import NOTIONS, Ledger, LimitChange
 from pcor_sql.engine.ledger_records import BudgetStatus
-from pcor_sql.engine.registered import (
+from pcor_sql.engine.dataset_registry import (
     RegisteredDataset,
     add_dataset,
     check_name,
@@ -188,7 +188,7 @@ class Owner:
         return api.identify_anomalies(None, query, session=self.session, **options)
 
     def sql(self, text: str, **defaults: Any) -> Any:
-        from pcor_sql.statements import sql
+        from pcor_sql.statement_runner import sql
 
         return sql(None, text, session=self.session, **defaults)
 

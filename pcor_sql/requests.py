@@ -1,7 +1,7 @@
 """Requests: one frozen value per job, holding everything a release or an answer needs.
 
 CLI flags, the `EXPLAIN OUTLIER` / `IDENTIFY ANOMALY` statements and Python keywords each
-*build* a request (`pcor_sql.frontend.requests`); a `Session` runs it. A request is validated
+*build* a request (`pcor_sql.frontend.request_builders`); a `Session` runs it. A request is validated
 once, here, at construction: a request that exists is well formed, so nothing downstream
 re-checks its options, and a new option is one field here plus its one consumer.
 
@@ -287,7 +287,7 @@ def _verifier(value: Any) -> Any:
         if "(" in value:
             raise UserError(
                 f"verifier {value!r} carries options in its text",
-                "parse it with pcor_sql.frontend.requests (or pass VerifierSpec(name, options))",
+                "parse it with pcor_sql.frontend.request_builders (or pass VerifierSpec(name, options))",
             )
         return VerifierSpec(value)
     if hasattr(value, "check") or hasattr(value, "needs_sql"):

@@ -237,7 +237,7 @@ class Session:
         """`dataset=` only labels a registered dataset; it never opens an account of its own."""
         if name is None:
             return None
-        from pcor_sql.engine.registered import get_dataset
+        from pcor_sql.engine.dataset_registry import get_dataset
 
         return get_dataset(self.ledger(), name).name
 

@@ -1,4 +1,4 @@
-"""`pcor_sql.statements`: statements and scripts on a DuckDB connection."""
+"""`pcor_sql.statement_runner`: statements and scripts on a DuckDB connection."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pcor_sql.api
 from pcor_sql.api import Explanation
 from pcor_sql.engine.datasets import load_dataset
 from pcor_sql.errors import UserError
-from pcor_sql.statements import run_script, sql
+from pcor_sql.statement_runner import run_script, sql
 
 EXPLAIN = "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 USING grubbs"
 

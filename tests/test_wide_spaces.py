@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pcor_sql
-from pcor_sql.engine.coe import MAX_ENUMERABLE, check_size
+from pcor_sql.engine.coe_enumeration import MAX_ENUMERABLE, check_size
 from pcor_sql.errors import UserError
 
 QUERY = "SELECT v FROM t WHERE id = 0"

@@ -20,7 +20,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pcor_sql.cli import options as o
+from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_line
 from pcor_sql.cli.database import open_database
 from pcor_sql.cli.render import json_text

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from pcor_sql.cli import options as o
+from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar
 from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_answers

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import anomaly, budget, coe, datasets, explain, glossary, registered, runner
+from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
 from pcor_sql.cli.console import write_error
-from pcor_sql.cli.errors import INTERNAL_EXIT, USER_EXIT, report
+from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
 
 _PASS_THROUGH = (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError)
@@ -104,7 +104,7 @@ def _options(
 
 _COMMANDS = (
     ("explain-outlier", "Privately release a context in which a record is an outlier.", explain.explain_outlier),
-    ("coe", "Owner only: list a record's valid contexts exactly.", coe.coe),
+    ("coe", "Owner only: list a record's valid contexts exactly.", coe_command.coe),
     ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
     ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
     ("glossary", "The terms of the output in plain words: ε, ε1, OCDP, COE, utility and more.", glossary.glossary),
@@ -112,8 +112,8 @@ _COMMANDS = (
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
 app.add_typer(budget.app, name="budget")
-app.add_typer(datasets.app, name="datasets")
-app.add_typer(registered.app, name="dataset")
+app.add_typer(bundled_commands.app, name="datasets")
+app.add_typer(dataset_commands.app, name="dataset")
 
 
 def run() -> None:

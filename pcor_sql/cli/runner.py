@@ -10,10 +10,10 @@ from typing import Annotated, Any, Callable, Optional
 import duckdb
 import typer
 
-from pcor_sql.cli import options as o
+from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar, make_warn, write_error
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.errors import StatementError
+from pcor_sql.cli.error_report import StatementError
 from pcor_sql.cli.render import print_answers, print_explanations, print_relation
 from pcor_sql.errors import UserError
 
@@ -82,7 +82,7 @@ def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
     """Run every statement of `text` on `target` (a Session, or a connection), printing each
     result before the next statement runs. Returns the number of statements run."""
     from pcor_sql.session import Session
-    from pcor_sql.statements import EXPLAIN, IDENTIFY, run_script
+    from pcor_sql.statement_runner import EXPLAIN, IDENTIFY, run_script
 
     session = target if isinstance(target, Session) else None
     count = 0
@@ -139,7 +139,7 @@ def repl(
 ) -> None:
     """Read statements until `;`, run them, print results; `.quit` or end of input ends it.
     An error is reported and the prompt continues."""
-    from pcor_sql.cli.errors import report
+    from pcor_sql.cli.error_report import report
 
     buffer: list[str] = []
     while True:

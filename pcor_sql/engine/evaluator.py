@@ -16,7 +16,7 @@ import pyarrow as pa
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
-from pcor_sql.engine.coe import enumerate_coe
+from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError, UserError

@@ -21,7 +21,7 @@ from pcor_sql.core.randomness import Source
 from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS
-from pcor_sql.engine.coe import lattice_moments
+from pcor_sql.engine.coe_enumeration import lattice_moments
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell

@@ -10,8 +10,8 @@
 from pcor_sql.frontend.compact import parse_by, parse_domain_declaration, parse_domain_declarations
 from pcor_sql.frontend.rewrite import explanation_sql, metric_alias, population_sql, record_sql
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
-from pcor_sql.frontend.start import parse_start_predicate
-from pcor_sql.frontend.statements import (
+from pcor_sql.frontend.start_predicate import parse_start_predicate
+from pcor_sql.frontend.statement_parser import (
     ExplainOutlier,
     IdentifyAnomaly,
     Passthrough,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from pcor_sql.errors import UserError
-from pcor_sql.frontend.options import OptionValue, parse_literal
+from pcor_sql.frontend.option_lists import OptionValue, parse_literal
 from pcor_sql.sqltext.tokens import QUOTED_IDENT, WORD, Token, unquote_identifier
 
 DOMAIN_EXAMPLE = "DOMAIN (dept IN ('Admin', 'Nursing'), year IN (2019, 2020))"

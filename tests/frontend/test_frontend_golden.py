@@ -47,7 +47,7 @@ from pcor_sql.frontend import (
     population_sql,
     record_sql,
 )
-from pcor_sql.frontend.requests import outlier_from_select
+from pcor_sql.frontend.request_builders import outlier_from_select
 from pcor_sql.session import Session
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 

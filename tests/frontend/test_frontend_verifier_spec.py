@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.registry import default_registry
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.frontend.options import format_verifier_spec, parse_verifier_spec
+from pcor_sql.frontend.option_lists import format_verifier_spec, parse_verifier_spec
 
 
 @pytest.mark.parametrize(

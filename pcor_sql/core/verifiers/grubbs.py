@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special
 
 from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
-from pcor_sql.core.verifiers.options import real_number
+from pcor_sql.core.verifiers.verifier_options import real_number
 
 
 def grubbs_critical(alpha: float, n_array: Any) -> np.ndarray:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcor_sql.core.verifiers.base import Population
-from pcor_sql.core.verifiers.options import real_number
+from pcor_sql.core.verifiers.verifier_options import real_number
 from pcor_sql.errors import UserError
 
 

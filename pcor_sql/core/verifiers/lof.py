@@ -59,7 +59,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pcor_sql.core.verifiers.base import Population
-from pcor_sql.core.verifiers.options import real_number, whole_number
+from pcor_sql.core.verifiers.verifier_options import real_number, whole_number
 from pcor_sql.errors import InternalError, UserError
 
 _LRD_GUARD = 1e-10  # scikit-learn's guard against duplicate points (reach-dist mean 0)

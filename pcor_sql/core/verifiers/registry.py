@@ -3,7 +3,7 @@
 A `VerifierRegistry` is an ordinary object (no module-level state): `default_registry()`
 returns a fresh one holding grubbs, histogram, lof and zscore, and an app or session adds
 its own verifiers to its own registry. The `lof(k=20, threshold=1.5)` text of `USING ...` and
-`--verifier` is read by the front end (`pcor_sql.frontend.options.parse_verifier_spec`).
+`--verifier` is read by the front end (`pcor_sql.frontend.option_lists.parse_verifier_spec`).
 
 Privacy: verifiers only decide validity, which OCDP treats as public structure; a user
 verifier is trusted code of the data owner and costs nothing either.

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
-from pcor_sql.core.verifiers.options import real_number
+from pcor_sql.core.verifiers.verifier_options import real_number
 
 
 def zscore_check_many(n: Any, mean: Any, m2: Any, v: Any, z: float) -> np.ndarray:

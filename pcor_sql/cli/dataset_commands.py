@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pcor_sql.cli import options as o
+from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import stdout_console, write_line
 from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import json_text, print_table

@@ -90,7 +90,7 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
             "on Spark call pcor_sql.explain_outlier(spark, query, ...), identify_anomaly(...) or coe(...)",
         )
     require_connection(con, "pcor_sql.sql")
-    from pcor_sql.frontend.statements import parse_statement
+    from pcor_sql.frontend.statement_parser import parse_statement
     from pcor_sql.sqltext.tokens import split_statements
 
     if not isinstance(text, str):
@@ -124,8 +124,8 @@ def _run(
     con: duckdb.DuckDBPyConnection, statement: Any, session: Any, defaults: dict[str, Any], progress: Progress | None
 ) -> tuple[str, Any]:
     """A statement's kind and result: ours as requests on `session`, anything else DuckDB's."""
-    from pcor_sql.frontend.requests import anomaly_from_select, outlier_from_select
-    from pcor_sql.frontend.statements import ExplainOutlier, IdentifyAnomaly, Passthrough
+    from pcor_sql.frontend.request_builders import anomaly_from_select, outlier_from_select
+    from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, Passthrough
 
     if isinstance(statement, Passthrough):
         return ORDINARY, con.sql(statement.sql)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 from rich.text import Text
 
-from pcor_sql.cli import options as o
+from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar, stdout_console, write_line
 from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import context_lines, json_text, number, record_text

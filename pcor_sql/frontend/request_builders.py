@@ -13,11 +13,11 @@ from typing import Any, Callable, Mapping
 
 import duckdb
 
-from pcor_sql.frontend.options import parse_verifier_spec
+from pcor_sql.frontend.option_lists import parse_verifier_spec
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
-from pcor_sql.frontend.start import parse_start_predicate
+from pcor_sql.frontend.start_predicate import parse_start_predicate
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec, request_options
 from pcor_sql.sqltext.connection import require_connection
 

@@ -21,7 +21,7 @@ import duckdb
 
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.domain_clause import DOMAIN_EXAMPLE, Domains, parse_domain_clause
-from pcor_sql.frontend.options import (
+from pcor_sql.frontend.option_lists import (
     EXPLAIN_OPTIONS,
     IDENTIFY_OPTIONS,
     OptionValue,
@@ -31,7 +31,7 @@ from pcor_sql.frontend.options import (
     parse_option_list,
 )
 from pcor_sql.frontend.select import SelectQuery, parse_select
-from pcor_sql.frontend.start import parse_start_predicate
+from pcor_sql.frontend.start_predicate import parse_start_predicate
 from pcor_sql.requests import VerifierSpec
 from pcor_sql.sqltext.tokens import OPERATOR, PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
 

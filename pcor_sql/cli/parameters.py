@@ -178,7 +178,7 @@ def domains(texts: list[str] | None) -> dict[str, list[str]] | None:
 
 def verifier_args(spec: str, extra: list[str] | None) -> tuple[str, dict[str, Any]]:
     """`--verifier 'lof(k=10)'` plus `--verifier-option threshold=2` → ("lof", {k: 10, threshold: 2})."""
-    from pcor_sql.frontend.options import parse_verifier_spec
+    from pcor_sql.frontend.option_lists import parse_verifier_spec
 
     name, options = parse_verifier_spec(spec)
     for key, value in named_values(extra, "--verifier-option").items():
@@ -191,7 +191,7 @@ def verifier_args(spec: str, extra: list[str] | None) -> tuple[str, dict[str, An
 def named_values(items: list[str] | None, flag: str) -> dict[str, Any]:
     """Repeated `NAME=VALUE` flags, each value a literal as in `WITH (...)` (number, 'text',
     TRUE/FALSE) → {name: value}."""
-    from pcor_sql.frontend.options import parse_verifier_spec
+    from pcor_sql.frontend.option_lists import parse_verifier_spec
 
     out: dict[str, Any] = {}
     for item in items or []:
