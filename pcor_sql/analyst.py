@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcor_sql.engine.dataset_registry import RegisteredDataset, get_dataset
+from pcor_sql.ledger.dataset_registry import RegisteredDataset, get_dataset
 from pcor_sql.errors import Refused, RequestFailed, UserError
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec

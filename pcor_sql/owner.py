@@ -19,9 +19,9 @@ from typing import Any, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
-from pcor_sql.engine.ledger import NOTIONS, Ledger, LimitChange
-from pcor_sql.engine.ledger_records import BudgetStatus
-from pcor_sql.engine.dataset_registry import (
+from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
+from pcor_sql.ledger.records import BudgetStatus
+from pcor_sql.ledger.dataset_registry import (
     RegisteredDataset,
     add_dataset,
     check_name,

@@ -24,8 +24,8 @@ from pcor_sql.core.randomness import make_source
 from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.ledger import ChargeItem, Ledger, PendingCharge, new_release_id
-from pcor_sql.engine.ledger_location import open_ledger
+from pcor_sql.ledger.store import ChargeItem, Ledger, PendingCharge, new_release_id
+from pcor_sql.ledger.location import open_ledger
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import OutlierRun, released_predicate
 from pcor_sql.engine.schema import Schema
@@ -237,7 +237,7 @@ class Session:
         """`dataset=` only labels a registered dataset; it never opens an account of its own."""
         if name is None:
             return None
-        from pcor_sql.engine.dataset_registry import get_dataset
+        from pcor_sql.ledger.dataset_registry import get_dataset
 
         return get_dataset(self.ledger(), name).name
 

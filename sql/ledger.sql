@@ -2,7 +2,7 @@
 --
 -- It lives in schema `pcor` of the DuckDB database that holds the data (or of a ledger file),
 -- so the budget travels with the data and `USE`/`ATTACH` on a caller's connection cannot
--- move it. pcor_sql.engine.ledger runs this script (idempotent) with the ledger's database
+-- move it. pcor_sql.ledger.store runs this script (idempotent) with the ledger's database
 -- in use, before it reads or charges.
 --
 -- A privacy unit is a base table or a file (`memory.main.salaries`, `file:/data/x.parquet`,

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 import pcor_sql
-from pcor_sql.engine.database_file import connect_with_retry
+from pcor_sql.ledger.database_file import connect_with_retry
 
 
 def main(db: str, spelling: str, attempts: int, go: Path) -> dict:

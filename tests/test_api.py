@@ -4,7 +4,7 @@ import duckdb
 import pytest
 
 import pcor_sql
-from pcor_sql.engine.ledger import Ledger
+from pcor_sql.ledger.store import Ledger
 
 Q = "SELECT salary FROM salaries WHERE id = 42"
 

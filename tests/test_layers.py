@@ -6,6 +6,7 @@ function-level ones included; `if TYPE_CHECKING:` blocks excepted), and no impor
     core      pure numpy/scipy         errors
     requests  the request values       core, anomaly.mechanisms (pure), errors
     frontend  text → values            sqltext, core, requests, errors — never the engine
+    ledger    budgets, history, registry sqltext, core, errors (and duckdb)
     engine    the DuckDB adapter       sqltext, core, requests, errors — never the front end
     anomaly   anomaly identification   sqltext, core, requests, engine, errors
     backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
@@ -29,13 +30,14 @@ LOWER = {
     "core": set(),
     "requests": {"core", "pcor_sql.anomaly.mechanisms"},
     "frontend": {"sqltext", "core", "requests"},
+    "ledger": {"sqltext", "core"},
     "engine": {"sqltext", "core", "requests"},
     "anomaly": {"sqltext", "core", "requests", "engine"},
     "backends": {"sqltext", "core", "requests", "engine", "anomaly"},
     "readable": set(),
     "notebook": {"readable"},
     "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook"},
-    "session": {"sqltext", "core", "requests", "engine", "anomaly", "backends", "results", "readable", "notebook"},
+    "session": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable", "notebook"},
 }
 
 

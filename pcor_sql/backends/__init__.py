@@ -12,7 +12,7 @@ from pcor_sql.errors import UserError
 
 def open_access(con: Any) -> DataAccess:
     """The data access for `con`: a DuckDB connection, or a pyspark SparkSession. (The budget
-    ledger is not data access: `pcor_sql.engine.ledger_location` places it.)"""
+    ledger is not data access: `pcor_sql.ledger.location` places it.)"""
     from pcor_sql.backends.spark_session import is_spark_session
 
     if isinstance(con, duckdb.DuckDBPyConnection):

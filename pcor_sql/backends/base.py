@@ -9,7 +9,7 @@ locally and never see an engine: they get summaries, windows and counts.
 Two implementations: `DuckDBAccess` (embedded, the default; the ledger lives in the same
 database) and `SparkAccess` (rows stay in the cluster; only per-cell summaries, windows and
 per-record counts come back as Arrow; the ledger is a DuckDB file of its own: `ledger=`,
-`$PCOR_SQL_LEDGER` or the per-user file, see `pcor_sql.engine.ledger_location`).
+`$PCOR_SQL_LEDGER` or the per-user file, see `pcor_sql.ledger.location`).
 
 All SQL handed to an access is DuckDB's text (what the front end and `sqltext.build` write);
 an engine with another dialect rewrites it (`sqltext.dialect`).

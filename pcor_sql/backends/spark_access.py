@@ -13,7 +13,7 @@ None of these grows with the table's size except the records a request itself se
 
 Request text is parsed by DuckDB's parser (a private in-memory DuckDB that holds no data) and
 run on Spark after the lexical rewrite of `pcor_sql.sqltext.dialect`. The budget ledger is a
-DuckDB file placed by `pcor_sql.engine.ledger_location` (`ledger=`, `$PCOR_SQL_LEDGER`, else
+DuckDB file placed by `pcor_sql.ledger.location` (`ledger=`, `$PCOR_SQL_LEDGER`, else
 the per-user file); `ledger_con` is only the anchor of an in-memory ledger asked for with
 `":memory:"`: one per SparkSession, kept for the session's life (with the in-memory warning).
 """

@@ -35,7 +35,7 @@ _VALUES = {"ignore_unknown_options": True}
 
 
 def _notions(notion: str) -> tuple[str, ...]:
-    from pcor_sql.engine.ledger import NOTIONS
+    from pcor_sql.ledger.store import NOTIONS
 
     if notion == "all":
         return NOTIONS

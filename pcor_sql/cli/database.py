@@ -57,7 +57,7 @@ def open_database(path: Path | None) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def _connect_file(path: Path) -> duckdb.DuckDBPyConnection:
-    from pcor_sql.engine.database_file import connect_with_retry
+    from pcor_sql.ledger.database_file import connect_with_retry
 
     if not path.exists():
         raise UserError(f"database file {str(path)!r} does not exist", _MAKE_ONE)
@@ -78,7 +78,7 @@ def open_owner(db: Path | None, ledger: str | None = None, *, allow_seeded: bool
     stderr; closed at the end of the block. Spark's data is in no DuckDB file, so its ledger is
     always `--ledger`, else `$PCOR_SQL_LEDGER`, else the per-user ledger, as for no `--db`."""
     from pcor_sql.cli.console import make_warn
-    from pcor_sql.engine.ledger_location import ENV, default_ledger_path
+    from pcor_sql.ledger.location import ENV, default_ledger_path
     from pcor_sql.owner import Owner
 
     if db is not None and engine == "spark":

@@ -15,7 +15,7 @@ from cli_helpers import invoke
 from pcor_sql.cli import database as database_module
 from pcor_sql.cli.database import open_database
 from pcor_sql.engine.datasets import load_dataset
-from pcor_sql.engine.ledger import Ledger
+from pcor_sql.ledger.store import Ledger
 
 QUERY = "SELECT salary FROM salaries WHERE id = 42"
 

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from pcor_sql.core.accounting import DpCost, OcdpCost, SpCost
-from pcor_sql.engine.ledger import ChargeItem, Ledger, new_release_id
+from pcor_sql.ledger.store import ChargeItem, Ledger, new_release_id
 from pcor_sql.errors import BudgetExceeded, InternalError, Refused, UserError
 
 

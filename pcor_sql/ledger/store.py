@@ -6,7 +6,7 @@ ledger kept in schema `pcor` of the database that holds the data (tables made by
 `sql/ledger.sql`). Per unit and notion: the spent ε, an optional limit, the history. A charge
 that would take any unit past its limit — or, in a ledger that holds any limit, a charge on a
 unit that has none — is refused and writes nothing. Where the ledger lives is decided by
-`engine.ledger_location.open_ledger`.
+`ledger.location.open_ledger`.
 
 Why the ledger composes correctly. Releases reading one unit compose sequentially: k releases
 that are ε_1, …, ε_k-DP (here: OCDP, or ε-DP, or (ε_j, k)-SP with the same neighbour relation)
@@ -40,7 +40,7 @@ from typing import TypeVar
 
 import duckdb
 
-from pcor_sql.engine.ledger_charge import (
+from pcor_sql.ledger.charge_rules import (
     NOTIONS,
     TOLERANCE,
     ChargeItem,
@@ -55,8 +55,8 @@ from pcor_sql.engine.ledger_charge import (
     rollback_quietly,
     utc_now,
 )
-from pcor_sql.engine.ledger_pending import COSTS, PendingCharge, unit_names
-from pcor_sql.engine.ledger_records import BudgetStatus, LimitChange, ReleaseRecord, budget_status, new_release_id
+from pcor_sql.ledger.pending import COSTS, PendingCharge, unit_names
+from pcor_sql.ledger.records import BudgetStatus, LimitChange, ReleaseRecord, budget_status, new_release_id
 from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.resources import sql_text
 from pcor_sql.sqltext.quoting import quote_identifier

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from pcor_sql.core.accounting import DpCost, OcdpCost, SpCost
-from pcor_sql.engine.ledger_charge import (
+from pcor_sql.ledger.charge_rules import (
     ChargeItem,
     ChargeState,
     UnitTotal,
@@ -23,7 +23,7 @@ from pcor_sql.engine.ledger_charge import (
 from pcor_sql.errors import InternalError
 
 if TYPE_CHECKING:
-    from pcor_sql.engine.ledger import Ledger
+    from pcor_sql.ledger.store import Ledger
 
 COSTS = {"ocdp": OcdpCost, "dp": DpCost, "sp": lambda eps: SpCost(eps, 1)}
 

@@ -1,4 +1,4 @@
-"""One of the processes of the two-process ledger test (tests/engine/test_ledger.py).
+"""One of the processes of the two-process ledger test (tests/ledger/test_ledger.py).
 
 Usage: python ledger_worker.py DB DATASET TAG ATTEMPTS EPSILON GO_FILE WORK_SECONDS MODE
 
@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from pcor_sql.engine.database_file import connect_with_retry
+from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.core.accounting import OcdpCost
-from pcor_sql.engine.ledger import Ledger
+from pcor_sql.ledger.store import Ledger
 from pcor_sql.errors import BudgetExceeded
 
 

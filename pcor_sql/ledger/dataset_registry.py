@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pcor_sql.engine.ledger import Ledger
-from pcor_sql.engine.ledger_charge import utc_now
+from pcor_sql.ledger.store import Ledger
+from pcor_sql.ledger.charge_rules import utc_now
 from pcor_sql.errors import UserError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

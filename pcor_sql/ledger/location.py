@@ -16,8 +16,8 @@ from typing import Callable
 
 import duckdb
 
-from pcor_sql.engine.database_file import connect_with_retry
-from pcor_sql.engine.ledger import LOCATION_SQL, Ledger
+from pcor_sql.ledger.database_file import connect_with_retry
+from pcor_sql.ledger.store import LOCATION_SQL, Ledger
 from pcor_sql.errors import UserError
 
 ENV = "PCOR_SQL_LEDGER"

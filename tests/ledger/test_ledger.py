@@ -18,9 +18,9 @@ import pytest
 
 import pcor_sql
 from pcor_sql.core.accounting import OcdpCost
-from pcor_sql.engine import ledger_charge
-from pcor_sql.engine.database_file import connect_with_retry
-from pcor_sql.engine.ledger import (
+from pcor_sql.ledger import charge_rules as ledger_charge
+from pcor_sql.ledger.database_file import connect_with_retry
+from pcor_sql.ledger.store import (
     IN_MEMORY_WARNING,
     BudgetStatus,
     ChargeItem,
