@@ -87,15 +87,22 @@ SQL = "sql"
 
 _CALLERS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("pcor_sql_callers", default=(PYTHON,))
 
-# How the CLI spells an option where it is not `--` + the name with dashes.
-_CLI_FLAGS = {"domains": "--domain"}
-# How a statement spells an option that is a clause of its own; other statement options are
-# `WITH (name = value)`, and an option a statement cannot set falls back to the outer caller.
-_SQL_CLAUSES = {"by": "BY {}", "domains": "DOMAIN ({})", "verifier": "USING {}"}
-_SQL_WITH = frozenset({
-    "epsilon", "search", "samples", "utility", "start", "accounting", "seed", "dataset", "owner_view", "descents",
-    "beta", "radius", "privacy", "k", "norm",
-})
+# How each caller spells an option, registered by its declaration (`core.option_spec.OptionSpec`):
+# the CLI flag, and the statement's form — `WITH (name = ...)`, a clause of its own, or none
+# (then a hint falls back to the outer caller's spelling).
+_CLI_FLAGS: dict[str, str | None] = {}
+_SQL_FORMS: dict[str, str | None] = {}
+_CLAUSE_FORMATS = {"BY": "BY {}", "DOMAIN": "DOMAIN ({})", "USING": "USING {}"}
+
+
+def register_spelling(name: str, cli_flag: str | None, sql_form: str | None) -> None:
+    """Record how the CLI and statements spell option `name` (one declaration per option)."""
+    _CLI_FLAGS[name] = cli_flag
+    _SQL_FORMS[name] = sql_form
+
+
+def _sql_form(name: str) -> str | None:
+    return _SQL_FORMS.get(name)
 
 
 @contextmanager
@@ -114,8 +121,9 @@ def option_name(name: str) -> str:
     for kind in reversed(_CALLERS.get()):
         if kind == CLI:
             return _cli_flag(name)
-        if kind == SQL and (name in _SQL_CLAUSES or name in _SQL_WITH):
-            return _SQL_CLAUSES[name].split(" ")[0] if name in _SQL_CLAUSES else f"WITH ({name} = ...)"
+        if kind == SQL and _sql_form(name) is not None:
+            form = _sql_form(name)
+            return form if form in _CLAUSE_FORMATS else f"WITH ({name} = ...)"
         if kind == PYTHON:
             return f"{name}=..."
     return name
@@ -127,7 +135,7 @@ def from_python() -> bool:
 
 
 def _cli_flag(name: str) -> str:
-    return _CLI_FLAGS.get(name, "--" + name.replace("_", "-"))
+    return _CLI_FLAGS.get(name) or "--" + name.replace("_", "-")
 
 
 def option_hint(name: str, value: str, *, python: str | None = None, sql: str | None = None) -> str:
@@ -137,9 +145,10 @@ def option_hint(name: str, value: str, *, python: str | None = None, sql: str | 
     for kind in reversed(_CALLERS.get()):
         if kind == CLI:
             return f"{_cli_flag(name)} {value}"
-        if kind == SQL and (name in _SQL_CLAUSES or name in _SQL_WITH):
+        if kind == SQL and _sql_form(name) is not None:
             written = sql if sql is not None else _sql_literal(value)
-            return _SQL_CLAUSES[name].format(written) if name in _SQL_CLAUSES else f"WITH ({name} = {written})"
+            form = _sql_form(name)
+            return _CLAUSE_FORMATS[form].format(written) if form in _CLAUSE_FORMATS else f"WITH ({name} = {written})"
         if kind == PYTHON:
             return f"{name}={python if python is not None else _python_literal(value)}"
     return f"{name}={value}"

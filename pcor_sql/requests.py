@@ -18,29 +18,25 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
-from pcor_sql.core.accounting import ACCOUNTINGS, Budget, derive_budget, validate_epsilon, validate_samples
-from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES, validate_norm, validate_params
-from pcor_sql.core.searches import (
-    DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES, DEFAULT_MAX_ADMISSIBLE, DEFAULT_SAMPLES, SEARCH_SPECS, search_spec,
-)
-from pcor_sql.core.start import DEFAULT_DESCENTS
+from pcor_sql.anomaly.mechanisms import validate_norm, validate_params
+from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
+from pcor_sql.core.option_spec import OptionSpec
+from pcor_sql.core.searches import search_option_specs, search_spec
 from pcor_sql.errors import UserError
-
-UTILITIES = ("population", "overlap")
-#: Utilities for which adding a row never lowers the utility (so `tight` accounting holds).
-MONOTONE_UTILITIES = frozenset(UTILITIES)
+from pcor_sql.request_specs import (
+    ACCOUNTING, BY, DATASET, DOMAINS, EPSILON_ANSWER, EPSILON_RELEASE, MONOTONE_UTILITIES, NORM, OWNER_VIEW, PRIVACY,
+    SEARCH, SEED, START, UTILITIES, UTILITY, VERIFIER, BETA, RADIUS, K, Job, explain_specs, identify_specs,
+)
 
 Selection = tuple[tuple[str, tuple[Any, ...]], ...]
 
 
-def option(default: Any, help: str, example: str | None = None, **statement: Any) -> Any:
-    """A request field. `statement` (kind, choices, minimum, minimum_inclusive) marks it as a
-    `WITH (...)` option of the SQL statement; `example` is how it is written there."""
-    meta = {"help": help, "example": example, "statement": statement or None}
-    return field(default=default, metadata=meta)
+def option(spec: OptionSpec, default: Any = ...) -> Any:
+    """A request field described by its spec (the one place an option is described)."""
+    return field(default=spec.default if default is ... else default, metadata={"spec": spec})
 
 
 @dataclass(frozen=True)
@@ -61,66 +57,56 @@ class VerifierSpec:
         return dict(self.options)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class OutlierRequest:
     """Release, under ε-OCDP, a context in which each record the selector picks is an outlier.
 
     `relation`, `metric`, `selector` and `select_list` are SQL rendered by DuckDB's parser
     (`SELECT <select_list> FROM <relation> WHERE <selector>`); `statement` is the text the
     request came from (kept in the ledger history). `verifier` is a `VerifierSpec` or a
-    verifier object (a trusted object of the data owner's)."""
+    verifier object (a trusted object of the data owner's). The options are keywords: the
+    request-wide ones are fields, the searches' own (`core.searches`, e.g. `descents`) are kept
+    in `search_settings` and read as attributes (`request.descents`)."""
 
     relation: str
     metric: str
     selector: str
     select_list: str = ""
     statement: str | None = None
-    by: tuple[str, ...] | None = option(None, "context attributes (default: the ENUM / declared-domain columns)")
-    domains: Selection | None = option(None, "declared domains: attribute → values")
-    verifier: Any = option(VerifierSpec("lof"), "outlier test: grubbs, histogram, lof or zscore, with options")
-    epsilon: float = option(
-        0.2, "total privacy cost ε of each release (> 0)", "epsilon = 0.2", kind="number", minimum=0.0,
-        minimum_inclusive=False,
-    )
-    search: str = option(
-        "bfs", "direct, uniform, random-walk, dfs, bfs or explore", "search = 'bfs'", kind="string",
-        choices=tuple(SEARCH_SPECS),
-    )
-    samples: int | None = option(
-        None, f"samples n of the search (default: the search's own — {DEFAULT_SAMPLES}; explore: "
-        f"{DEFAULT_EXPLORE_SAMPLES:,} valid contexts)", "samples = 50", kind="integer", minimum=1,
-    )
-    utility: str = option(
-        "population", "utility of a context: population or overlap", "utility = 'population'",
-        kind="string", choices=UTILITIES,
-    )
-    start: Selection | None = option(
-        None, "starting context (default: found by a validity-only search)",
-        "start = 'job_title IN (''Nurse'') AND year = 2019'", kind="string",
-    )
-    accounting: str = option(
-        "tight", "tight (monotone utility) or paper (the paper's 2ε1 rules)", "accounting = 'tight'",
-        kind="string", choices=ACCOUNTINGS,
-    )
-    seed: int | None = option(None, "reproducible randomness; labelled not for real releases", "seed = 7",
-                              kind="integer", minimum=0)
-    dataset: str | None = option(None, "budget ledger name to charge", "dataset = 'salaries'", kind="string")
-    owner_view: bool = option(False, "also return the owner's private diagnostics", "owner_view = TRUE",
-                              kind="boolean")
-    descents: int = option(
-        DEFAULT_DESCENTS,
-        "bfs: validity-only random descents from the full context that seed the frontier "
-        "(free under OCDP; 0 = the paper's Algorithm 5)",
-        "descents = 24", kind="integer", minimum=0,
-    )
-    max_checks: int = option(
-        DEFAULT_EXPLORE_CHECKS,
-        "explore: the most contexts it verifies (a count, never a time limit: see the search's documentation)",
-        "max_checks = 2000", kind="integer", minimum=1,
-    )
-    max_contexts: int | None = option(
-        DEFAULT_MAX_ADMISSIBLE, "refuse to enumerate more admissible contexts than this (direct search, coe)"
-    )
+    by: tuple[str, ...] | None = option(BY)
+    domains: Selection | None = option(DOMAINS)
+    verifier: Any = option(VERIFIER, VerifierSpec("lof"))
+    epsilon: float = option(EPSILON_RELEASE)
+    search: str = option(SEARCH)
+    samples: int | None = option(search_option_specs()["samples"])
+    utility: str = option(UTILITY)
+    start: Selection | None = option(START)
+    accounting: str = option(ACCOUNTING)
+    seed: int | None = option(SEED)
+    dataset: str | None = option(DATASET)
+    owner_view: bool = option(OWNER_VIEW)
+    #: The searches' own options given (name → value, validated by their specs).
+    search_settings: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, relation: str, metric: str, selector: str, select_list: str = "", statement: str | None = None,
+                 *, search_settings: Any = (), **options: Any):
+        known = explain_specs()
+        unknown = [name for name in options if name not in known]
+        if unknown:
+            raise UserError(f"unknown option {unknown[0]!r} for OutlierRequest", f"known options: {', '.join(known)}")
+        own = {f.name for f in fields(self)}
+        settings = dict(search_settings)
+        for name, value in options.items():
+            if name not in own:
+                settings[name] = value
+        for f in fields(self):
+            if f.name in ("relation", "metric", "selector", "select_list", "statement"):
+                continue
+            _set(self, f.name, options.get(f.name, f.default) if f.name != "search_settings" else settings)
+        for name, value in (("relation", relation), ("metric", metric), ("selector", selector),
+                            ("select_list", select_list), ("statement", statement)):
+            _set(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for name in ("relation", "metric", "selector"):
@@ -133,19 +119,26 @@ class OutlierRequest:
         if self.utility not in UTILITIES:
             raise UserError(f"unknown utility {self.utility!r}", f"use one of: {', '.join(UTILITIES)}")
         spec = search_spec(self.search)
+        _set(self, "search", spec.name)
+        _set(self, "utility", UTILITY.check(self.utility))
         # Left out, n is the search's own; remembered so that `replace(search=...)` gives the
         # new search its own n rather than the old one's.
         object.__setattr__(self, "_samples_given", self.samples is not None)
         _set(self, "samples", validate_samples(spec.default_samples if self.samples is None else self.samples))
-        _set(self, "max_checks", _count(self.max_checks, "max_checks", "max_checks=2000", minimum=1))
-        _set(self, "descents", _count(self.descents, "descents", "descents=24 (0: the paper's BFS)"))
-        if "descents" not in spec.options:
-            _set(self, "descents", 0)  # only bfs reads it; shown as 0 elsewhere
+        specs = search_option_specs()
+        checked = {name: specs[name].check(value) for name, value in dict(self.search_settings).items()}
+        _set(self, "search_settings", tuple(sorted(checked.items())))
         _set(self, "epsilon", validate_epsilon(self.epsilon))
-        if self.max_contexts is not None:
-            _set(self, "max_contexts", _count(self.max_contexts, "max_contexts", "max_contexts=1000", minimum=1))
         _common(self)
         self.budget  # noqa: B018 — the accounting rule and utility must agree now, not at release
+
+    def __getattr__(self, name: str) -> Any:
+        # A search's own option (`request.descents`): the value given, else its default — and
+        # 0/None for a search that does not read it, so outputs show what the search used.
+        specs = search_option_specs()
+        if name in specs and name != "samples":
+            return self.search_options().get(name, None if specs[name].nullable else 0)
+        raise AttributeError(name)
 
     @property
     def budget(self) -> Budget:
@@ -155,15 +148,22 @@ class OutlierRequest:
         )
 
     def search_options(self) -> dict[str, Any]:
-        """The options the chosen search declares it reads, by name (`SearchSpec.options`)."""
-        return {name: getattr(self, name) for name in search_spec(self.search).options}
+        """The options the chosen search declares it reads, by name, with their defaults."""
+        given = dict(self.search_settings)
+        options = search_spec(self.search).options
+        return {o.name: (self.samples if o.name == "samples" else given.get(o.name, o.default)) for o in options}
 
     def replace(self, **changes: Any) -> "OutlierRequest":
         """A copy with some fields changed (validated again). A request whose n was left to
         its search keeps it so: a new search gets its own default n."""
         if "samples" not in changes and not getattr(self, "_samples_given", True):
             changes["samples"] = None
-        return dataclasses.replace(self, **changes)
+        current = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "search_settings"}
+        settings = dict(self.search_settings)
+        for name in list(changes):
+            if name in search_option_specs() and name != "samples":
+                settings[name] = changes.pop(name)
+        return OutlierRequest(**{**current, **changes}, search_settings=settings)
 
 
 @dataclass(frozen=True)
@@ -177,20 +177,15 @@ class AnomalyRequest:
     columns: tuple[str, ...]
     selector: str | None = None
     statement: str | None = None
-    beta: float = option(None, "β: an anomaly has at most β other records within the radius", "beta = 5",
-                         kind="number", minimum=1.0)
-    radius: float = option(None, "r: the ball radius", "radius = 1000", kind="number", minimum=0.0)
-    epsilon: float = option(None, "privacy cost ε of each answer (> 0)", "epsilon = 0.5", kind="number",
-                            minimum=0.0, minimum_inclusive=False)
-    privacy: str = option("sp", "sp: (ε, k)-sensitive privacy; dp: ε-differential privacy", "privacy = 'sp'",
-                          kind="string", choices=PRIVACY_MODES)
-    k: int | None = option(1, "k of (ε, k)-sensitive privacy, 1 ≤ k ≤ β + 1", "k = 1", kind="integer", minimum=1)
-    norm: str = option("l2", "l1, l2 or linf, for several columns", "norm = 'l2'", kind="string", choices=NORMS)
-    seed: int | None = option(None, "reproducible randomness; labelled not for real releases", "seed = 7",
-                              kind="integer", minimum=0)
-    dataset: str | None = option(None, "budget ledger name to charge", "dataset = 'homicides'", kind="string")
-    owner_view: bool = option(False, "also return the owner's private diagnostics", "owner_view = TRUE",
-                              kind="boolean")
+    beta: float = option(BETA)
+    radius: float = option(RADIUS)
+    epsilon: float = option(EPSILON_ANSWER)
+    privacy: str = option(PRIVACY)
+    k: int | None = option(K)
+    norm: str = option(NORM)
+    seed: int | None = option(SEED)
+    dataset: str | None = option(DATASET)
+    owner_view: bool = option(OWNER_VIEW)
 
     def __post_init__(self) -> None:
         _require_text(self.relation, "relation")
@@ -208,14 +203,18 @@ class AnomalyRequest:
         return dataclasses.replace(self, **changes)
 
 
-def request_options(cls: type) -> dict[str, dataclasses.Field]:
-    """The fields of a request class that a caller sets by name (all but the parsed SQL)."""
-    return {f.name: f for f in dataclasses.fields(cls) if "help" in f.metadata}
+def request_options(cls: type) -> dict[str, OptionSpec]:
+    """The options a caller sets by name on a request class (all but the parsed SQL)."""
+    return explain_specs() if cls is OutlierRequest else identify_specs()
 
 
-def statement_options(cls: type) -> dict[str, dataclasses.Field]:
-    """The fields of a request class that its SQL statement accepts in `WITH (...)`."""
-    return {name: f for name, f in request_options(cls).items() if f.metadata.get("statement")}
+def statement_options(cls: type) -> dict[str, OptionSpec]:
+    """The options of a request class that its SQL statement accepts in `WITH (...)`."""
+    return {name: s for name, s in request_options(cls).items() if s.sql == "with"}
+
+
+def job_of(request: Any) -> Job:
+    return Job.EXPLAIN if isinstance(request, OutlierRequest) else Job.IDENTIFY
 
 
 def _set(request: Any, name: str, value: Any) -> None:

@@ -122,13 +122,24 @@ def test_anomaly_requests_validate_their_parameters():
             AnomalyRequest(**{"relation": "h", "columns": ["a"], "beta": 5, "radius": 1, "epsilon": 0.5, **bad})
 
 
-def test_options_are_described_once_in_the_fields():
+def test_options_are_described_once_in_their_specs():
     for cls in (OutlierRequest, AnomalyRequest):
-        for name, f in request_options(cls).items():
-            assert f.metadata["help"], name
-        for name, f in statement_options(cls).items():
-            assert f.metadata["example"].startswith(name), name
+        for name, spec in request_options(cls).items():
+            assert spec.name == name and spec.help and spec.example, name
     assert set(statement_options(OutlierRequest)) == {
-        "start", "utility", "search", "samples", "descents", "max_checks", "epsilon", "accounting", "seed", "dataset",
-        "owner_view",
+        "start", "utility", "search", "samples", "descents", "max_checks", "max_draws", "epsilon", "accounting", "seed",
+        "dataset", "owner_view",
     }
+    # A request field and its spec agree on the default.
+    for f in dataclasses.fields(OutlierRequest):
+        if "spec" in f.metadata and f.name != "verifier":
+            assert f.default == f.metadata["spec"].default, f.name
+
+
+def test_a_search_option_is_read_through_the_request_with_its_searchs_default():
+    r = OutlierRequest(**BASE, search="uniform", max_draws=7)
+    assert r.max_draws == 7 and r.search_options() == {"samples": 50, "max_draws": 7}
+    assert OutlierRequest(**BASE).max_draws == 0  # bfs does not read it
+    assert r.replace(search="bfs").descents == 24 and r.replace(max_draws=9).max_draws == 9
+    with pytest.raises(UserError, match="max_draws must be ≥ 1"):
+        OutlierRequest(**BASE, search="uniform", max_draws=0)

@@ -104,44 +104,35 @@ def resolve_start(
 
 
 def release_one(
-    con: duckdb.DuckDBPyConnection,
+    con: Any,
     summary: CellSummary,
-    row: Mapping[str, Any],
-    v: float,
+    record: "SelectedRecord",
     verifier: Any,
-    budget: Budget,
+    request: OutlierRequest,
     source: Source,
-    *,
-    search: str,
-    utility: str,
     start: Mapping[str, Sequence[Any]] | None,
-    owner_view: bool,
     progress: Callable[[int, int], None] | None = None,
-    **search_options: Any,
 ) -> RecordRelease:
-    """One record's search, verified and checked against its budget, uncharged. The search's
-    own options (`OutlierRequest.search_options()`) pass through to it by name; the request's
-    `max_contexts` is the `direct` search's `max_admissible` (None: no limit)."""
-    if "max_contexts" in search_options:
-        limit = search_options.pop("max_contexts")
-        search_options["max_admissible"] = limit if limit is not None else 1 << 64
-    space = prepare_space(summary, row)
-    ev = Evaluator(con, summary, space, v, verifier, utility="population", remember=True)
+    """One record's search under `request` (its search, utility, budget and the options its
+    search declares), verified and checked against its budget, uncharged."""
+    search, utility, budget = request.search, request.utility, request.budget
+    space = prepare_space(summary, record.record)
+    ev = Evaluator(con, summary, space, record.value, verifier, utility="population", remember=True)
     if not search_spec(search).graph and start is None and utility == "population":
         # The search does not walk from a start (direct, uniform): none is looked for.
         start_mask, start_source = space.v_mask, "none"
     else:
         start_mask, start_source = resolve_start(ev, start)
     if utility != "population":
-        ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask, remember=True)
+        ev = Evaluator(con, summary, space, record.value, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
-        search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **search_options
+        search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **request.search_options()
     )
     if not ev.is_valid(result.mask):
         raise InternalError("a search released a context in which the record is not an outlier")
     if result.trace.n_em_calls > budget.max_em_calls:
         raise InternalError(f"{search} made {result.trace.n_em_calls} EM calls, more than the {budget.max_em_calls} accounted for")
-    owner = _owner_view(ev, result, start_mask) if owner_view else None
+    owner = _owner_view(ev, result, start_mask) if request.owner_view else None
     return RecordRelease(space, result.mask, start_mask, start_source, result.trace, owner)
 
 
@@ -238,13 +229,8 @@ class OutlierRun:
 
     def release(self, i: int, source: Source, *, progress: Callable[[int, int], None] | None = None) -> RecordRelease:
         """Run the request's search for record i with `source` (uncharged: the caller charges)."""
-        r = self.request
-        rec = self.records[i]
-        return release_one(
-            self.con, self.summary, rec.record, rec.value, self.verifier, r.budget, source,
-            search=r.search, utility=r.utility, start=self.start_selection, owner_view=r.owner_view,
-            progress=progress, **r.search_options(),
-        )
+        return release_one(self.con, self.summary, self.records[i], self.verifier, self.request, source,
+                           self.start_selection, progress)
 
     # ---- lab-only: what the benchmarks (benchmarks/, outside the wheel) read besides the above ----
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.requests import AnomalyRequest, OutlierRequest, statement_options
+from pcor_sql.core.option_spec import OptionSpec
+from pcor_sql.request_specs import Job, statement_specs
 from pcor_sql.sqltext.tokens import (
     NUMBER,
     OPERATOR,
@@ -37,18 +38,6 @@ BOOLEAN_KIND = "boolean"
 
 
 @dataclass(frozen=True)
-class OptionSpec:
-    """One option a statement accepts: its value kind, allowed strings, and lower bound."""
-
-    name: str
-    kind: str
-    example: str
-    choices: tuple[str, ...] = ()
-    minimum: float | None = None
-    minimum_inclusive: bool = True
-
-
-@dataclass(frozen=True)
 class RawOption:
     """`name = value` as written; `token` locates it for messages."""
 
@@ -57,23 +46,9 @@ class RawOption:
     token: Token
 
 
-def _statement_specs(cls: type) -> tuple[OptionSpec, ...]:
-    """The `WITH (...)` options of a request class, read from its fields' metadata (the one
-    place an option is described: a new request option is a new statement option)."""
-    out = []
-    for name, f in statement_options(cls).items():
-        spec = f.metadata["statement"]
-        out.append(
-            OptionSpec(
-                name, spec["kind"], f.metadata["example"], choices=tuple(spec.get("choices", ())),
-                minimum=spec.get("minimum"), minimum_inclusive=spec.get("minimum_inclusive", True),
-            )
-        )
-    return tuple(out)
-
-
-EXPLAIN_OPTIONS = _statement_specs(OutlierRequest)
-IDENTIFY_OPTIONS = _statement_specs(AnomalyRequest)
+#: The `WITH (...)` options of each statement, generated from the option specs.
+EXPLAIN_OPTIONS = statement_specs(Job.EXPLAIN)
+IDENTIFY_OPTIONS = statement_specs(Job.IDENTIFY)
 
 
 def _shown(token: Token | None) -> str:
@@ -165,14 +140,15 @@ def parse_option_list(tokens: Sequence[Token], where: str) -> list[RawOption]:
 
 def _check_kind(spec: OptionSpec, value: OptionValue) -> OptionValue:
     kind = spec.kind
+    example = f"{spec.name} = {spec.example}"  # as written in WITH (...)
     got = f"the string '{value}'" if isinstance(value, str) else repr(value)
     if kind == BOOLEAN_KIND:
         if not isinstance(value, bool):
-            raise UserError(f"{spec.name} must be TRUE or FALSE, got {got}", f"write {spec.example}")
+            raise UserError(f"{spec.name} must be TRUE or FALSE, got {got}", f"write {example}")
         return value
     if kind == STRING_KIND:
         if not isinstance(value, str):
-            raise UserError(f"{spec.name} must be a single-quoted string, got {got}", f"write {spec.example}")
+            raise UserError(f"{spec.name} must be a single-quoted string, got {got}", f"write {example}")
         if spec.choices and value not in spec.choices:
             raise UserError(f"unknown {spec.name} {value!r}", f"use one of: {', '.join(spec.choices)}")
         if "\x00" in value:
@@ -180,18 +156,18 @@ def _check_kind(spec: OptionSpec, value: OptionValue) -> OptionValue:
         return value
     if isinstance(value, (bool, str)):
         hint = " without quotes" if isinstance(value, str) else ""
-        raise UserError(f"{spec.name} must be a number, got {got}", f"write {spec.example}{hint}")
+        raise UserError(f"{spec.name} must be a number, got {got}", f"write {example}{hint}")
     if kind == INTEGER_KIND and not isinstance(value, int):
-        raise UserError(f"{spec.name} must be a whole number, got {value!r}", f"write {spec.example}")
+        raise UserError(f"{spec.name} must be a whole number, got {value!r}", f"write {example}")
     if kind not in (NUMBER_KIND, INTEGER_KIND):
         raise InternalError(f"unknown option kind {kind!r}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise UserError(f"{spec.name} must be finite, got {value!r}", f"write {spec.example}")
+        raise UserError(f"{spec.name} must be finite, got {value!r}", f"write {example}")
     if spec.minimum is not None:
         low = spec.minimum
         if value < low or (value == low and not spec.minimum_inclusive):
             bound = f"≥ {low:g}" if spec.minimum_inclusive else f"> {low:g}"
-            raise UserError(f"{spec.name} must be {bound}, got {value!r}", f"write e.g. {spec.example}")
+            raise UserError(f"{spec.name} must be {bound}, got {value!r}", f"write e.g. {example}")
     return float(value) if kind == NUMBER_KIND else value
 
 

@@ -122,7 +122,7 @@ def test_direct_without_valid_context_and_size_guard():
     with pytest.raises(NoValidContext):
         direct(FakeOracle(SPACE, set()), 0.5, np.random.default_rng(0), max_admissible=1 << 10)
     with pytest.raises(UserError):
-        run_search("direct", FakeOracle(SPACE, ALL), 0.5, np.random.default_rng(0), start=None, max_admissible=16)
+        run_search("direct", FakeOracle(SPACE, ALL), 0.5, np.random.default_rng(0), start=None, max_contexts=16)
 
 
 # -- uniform ---------------------------------------------------------------------------

@@ -1,0 +1,139 @@
+"""Options declared once (harlequin's habit): one `OptionSpec` per option gives its name, type,
+default, help, who may set it, and how each caller spells it — the CLI flag, the statement's
+`WITH (name = ...)` or clause, the Python keyword. The CLI parameters, the statements' option
+lists, the analyst's allow-list and the error hints are all generated from the specs.
+
+Search options are declared by the search that reads them (`core.searches.SearchSpec.options`);
+the request-wide ones by `pcor_sql.request_specs`. A new search option is one spec next to its
+search, and nothing else.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcor_sql.errors import UserError, register_spelling
+
+
+class StrEnum(str, enum.Enum):
+    """A closed set of names that still compares, prints and serialises as its text (so outputs
+    and ledgers keep their strings) — `enum.StrEnum` of Python 3.11, for 3.10 too."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
+
+
+class Who(StrEnum):
+    """Who may set an option: the owner only, or an analyst too (the owner may set every one)."""
+
+    OWNER = "owner"
+    ANALYST = "analyst"
+
+
+class Kind(StrEnum):
+    """A value's type as every caller writes it."""
+
+    NUMBER = "number"
+    INTEGER = "integer"
+    STRING = "string"
+    BOOLEAN = "boolean"
+    #: Structured values with their own parsers (a list of names, a selection, a verifier spec):
+    #: never a `WITH (...)` literal, checked by the request.
+    STRUCTURED = "structured"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option. `example` is the value as written in a statement (`0.2`, `'bfs'`, `TRUE`);
+    `sql` is "with" for `WITH (name = value)`, a clause keyword (`BY`, `DOMAIN`, `USING`), or
+    None when statements cannot set it; `cli` is the flag (None: no flag of its own).
+    `in_result` shows the value in a release's JSON (stable keys); `searches` names the
+    searches that read it (empty: every request reads it)."""
+
+    name: str
+    kind: Kind
+    default: Any
+    help: str
+    example: str
+    who: Who = Who.ANALYST
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    minimum_inclusive: bool = True
+    sql: str | None = "with"
+    cli: str | None = field(default="")
+    searches: tuple[str, ...] = ()
+    in_result: bool = False
+    #: None is a value of its own (e.g. "no limit"), not "use the default".
+    nullable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.cli == "":
+            object.__setattr__(self, "cli", "--" + self.name.replace("_", "-"))
+        register_spelling(self.name, self.cli, self.sql)
+
+    @property
+    def flag(self) -> str | None:
+        return self.cli
+
+    def check(self, value: Any) -> Any:
+        """`value` validated by exact type (a bool is not a number, a float not a count); a
+        number of kind NUMBER comes back as a float, a choice as its text."""
+        name, got = self.name, _shown(value)
+        if value is None:
+            if self.default is None or self.nullable:
+                return None
+            raise UserError(f"{name} needs a value", f"e.g. {self.hint()}")
+        if self.kind is Kind.BOOLEAN:
+            if type(value) is not bool:
+                raise UserError(f"{name} must be true or false, got {got}", f"e.g. {self.hint()}")
+            return value
+        if self.kind is Kind.STRING:
+            if not isinstance(value, str):
+                raise UserError(f"{name} must be text, got {got}", f"e.g. {self.hint()}")
+            text = str.__str__(value)
+            if "\x00" in text:
+                raise UserError(f"{name} contains a NUL character", "remove it")
+            if self.choices and text not in self.choices:
+                raise UserError(f"unknown {name} {text!r}", f"use one of: {', '.join(self.choices)}")
+            return text
+        if self.kind is Kind.STRUCTURED:
+            return value
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise UserError(f"{name} must be a number, got {got}", f"e.g. {self.hint()}")
+        if self.kind is Kind.INTEGER:
+            if not isinstance(value, numbers.Integral):
+                raise UserError(f"{name} must be a whole number, got {got}", f"e.g. {self.hint()}")
+            value = int(value)
+        else:
+            try:
+                value = float(value)
+            except OverflowError:
+                raise UserError(f"{name} is too large: {got}", f"e.g. {self.hint()}") from None
+            if not math.isfinite(value):
+                raise UserError(f"{name} must be finite, got {got}", f"e.g. {self.hint()}")
+        if self.minimum is not None:
+            low = self.minimum
+            if value < low or (value == low and not self.minimum_inclusive):
+                bound = f"≥ {low:g}" if self.minimum_inclusive else f"> {low:g}"
+                raise UserError(f"{name} must be {bound}, got {value!r}", f"e.g. {self.hint()}")
+        return value
+
+    def hint(self) -> str:
+        from pcor_sql.errors import option_hint
+
+        return option_hint(self.name, self.example)
+
+
+def _shown(value: Any) -> str:
+    return f"the string {str.__str__(value)!r}" if isinstance(value, str) else repr(value)

@@ -1,0 +1,97 @@
+"""The request-wide options of each job, declared once (`core.option_spec.OptionSpec`).
+
+A search's own options (samples, descents, max_checks, max_contexts, max_draws) are declared
+by the search in `core.searches`; `explain_specs()` lists both. The requests, the statements'
+`WITH (...)` lists, the CLI flags, the analyst's allow-list and the error hints all read these.
+"""
+
+from __future__ import annotations
+
+from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES
+from pcor_sql.core.accounting import ACCOUNTINGS
+from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
+from pcor_sql.core.searches import SEARCH_SPECS, search_option_specs
+
+
+class Utility(StrEnum):
+    """A context's utility (sensitivity 1; both monotone: adding a row never lowers either)."""
+
+    POPULATION = "population"
+    OVERLAP = "overlap"
+
+
+UTILITIES = Utility.names()
+#: Utilities for which adding a row never lowers the utility (so `tight` accounting holds).
+MONOTONE_UTILITIES = frozenset(UTILITIES)
+
+
+class Job(StrEnum):
+    """What a request asks for: a release (EXPLAIN OUTLIER) or an anomaly answer (IDENTIFY ANOMALY)."""
+
+    EXPLAIN = "explain"
+    IDENTIFY = "identify"
+
+
+BY = OptionSpec("by", Kind.STRUCTURED, None, "context attributes (default: the ENUM / declared-domain columns)",
+                "a, b", sql="BY")
+DOMAINS = OptionSpec("domains", Kind.STRUCTURED, None, "declared domains: attribute → values",
+                     "a IN ('x', 'y')", who=Who.OWNER, sql="DOMAIN", cli="--domain")
+VERIFIER = OptionSpec("verifier", Kind.STRUCTURED, "lof", "outlier test: grubbs, histogram, lof or zscore, with options",
+                      "lof(k=20)", sql="USING")
+EPSILON_RELEASE = OptionSpec("epsilon", Kind.NUMBER, 0.2, "total privacy cost ε of each release (> 0)", "0.2",
+                             minimum=0.0, minimum_inclusive=False)
+SEARCH = OptionSpec("search", Kind.STRING, "bfs", "direct, uniform, random-walk, dfs, bfs or explore", "'bfs'",
+                    choices=tuple(SEARCH_SPECS))
+UTILITY = OptionSpec("utility", Kind.STRING, "population", "utility of a context: population or overlap",
+                     "'population'", choices=UTILITIES)
+START = OptionSpec("start", Kind.STRING, None, "starting context (default: found by a validity-only search)",
+                   "'job_title IN (''Nurse'') AND year = 2019'")
+ACCOUNTING = OptionSpec("accounting", Kind.STRING, "tight",
+                        "tight (monotone utility) or paper (the paper's 2ε1 rules)", "'tight'", choices=ACCOUNTINGS)
+SEED = OptionSpec("seed", Kind.INTEGER, None, "reproducible randomness; labelled not for real releases", "7",
+                  who=Who.OWNER, minimum=0)
+DATASET = OptionSpec("dataset", Kind.STRING, None, "budget ledger name to charge", "'salaries'", who=Who.OWNER)
+OWNER_VIEW = OptionSpec("owner_view", Kind.BOOLEAN, False, "also return the owner's private diagnostics", "TRUE",
+                        who=Who.OWNER)
+
+BETA = OptionSpec("beta", Kind.NUMBER, None, "β: an anomaly has at most β other records within the radius", "5",
+                  minimum=1.0)
+RADIUS = OptionSpec("radius", Kind.NUMBER, None, "r: the ball radius", "1000", minimum=0.0)
+EPSILON_ANSWER = OptionSpec("epsilon", Kind.NUMBER, None, "privacy cost ε of each answer (> 0)", "0.5", minimum=0.0,
+                            minimum_inclusive=False)
+PRIVACY = OptionSpec("privacy", Kind.STRING, "sp", "sp: (ε, k)-sensitive privacy; dp: ε-differential privacy",
+                     "'sp'", choices=PRIVACY_MODES)
+K = OptionSpec("k", Kind.INTEGER, 1, "k of (ε, k)-sensitive privacy, 1 ≤ k ≤ β + 1", "1", minimum=1)
+NORM = OptionSpec("norm", Kind.STRING, "l2", "l1, l2 or linf, for several columns", "'l2'", choices=NORMS)
+
+
+def explain_specs() -> dict[str, OptionSpec]:
+    """Every option of a release, request-wide ones first, then the searches' own."""
+    searches = search_option_specs()
+    ordered = (BY, DOMAINS, VERIFIER, EPSILON_RELEASE, SEARCH, searches["samples"], UTILITY, START, ACCOUNTING, SEED,
+               DATASET, OWNER_VIEW, *searches.values())
+    return {s.name: s for s in ordered}
+
+
+def identify_specs() -> dict[str, OptionSpec]:
+    """Every option of an anomaly answer."""
+    return {s.name: s for s in (BETA, RADIUS, EPSILON_ANSWER, PRIVACY, K, NORM, SEED, DATASET, OWNER_VIEW)}
+
+
+def specs_for(job: Job) -> dict[str, OptionSpec]:
+    return explain_specs() if job is Job.EXPLAIN else identify_specs()
+
+
+def analyst_options(job: Job) -> frozenset[str]:
+    """The options an analyst may set on `job` (generated: who = ANALYST)."""
+    return frozenset(name for name, spec in specs_for(job).items() if spec.who is Who.ANALYST)
+
+
+def owner_options(job: Job) -> frozenset[str]:
+    """The options only the owner may set on `job`."""
+    return frozenset(name for name, spec in specs_for(job).items() if spec.who is Who.OWNER)
+
+
+def statement_specs(job: Job) -> tuple[OptionSpec, ...]:
+    """The `WITH (...)` options of `job`'s statement."""
+    return tuple(s for s in specs_for(job).values() if s.sql == "with")
