@@ -23,37 +23,34 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcor_sql.ledger.dataset_registry import RegisteredDataset, get_dataset
-from pcor_sql.errors import Refused, RequestFailed, UserError
+from pcor_sql import pipeline
+from pcor_sql.errors import Refused, UserError
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
+from pcor_sql.jobs import AnswerJob, ReleaseJob
+from pcor_sql.ledger.dataset_registry import RegisteredDataset, get_dataset
+from pcor_sql.pipeline import failed
+from pcor_sql.request_specs import Job, analyst_options, owner_options
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnalystAnswer, AnalystExplanation
 from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
-EXPLAIN_ALLOWED = frozenset({"epsilon", "verifier", "verifier_options", "search", "samples", "utility", "start",
-                             "accounting", "descents", "by", "metric"})
-IDENTIFY_ALLOWED = frozenset({"beta", "radius", "epsilon", "privacy", "k", "norm", "columns"})
-OWNER_ONLY = frozenset({"owner_view", "seed", "dataset", "domains", "max_contexts"})
-
-
-
-def failed() -> RequestFailed:
-    """The one failure after the reservation: its text depends on nothing in the data."""
-    return RequestFailed(
-        "the request could not be answered; its cost stays charged",
-        "check the keys and options (a failure after the reservation says nothing more, by design)",
-    )
+#: What an analyst may set: generated from the option specs (`Who.ANALYST`), plus the handle's
+#: own words (`metric`/`columns` pick among the registered ones; `verifier_options` merge).
+EXPLAIN_ALLOWED = analyst_options(Job.EXPLAIN) | {"verifier_options", "metric"}
+IDENTIFY_ALLOWED = analyst_options(Job.IDENTIFY) | {"columns"}
+OWNER_ONLY = owner_options(Job.EXPLAIN) | owner_options(Job.IDENTIFY)
 
 
 class Analyst:
     """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
 
-    def __init__(self, owner: Any):
+    def __init__(self, owner: Any, policy: pipeline.Policy | None = None):
         self._owner = owner
         self._session = owner.session
+        self._policy = policy or pipeline.analyst_policy()
 
     # ---- statements ----------------------------------------------------------------------
 
@@ -139,18 +136,7 @@ class Analyst:
             domains=tuple((b, frozen[b]) for b in by), **options,
         )
         session.verifier(request.verifier)  # an unknown verifier is the request's fault: before the charge
-        units = self._units(registered)
-        items = session.outlier_items(request, [_shown(k) for k in keyed.keys], label=registered.name, role="analyst")
-        session.ledger().charge_many(units, items)  # reserve: refused here, or paid from here on
-        try:
-            prepared = session._prepare(request)
-            if len(prepared.records) != len(keyed.keys):
-                raise failed()
-            explanations = session.released(request, prepared, None, units, registered.name, False)
-            keys = [rec.record[registered.key] for rec in prepared.records]
-        except BaseException as exc:
-            _reraise_interrupt(exc)
-            raise failed() from None
+        results = self._run(ReleaseJob(request, registered.name, registered.units), keyed)
         return [
             AnalystExplanation(
                 dataset=registered.name, key=key, metric=metric, context=e.context, predicate=e.predicate,
@@ -158,14 +144,11 @@ class Analyst:
                 epsilon=e.epsilon, epsilon1=e.epsilon1, accounting=e.accounting, search=e.search,
                 samples=e.samples, verifier=e.verifier, utility=e.utility, full_attributes=e.full_attributes,
             )
-            for key, e in zip(keys, explanations)
+            for key, e in results
         ]
 
     def _identify(self, keyed: KeyedSelect, options: dict[str, Any], statement: str | None = None,
                   ) -> list[AnalystAnswer]:
-        from pcor_sql.anomaly.batch import prepare_anomaly_queries
-
-        session = self._session
         registered = self._checked(keyed, options, IDENTIFY_ALLOWED)
         outside = [c for c in keyed.columns if c not in registered.metrics]
         if outside:
@@ -173,28 +156,25 @@ class Analyst:
                             f"its metrics: {', '.join(registered.metrics)}")
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=_selector(keyed),
                                  statement=statement, **options)
-        units = self._units(registered)
-        items = session.anomaly_items(request, [_shown(k) for k in keyed.keys], label=registered.name, role="analyst")
-        session.ledger().charge_many(units, items)  # reserve
-        try:
-            batch = prepare_anomaly_queries(
-                None, request.relation, request.columns, request.selector, beta=request.beta,
-                radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k, norm=request.norm,
-                counts=session.access.ball_counts,
-            )
-            if batch.size != len(keyed.keys):
-                raise failed()
-            answers = session.answered(request, batch, units, registered.name)
-        except BaseException as exc:
-            _reraise_interrupt(exc)
-            raise failed() from None
+        results = self._run(AnswerJob(request, registered.name, registered.units), keyed)
         return [
             AnalystAnswer(
-                dataset=registered.name, key=a.record[registered.key], columns=keyed.columns, anomaly=a.anomaly,
+                dataset=registered.name, key=key, columns=keyed.columns, anomaly=a.anomaly,
                 epsilon=a.epsilon, privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm,
             )
-            for a in answers
+            for key, a in results
         ]
+
+    def _run(self, job: Any, keyed: KeyedSelect) -> list[tuple[Any, Any]]:
+        """The pipeline under the analyst policy; results paired with the keys in the order the
+        analyst gave them — never in an order the rows or the storage decide."""
+        registered = self._dataset(keyed.dataset)
+        results = pipeline.run(self._session, job, self._policy, keys=[_shown(k) for k in keyed.keys])
+        try:
+            by_key = {_canonical(r.record[registered.key]): r for r in results}
+            return [(key, by_key[_canonical(key)]) for key in keyed.keys]
+        except (KeyError, TypeError):
+            raise failed() from None
 
     # ---- checks that read only the request and the registry ------------------------------
 
@@ -215,11 +195,6 @@ class Analyst:
         if not keyed.keys:
             raise UserError("no key given", f"pick records by {registered.key}")
         return registered
-
-    def _units(self, registered: RegisteredDataset) -> tuple[str, ...]:
-        # The registered units, and what the relation reads now (a view may have been redefined):
-        # both from the catalog, never from rows.
-        return tuple(sorted(set(registered.units) | set(self._session.units(registered.relation))))
 
 
 def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]) -> None:
@@ -257,8 +232,10 @@ def _shown(key: Any) -> str:
     return f"key = {key!r}"
 
 
-def _reraise_interrupt(exc: BaseException) -> None:
-    # An interrupt stays an interrupt (the charge stands all the same). Any other cause is
-    # dropped, not chained: a traceback shown to the analyst could carry the data.
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        raise exc
+def _canonical(key: Any) -> Any:
+    """A key as a comparable value: DuckDB returns 42 for an INTEGER key given as 42 or 42.0."""
+    if isinstance(key, bool):
+        return key
+    if isinstance(key, (int, float)):
+        return float(key)
+    return str(key)

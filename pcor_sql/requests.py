@@ -153,6 +153,11 @@ class OutlierRequest:
         options = search_spec(self.search).options
         return {o.name: (self.samples if o.name == "samples" else given.get(o.name, o.default)) for o in options}
 
+    def setting(self, name: str) -> Any:
+        """A search option as given, else its declared default, whichever search reads it
+        (`coe` reads `max_contexts` whatever the search)."""
+        return dict(self.search_settings).get(name, search_option_specs()[name].default)
+
     def replace(self, **changes: Any) -> "OutlierRequest":
         """A copy with some fields changed (validated again). A request whose n was left to
         its search keeps it so: a new search gets its own default n."""

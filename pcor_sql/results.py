@@ -24,33 +24,54 @@ from pcor_sql.readable import (
 )
 
 @dataclass(frozen=True)
-class Explanation:
-    """One released explanation: the context in which the record is an outlier."""
+class Charge:
+    """What the ledger charged for one result: the units, the registered dataset it went
+    through, and (when a unit has a limit) the binding unit's spent total and limit."""
 
+    units: tuple[str, ...] = ()
+    dataset: str | None = None
+    spent: float | None = None
+    limit: float | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One released explanation: the context in which the record is an outlier. It holds the
+    request it answers and the charge it cost; the privacy parameters are the request's."""
+
+    request: Any = field(repr=False)
     record: dict[str, Any]
     context: dict[str, list[Any]]
     predicate: str
     explanation_sql: str
-    epsilon: float
-    epsilon1: float
-    accounting: str
-    search: str
-    samples: int
-    descents: int
     em_calls: int
     verifier: str
-    utility: str
     start_source: str
     seeded: bool
-    dataset: str | None
-    units: tuple[str, ...] = ()
-    budget_spent: float | None = None
-    budget_limit: float | None = None
-    metric: str = ""
-    selector: str = ""
+    charge: Charge = field(default=Charge(), repr=False)
     #: Attributes the context keeps whole (every declared value): they restrict nothing.
     full_attributes: tuple[str, ...] = field(default=(), repr=False)
     owner: OwnerView | None = field(default=None, repr=False)
+
+    # ---- the request's parameters, as the result reports them ------------------------------
+    epsilon = property(lambda self: self.request.budget.epsilon)
+    epsilon1 = property(lambda self: self.request.budget.epsilon1)
+    accounting = property(lambda self: self.request.budget.accounting)
+    search = property(lambda self: str(self.request.search))
+    samples = property(lambda self: self.request.samples)
+    utility = property(lambda self: str(self.request.utility))
+    metric = property(lambda self: self.request.metric)
+    selector = property(lambda self: self.request.selector)
+    dataset = property(lambda self: self.charge.dataset)
+    units = property(lambda self: self.charge.units)
+    budget_spent = property(lambda self: self.charge.spent if self.charge.limit is not None else None)
+    budget_limit = property(lambda self: self.charge.limit)
+
+    def __getattr__(self, name: str) -> Any:
+        # A search option the result shows (`descents`): the request's value.
+        if name != "request" and name in _search_options_shown():
+            return getattr(self.request, name)
+        raise AttributeError(name)
 
     @property
     def summary(self) -> str:
@@ -67,8 +88,11 @@ class Explanation:
 
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON shape (documented in the README)."""
-        out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
-        out.update(_released(self, exclude=("budget_spent", "budget_limit", "full_attributes")))
+        out: dict[str, Any] = {"summary": self.summary, "privacy_summary": self.privacy_summary}
+        out.update({name: getattr(self, name) for name in EXPLANATION_KEYS})
+        out["units"] = list(self.units)
+        if self.seeded:
+            out["warning"] = SEEDED_WARNING
         if self.budget_limit is not None:
             out["budget"] = {"spent": round_epsilon(self.budget_spent), "limit": self.budget_limit}
         if self.owner is not None:
@@ -86,13 +110,30 @@ class Explanation:
         return explanation_markdown(self)
 
 
+SEEDED_WARNING = "seeded run: reproducible, not for real releases"
+
+
+def _search_options_shown() -> tuple[str, ...]:
+    from pcor_sql.core.searches import search_option_specs
+
+    return tuple(name for name, spec in search_option_specs().items() if spec.in_result)
+
+
+#: The JSON keys of a release, in order (stable, documented in the README).
+EXPLANATION_KEYS = (
+    "record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
+    *_search_options_shown(), "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "units",
+    "metric", "selector",
+)
+
+
 def _released(result: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """A result's public fields in declaration order (the JSON keys), the seeded-run label."""
     out = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "owner" and f.name not in exclude}
     if "units" in out:
         out["units"] = list(out["units"])
     if getattr(result, "seeded", False):
-        out["warning"] = "seeded run: reproducible, not for real releases"
+        out["warning"] = SEEDED_WARNING
     return out
 
 

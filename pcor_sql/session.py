@@ -18,22 +18,20 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from pcor_sql import pipeline
 from pcor_sql.backends import open_access
-from pcor_sql.core.accounting import DpCost, SpCost
-from pcor_sql.core.randomness import make_source
-from pcor_sql.core.space import resolve_selection
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.ledger.store import ChargeItem, Ledger, PendingCharge, new_release_id
-from pcor_sql.ledger.location import open_ledger
 from pcor_sql.engine.progress import report_phase
-from pcor_sql.engine.release import OutlierRun, released_predicate
+from pcor_sql.engine.release import OutlierRun
 from pcor_sql.engine.schema import Schema
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import Refused, UserError, warn_privacy
+from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
+from pcor_sql.ledger.location import open_ledger
+from pcor_sql.ledger.store import Ledger
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
-from pcor_sql.sqltext.build import over_context
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -79,73 +77,35 @@ class Session:
     def explain(
         self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False
     ) -> list[Explanation]:
-        """One private release per selected record. The owner's path: bad input raises
-        UserError and a refused charge BudgetExceeded/Refused before anything is charged; the
-        charge is committed once the records are read and before the summary is built or the
-        search runs (so their running time is paid for), and it stands if they fail.
+        """One private release per selected record, through the pipeline under the owner's
+        policy (`pcor_sql.pipeline`): bad input raises UserError and a refused charge
+        BudgetExceeded/Refused before anything is charged; the records are read first (their
+        count is the cost), then the charge is reserved, then the summary is built and the
+        search runs; if that fails the charge is refunded (an owner's failure is not charged).
         `single`: a selector picking several rows is a UserError, raised before any charge."""
         _expect(request, OutlierRequest, "explain")
-        label = self.dataset_label(request.dataset)
-        seeded = self.check_seed(request.seed)
-        units = self.units(request.relation)
-        ledger = self.ledger()
-        ledger.ensure_writable()
-        charged: list[PendingCharge] = []
+        job = ReleaseJob(request, self.dataset_label(request.dataset))
+        self.check_seed(request.seed)
+        return pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
+                            progress=progress)
 
-        def reserve(rows: int) -> None:
-            if single:
-                _one_row(rows, "explain_outlier", "explain_outliers")
-            items = self.outlier_items(request, [f"{request.selector} #{i + 1}" for i in range(rows)], label=label)
-            with ledger.open_charge(units, items) as pending:
-                charged.append(pending.commit())
-
-        prepared = self._prepare(request, reserve, progress)
-        return self.released(request, prepared, charged[0], units, label, seeded, progress)
-
-    def outlier_items(self, request: OutlierRequest, keys: list[str], *, label: str | None,
-                      role: str = "owner") -> list[ChargeItem]:
-        """One charge per release of `request`, with fresh release ids."""
-        mechanism = f"pcor/{request.search}/{request.accounting}"
-        return [
-            ChargeItem(new_release_id(), request.budget.cost, mechanism, key, request.statement,
-                       seeded=request.seed is not None, role=role, dataset=label)
-            for key in keys
-        ]
-
-    def released(self, request: OutlierRequest, prepared: OutlierRun, charged: PendingCharge | None,
-                 units: tuple[str, ...], label: str | None, seeded: bool, progress: Progress | None = None,
-                 ) -> list[Explanation]:
-        """Run the (already paid for) searches of `prepared` and shape what they release."""
-        budget = request.budget
-        source, seeded = make_source(request.seed)
-        runs = _release_all(prepared, source, progress)
-        spent, limit = (charged.spent, charged.limit) if charged is not None else (None, None)
-        verifier = prepared.verifier_label
-        out = []
-        for rec, run in zip(prepared.records, runs):
-            predicate = released_predicate(prepared.summary, run.space, run.mask)
-            out.append(
-                Explanation(
-                    record=rec.record, context=run.space.values(run.mask), predicate=self.access.render(predicate),
-                    explanation_sql=self.access.render(over_context(request.select_list, request.relation, predicate)),
-                    epsilon=budget.epsilon, epsilon1=budget.epsilon1, accounting=budget.accounting,
-                    search=request.search, samples=request.samples, descents=request.descents,
-                    em_calls=run.trace.n_em_calls, verifier=verifier, utility=request.utility,
-                    start_source=run.start_source, seeded=seeded, dataset=label, units=units,
-                    budget_spent=spent if limit is not None else None, budget_limit=limit,
-                    metric=request.metric, selector=request.selector, full_attributes=_whole(run.space, run.mask),
-                    owner=run.owner if request.owner_view else None,
-                )
-            )
-        return out
+    def prepare_records(self, request: OutlierRequest, records: Any, progress: Progress | None = None) -> OutlierRun:
+        """What the releases of `request` read for the given selected `records`: the schema,
+        the verifier, the start selection and the per-cell summary."""
+        verifier = self.verifier(request.verifier)
+        schema = self.schema(request)
+        start = start_selection(request, schema)
+        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
+        return OutlierRun(self.access, request, summary, verifier, records, start)
 
     def coe(self, request: OutlierRequest, *, progress: Progress | None = None) -> list[CoeResult]:
         """COE(D, V) of every selected record: each valid context with its utility (paper
         Alg. 1, lines 1–7). The owner's exact tool: not private, not charged, never to release."""
         _expect(request, OutlierRequest, "coe")
-        prepared = self._prepare(request, progress=progress)
+        prepared = self._prepare(request, progress)
         schema = prepared.summary.schema
-        limit = request.max_contexts if request.max_contexts is not None else 1 << 64
+        limit = request.setting("max_contexts")
+        limit = limit if limit is not None else 1 << 64
         out = []
         for i, rec in enumerate(prepared.records):
             oracle = prepared.oracle(i, utility=request.utility)
@@ -172,57 +132,18 @@ class Session:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
         composition) under its own notion (ε-DP or (ε, k)-SP): announced as a warning for a
         batch, refused up front past a unit's limit, charged before any coin is drawn."""
-        from pcor_sql.anomaly.batch import prepare_anomaly_queries
-
         _expect(request, AnomalyRequest, "identify")
-        label = self.dataset_label(request.dataset)
+        job = AnswerJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
-        units = self.units(request.relation)
-        ledger = self.ledger()
-        ledger.ensure_writable()
-        with self.access.watch(progress, "counting neighbours"):
-            batch = prepare_anomaly_queries(
-                None, request.relation, request.columns, request.selector, beta=request.beta,
-                radius=request.radius, epsilon=request.epsilon, privacy=request.privacy, k=request.k,
-                norm=request.norm, counts=self.access.ball_counts,
-            )
-        if single:
-            _one_row(batch.size, "identify_anomaly", "identify_anomalies")
-        cost = batch.cost
-        if batch.size > 1:
-            warn_privacy(f"answering {batch.size:,} records costs {batch.size:,} × ε = {cost.epsilon_total:g} in total "
-                         f"({cost.guarantee})", self.warn)
-        key = request.selector or "all rows"
-        report_phase(progress, "charging the budget ledger")
-        ledger.charge_many(units, self.anomaly_items(request, [f"{key} #{i + 1}" for i in range(batch.size)], label=label))
-        report_phase(progress, "drawing the answers")
-        return self.answered(request, batch, units, label)
 
-    def anomaly_items(self, request: AnomalyRequest, keys: list[str], *, label: str | None,
-                      role: str = "owner") -> list[ChargeItem]:
-        """One charge per answer of `request`, typed by its notion, with fresh release ids."""
-        k = request.k if request.privacy == "sp" else None
-        mechanism = f"anomaly/{request.privacy}" + (f"/k={k}" if k is not None else "")
-        typed = DpCost(request.epsilon) if k is None else SpCost(request.epsilon, k)
-        return [
-            ChargeItem(new_release_id(), typed, mechanism, key, request.statement,
-                       seeded=request.seed is not None, role=role, dataset=label)
-            for key in keys
-        ]
+        def announce(count: int, batch: Any) -> None:
+            if count > 1 and batch is not None:
+                cost = batch.cost
+                warn_privacy(f"answering {count:,} records costs {count:,} × ε = {cost.epsilon_total:g} in total "
+                             f"({cost.guarantee})", self.warn)
 
-    def answered(self, request: AnomalyRequest, batch: Any, units: tuple[str, ...], label: str | None,
-                 ) -> list[AnomalyResult]:
-        """Draw the (already paid for) coins of `batch`."""
-        source, seeded = make_source(request.seed)
-        params = batch.params
-        return [
-            AnomalyResult(
-                record=a.record, anomaly=a.anomaly, epsilon=a.epsilon, privacy=a.privacy, k=a.k,
-                beta=params.beta, radius=params.radius, norm=batch.norm, seeded=seeded, dataset=label, units=units,
-                owner=_anomaly_owner(a) if request.owner_view else None,
-            )
-            for a in batch.answer(source)
-        ]
+        return pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
+                            announce=announce, progress=progress)
 
     # ---- the trust model -----------------------------------------------------------------
 
@@ -230,7 +151,8 @@ class Session:
         """The privacy units (base tables and files) `relation` reads, resolved by the engine's
         binder/analyzer from the catalog alone (no rows read); cached per Session."""
         if relation not in self._units:
-            self._units[relation] = tuple(u.name for u in self.access.units(relation))
+            text = f"({relation})" if relation.lstrip()[:6].upper() == "SELECT" else relation
+            self._units[relation] = tuple(u.name for u in self.access.units(text))
         return self._units[relation]
 
     def dataset_label(self, name: str | None) -> str | None:
@@ -265,21 +187,11 @@ class Session:
         _expect(request, OutlierRequest, "prepare")
         return self._prepare(request)
 
-    def _prepare(
-        self, request: OutlierRequest, check: Callable[[int], Any] | None = None, progress: Progress | None = None
-    ) -> OutlierRun:
-        """`check(number of records)` runs before the summary is built (a budget precheck);
-        `progress` hears how the summary build goes."""
-        verifier = self.verifier(request.verifier)
-        schema = self.schema(request)
-        start = None
-        if request.start is not None:
-            start = resolve_selection(dict(request.start), schema.names, "the start context")
+    def _prepare(self, request: OutlierRequest, progress: Progress | None = None) -> OutlierRun:
+        self.verifier(request.verifier)
+        self.schema(request)
         records = self.access.records(request.relation, request.metric, request.selector)
-        if check is not None:
-            check(len(records))
-        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
-        return OutlierRun(self.access, request, summary, verifier, records, start)
+        return self.prepare_records(request, records, progress)
 
     def verifier(self, spec: Any) -> Any:
         """The verifier a request names, made by this session's registry (or the object given)."""
@@ -338,43 +250,3 @@ def _expect(request: Any, cls: type, method: str) -> None:
             f"Session.{method} takes an {cls.__name__}, got {type(request).__name__}",
             "build one with pcor_sql.outlier_request(...) / pcor_sql.anomaly_request(...)",
         )
-
-
-def _one_row(rows: int, function: str, several: str) -> None:
-    if rows != 1:
-        raise UserError(
-            f"the selector picks several rows, and {function} answers for one record",
-            f"narrow the WHERE clause, or call pcor_sql.{several} (one result per row, each charged)",
-        )
-
-
-def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -> list[Any]:
-    """Every selected record's search: one record reports its search's own progress (direct
-    enumerates contexts); a batch reports records done."""
-    n = len(prepared.records)
-    if n == 1:
-        report_phase(progress, "searching")
-        return [prepared.release(0, source, progress=progress)]
-    report_phase(progress, "releasing records")
-    runs = []
-    for i in range(n):
-        runs.append(prepared.release(i, source))
-        if progress is not None:
-            progress(i + 1, n)
-    return runs
-
-
-def _whole(space: Any, mask: int) -> tuple[str, ...]:
-    """The attributes a released context keeps whole (for the plain-words summary)."""
-    return tuple(a.name for i, a in enumerate(space.attributes) if space.is_full(mask, i))
-
-
-def _anomaly_owner(answer: Any) -> dict[str, Any]:
-    return {
-        "not_for_release": True,
-        "true_answer": answer.true_answer,
-        "ball_count": answer.ball_count,
-        "multiplicity": answer.multiplicity,
-        "lambda": answer.lambda_,
-        "flip_probability": answer.flip_probability,
-    }

@@ -4,13 +4,16 @@ function-level ones included; `if TYPE_CHECKING:` blocks excepted), and no impor
     errors, resources                  nothing of pcor_sql
     sqltext   quoting, tokens, SQL     errors (and duckdb)
     core      pure numpy/scipy         errors
-    requests  the request values       core, anomaly.mechanisms (pure), errors
+    request_specs  options declared once  core, anomaly.mechanisms (pure), errors
+    requests  the request values       core, request_specs, anomaly.mechanisms (pure), errors
     frontend  text → values            sqltext, core, requests, errors — never the engine
     ledger    budgets, history, registry sqltext, core, errors (and duckdb)
     engine    the DuckDB adapter       sqltext, core, requests, errors — never the front end
     anomaly   anomaly identification   sqltext, core, requests, engine, errors
     backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
     readable, notebook                 plain words, HTML of results: nothing but each other
+    pipeline  the one release path    core, engine.progress, errors
+    jobs      the two measurements     sqltext, core, requests, engine, ledger, anomaly, results, pipeline
     results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
     api, statements                    everything above but the CLI
     cli       the only printing        anything in the package
@@ -28,16 +31,20 @@ BASE = {"pcor_sql.errors", "pcor_sql.resources"}
 LOWER = {
     "sqltext": set(),
     "core": set(),
-    "requests": {"core", "pcor_sql.anomaly.mechanisms"},
-    "frontend": {"sqltext", "core", "requests"},
+    "request_specs": {"core", "pcor_sql.anomaly.mechanisms"},
+    "requests": {"core", "request_specs", "pcor_sql.anomaly.mechanisms"},
+    "frontend": {"sqltext", "core", "requests", "request_specs"},
     "ledger": {"sqltext", "core"},
-    "engine": {"sqltext", "core", "requests"},
+    "engine": {"sqltext", "core", "requests", "request_specs"},
     "anomaly": {"sqltext", "core", "requests", "engine"},
     "backends": {"sqltext", "core", "requests", "engine", "anomaly"},
+    "pipeline": {"core", "engine"},
     "readable": set(),
     "notebook": {"readable"},
     "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook"},
-    "session": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable", "notebook"},
+    "jobs": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"},
+    "session": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable", "notebook",
+                "pipeline", "jobs"},
 }
 
 

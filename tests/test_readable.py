@@ -18,19 +18,20 @@ from pcor_sql.readable import (
     selector_words,
     verifier_words,
 )
-from pcor_sql.results import AnomalyResult, Explanation
+from pcor_sql.requests import OutlierRequest
+from pcor_sql.results import AnomalyResult, Charge, Explanation
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
 def explanation(**changes):
+    request = OutlierRequest(relation="s", metric="salary", selector="(id = 42)", epsilon=0.2)
     base = dict(
-        record={"id": 42, "job_title": "Nurse", "salary": 187190.79}, context={"job_title": ["Nurse", "Teacher"],
-                                                                                "year": ["2018", "2019"]},
+        request=request, record={"id": 42, "job_title": "Nurse", "salary": 187190.79},
+        context={"job_title": ["Nurse", "Teacher"], "year": ["2018", "2019"]},
         predicate="\"job_title\" IN ('Nurse', 'Teacher')", explanation_sql="SELECT salary FROM s WHERE ...",
-        epsilon=0.2, epsilon1=0.2 / 51, accounting="tight", search="bfs", samples=50, descents=24, em_calls=51,
-        verifier="lof(k=20, threshold=1.5)", utility="population", start_source="search", seeded=False,
-        dataset="s", metric="salary", selector="(id = 42)", full_attributes=("year",),
+        em_calls=51, verifier="lof(k=20, threshold=1.5)", start_source="search", seeded=False,
+        charge=Charge(dataset="s"), full_attributes=("year",),
     )
     return Explanation(**{**base, **changes})
 
@@ -79,7 +80,7 @@ def test_the_privacy_line_adds_up_to_epsilon(epsilon, calls, accounting, made, e
 def test_epsilon_sums_print_without_float_noise_and_the_exact_value_is_kept():
     spent = 0.1 + 0.2 + 0.3
     assert spent != 0.6 and round_epsilon(spent) == 0.6
-    e = explanation(budget_spent=spent, budget_limit=2.0)
+    e = explanation(charge=Charge(dataset="s", spent=spent, limit=2.0))
     assert e.as_dict()["budget"] == {"spent": 0.6, "limit": 2.0}
     assert e.budget_spent == spent  # display only: the value itself is untouched
     assert round_epsilon(0.2 / 51) == pytest.approx(0.2 / 51, rel=1e-11)

@@ -189,6 +189,16 @@ def independent_z_check(case: SmallCase, mask: int, z: float) -> bool:
     return abs(case.v - vals.mean()) / vals.std(ddof=1) > z
 
 
+def _release(d, verifier, source, *, start=None, epsilon=1.0, **options):
+    """One record's release with a request holding `options` (search, samples, utility, ...)."""
+    from pcor_sql.engine.release import SelectedRecord
+    from pcor_sql.requests import OutlierRequest
+
+    request = OutlierRequest("emp", "pay", "id = 0", epsilon=epsilon, **options)
+    return release_one(d.con, d.summary, SelectedRecord(d.row, d.v), verifier, request, source, start)
+
+
+
 @pytest.mark.parametrize("search", SEARCHES)
 @pytest.mark.parametrize("utility", ["population", "overlap"])
 def test_every_released_context_is_admissible_and_valid(d, search, utility):
@@ -196,10 +206,7 @@ def test_every_released_context_is_admissible_and_valid(d, search, utility):
     plain = d.evaluator(VERIFIER, plain=True)
     released = Counter()
     for seed in range(120):
-        rel = release_one(
-            d.con, d.summary, d.row, d.v, VERIFIER, budget, make_source(seed)[0],
-            search=search, samples=5, utility=utility, start=None, owner_view=False,
-        )
+        rel = _release(d, VERIFIER, make_source(seed)[0], search=search, samples=5, utility=utility)
         assert rel.trace.n_em_calls <= budget.max_em_calls
         released[rel.mask] += 1
     assert len(released) > 1  # the releases are random, not a constant
@@ -217,10 +224,7 @@ def test_built_in_verifiers_release_only_valid_contexts(d, verifier, search):
     coe = set(plain_coe(d, verifier))
     assert coe, "the dataset must have valid contexts for this verifier"
     for seed in range(40):
-        rel = release_one(
-            d.con, d.summary, d.row, d.v, verifier, budget, make_source(seed)[0],
-            search=search, samples=4, utility="population", start=None, owner_view=True,
-        )
+        rel = _release(d, verifier, make_source(seed)[0], search=search, samples=4, owner_view=True)
         assert d.space.is_admissible(rel.mask) and rel.mask in coe and plain.is_valid(rel.mask)
         assert rel.owner is not None and rel.owner.em_calls == rel.trace.n_em_calls
 
@@ -270,22 +274,21 @@ def test_plain_population_sql_selects_the_population(d):
 
 def test_direct_refuses_a_lattice_above_the_size_guard_unless_forced(d):
     budget = derive_budget(1.0, "direct", 5, "tight")
-    kwargs = dict(search="direct", samples=5, utility="population", start=None, owner_view=False)
     with pytest.raises(UserError):
-        release_one(d.con, d.summary, d.row, d.v, VERIFIER, budget, make_source(0)[0], max_contexts=16, **kwargs)
-    rel = release_one(d.con, d.summary, d.row, d.v, VERIFIER, budget, make_source(0)[0], max_contexts=None, **kwargs)
+        _release(d, VERIFIER, make_source(0)[0], search="direct", max_contexts=16)
+    rel = _release(d, VERIFIER, make_source(0)[0], search="direct", max_contexts=None)
     assert rel.mask in fast_coe(d, VERIFIER)
 
 
 def test_user_start_must_be_valid(d):
     budget = derive_budget(1.0, "bfs", 5, "tight")
-    kwargs = dict(search="bfs", samples=5, utility="population", owner_view=False)
+    kwargs = dict(search="bfs", samples=5)
     src = make_source(0)[0]
     with pytest.raises(UserError):  # V's own cell: admissible but not valid
-        release_one(d.con, d.summary, d.row, d.v, VERIFIER, budget, src, start={"dept": ["d0"], "role": ["r0"]}, **kwargs)
+        _release(d, VERIFIER, src, start={"dept": ["d0"], "role": ["r0"]}, **kwargs)
     with pytest.raises(UserError):  # does not contain V
-        release_one(d.con, d.summary, d.row, d.v, VERIFIER, budget, src, start={"dept": ["d1"]}, **kwargs)
-    rel = release_one(d.con, d.summary, d.row, d.v, VERIFIER, budget, src, start={"dept": ["d0", "d1"]}, **kwargs)
+        _release(d, VERIFIER, src, start={"dept": ["d1"]}, **kwargs)
+    rel = _release(d, VERIFIER, src, start={"dept": ["d0", "d1"]}, **kwargs)
     assert rel.start_source == "user" and rel.start_mask == d.space.from_values({"dept": ["d0", "d1"]})
 
 

@@ -1,0 +1,188 @@
+"""The two measurements the pipeline runs (`pcor_sql.pipeline`), each with its privacy map.
+
+- `ReleaseJob`: a PCOR release per selected record, each costing the request's ε under OCDP
+  (the search's declared map: ε split into ε1 per EM call by `core.accounting`).
+- `AnswerJob`: an anomaly answer per selected record, each costing ε under ε-DP or (ε, k)-SP
+  (Construction 1 of the sensitive-privacy paper; sequential composition over records).
+
+Each states its cost per record (`items`) before anything is reserved, reads what it needs
+(`read`), and runs once paid for (`run`). A job never charges: the pipeline does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from pcor_sql.core.accounting import DpCost, SpCost
+from pcor_sql.core.randomness import make_source
+from pcor_sql.core.space import resolve_selection
+from pcor_sql.engine.progress import report_phase
+from pcor_sql.engine.release import OutlierRun, released_predicate
+from pcor_sql.ledger.charge_rules import ChargeItem
+from pcor_sql.ledger.records import new_release_id
+from pcor_sql.pipeline import Policy
+from pcor_sql.requests import AnomalyRequest, OutlierRequest
+from pcor_sql.results import AnomalyResult, Charge, Explanation
+from pcor_sql.sqltext.build import over_context, select_from
+
+Progress = Callable[[int, int], None]
+
+
+def release_mechanism(request: OutlierRequest) -> str:
+    """The mechanism's name in the history: `pcor/<search>/<accounting>`."""
+    return "/".join(("pcor", str(request.search), str(request.accounting)))
+
+
+def answer_mechanism(request: AnomalyRequest) -> str:
+    """`anomaly/<privacy>`, with `/k=<k>` under (ε, k)-SP."""
+    parts = ["anomaly", str(request.privacy)]
+    if request.privacy == "sp":
+        parts.append(f"k={request.k}")
+    return "/".join(parts)
+
+
+@dataclass
+class ReleaseJob:
+    """PCOR releases of `request` (one per selected record)."""
+
+    request: OutlierRequest
+    label: str | None = None
+    #: Units charged besides those the statement reads now (a registered dataset's, frozen at registration).
+    extra_units: tuple[str, ...] = ()
+
+    def units_sql(self) -> str:
+        r = self.request
+        return select_from([r.select_list], r.relation, where=r.selector)
+
+    def key_label(self) -> str:
+        return self.request.selector
+
+    def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
+        r = self.request
+        return [ChargeItem(new_release_id(), r.budget.cost, release_mechanism(r), key, r.statement,
+                           seeded=r.seed is not None, role=str(policy.role), dataset=self.label) for key in keys]
+
+    def read(self, session: Any, progress: Progress | None) -> Any:
+        r = self.request
+        session.verifier(r.verifier)  # an unknown verifier is the request's fault
+        return session.access.records(r.relation, r.metric, r.selector)
+
+    def count(self, records: Any) -> int:
+        return len(records)
+
+    def run(self, session: Any, records: Any, charge: Any, units: tuple[str, ...],
+            progress: Progress | None) -> list[Explanation]:
+        prepared = session.prepare_records(self.request, records, progress)
+        return shape_releases(session, prepared, Charge(units, self.label, *_spent(charge)), progress)
+
+
+def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress: Progress | None
+                   ) -> list[Explanation]:
+    """Run the (already paid for) searches of `prepared` and shape what they release."""
+    request = prepared.request
+    source, seeded = make_source(request.seed)
+    runs = _release_all(prepared, source, progress)
+    out = []
+    for rec, run in zip(prepared.records, runs):
+        predicate = released_predicate(prepared.summary, run.space, run.mask)
+        out.append(Explanation(
+            request=request, record=rec.record, context=run.space.values(run.mask),
+            predicate=session.access.render(predicate),
+            explanation_sql=session.access.render(over_context(request.select_list, request.relation, predicate)),
+            em_calls=run.trace.n_em_calls, verifier=prepared.verifier_label, start_source=run.start_source,
+            seeded=seeded, charge=charge, full_attributes=_whole(run.space, run.mask),
+            owner=run.owner if request.owner_view else None,
+        ))
+    return out
+
+
+@dataclass
+class AnswerJob:
+    """Anomaly answers of `request` (one per selected record)."""
+
+    request: AnomalyRequest
+    label: str | None = None
+    extra_units: tuple[str, ...] = ()
+
+    def units_sql(self) -> str:
+        r = self.request
+        return select_from(list(r.columns), r.relation, where=r.selector)
+
+    def key_label(self) -> str:
+        return self.request.selector or "all rows"
+
+    def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
+        r = self.request
+        typed = SpCost(r.epsilon, r.k) if r.privacy == "sp" else DpCost(r.epsilon)
+        return [ChargeItem(new_release_id(), typed, answer_mechanism(r), key, r.statement,
+                           seeded=r.seed is not None, role=str(policy.role), dataset=self.label) for key in keys]
+
+    def read(self, session: Any, progress: Progress | None) -> Any:
+        from pcor_sql.anomaly.batch import prepare_anomaly_queries
+
+        r = self.request
+        with session.access.watch(progress, "counting neighbours"):
+            return prepare_anomaly_queries(
+                None, r.relation, r.columns, r.selector, beta=r.beta, radius=r.radius, epsilon=r.epsilon,
+                privacy=r.privacy, k=r.k, norm=r.norm, counts=session.access.ball_counts,
+            )
+
+    def count(self, batch: Any) -> int:
+        return batch.size
+
+    def run(self, session: Any, batch: Any, charge: Any, units: tuple[str, ...],
+            progress: Progress | None) -> list[AnomalyResult]:
+        request = self.request
+        report_phase(progress, "drawing the answers")
+        source, seeded = make_source(request.seed)
+        params = batch.params
+        return [
+            AnomalyResult(
+                record=a.record, anomaly=a.anomaly, epsilon=a.epsilon, privacy=a.privacy, k=a.k,
+                beta=params.beta, radius=params.radius, norm=batch.norm, seeded=seeded, dataset=self.label,
+                units=units, owner=_anomaly_owner(a) if request.owner_view else None,
+            )
+            for a in batch.answer(source)
+        ]
+
+
+def start_selection(request: OutlierRequest, schema: Any) -> Any:
+    return None if request.start is None else resolve_selection(dict(request.start), schema.names, "the start context")
+
+
+def _spent(charge: Any) -> tuple[float | None, float | None]:
+    spent, limit = getattr(charge, "spent", None), getattr(charge, "limit", None)
+    return (spent if limit is not None else None), limit
+
+
+def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -> list[Any]:
+    """Every selected record's search: one record reports its search's own progress (direct
+    enumerates contexts); a batch reports records done."""
+    n = len(prepared.records)
+    if n == 1:
+        report_phase(progress, "searching")
+        return [prepared.release(0, source, progress=progress)]
+    report_phase(progress, "releasing records")
+    runs = []
+    for i in range(n):
+        runs.append(prepared.release(i, source))
+        if progress is not None:
+            progress(i + 1, n)
+    return runs
+
+
+def _whole(space: Any, mask: int) -> tuple[str, ...]:
+    """The attributes a released context keeps whole (for the plain-words summary)."""
+    return tuple(a.name for i, a in enumerate(space.attributes) if space.is_full(mask, i))
+
+
+def _anomaly_owner(answer: Any) -> dict[str, Any]:
+    return {
+        "not_for_release": True,
+        "true_answer": answer.true_answer,
+        "ball_count": answer.ball_count,
+        "multiplicity": answer.multiplicity,
+        "lambda": answer.lambda_,
+        "flip_probability": answer.flip_probability,
+    }

@@ -1,0 +1,179 @@
+"""One pipeline for every release and every anomaly answer, the owner's and the analyst's alike.
+
+    resolve units → check the policy → state the cost → reserve → read → run → shape
+
+`run(session, job, policy)` is the only function that charges the ledger for a job. What
+differs between callers is a `Policy` value (DESIGN.md §6):
+
+| | owner (`OWNER`) | analyst (`analyst_policy(name)`) |
+|---|---|---|
+| options | every one | those whose spec says `Who.ANALYST`; ε ≥ the owner's minimum |
+| rows read before the reservation | yes: the selected records (their count is the cost) | none: the cost is ε per key given |
+| a failure after the reservation | detailed error, **refunded** (history: failed, not charged) | one generic `RequestFailed`, charge kept |
+| Ctrl-C | refunded, "interrupted: not charged" | charge kept, "interrupted: ε stays charged" |
+| what a result carries | everything, owner view if asked | key, context, predicate, privacy parameters |
+| result order | the records' order | the order the analyst gave the keys |
+
+A job (`jobs.ReleaseJob`, `jobs.AnswerJob`) is a measurement with its privacy map, OpenDP's
+habit: it states its cost per record (`job.items`) before anything is reserved, and the ledger
+checks that cost against every unit's limit and the analyst's quota in one transaction. The
+cost check happens once, there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+from pcor_sql.core.option_spec import Who
+from pcor_sql.errors import RequestFailed, UserError
+
+Progress = Callable[[int, int], None]
+
+#: The smallest ε an analyst may ask for by default (DESIGN.md §6: probing at ε = 1e-300 is refused, not free).
+DEFAULT_MIN_EPSILON = 0.01
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Who is asking, and so how the pipeline treats the request (see the module docstring).
+    `analyst`: whose quota pays (None: no named analyst — the in-process handle)."""
+
+    role: Who
+    analyst: str | None = None
+    min_epsilon: float = 0.0
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role is Who.OWNER
+
+    @property
+    def reads_before_reserving(self) -> bool:
+        """The owner may read the selected records first (their count is the cost); an
+        analyst's cost is fixed by the request alone, so nothing is read before it is paid."""
+        return self.is_owner
+
+    @property
+    def refunds_failures(self) -> bool:
+        return self.is_owner
+
+    @property
+    def generic_failures(self) -> bool:
+        return not self.is_owner
+
+
+OWNER = Policy(Who.OWNER)
+
+
+def analyst_policy(name: str | None = None, *, min_epsilon: float = DEFAULT_MIN_EPSILON) -> Policy:
+    return Policy(Who.ANALYST, name, float(min_epsilon))
+
+
+def failed() -> RequestFailed:
+    """The one failure after an analyst's reservation: its text depends on nothing in the data."""
+    return RequestFailed(
+        "the request could not be answered; its cost stays charged",
+        "check the keys and options (a failure after the reservation says nothing more, by design)",
+    )
+
+
+class Job(Protocol):
+    """A measurement: its SQL (for units), its cost per record, and its steps."""
+
+    extra_units: tuple[str, ...]
+
+    def units_sql(self) -> str: ...
+
+    def items(self, keys: Sequence[str], policy: Policy) -> list[Any]: ...
+
+    def read(self, session: Any, progress: Progress | None) -> Any: ...
+
+    def count(self, rows: Any) -> int: ...
+
+    def run(self, session: Any, rows: Any, charge: Any, units: tuple[str, ...], progress: Progress | None) -> list: ...
+
+
+def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+        announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> list:
+    """Run `job` for `policy`: charged before any result exists, refused before anything is
+    charged when the policy or a limit says no. `keys`: what the analyst asked about, in their
+    order (one charge each, read after the reservation); None: the owner's selector, whose
+    rows are read first. `single`: the function name when exactly one record must be selected
+    (a UserError naming the batch function otherwise, before any charge). `announce(count,
+    rows)` hears the batch size (and the owner's rows) before the reservation."""
+    from pcor_sql.engine.progress import report_phase
+
+    # From the catalog, never rows: what the statement reads now, and any units the job carries.
+    units = tuple(sorted(set(session.units(job.units_sql())) | set(job.extra_units)))
+    ledger = session.ledger()
+    ledger.ensure_writable()
+    rows = job.read(session, progress) if policy.reads_before_reserving else None
+    count = job.count(rows) if rows is not None else len(keys or ())
+    if single is not None and count != 1:
+        raise UserError(
+            f"the selector picks several rows, and {single} answers for one record",
+            f"narrow the WHERE clause, or call pcor_sql.{single}s (one result per row, each charged)"
+            if not single.endswith("y") else
+            f"narrow the WHERE clause, or call pcor_sql.{single[:-1]}ies (one result per row, each charged)",
+        )
+    if announce is not None:
+        announce(count, rows)
+    shown = list(keys) if keys is not None else [f"{job.key_label()} #{i + 1}" for i in range(count)]
+    report_phase(progress, "charging the budget ledger")
+    reservation = _reserve(ledger, units, job.items(shown, policy), policy.analyst)
+    try:
+        if rows is None:
+            rows = job.read(session, None)
+            if job.count(rows) != count:
+                raise failed()
+        results = job.run(session, rows, reservation, units, progress)
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        if interrupted:
+            reservation.interrupted(refund=policy.refunds_failures)
+        else:
+            reservation.failed(_reason(exc), refund=policy.refunds_failures)
+        if policy.generic_failures and isinstance(exc, Exception):
+            # Not chained: a traceback shown to the analyst could carry the data.
+            raise failed() from None
+        raise
+    reservation.answered()
+    return results
+
+
+def _reason(exc: BaseException) -> str:
+    """The class of a failure, for the history (never its text: that may carry data)."""
+    from pcor_sql.errors import InternalError, NoValidContext
+
+    if isinstance(exc, NoValidContext):
+        return "no-valid-context"
+    if isinstance(exc, RequestFailed):
+        return "not-found"
+    if isinstance(exc, UserError):
+        return "data"
+    if isinstance(exc, InternalError):
+        return "internal"
+    return "error"
+
+
+class _Committed:
+    """Interim: a committed charge without outcomes (until the ledger's reservations land)."""
+
+    def __init__(self, pending: Any):
+        self.spent, self.limit = pending.spent, pending.limit
+
+    def answered(self) -> None:
+        pass
+
+    def failed(self, reason: str, *, refund: bool) -> None:
+        pass
+
+    def interrupted(self, *, refund: bool) -> None:
+        pass
+
+
+def _reserve(ledger: Any, units: Any, items: list, analyst: str | None) -> Any:
+    if hasattr(ledger, "reserve"):
+        return ledger.reserve(units, items, analyst=analyst)
+    with ledger.open_charge(units, items) as pending:
+        return _Committed(pending.commit())
