@@ -53,10 +53,13 @@ class Owner:
         registry: Any = None,
         allow_seeded: bool = False,
         per_user_ledger: bool = False,
+        lazy_ledger: bool = False,
     ):
         self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded,
                                per_user_ledger=per_user_ledger)
         self.con = con
+        if not lazy_ledger:  # opened now: a bad ledger path or the in-memory warning shows at once
+            self.session.ledger()
 
     @property
     def ledger(self) -> Ledger:
@@ -66,15 +69,17 @@ class Owner:
     @classmethod
     @contextmanager
     def open(cls, db: Any = None, ledger: str | None = None, *, reads: str | None = None, engine: str = "duckdb",
-             spark_master: str = "local[*]", warn: Warn | None = None, allow_seeded: bool = False) -> Iterator["Owner"]:
+             spark_master: str = "local[*]", warn: Warn | None = None, allow_seeded: bool = False,
+             lazy_ledger: bool = False) -> Iterator["Owner"]:
         """The owner's handle on the data a command names — a DuckDB file `db`, else an in-memory
         database with the bundled tables `reads` names, else (engine "spark") a SparkSession —
         with the ledger where it lives (`ledger.location`: the file's own, else `ledger`,
-        `$PCOR_SQL_LEDGER` or the per-user file); closed at the end of the block."""
+        `$PCOR_SQL_LEDGER` or the per-user file; `lazy_ledger`: opened only if a job needs it);
+        closed at the end of the block."""
         from pcor_sql.backends.opening import open_data
 
         with open_data(db, engine, spark_master, reads) as con:
-            owner = cls(con, ledger, warn=warn, allow_seeded=allow_seeded, per_user_ledger=True)
+            owner = cls(con, ledger, warn=warn, allow_seeded=allow_seeded, per_user_ledger=True, lazy_ledger=lazy_ledger)
             try:
                 yield owner
             finally:
