@@ -21,6 +21,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from pcor_sql.core.bins import Bins, declared_bins
 from pcor_sql.core.accounting import ACCOUNTINGS, Budget, derive_budget, validate_epsilon, validate_samples
 from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES, validate_norm, validate_params
 from pcor_sql.core.searches import (
@@ -77,6 +78,9 @@ class OutlierRequest:
     statement: str | None = None
     by: tuple[str, ...] | None = option(None, "context attributes (default: the ENUM / declared-domain columns)")
     domains: Selection | None = option(None, "declared domains: attribute → values")
+    bins: tuple[tuple[str, Bins], ...] | None = option(
+        None, "ordinal attributes: attribute → bin edges, e.g. {'age': [18, 25, 35, 45, 55, 65, 81]} "
+        "(or 'auto:5': quantile bins from the data, with a privacy warning)")
     verifier: Any = option(VerifierSpec("lof"), "outlier test: grubbs, histogram, lof or zscore, with options")
     epsilon: float = option(
         0.2, "total privacy cost ε of each release (> 0)", "epsilon = 0.2", kind="number", minimum=0.0,
@@ -127,7 +131,9 @@ class OutlierRequest:
             _require_text(getattr(self, name), name)
         _set(self, "select_list", self.select_list or self.metric)
         _set(self, "by", _names(self.by, "by"))
-        _set(self, "domains", _selection(self.domains, "domains"))
+        bins, domains = declared_bins(self.bins, self.domains)  # DOMAIN (age BINS (...)) joins the bins
+        _set(self, "bins", bins)
+        _set(self, "domains", _selection(domains, "domains"))
         _set(self, "start", _selection(self.start, "start"))
         _set(self, "verifier", _verifier(self.verifier))
         if self.utility not in UTILITIES:
