@@ -91,7 +91,7 @@ _CALLERS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("pcor
 _CLI_FLAGS = {"domains": "--domain"}
 # How a statement spells an option that is a clause of its own; other statement options are
 # `WITH (name = value)`, and an option a statement cannot set falls back to the outer caller.
-_SQL_CLAUSES = {"by": "BY {}", "domains": "DOMAIN ({})", "verifier": "USING {}"}
+_SQL_CLAUSES = {"by": "BY {}", "domains": "DOMAIN ({})", "bins": "DOMAIN ({})", "verifier": "USING {}"}
 _SQL_WITH = frozenset({
     "epsilon", "search", "samples", "utility", "start", "accounting", "seed", "dataset", "owner_view", "descents",
     "beta", "radius", "privacy", "k", "norm",

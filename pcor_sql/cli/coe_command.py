@@ -14,6 +14,7 @@ from rich.text import Text
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar, stdout_console, write_line
 from pcor_sql.cli.database import open_session
+from pcor_sql.cli.explain import BinsFlag, bins_option
 from pcor_sql.cli.render import context_lines, json_text, number, record_text
 
 TABLE_DEFAULT_LIMIT = 20
@@ -26,6 +27,7 @@ def coe(
     ],
     by: o.By = None,
     domain: o.Domain = None,
+    bins: BinsFlag = None,
     verifier: o.Verifier = "lof",
     verifier_option: o.VerifierOption = None,
     utility: o.Utility = "population",
@@ -59,7 +61,7 @@ def coe(
     o.positive_count(limit, "--limit")
     options = o.outlier_options(
         by=by, domain=domain, verifier=verifier, verifier_option=verifier_option, max_contexts=max_contexts,
-        utility=utility, start=start,
+        utility=utility, start=start, bins=bins_option(bins),
     )
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
     with ProgressBar("reading the data") as bar, open_session(db, engine.value, spark_master) as session:

@@ -133,14 +133,15 @@ def check_edges(edges: Sequence[Any]) -> None:
 
 def bin_labels(edges: Sequence[Any]) -> tuple[str, ...]:
     """One label per bin: `[18, 25)` … `[65, 81]` (the last closed), `(-inf, 25)`, `[65, inf)`."""
-    out = []
-    last = len(edges) - 2
-    for j in range(len(edges) - 1):
-        lo, hi = edges[j], edges[j + 1]
-        opening = "(" if _is_number(lo) and math.isinf(lo) else "["
-        closing = "]" if j == last and not (_is_number(hi) and math.isinf(hi)) else ")"
-        out.append(f"{opening}{edge_text(lo)}, {edge_text(hi)}{closing}")
-    return tuple(out)
+    return tuple(run_label(edges, j, j) for j in range(len(edges) - 1))
+
+
+def run_label(edges: Sequence[Any], first: int, last: int) -> str:
+    """Bins first..last as one interval label: `[18, 35)`, `[65, 81]`, `(-inf, 25)`."""
+    lo, hi = edges[first], edges[last + 1]
+    opening = "(" if is_infinite(lo) else "["
+    closing = "]" if last == len(edges) - 2 and not is_infinite(hi) else ")"
+    return f"{opening}{edge_text(lo)}, {edge_text(hi)}{closing}"
 
 
 def bin_of(edges: Sequence[Any], value: Any) -> int | None:

@@ -191,10 +191,12 @@ def _refuse_as_labels(name: str, type_name: str, distinct: int) -> None:
     kind = "numeric column" if numeric else "column"
     bins = option_hint("bins", f"'{name}=e1,e2,e3,...'", python=f"{{{name!r}: [e1, e2, e3, ...]}}",
                        sql=f"{quote_identifier(name)} BINS (e1, e2, e3, ...)")
+    auto = option_hint("bins", f"{name}=auto:5", python=f"{{{name!r}: 'auto:5'}}",
+                       sql=f"{quote_identifier(name)} BINS 'auto:5'")
     raise UserError(
         f"{name} is a {kind} with {distinct:,} distinct values and no declared bins or domain: as a set of "
         f"labels a context would list values, not ranges",
-        f"declare bins, e.g. {bins} (ranges [e1, e2), ...; or '{name}=auto:5', quantile bins from the data, "
+        f"declare bins, e.g. {bins} (ranges [e1, e2), ..., the last closed; {auto} takes quantiles of the data, "
         f"with a privacy warning), or a domain if labels are really meant ({_domain_hint(name, ['a', 'b'], more=True)})",
     )
 
@@ -294,7 +296,8 @@ def _quantile_edges(
         warn(
             f"{name} is binned by the data's quantiles (auto:{count}): the edges {shown} are values of the data — "
             f"its minimum, maximum and {count}-quantiles — and every release over {name} shows some of them; "
-            f"declare edges chosen without looking at the data instead (e.g. {option_hint('bins', repr(f'{name}={shown}'))})"
+            f"declare edges chosen without looking at the data instead (e.g. "
+            f"{option_hint('bins', f'{name}={shown}', python=f'{{{name!r}: [{shown}]}}', sql=f'{name} BINS ({shown})')})"
         )
     return edges
 
