@@ -83,7 +83,7 @@ def _declaration(tokens: Sequence[Token], j: int) -> tuple[str, tuple[OptionValu
         return _bins(tokens, j + 2, name)
     if nxt is None or not nxt.is_word("IN"):
         found = "nothing" if nxt is None else repr(nxt.text)
-        raise UserError(f"expected IN or BINS after {name} in DOMAIN, found {found}",
+        raise UserError(f"expected IN after {name} in DOMAIN (or BINS, for ranges), found {found}",
                         f"write {name} IN ('a', 'b'), or {name} BINS (18, 25, 35) for ranges")
     values, k = _literals(tokens, j + 2, name, f"{name} IN ('a', 'b')", "the domain")
     return name, values, k
