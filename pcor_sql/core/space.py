@@ -94,10 +94,7 @@ class Attribute:
 
 
 def _index(domain: Sequence[Any], value: Any) -> int | None:
-    try:
-        return domain.index(value)
-    except ValueError:
-        return None
+    return domain.index(value) if value in domain else None
 
 
 class ContextSpace:
@@ -351,7 +348,10 @@ class ContextSpace:
             wanted = list(selection[a.name])
             if not wanted:
                 raise UserError(f"no value selected for {a.name!r}", "select at least one value")
-            for j in domain_indices(a.name, a.domain, wanted):
+            chosen = sorted(set(domain_indices(a.name, a.domain, wanted)))
+            if a.ordinal and chosen != list(range(chosen[0], chosen[-1] + 1)):
+                raise UserError(f"the bins selected for {a.name!r} are not one run", "select consecutive bins")
+            for j in chosen:
                 mask |= 1 << (self.offsets[i] + j)
         return mask
 

@@ -9,15 +9,15 @@ labels: it needs declared bins (an ordinal attribute, `binned_relation`) or a do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import decimal
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import duckdb
 
 from pcor_sql.core.bins import Bins, check_edges, edge_text, is_infinite
 from pcor_sql.core.space import Attribute
-from pcor_sql.errors import UserError, option_hint, option_name
+from pcor_sql.errors import UserError, option_hint, option_name, warn_privacy
 from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, describe, distinct_values, select_from
 from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
@@ -278,6 +278,8 @@ def _quantile_edges(
     con: duckdb.DuckDBPyConnection, relation_sql: str, name: str, count: int, warn: Warn | None,
     distinct: Callable[[str], list[Any]] | None,
 ) -> tuple[Any, ...]:
+    """`auto:K` edges: the data's 0, 1/K, …, 1 quantiles (values of the column; ties merged),
+    only because the caller asked, and with a PrivacyWarning naming what they reveal."""
     if distinct is not None:
         raise UserError(f"auto bins for {name} are computed on DuckDB only", f"declare {name}'s edges instead")
     col = quote_identifier(name)
@@ -291,14 +293,14 @@ def _quantile_edges(
     if len(edges) < 2:
         raise UserError(f"{name} has fewer than two distinct values, so it has no quantile bins",
                         f"declare {name}'s edges, or drop it from the attributes")
-    if warn is not None:
-        shown = ",".join(edge_text(e) for e in edges)
-        warn(
-            f"{name} is binned by the data's quantiles (auto:{count}): the edges {shown} are values of the data — "
-            f"its minimum, maximum and {count}-quantiles — and every release over {name} shows some of them; "
-            f"declare edges chosen without looking at the data instead (e.g. "
-            f"{option_hint('bins', f'{name}={shown}', python=f'{{{name!r}: [{shown}]}}', sql=f'{name} BINS ({shown})')})"
-        )
+    shown = ",".join(edge_text(e) for e in edges)
+    warn_privacy(  # always: without the caller's `warn`, as a PrivacyWarning
+        f"{name} is binned by the data's quantiles (auto:{count}): the edges {shown} are values of the data — "
+        f"its minimum, maximum and {count}-quantiles — and every release over {name} shows some of them; "
+        f"declare edges chosen without looking at the data instead (e.g. "
+        f"{option_hint('bins', f'{name}={shown}', python=f'{{{name!r}: [{shown}]}}', sql=f'{name} BINS ({shown})')})",
+        warn,
+    )
     return edges
 
 

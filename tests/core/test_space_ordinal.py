@@ -86,8 +86,9 @@ def test_an_ordinal_attribute_moves_only_at_the_ends_of_its_run():
     grown = {space.run(nb, 0) for nb in space.neighbours(run)}
     assert grown == {(0, 3), (2, 3), (1, 2), (1, 4)}
     assert space.n_admissible == 3 * 4  # lo ∈ {0, 1, 2}, hi ∈ {2, …, 5}
-    gap = space.from_values({"age": ["[25, 35)", "[35, 45)", "[55, 65)"]})
-    assert not space.is_admissible(gap)
+    with pytest.raises(UserError, match="the bins selected for 'age' are not one run"):
+        space.from_values({"age": ["[25, 35)", "[35, 45)", "[55, 65)"]})
+    assert not space.is_admissible(space.v_mask | (1 << 4))  # bins 2 and 4: a gap
     assert [space.run(space.v_mask | p, 0) for p in space.grow_pairs(space.v_mask)] == [(0, 2), (1, 3), (2, 4)]
 
 
