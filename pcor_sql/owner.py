@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
+from pcor_sql.core.bins import declared_bins, edge_text
 from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
 from pcor_sql.ledger.records import BudgetStatus
 from pcor_sql.ledger.dataset_registry import (
@@ -96,6 +97,7 @@ class Owner:
         metric: str | Sequence[str],
         by: str | Sequence[str],
         domains: Mapping[str, Sequence[Any]] | None = None,
+        bins: Mapping[str, Any] | None = None,
         limit: float | Mapping[str, float] | None = None,
         accounting: str | None = None,
         replace: bool = False,
@@ -103,7 +105,8 @@ class Owner:
         """Register `relation` as dataset `name` for analysts: its record `key` column, the
         metric column(s) analysts may ask about, the context attributes `by` with their domains
         frozen now (declared here, else from ENUM types, else — with a PrivacyWarning — from
-        the values present), and optionally limits (one ε for every notion, or notion → ε) on
+        the values present; `bins` makes numeric or date attributes ordinal: attribute → edges,
+        or 'auto:K', quantiles frozen now, with a PrivacyWarning), and optionally limits (one ε for every notion, or notion → ε) on
         each unit it reads and an accounting rule analysts may not change."""
         check_name(name)
         if not isinstance(relation, str) or not relation.strip():
@@ -125,6 +128,9 @@ class Owner:
                 raise UserError(f"the metric {m!r} has type {columns[m]}, not a number", "register numeric columns")
         if key in attributes or key in metrics:
             raise UserError(f"the key {key!r} cannot also be a metric or a context attribute", "name another key column")
+        binned, domains = declared_bins(bins, domains)
+        if binned:
+            domains = {**dict(domains or {}), **dict(binned)}  # Bins: an ordinal attribute's domain
         schema = access.schema(
             relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
             warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=6), described=described,
@@ -133,6 +139,7 @@ class Owner:
             name, relation, key, metrics, attributes,
             tuple((a.name, tuple(str(v) for v in a.domain)) for a in schema.attributes),
             self.session.units(relation), accounting,
+            bins=tuple((a.name, tuple(edge_text(e) for e in a.edges)) for a in schema.attributes if a.ordinal),
         )
         add_dataset(self.ledger, dataset, replace=replace)
         for notion, epsilon in limits.items():
