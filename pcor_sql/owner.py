@@ -242,11 +242,16 @@ class Owner:
         from pcor_sql.ledger.migration import legacy_relation
 
         def resolve(name: str) -> tuple[str, ...]:
+            # Not `self.units`: it looks in the registry, which an old ledger cannot be read for.
             for spelling in dict.fromkeys((name, legacy_relation(name))):
                 if spelling is None:
                     continue
                 try:
-                    return self.units(spelling)
+                    if self.session.access.engine != "duckdb":
+                        return self.session.units(spelling)
+                    from pcor_sql.engine.units import resolve_spelling
+
+                    return tuple(u.name for u in resolve_spelling(self.con, spelling))
                 except UserError:
                     continue
             return ()

@@ -48,3 +48,24 @@ def test_history_shows_outcome_and_analyst(db):
     assert {k: row[k] for k in ("analyst", "outcome", "reason", "refunded")} == {
         "analyst": None, "outcome": row["outcome"], "reason": None, "refunded": False}
     assert row["outcome"] in ("answered", "charged")
+
+
+def test_an_old_ledger_is_refused_until_migrate(db):
+    con = duckdb.connect(str(db))
+    # The layout before schema `pcor` (sql/ledger.sql at 99ef44b), with salaries spent in full.
+    con.execute("CREATE TABLE pcor_budget (dataset VARCHAR PRIMARY KEY, limit_epsilon DOUBLE, spent_epsilon DOUBLE,"
+                " spent_residual DOUBLE, releases BIGINT, created_at TIMESTAMP, updated_at TIMESTAMP)")
+    con.execute("CREATE TABLE pcor_release_history (release_id VARCHAR PRIMARY KEY, dataset VARCHAR, seq BIGINT,"
+                " released_at TIMESTAMP, mechanism VARCHAR, epsilon DOUBLE, record_key VARCHAR, statement VARCHAR,"
+                " spent_after DOUBLE)")
+    con.execute("INSERT INTO pcor_budget VALUES ('salaries', 1.0, 1.0, 0, 1, now()::TIMESTAMP, now()::TIMESTAMP)")
+    con.execute("INSERT INTO pcor_release_history VALUES ('r1', 'salaries', 1, now()::TIMESTAMP, 'bfs', 1.0, NULL,"
+                " NULL, 1.0)")
+    con.close()
+    for command in (("explain-outlier", QUERY, *FAST), ("budget", "status"), ("budget", "verify")):
+        error = assert_error(invoke(*command, "--db", str(db)), "older layout", "main.pcor_budget")
+        assert error.endswith("migrate it with `pcor-sql budget migrate`: spent ε, limits and history are kept")
+    lines = _ok("budget", "migrate", "--db", str(db)).stdout.splitlines()
+    assert "moved 'salaries' (from main.pcor_budget, main.pcor_release_history) to bundled:salaries" in lines
+    _ok("budget", "verify", "--db", str(db))
+    assert_error(invoke("explain-outlier", QUERY, *FAST, "--db", str(db)), "used up")
