@@ -25,6 +25,7 @@ from pcor_sql.pipeline import Policy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation
 from pcor_sql.sqltext.build import over_context, select_from
+from pcor_sql.core.choices import Privacy
 
 Progress = Callable[[int, int], None]
 
@@ -37,7 +38,7 @@ def release_mechanism(request: OutlierRequest) -> str:
 def answer_mechanism(request: AnomalyRequest) -> str:
     """`anomaly/<privacy>`, with `/k=<k>` under (ε, k)-SP."""
     parts = ["anomaly", str(request.privacy)]
-    if request.privacy == "sp":
+    if request.privacy == Privacy.SP:
         parts.append(f"k={request.k}")
     return "/".join(parts)
 
@@ -115,7 +116,7 @@ class AnswerJob:
 
     def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
         r = self.request
-        typed = SpCost(r.epsilon, r.k) if r.privacy == "sp" else DpCost(r.epsilon)
+        typed = SpCost(r.epsilon, r.k) if r.privacy == Privacy.SP else DpCost(r.epsilon)
         return [ChargeItem(new_release_id(), typed, answer_mechanism(r), key, r.statement,
                            seeded=r.seed is not None, role=str(policy.role), dataset=self.label) for key in keys]
 

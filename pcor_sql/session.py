@@ -32,6 +32,7 @@ from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.store import Ledger
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+from pcor_sql.backends.base import Engine
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -64,7 +65,7 @@ class Session:
         per_user_ledger: bool = False,
     ):
         self.access = open_access(con)
-        self._per_user_ledger = per_user_ledger or self.access.engine != "duckdb"
+        self._per_user_ledger = per_user_ledger or self.access.engine != Engine.DUCKDB
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()

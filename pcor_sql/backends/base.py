@@ -26,15 +26,24 @@ from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.engine.release import SelectedRecord
 from pcor_sql.engine.schema import Described, Schema
 from pcor_sql.engine.summary import CellSummary
+from pcor_sql.core.option_spec import StrEnum
 
 Warn = Callable[[str], None]
 Records = tuple[dict[str, Any], ...]
 
 
+
+class Engine(StrEnum):
+    """Where rows are read."""
+
+    DUCKDB = "duckdb"
+    SPARK = "spark"
+
+
 class DataAccess(Protocol):
     """Where a Session's rows are read."""
 
-    engine: str  # "duckdb" or "spark"
+    engine: "Engine"
     source: Any  # what the caller gave: the DuckDB connection or the SparkSession
     parser: duckdb.DuckDBPyConnection  # DuckDB, to parse request text; never reads rows
     # The DuckDB connection `open_ledger` anchors the ledger on: DuckDB's own (the ledger is

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.anomaly.points import load_points, relation_ball_counts
-from pcor_sql.backends.base import Records, Warn
+from pcor_sql.backends.base import Engine, Records, Warn
 from pcor_sql.engine.progress import watch_query
 from pcor_sql.engine.release import SelectedRecord, load_records
 from pcor_sql.engine.schema import Described, Schema, describe_with_metric, resolve_schema
@@ -25,7 +25,7 @@ from pcor_sql.sqltext.build import describe
 class DuckDBAccess:
     """Rows read by DuckDB on `con`, the caller's connection (also the ledger's database)."""
 
-    engine = "duckdb"
+    engine = Engine.DUCKDB
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.source = con

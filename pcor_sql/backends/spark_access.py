@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
-from pcor_sql.backends.base import Records, Warn
+from pcor_sql.backends.base import Engine, Records, Warn
 from pcor_sql.backends.spark_session import require_spark, spark_error
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import SelectedRecord, records_sql, selected_records
@@ -51,7 +51,7 @@ _LEDGERS: "weakref.WeakKeyDictionary[Any, duckdb.DuckDBPyConnection]" = weakref.
 class SparkAccess:
     """Rows read by Spark through `spark` (a pyspark SparkSession)."""
 
-    engine = "spark"
+    engine = Engine.SPARK
 
     def __init__(self, spark: Any):
         require_spark()

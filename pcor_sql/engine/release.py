@@ -28,6 +28,7 @@ from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
 from pcor_sql.errors import InternalError, NoValidContext, UserError, option_name
 from pcor_sql.requests import OutlierRequest
+from pcor_sql.core.choices import Utility
 
 METRIC_COLUMN = "__pcor_metric"
 
@@ -117,13 +118,13 @@ def release_one(
     search declares), verified and checked against its budget, uncharged."""
     search, utility, budget = request.search, request.utility, request.budget
     space = prepare_space(summary, record.record)
-    ev = Evaluator(con, summary, space, record.value, verifier, utility="population", remember=True)
-    if not search_spec(search).graph and start is None and utility == "population":
+    ev = Evaluator(con, summary, space, record.value, verifier, utility=Utility.POPULATION, remember=True)
+    if not search_spec(search).graph and start is None and utility == Utility.POPULATION:
         # The search does not walk from a start (direct, uniform): none is looked for.
         start_mask, start_source = space.v_mask, "none"
     else:
         start_mask, start_source = resolve_start(ev, start)
-    if utility != "population":
+    if utility != Utility.POPULATION:
         ev = Evaluator(con, summary, space, record.value, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
         search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **request.search_options()
@@ -216,13 +217,13 @@ class OutlierRun:
         """The lattice of contexts admissible for record i (those holding its cell)."""
         return prepare_space(self.summary, self.records[i].record)
 
-    def oracle(self, i: int, *, utility: str = "population", plain: bool = False) -> Evaluator:
+    def oracle(self, i: int, *, utility: str = Utility.POPULATION, plain: bool = False) -> Evaluator:
         """Validity and utility of record i's contexts (`plain`: one DuckDB query per context,
         the naive path). The overlap utility is measured against the resolved start."""
         rec = self.records[i]
         space = self.space(i)
         ev = Evaluator(self.con, self.summary, space, rec.value, self.verifier, plain=plain)
-        if utility == "population":
+        if utility == Utility.POPULATION:
             return ev
         start, _ = resolve_start(ev, self.start_selection)
         return Evaluator(self.con, self.summary, space, rec.value, self.verifier, utility=utility, start=start, plain=plain)
