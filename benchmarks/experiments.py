@@ -43,7 +43,7 @@ from benchmarks import coe_match
 from benchmarks._sql import id_list
 from benchmarks.exact import ExactMax, best_first_max, utilities_by_word
 from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_down, start_up
-from pcor_sql.core.searches import SEARCH_SPECS
+from pcor_sql.core.search_specs import SEARCH_SPECS
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.errors import PcorError, UserError

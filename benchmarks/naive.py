@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 import duckdb
 import numpy as np
 
-from pcor_sql.core.searches import run_search, search_spec
+from pcor_sql.core.search_specs import run_search, search_spec
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import InternalError, NoValidContext, UserError
 

@@ -15,7 +15,7 @@ from benchmarks.experiments import GROUPS, Cell, cell_of
 from benchmarks.profiles import profile, repeats_for
 from benchmarks.tables import Table, fraction, make_table, percent, seconds
 from benchmarks.targets import at_least
-from pcor_sql.core.searches import SEARCH_SPECS
+from pcor_sql.core.search_specs import SEARCH_SPECS
 
 VERIFIER_LABEL = {"lof": "LOF", "grubbs": "Grubbs", "histogram": "Histogram", "zscore": "z-score"}
 SEARCH_LABEL = {"bfs": "BFS", "dfs": "DFS", "uniform": "Uniform", "random-walk": "Random Walk", "direct": "Direct",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES
 from pcor_sql.core.accounting import ACCOUNTINGS
 from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
-from pcor_sql.core.searches import SEARCH_SPECS, search_option_specs
+from pcor_sql.core.search_specs import SEARCH_SPECS, search_option_specs
 from pcor_sql.core.choices import Utility
 
 

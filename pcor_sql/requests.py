@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from pcor_sql.anomaly.mechanisms import validate_norm, validate_params
 from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
 from pcor_sql.core.option_spec import OptionSpec
-from pcor_sql.core.searches import search_option_specs, search_spec
+from pcor_sql.core.search_specs import search_option_specs, search_spec
 from pcor_sql.core.bins import Bins, declared_bins
 from pcor_sql.errors import UserError
 from pcor_sql.core.choices import Privacy

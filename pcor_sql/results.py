@@ -114,7 +114,7 @@ SEEDED_WARNING = "seeded run: reproducible, not for real releases"
 
 
 def _search_options_shown() -> tuple[str, ...]:
-    from pcor_sql.core.searches import search_option_specs
+    from pcor_sql.core.search_specs import search_option_specs
 
     return tuple(name for name, spec in search_option_specs().items() if spec.in_result)
 

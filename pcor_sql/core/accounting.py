@@ -18,7 +18,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Union
 
-from pcor_sql.core.searches import SEARCH_SPECS, search_spec
+from pcor_sql.core.search_specs import SEARCH_SPECS, search_spec
 
 from pcor_sql.errors import UserError, option_hint
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from pcor_sql.core.searches import SEARCH_SPECS
+from pcor_sql.core.search_specs import SEARCH_SPECS
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import UserError, option_hint, option_name

@@ -18,7 +18,8 @@ import numpy as np
 
 from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
-from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
+from pcor_sql.core.searches import SearchResult, Trace
+from pcor_sql.core.search_specs import run_search, search_spec
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS
 from pcor_sql.engine.coe_enumeration import lattice_moments

@@ -15,7 +15,8 @@ from scipy import stats
 
 from pcor_sql.core import searches
 from pcor_sql.core.mechanism import em_probabilities
-from pcor_sql.core.searches import bfs, dfs, direct, explore, random_walk, run_search, uniform
+from pcor_sql.core.searches import bfs, dfs, direct, explore, random_walk, uniform
+from pcor_sql.core.search_specs import run_search
 from pcor_sql.core.space import Attribute, ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import InternalError, NoValidContext, UserError
