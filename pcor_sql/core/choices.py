@@ -9,20 +9,16 @@ from pcor_sql.core.option_spec import StrEnum
 class Utility(StrEnum):
     """A context's utility (sensitivity 1; both monotone: adding a row never lowers either)."""
 
-    POPULATION = "population"
-    OVERLAP = "overlap"
+    POPULATION, OVERLAP = "population", "overlap"
 
 
 class Privacy(StrEnum):
     """The notion of an anomaly answer: (ε, k)-sensitive privacy or ε-differential privacy."""
 
-    SP = "sp"
-    DP = "dp"
+    SP, DP = "sp", "dp"
 
 
 class Notion(StrEnum):
     """The ledger's privacy notions, never added together (DESIGN.md §6)."""
 
-    OCDP = "ocdp"
-    DP = "dp"
-    SP = "sp"
+    OCDP, DP, SP = "ocdp", "dp", "sp"
