@@ -42,7 +42,7 @@ How it is computed without touching all N values (both rules).
   read when there are no ties — the fast path. It is sized by point counts, not by a radius,
   so an isolated V (a far outlier) does not drag the dense bulk into its window. With ties the
   distinct rule needs 2H + k' distinct values per side, so a window short of them grows
-  (by the ratio it lacks, at least 2×) before any arithmetic.
+  (by twice the ratio it lacks) before any arithmetic.
   Plain-rule shortcut: when v itself has more than k' copies, kdist(V) = 0, N_k(V) is V's
   copies, all of whose k-distances are 0, and LOF(V) = 1 exactly (read off the window's run
   lengths, or from one count when the window is big, so many copies are never scanned). The
@@ -149,9 +149,10 @@ def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
         jv = int(ud.searchsorted(v))
         short = max(0 if left_done else need - jv, 0 if right_done else need - (ud.size - 1 - jv))
         if short > 0:
-            # Too few distinct values on a side to prove anything: grow by the ratio lacking.
+            # Too few distinct values on a side to prove anything: grow by twice the ratio
+            # lacking (copies per value vary; one round too few costs a whole window).
             have = max(1, need - short)
-            count = max(2 * count, -(-count * need // have))
+            count = 2 * max(count, -(-count * need // have))
             a, b = _grown(pop, a, b, v, count, 0.0)
             continue
         result = distinct_window_lof(ud, cd, v, kk, h, *_outside(a, b, left_done, right_done))

@@ -135,11 +135,25 @@ def distinct_window_lof(
 
 def distinct_runs(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of sorted `w` and their multiplicities (float64: weights)."""
-    starts = (w[1:] != w[:-1]).nonzero()[0]
-    starts += 1
-    starts = np.concatenate(((0,), starts))
+    brk = (w[1:] != w[:-1]).nonzero()[0]
+    if brk.size == w.size - 1:
+        return w, _ones(w.size)  # no ties (the usual window of a continuous metric)
+    brk += 1
+    starts = np.concatenate(((0,), brk))
     counts = np.diff(np.concatenate((starts, (w.size,)))).astype(np.float64)
     return w[starts], counts
+
+
+def _ones(n: int) -> np.ndarray:
+    """n ones (float64), read-only and shared: multiplicities of a window without ties."""
+    global _ONES
+    if _ONES.size < n:
+        _ONES = np.ones(max(n, 2 * _ONES.size))
+        _ONES.flags.writeable = False
+    return _ONES[:n]
+
+
+_ONES = np.ones(0)
 
 
 def _band_runs(w: np.ndarray, v: float, h: int, lay: _Layout) -> tuple[np.ndarray, np.ndarray, int, int]:

@@ -10,8 +10,9 @@ of m terms moves it by at most (m − 1)·u relatively (u = 2⁻⁵³; Higham, �
 N ≤ 2000. The one subtraction (a row's own copy, `lof_band._proven_lof`) removes a term no
 larger than the rest of the sum (N_k(p) holds a point at distance kdist(p)), so it at most
 doubles that. LOF is a mean of ratios of two such means: well under 1e-11 in all. RTOL = 1e-9
-leaves a wide margin for a loaded or different CPU and is still far below any definitional
-slip (on the tests' data such a slip moves LOF by ≥ 1e-3 relatively).
+leaves a wide margin for another CPU, while a definitional slip (a wrong k', a missed tie, the
+other rule's k-distance) changes neighbourhoods themselves and moves LOF by far more than
+rounding can.
 """
 
 from __future__ import annotations
