@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.lof_band import distinct_runs
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
 from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
@@ -372,6 +373,21 @@ class SummaryPopulation:
 
     def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
         return self.window().count(lo, hi, right_closed)
+
+    def distinct_between(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct values in [lo, hi] with their row counts (LOF's distinct rule): from the
+        value × cell counts on a tie-heavy metric (`engine/value_counts.py`), else from `between`."""
+        counts = self.summary.runs().value_counts()
+        if counts is None:
+            return distinct_runs(self.between(lo, hi))
+        return counts.between(self.member, lo, hi)
+
+    def distinct_around(self, count: int) -> tuple[float, float]:
+        """`around` counted in distinct values (LOF's distinct rule sizes its windows with it)."""
+        counts = self.summary.runs().value_counts()
+        if counts is None:
+            return self.around(count)  # rows ≥ distinct values: a window at least as wide
+        return counts.around(self.member, self.v, count, self.min, self.max)
 
     def around(self, count: int) -> tuple[float, float]:
         return self.window().around(count)

@@ -52,8 +52,11 @@ How it is computed without touching all N values (both rules).
   D ≤ k can prove nothing earlier: some k-distance would need values the window lacks, so
   the window grows to the population, where k' = min(k, D − 1) is exact).
   A Population may offer `distinct_between(lo, hi) -> (values, counts)` (the distinct values
-  in [lo, hi], ascending, with their multiplicities): the distinct rule then reads those
-  instead of every point (the per-cell windows of `engine/window.py` hold exactly that).
+  in [lo, hi], ascending, with their multiplicities) and `distinct_around(count)` (`around`
+  counted in distinct values): the distinct rule then reads and sizes windows by distinct
+  values instead of rows — the per-cell windows of `engine/window.py` hold (value, count)
+  pairs, and the sorted runs of a tie-heavy metric keep a value × cell count matrix
+  (`engine/value_counts.py`), so a value's copies are never gathered one by one.
   Values must span less than ~4.5e307 (a UserError otherwise) so that no distance overflows.
 
 Measured (k = 20, N = 50,000, V drawn from the population; python -m tests.core.verifiers.bench_lof;
@@ -66,7 +69,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 from pcor_sql.core.verifiers.base import Population
@@ -127,15 +130,16 @@ def _plain(pop: Population, kk: int, v: float, lo: float, hi: float) -> float:
         if left_done and right_done:
             raise InternalError("LOF over the whole population was not proven")
         count *= 2
-        a, b = _grown(pop, a, b, v, count, result.radius)
+        a, b = _grown(pop.around, a, b, v, count, result.radius)
 
 
 def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
     kk = k
     h = kk + 1
-    count = 2 * h + kk
-    a, b = pop.around(count)
+    count = 2 * h + kk  # per side: points, or distinct values when the population counts those
+    around = getattr(pop, "distinct_around", None) or pop.around
     runs_between = getattr(pop, "distinct_between", None)
+    a, b = around(count)
     while True:
         left_done, right_done = a <= lo, b >= hi
         if left_done:
@@ -153,7 +157,7 @@ def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
             # lacking (copies per value vary; one round too few costs a whole window).
             have = max(1, need - short)
             count = 2 * max(count, -(-count * need // have))
-            a, b = _grown(pop, a, b, v, count, 0.0)
+            a, b = _grown(around, a, b, v, count, 0.0)
             continue
         result = distinct_window_lof(ud, cd, v, kk, h, *_outside(a, b, left_done, right_done))
         if isinstance(result, float):
@@ -164,7 +168,7 @@ def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
         if left_done and right_done:
             raise InternalError("LOF over the whole population was not proven")
         count *= 2
-        a, b = _grown(pop, a, b, v, count, result.radius)
+        a, b = _grown(around, a, b, v, count, result.radius)
 
 
 def _outside(a: float, b: float, left_done: bool, right_done: bool) -> tuple[float, float]:
@@ -173,11 +177,13 @@ def _outside(a: float, b: float, left_done: bool, right_done: bool) -> tuple[flo
             math.inf if right_done else math.nextafter(b, math.inf))
 
 
-def _grown(pop: Population, a: float, b: float, v: float, count: int, radius: float) -> tuple[float, float]:
-    """The next window: `count` points per side, and at least the reach the failed proof asked
-    for (an infinite hint only says "more points": the count gives them). The count at least
-    doubles each round, so by ~log2(N) rounds the window is the population and the proof passes."""
-    a2, b2 = pop.around(count)
+def _grown(around: Callable[[int], tuple[float, float]], a: float, b: float, v: float, count: int,
+           radius: float) -> tuple[float, float]:
+    """The next window: `count` points (or distinct values) per side, and at least the reach the
+    failed proof asked for (an infinite hint only says "more points": the count gives them). The
+    count at least doubles each round, so by ~log2(N) rounds the window is the population and
+    the proof passes."""
+    a2, b2 = around(count)
     reach = radius if math.isfinite(radius) else 0.0
     return min(a, a2, v - reach), max(b, b2, v + reach)
 

@@ -197,7 +197,8 @@ def _distinct_band(ud: np.ndarray, cd: np.ndarray, jv: int, h: int, lay: _Layout
     if g <= jv and jv + g < d:
         return sb, cd[sb], 0, g + 1
     real = (sb >= 0) & (sb < d)
-    np.clip(sb, 0, d - 1, out=sb)
+    np.maximum(sb, 0, out=sb)
+    np.minimum(sb, d - 1, out=sb)
     cb = cd[sb]
     cb[~real] = 0.0
     # Row r is distinct index jv − H + r: real for H − jv ≤ r < D − jv + H.
@@ -252,7 +253,8 @@ def _proven_lof(
     Returns the global LOF(V) when the window proves it; else Grow (a k-distance it read may
     reach past the window: fetch a wider one) or Widen (a neighbourhood may reach past the
     band: double H). `guard` is added to each mean reach-distance (scikit-learn's 1e-10 for
-    the plain rule, 0 for the distinct one).
+    the plain rule, whose arithmetic is kept as recorded); 0 selects the distinct rule's
+    ratio form (no guard, no reciprocal).
     """
     g = 2 * h
     kd_v = kdb[g]
@@ -295,16 +297,32 @@ def _proven_lof(
     reach *= wt
     n_nb = np.add.reduce(wt, axis=1)
     n_nb -= 1.0
-    lrd = np.add.reduce(reach, axis=1)
-    lrd -= kdb[h + r0 : h + r1]
-    lrd /= n_nb
-    if guard:
-        lrd += guard
-    np.reciprocal(lrd, out=lrd)
+    total = np.add.reduce(reach, axis=1)  # Σ reach-dist over N_k(o), per row o
+    total -= kdb[h + r0 : h + r1]
     # V's column c is band position H + c, i.e. row c: the rows r0..r1−1 are V's neighbours,
-    # V itself weighted by its c_v − 1 other copies (weight c_v in wt, so scale its lrd).
+    # V itself weighted by its c_v − 1 other copies (weight c_v in wt, so scale its term).
     at_v = h - r0
-    lrd_v = float(lrd[at_v])
     c_v = float(wt[at_v, h])
+    if not guard:
+        # Distinct rule: lrd(o) / lrd(V) = (S_V / S_o) · (n_o / n_V), with S the reach sums
+        # (each ≥ a k-distance > 0) and n the neighbourhood sizes. Written as ratios, not as
+        # 1 / mean: a mean of sub-1e-308 distances would underflow or its reciprocal overflow.
+        # A ratio past the double range (values 1e-320 apart next to values 1 apart) is +inf:
+        # LOF is then that large, and +inf compares as such with the threshold.
+        s_v = total[at_v]
+        if s_v < 1e300 * np.minimum.reduce(total):
+            ratio = np.divide(s_v, total)  # the usual case: no ratio near the double range
+        else:
+            with np.errstate(over="ignore"):
+                ratio = np.divide(s_v, total)
+        ratio *= n_nb
+        ratio /= n_nb[at_v]
+        ratio[at_v] = (c_v - 1.0) / c_v
+        return float(wt[at_v, r0:r1] @ ratio) / float(n_nb[at_v])
+    lrd = total
+    lrd /= n_nb
+    lrd += guard
+    np.reciprocal(lrd, out=lrd)
+    lrd_v = float(lrd[at_v])
     lrd[at_v] = lrd_v * ((c_v - 1.0) / c_v)
     return float(wt[at_v, r0:r1] @ lrd) / lrd_v / float(n_nb[at_v])

@@ -3,6 +3,7 @@ scikit-learn's plain k-distance on request — a worked example, tie-heavy data 
 reference, and the failure the distinct rule exists to avoid."""
 
 import math
+import warnings
 
 import numpy as np
 from hypothesis import given, settings
@@ -108,3 +109,21 @@ def test_both_rules_agree_without_ties():
         # Identical definitions; only the plain rule's 1e-10 guard separates them (≤ 2e-10 / the
         # smallest mean reach-distance, ~1e-2 here: well inside 1e-6).
         assert math.isclose(*scores, rel_tol=1e-6)
+
+
+def test_tiny_distances_neither_underflow_nor_warn():
+    # Distinct values 5e-324 apart (subnormal distances): a mean of them would round to 0 and
+    # 1 / mean overflow. The distinct rule works with ratios of reach sums instead, so the tiny
+    # cluster gets finite LOFs, the same as the cluster scaled by 2^1000 (power-of-two scaling
+    # rounds nothing); next to it, 1.0 has a LOF past the double range: +inf, an outlier.
+    tiny = np.array([0.0, 5e-324, 1e-323, 2e-323])
+    x = np.concatenate((tiny, [1.0, 1.0, 3.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for v in tiny:
+            got = local_outlier_factor(Spy(x, v), 2)
+            scaled = local_outlier_factor(Spy(tiny * 2.0**1000, v * 2.0**1000), 2)
+            assert math.isfinite(got)
+            assert_same(got, scaled, v)
+        assert local_outlier_factor(Spy(x, 1.0), 2) == math.inf
+        assert Lof(k=2).check(Spy(x, 1.0))
