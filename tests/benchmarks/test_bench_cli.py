@@ -17,7 +17,7 @@ from tests.cli.cli_helpers import invoke as pcor_sql_cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("command", ["bench", "reproduce", "explore", "anomaly-evidence", "spark-scale"])
+@pytest.mark.parametrize("command", ["bench", "reproduce", "explore", "anomaly-evidence", "spark-scale", "verifiers"])
 def test_help_has_an_example(command):
     result = run(command, "--help")
     assert result.exit_code == 0
