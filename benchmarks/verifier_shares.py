@@ -25,6 +25,7 @@ Privacy: a measuring instrument for the data owner on the owner's data; nothing 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
@@ -33,6 +34,7 @@ import numpy as np
 
 from benchmarks.measure import load_average, machine
 from benchmarks.tables import Table, make_table, percent
+from pcor_sql.errors import InternalError
 
 Report = Callable[[str], None]
 
@@ -115,14 +117,23 @@ def flagged_shares(values: np.ndarray, verifiers: Sequence[Any]) -> list[dict[st
     distinct, counts = np.unique(x, return_counts=True)
     mean, m2 = moments(x)
     pops = [WholeTable(x, float(v), mean, m2) for v in distinct]
+    verdicts, best = [], [math.inf] * len(verifiers)
+    # Two rounds, the verifiers in opposite orders, the faster round kept: a change of load
+    # during the run then hits every verifier alike.
+    for order in (range(len(verifiers)), reversed(range(len(verifiers)))):
+        for i in order:
+            t0 = time.perf_counter()
+            got = np.fromiter((verifiers[i].check(p) for p in pops), dtype=bool, count=len(pops))
+            best[i] = min(best[i], time.perf_counter() - t0)
+            if len(verdicts) < len(verifiers):
+                verdicts.append(got)
+            elif not np.array_equal(verdicts[i], got):
+                raise InternalError(f"{verifiers[i]!r} gave other verdicts on the same data")
     out = []
-    for verifier in verifiers:
-        t0 = time.perf_counter()
-        verdicts = np.fromiter((verifier.check(p) for p in pops), dtype=bool, count=len(pops))
-        elapsed = time.perf_counter() - t0
-        flagged = int(counts[verdicts].sum())
+    for i in range(len(verifiers)):
+        flagged = int(counts[verdicts[i]].sum())
         out.append({"flagged_rows": flagged, "share": flagged / x.size, "checks": len(pops),
-                    "check_us": elapsed / len(pops) * 1e6})
+                    "check_us": best[i] / len(pops) * 1e6})
     return out
 
 
@@ -197,18 +208,24 @@ def verifier_tables(result: dict[str, Any]) -> list[Table]:
         cells = []
         for t in result["tables"]:
             v = t["verifiers"][i]
-            cells.append(f"{percent(v['share'])} ({v['check_us']:.0f} µs)")
+            cells.append(f"{percent(v['share'])} ({v['flagged_rows']:,} rows), {v['check_us']:.0f} µs")
         rows.append((vlabel, *cells))
     shapes = [(t["label"], f"{t['rows']:,}", f"{t['distinct']:,}", f"{t['largest_copies']:,}") for t in result["tables"]]
     from benchmarks.report import target_table
 
     return [
-        make_table("Rows flagged among all rows (mean time of one check)", ("verifier", *labels), rows, (
+        make_table("Rows flagged among all rows (rows), mean time of one check", ("verifier", *labels), rows, (
             "Share = rows whose value the verifier flags with the whole table as the population (the full "
             "context), default options: lof(k=20, threshold=1.5), grubbs(alpha=0.05), histogram(rel=0.0025), "
             "zscore(z=3). One check per distinct value (a verdict depends on the value only); its rows all count.",
             "Check time: mean over those checks, each over the whole column (moments computed once per table); "
-            "measured in the same run for every verifier, so compare them within a column.",
+            "the faster of two rounds, the verifiers in opposite orders (compare them within a column). The plain rule's "
+            "few-µs checks on tie-heavy columns are its shortcut (V has > k copies: LOF = 1 from one count); the "
+            "distinct rule computes LOF there, from distinct values with their counts.",
+            "A metric whose every value has more than k rows (homicides' 98 ages) is never flagged by the plain "
+            "rule: each row's k nearest are its own copies, LOF = 1. The distinct rule sees the grid of values; "
+            "its end values have k-distinct-distances up to twice their neighbours' (homicides: ages 0–3, "
+            "LOF 1.5–1.74).",
         )),
         make_table("Tables", ("table", "rows", "distinct values", "copies of the most common value"), shapes, (
             f"{SYNTHETIC}: benchmarks/verifier_shares.py `wage_survey` (log-normal hourly wages, heaped to whole "
