@@ -37,6 +37,8 @@ from pcor_sql.core.start import random_descents
 from pcor_sql.requests import OutlierRequest
 
 PROFILE_NAMES = ("paper", "engine")
+#: The paper profile's LOF (see the module doc, "LOF's rule for duplicates").
+PAPER_LOF = "lof(duplicates='plain')"
 
 
 def request_default(name: str) -> Any:
@@ -54,11 +56,12 @@ class Profile:
     start: str  # "engine": the release's own start search; "cell": `start_up`
     search: str  # the search where the paper fixes BFS (its final choice)
     reduced_verifiers: bool  # Tables 6–7 on the paper's reduced table
+    lof: str = "lof"  # the verifier text a row's "lof" runs as: the rule for duplicates
 
 
 def profile(name: str) -> Profile:
     if name == "paper":
-        return Profile("paper", "paper", 0, "cell", "bfs", True)
+        return Profile("paper", "paper", 0, "cell", "bfs", True, PAPER_LOF)
     if name == "engine":
         return Profile("engine", request_default("accounting"), None, "engine", request_default("search"), True)
     raise ValueError(f"unknown profile {name!r}")
