@@ -42,12 +42,11 @@ import pcor_sql
 from benchmarks import coe_match
 from benchmarks._sql import id_list
 from benchmarks.exact import ExactMax, best_first_max, utilities_by_word
-from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_down, start_up
+from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_down, start_up, verifier_of
 from pcor_sql.core.searches import SEARCH_SPECS
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.errors import PcorError, UserError
-from pcor_sql.frontend.request_builders import verifier_spec
 
 Report = Callable[[str], None]
 
@@ -278,10 +277,9 @@ class DatasetRun:
 
     def prepared(self, **changes: Any) -> Any:
         """The OutlierRun of this table's records with some request fields changed (the
-        session keeps the summary, so only the records are read again). A verifier is given
-        as its text, options included (`lof(duplicates='plain')`)."""
+        session keeps the summary, so only the records are read again); a verifier as its text."""
         if isinstance(changes.get("verifier"), str):
-            changes["verifier"] = verifier_spec(changes["verifier"])
+            changes["verifier"] = verifier_of(changes["verifier"])
         return self.session.prepare(self.request.replace(**changes))
 
     def start(self, rec: Record, verifier: str, kind: str) -> int | None:
@@ -344,11 +342,9 @@ class DatasetRun:
                 saved()
 
     def exact_key(self, rec: Record, verifier: str, utility: str, start: int | None) -> str:
-        """`dataset|table|record|verifier|utility|start mask` (start '-' for population). LOF is
-        keyed with its rule for duplicates spelled out: a cache written when bare `lof` meant the
-        plain rule never answers for the distinct one."""
-        if verifier == "lof":
-            verifier = "lof(duplicates='distinct')"
+        """`dataset|table|record|verifier|utility|start mask` (start '-' for population); bare `lof`
+        spelled with its rule, so a cache from when it meant the plain rule never answers."""
+        verifier = "lof(duplicates='distinct')" if verifier == "lof" else verifier
         return f"{self.name}|{self.table}|{rec.id}|{verifier}|{utility}|{'-' if start is None else start}"
 
     def check_against_enumeration(self) -> None:

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from pcor_sql.core.start import random_descents
-from pcor_sql.requests import OutlierRequest
+from pcor_sql.requests import OutlierRequest, VerifierSpec
 
 PROFILE_NAMES = ("paper", "engine")
 #: The paper profile's LOF (see the module doc, "LOF's rule for duplicates").
@@ -77,6 +77,14 @@ class Profile:
     search: str  # the search where the paper fixes BFS (its final choice)
     reduced_verifiers: bool  # Tables 6–7 on the paper's reduced table
     lof: str = "lof"  # the verifier text a row's "lof" runs as: the rule for duplicates
+
+
+def verifier_of(text: str) -> VerifierSpec:
+    """A cell's verifier text as a request's verifier: `grubbs`, or `lof(duplicates='plain')`
+    (string options only: the only options the experiments vary)."""
+    name, _, inner = text.partition("(")
+    pairs = [part.split("=", 1) for part in inner.rstrip(")").split(",") if part.strip()]
+    return VerifierSpec(name.strip(), tuple((k.strip(), v.strip().strip("'")) for k, v in pairs))
 
 
 def profile(name: str) -> Profile:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from benchmarks._sql import ident
 from benchmarks.measure import load_average, machine
 from benchmarks.tables import Table, make_table, percent
 from pcor_sql.errors import InternalError
@@ -141,10 +142,8 @@ def table_values(con: Any, name: str, cfg: VerifiersConfig) -> tuple[str, np.nda
     """(label, metric values) of table `name` (a TABLE_NAMES entry)."""
     if name == "wages":
         return SYNTHETIC, wage_survey(cfg.rows, cfg.seed)
-    from pcor_sql.sqltext.quoting import quote_identifier
-
     table, metric = name.split(".")
-    t, m = quote_identifier(table), quote_identifier(metric)
+    t, m = ident(table), ident(metric)
     got = con.execute(f"SELECT {m}::DOUBLE AS m FROM {t} WHERE {m} IS NOT NULL").fetchnumpy()
     return f"{table} ({metric})", np.asarray(got["m"], dtype=np.float64)
 

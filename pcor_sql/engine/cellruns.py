@@ -109,7 +109,9 @@ class CellRuns:
         return self._counts
 
     def nbytes(self) -> int:
-        return int(self.values.nbytes + self.starts.nbytes)
+        counts = self._counts
+        extra = 0 if counts is None else counts.values.nbytes + counts.counts.nbytes
+        return int(self.values.nbytes + self.starts.nbytes + extra)
 
 
 @dataclass(frozen=True)

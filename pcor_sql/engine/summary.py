@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.verifiers.lof_band import distinct_runs
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
 from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.engine.value_counts import DistinctQueries
 from pcor_sql.engine.verdicts import VerdictCache
 from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
 
@@ -311,10 +311,11 @@ def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarra
     return runs
 
 
-class SummaryPopulation:
+class SummaryPopulation(DistinctQueries):
     """A context's population answered from a CellSummary (implements `Population`): n, min
     and max from the member cells at once; mean and m2 from their centred sums when asked
-    (LOF and the histogram never ask); values through the sorted runs (`cellruns`)."""
+    (LOF and the histogram never ask); values through the sorted runs (`cellruns`), distinct
+    values with their counts through `value_counts` (LOF's distinct rule)."""
 
     __slots__ = ("summary", "member", "v", "cells", "n", "min", "max", "_moments", "_window")
 
@@ -373,21 +374,6 @@ class SummaryPopulation:
 
     def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
         return self.window().count(lo, hi, right_closed)
-
-    def distinct_between(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct values in [lo, hi] with their row counts (LOF's distinct rule): from the
-        value × cell counts on a tie-heavy metric (`engine/value_counts.py`), else from `between`."""
-        counts = self.summary.runs().value_counts()
-        if counts is None:
-            return distinct_runs(self.between(lo, hi))
-        return counts.between(self.member, lo, hi)
-
-    def distinct_around(self, count: int) -> tuple[float, float]:
-        """`around` counted in distinct values (LOF's distinct rule sizes its windows with it)."""
-        counts = self.summary.runs().value_counts()
-        if counts is None:
-            return self.around(count)  # rows ≥ distinct values: a window at least as wide
-        return counts.around(self.member, self.v, count, self.min, self.max)
 
     def around(self, count: int) -> tuple[float, float]:
         return self.window().around(count)

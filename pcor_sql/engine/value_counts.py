@@ -24,8 +24,11 @@ is an integer below 2^53 (a table has fewer rows), so each sum is exact whatever
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from pcor_sql.core.verifiers.lof_band import distinct_runs
 
 _MAX_ENTRIES = 1 << 21  # D × cells: 16 MiB of float64
 
@@ -91,3 +94,31 @@ class ValueCounts:
         got = self.counts[a:b] @ member.astype(np.float64)
         keep = got > 0
         return self.values[a:b][keep], got[keep]
+
+
+class DistinctQueries:
+    """The distinct-value queries LOF's distinct rule looks for on a population
+    (`core.verifiers.lof`), for a population over sorted runs (`summary.SummaryPopulation`:
+    `summary`, `member`, `v`, `min`, `max`, `between`, `around`): through the runs' ValueCounts
+    when the metric has one, else from the rows."""
+
+    __slots__ = ()
+    summary: Any
+    member: np.ndarray
+    v: float
+    min: float
+    max: float
+
+    def distinct_between(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct values in [lo, hi], ascending, with their row counts (float64)."""
+        counts = self.summary.runs().value_counts()
+        if counts is None:
+            return distinct_runs(self.between(lo, hi))
+        return counts.between(self.member, lo, hi)
+
+    def distinct_around(self, count: int) -> tuple[float, float]:
+        """`around` counted in distinct values."""
+        counts = self.summary.runs().value_counts()
+        if counts is None:
+            return self.around(count)  # rows ≥ values: as wide or wider
+        return counts.around(self.member, self.v, count, self.min, self.max)

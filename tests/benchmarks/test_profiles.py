@@ -129,3 +129,12 @@ def test_merge_results_joins_shards_and_recomputes_targets():
         "python -m benchmarks reproduce --profile paper --datasets salaries --groups epsilon"]
     paper_target = merged["targets"][0]
     assert "paper profile" in paper_target["name"] and paper_target["met"] is True and paper_target["value"] == 0.93
+
+
+def test_verifier_texts_become_verifier_specs():
+    from benchmarks.profiles import verifier_of
+    from pcor_sql.requests import VerifierSpec
+
+    assert verifier_of("grubbs") == VerifierSpec("grubbs")
+    assert verifier_of("lof(duplicates='plain')") == VerifierSpec("lof", (("duplicates", "plain"),))
+    assert verifier_of(profile("paper").lof).name == "lof"
