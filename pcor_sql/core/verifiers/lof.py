@@ -59,8 +59,13 @@ How it is computed without touching all N values (both rules).
   (`engine/value_counts.py`), so a value's copies are never gathered one by one.
   Values must span less than ~4.5e307 (a UserError otherwise) so that no distance overflows.
 
-Measured (k = 20, N = 50,000, V drawn from the population; python -m tests.core.verifiers.bench_lof;
-  figures in BENCHMARKS.md, "Verifiers").
+Measured (k = 20, N = 50,000, V drawn from the population, one ArrayPopulation check, median
+  of best-of-3, numpy 2.4, 2 cores at load 5–9; python -m tests.core.verifiers.bench_lof):
+    normal / uniform values: distinct 77 µs, plain 74 µs — the same work without ties;
+    salaries rounded to 100 / integers 0..99: distinct 126 / 179 µs (a real LOF over the
+    distinct values near V, the whole column for 0..99), plain 19 / 11 µs (mostly its
+    shortcut: V has > k' copies, LOF = 1).
+  Shares of rows each rule flags: python -m benchmarks verifiers (BENCHMARKS.md).
 
 Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
 """
@@ -70,7 +75,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
-
 
 from pcor_sql.core.verifiers.base import Population
 from pcor_sql.core.verifiers.lof_band import FAR, Grow, Widen, distinct_runs, distinct_window_lof, plain_window_lof
