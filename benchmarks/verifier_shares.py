@@ -221,10 +221,10 @@ def verifier_tables(result: dict[str, Any]) -> list[Table]:
             "the faster of two rounds, the verifiers in opposite orders (compare them within a column). The plain rule's "
             "few-µs checks on tie-heavy columns are its shortcut (V has > k copies: LOF = 1 from one count); the "
             "distinct rule computes LOF there, from distinct values with their counts.",
-            "A metric whose every value has more than k rows (homicides' 98 ages) is never flagged by the plain "
-            "rule: each row's k nearest are its own copies, LOF = 1. The distinct rule sees the grid of values; "
-            "its end values have k-distinct-distances up to twice their neighbours' (homicides: ages 0–3, "
-            "LOF 1.5–1.74).",
+            "A value with more than k rows is never flagged by the plain rule: its k nearest are its own copies, "
+            "LOF = 1 (homicides: all but a few of the 98 ages). The distinct rule sees the grid of values; its "
+            "end values have k-distinct-distances up to twice their neighbours' (homicides: ages 0–3, LOF "
+            "1.5–1.74).",
         )),
         make_table("Tables", ("table", "rows", "distinct values", "copies of the most common value"), shapes, (
             f"{SYNTHETIC}: benchmarks/verifier_shares.py `wage_survey` (log-normal hourly wages, heaped to whole "

@@ -140,8 +140,11 @@ def _plain(pop: Population, kk: int, v: float, lo: float, hi: float) -> float:
 def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
     kk = k
     h = kk + 1
-    count = 2 * h + kk  # per side: points, or distinct values when the population counts those
-    around = getattr(pop, "distinct_around", None) or pop.around
+    around = getattr(pop, "distinct_around", None)
+    # Per side: 2H + k' distinct values. Counted in rows (no `distinct_around`), a quarter more:
+    # a few ties near V would otherwise leave the first window a value or two short.
+    count = 2 * h + kk if around is not None else (5 * (2 * h + kk)) // 4
+    around = around or pop.around
     runs_between = getattr(pop, "distinct_between", None)
     a, b = around(count)
     while True:
