@@ -51,6 +51,8 @@ from typing import Callable
 
 import numpy as np
 
+from pcor_sql.engine.value_counts import ValueCounts
+
 _RUNGS = 104  # rungs per side of each kind (radii from span·2^−52 to span; sample ranks √2^i)
 _MAX_PROBE_ENTRIES = 2_000_000  # rungs × cells per side: a probe is at most 32 MiB
 _PROBES_KEPT = 4
@@ -66,6 +68,8 @@ class CellRuns:
     starts: np.ndarray  # int64 (cells + 1,)
     _probes: dict[float, "Probe"] = field(default_factory=dict, repr=False)
     _sample: np.ndarray | None = field(default=None, repr=False)
+    _counts: ValueCounts | None = field(default=None, repr=False)
+    _counts_built: bool = field(default=False, repr=False)
 
     @property
     def n_cells(self) -> int:
@@ -96,8 +100,18 @@ class CellRuns:
             sample = self._sample = np.sort(self.values[::step])
         return sample
 
+    def value_counts(self) -> ValueCounts | None:
+        """Rows per (distinct value, cell), built on first use; None for a metric with too many
+        distinct values (see `value_counts`)."""
+        if not self._counts_built:
+            self._counts = ValueCounts.build(self.values, self.starts, self.sample())
+            self._counts_built = True
+        return self._counts
+
     def nbytes(self) -> int:
-        return int(self.values.nbytes + self.starts.nbytes)
+        counts = self._counts
+        extra = 0 if counts is None else counts.values.nbytes + counts.counts.nbytes
+        return int(self.values.nbytes + self.starts.nbytes + extra)
 
 
 @dataclass(frozen=True)

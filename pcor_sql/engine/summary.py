@@ -31,6 +31,7 @@ from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
 from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.engine.value_counts import DistinctQueries
 from pcor_sql.engine.verdicts import VerdictCache
 from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
 
@@ -306,10 +307,11 @@ def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarra
     return runs
 
 
-class SummaryPopulation:
+class SummaryPopulation(DistinctQueries):
     """A context's population answered from a CellSummary (implements `Population`): n, min
     and max from the member cells at once; mean and m2 from their centred sums when asked
-    (LOF and the histogram never ask); values through the sorted runs (`cellruns`)."""
+    (LOF and the histogram never ask); values through the sorted runs (`cellruns`), distinct
+    values with their counts through `value_counts` (LOF's distinct rule)."""
 
     __slots__ = ("summary", "member", "v", "cells", "n", "min", "max", "_moments", "_window")
 
