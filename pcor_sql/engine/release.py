@@ -44,6 +44,7 @@ class OwnerView:
     contexts_verified: int
     visited: int
     notes: tuple[str, ...] = ()
+    start_checks: int = 0  # contexts the start search checked (0: the start was given, or none was needed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class OwnerView:
             "validity_checks": self.validity_checks,
             "contexts_verified": self.contexts_verified,
             "visited": self.visited,
+            "start_checks": self.start_checks,
             "notes": list(self.notes),
         }
 
@@ -79,6 +81,14 @@ def resolve_start(
     ev: Evaluator, start: Mapping[str, Sequence[Any]] | None, max_checks: int = DEFAULT_MAX_CHECKS
 ) -> tuple[int, str]:
     """(start mask, "user" | "search"). A user start must contain V and be valid."""
+    mask, source, _ = start_with_checks(ev, start, max_checks)
+    return mask, source
+
+
+def start_with_checks(
+    ev: Evaluator, start: Mapping[str, Sequence[Any]] | None, max_checks: int = DEFAULT_MAX_CHECKS
+) -> tuple[int, str, int]:
+    """`resolve_start` and the contexts the start search checked (0 for a user start)."""
     space = ev.space
     if start is not None:
         mask = space.from_values(start)
@@ -92,7 +102,7 @@ def resolve_start(
                 "the record is not an outlier in the start context",
                 f"give a context where it is one, or omit {option_name('start')} to let pcor-sql find one",
             )
-        return mask, "user"
+        return mask, "user", 0
     mask, checks = ev.find_start(max_checks)
     if mask is None:
         raise NoValidContext(
@@ -100,7 +110,7 @@ def resolve_start(
             f"try another verifier or options (e.g. a lower LOF threshold), other attributes ({option_name('by')}), "
             f"or give {option_name('start')}",
         )
-    return mask, "search"
+    return mask, "search", checks
 
 
 def release_one(
@@ -129,9 +139,9 @@ def release_one(
     ev = Evaluator(con, summary, space, v, verifier, utility="population", remember=True)
     if not search_spec(search).graph and start is None and utility == "population":
         # The search does not walk from a start (direct, uniform): none is looked for.
-        start_mask, start_source = space.v_mask, "none"
+        start_mask, start_source, start_checks = space.v_mask, "none", 0
     else:
-        start_mask, start_source = resolve_start(ev, start)
+        start_mask, start_source, start_checks = start_with_checks(ev, start)
     if utility != "population":
         ev = Evaluator(con, summary, space, v, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
@@ -141,11 +151,11 @@ def release_one(
         raise InternalError("a search released a context in which the record is not an outlier")
     if result.trace.n_em_calls > budget.max_em_calls:
         raise InternalError(f"{search} made {result.trace.n_em_calls} EM calls, more than the {budget.max_em_calls} accounted for")
-    owner = _owner_view(ev, result, start_mask) if owner_view else None
+    owner = _owner_view(ev, result, start_mask, start_checks) if owner_view else None
     return RecordRelease(space, result.mask, start_mask, start_source, result.trace, owner)
 
 
-def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerView:
+def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int, start_checks: int) -> OwnerView:
     return OwnerView(
         population=ev.population_size(result.mask),
         utility=ev.utility(result.mask),
@@ -155,6 +165,7 @@ def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerVi
         contexts_verified=ev.n_verified,
         visited=len(result.trace.visited),
         notes=tuple(result.trace.notes),
+        start_checks=start_checks,
     )
 
 
