@@ -41,6 +41,7 @@ from pcor_sql.sqltext.build import METRIC_ALIAS, all_not_null, as_double, cell_w
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 _GROWTH = 4  # a refetch reads at least this many times more rows per side
+_ALL_CELLS_SHARE = 0.5  # more short cells than this share: read them all again
 _ALL = 5000  # the cut-off rung of a side read whole: 2^5001 is +inf
 _OWN = -2000  # the rung of V's own copies (distance 0)
 
@@ -105,12 +106,17 @@ def two_scan_windows(run: Callable[[str], pa.Table], names: Sequence[str], metri
         if not short.any():
             parts.append(table)
             break
-        # Read the cells of the short sides again; keep every other cell's rows as they are.
+        # Read the cells of the short sides again, with a target scaled by the copies per value
+        # seen there; keep every other cell's rows as they are. When most cells are short, all
+        # of this read's cells are read again (a shorter query than a predicate naming most).
         key = _cell_keys(table, width)
-        again = np.isin(key, np.unique(key[short]))
-        parts.append(table.filter(pa.array(~again)))
+        short_cells = np.unique(key[short])
         copies = float(np.max(rows_found[short] / np.maximum(found[short], 1)))
         target = max(_GROWTH * target, int(math.ceil(2 * depth * copies)))
+        if short_cells.size > _ALL_CELLS_SHARE * np.unique(key).size:
+            continue
+        again = np.isin(key, short_cells)
+        parts.append(table.filter(pa.array(~again)))
         retry = table.filter(pa.array(again))
         cells = {tuple(retry.column(i)[j].as_py() for i in range(width)) for j in range(retry.num_rows)}
         predicate = _cells_predicate(names, sorted(cells, key=repr))

@@ -59,16 +59,22 @@ def test_two_scans_give_the_one_query_rows_on_tie_heavy_data(con, values, data, 
     assert queries >= 1 and pulled >= new.num_rows
 
 
-def test_many_copies_are_read_again_until_depth_values_are_known(con):
+@pytest.mark.parametrize("plain_cells", [0, 1, 3])
+def test_many_copies_are_read_again_until_depth_values_are_known(con, plain_cells):
     # Cell g0: 500 copies of 1.0 above v = 0, then 3, 5, 6 once each: the histogram's first
-    # cut-off (distance ≤ 2) holds depth rows but one distinct value, so the side is read again.
+    # cut-off (distance ≤ 2) holds depth rows but one distinct value, so the side is read again —
+    # alone (by a predicate naming its cell) when most cells are fine, else with all of them.
     values = [1.0] * 500 + [3.0, 5.0, 6.0] + [0.0] * 3 + [-1.0] * 40
-    make_table(con, values, [0] * len(values))
+    cells = [0] * len(values)
+    for c in range(1, plain_cells + 1):
+        values += [0.25 * i - 4 for i in range(40)]
+        cells += [c] * 40
+    make_table(con, values, cells)
     run = run_on(con)
     new, queries, _ = two_scan_windows(run, ["g", "h"], "v", "t", 0.0, 3)
     assert queries >= 2
     assert windows_rows(new, 3) == windows_rows(run(cell_windows(["g", "h"], "v", "t", 0.0, 3)), 3)
-    by_side = {(r[2], r[3]) for r in windows_rows(new, 3)}  # (value, n)
+    by_side = {(r[2], r[3]) for r in windows_rows(new, 3) if r[:2] == ("g0", 0)}  # (value, n) of cell 0
     assert {(1.0, 500), (3.0, 1), (5.0, 1), (0.0, 3), (-1.0, 40)} == by_side  # 6 is not among the 3 nearest
 
 
