@@ -46,6 +46,7 @@ class OwnerView:
     contexts_verified: int
     visited: int
     notes: tuple[str, ...] = ()
+    start_checks: int = 0  # contexts the start search checked (0: the start was given, or none was needed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class OwnerView:
             "validity_checks": self.validity_checks,
             "contexts_verified": self.contexts_verified,
             "visited": self.visited,
+            "start_checks": self.start_checks,
             "notes": list(self.notes),
         }
 
@@ -81,6 +83,14 @@ def resolve_start(
     ev: Evaluator, start: Mapping[str, Sequence[Any]] | None, max_checks: int = DEFAULT_MAX_CHECKS
 ) -> tuple[int, str]:
     """(start mask, "user" | "search"). A user start must contain V and be valid."""
+    mask, source, _ = start_with_checks(ev, start, max_checks)
+    return mask, source
+
+
+def start_with_checks(
+    ev: Evaluator, start: Mapping[str, Sequence[Any]] | None, max_checks: int = DEFAULT_MAX_CHECKS
+) -> tuple[int, str, int]:
+    """`resolve_start` and the contexts the start search checked (0 for a user start)."""
     space = ev.space
     if start is not None:
         mask = space.from_values(start)
@@ -94,7 +104,7 @@ def resolve_start(
                 "the record is not an outlier in the start context",
                 f"give a context where it is one, or omit {option_name('start')} to let pcor-sql find one",
             )
-        return mask, "user"
+        return mask, "user", 0
     mask, checks = ev.find_start(max_checks)
     if mask is None:
         raise NoValidContext(
@@ -102,7 +112,7 @@ def resolve_start(
             f"try another verifier or options (e.g. a lower LOF threshold), other attributes ({option_name('by')}), "
             f"or give {option_name('start')}",
         )
-    return mask, "search"
+    return mask, "search", checks
 
 
 def release_one(
@@ -122,9 +132,9 @@ def release_one(
     ev = Evaluator(con, summary, space, record.value, verifier, utility=Utility.POPULATION, remember=True)
     if not search_spec(search).graph and start is None and utility == Utility.POPULATION:
         # The search does not walk from a start (direct, uniform): none is looked for.
-        start_mask, start_source = space.v_mask, "none"
+        start_mask, start_source, start_checks = space.v_mask, "none", 0
     else:
-        start_mask, start_source = resolve_start(ev, start)
+        start_mask, start_source, start_checks = start_with_checks(ev, start)
     if utility != Utility.POPULATION:
         ev = Evaluator(con, summary, space, record.value, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
@@ -134,11 +144,11 @@ def release_one(
         raise InternalError("a search released a context in which the record is not an outlier")
     if result.trace.n_em_calls > budget.max_em_calls:
         raise InternalError(f"{search} made {result.trace.n_em_calls} EM calls, more than the {budget.max_em_calls} accounted for")
-    owner = _owner_view(ev, result, start_mask) if request.owner_view else None
+    owner = _owner_view(ev, result, start_mask, start_checks) if request.owner_view else None
     return RecordRelease(space, result.mask, start_mask, start_source, result.trace, owner)
 
 
-def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerView:
+def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int, start_checks: int) -> OwnerView:
     return OwnerView(
         population=ev.population_size(result.mask),
         utility=ev.utility(result.mask),
@@ -148,6 +158,7 @@ def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerVi
         contexts_verified=ev.n_verified,
         visited=len(result.trace.visited),
         notes=tuple(result.trace.notes),
+        start_checks=start_checks,
     )
 
 

@@ -123,6 +123,22 @@ def test_only_summaries_and_windows_leave_the_cluster(engines):
     assert 0 < windows <= cells * (2 * START_DEPTH + 1) * 5 and windows < 2400
 
 
+def test_two_scan_windows_equal_the_one_query_on_spark(engines):
+    """On Spark, the two-scan window read gives the one-query rows, on tie-heavy columns (x: 50
+    small integers; salary: halves) and at V's own value (its copies)."""
+    from pcor_sql.backends.spark_windows import two_scan_windows
+    from pcor_sql.sqltext.build import cell_windows
+
+    access, rel = engines[1].access, engines[3]
+    for metric, v, depth in (("x", 7.0, 4), ("x", 1000.0, 3), ("salary", 50.0, 6), ("salary", 401.0, 2)):
+        for where in (None, "dept = 'b'"):
+            old = access.arrow(cell_windows(["dept", "role"], metric, rel, v, depth, where))
+            new, queries, _ = two_scan_windows(access.arrow, ["dept", "role"], metric, rel, v, depth, where)
+            rows = [sorted((*r[:-2], min(r[-2], depth + 1), r[-1]) for r in zip(*(c.to_pylist() for c in t.columns)))
+                    for t in (old, new)]
+            assert rows[0] == rows[1] and rows[0], (metric, v, depth, where)
+
+
 @pytest.mark.parametrize("columns,norm,radius", [("x", "l2", 2), ("x, y", "l2", 3.5)])
 def test_anomaly_answers_are_the_same_on_both_engines(engines, columns, norm, radius):
     duck, sparks, d_rel, s_rel = engines
