@@ -26,9 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
-from pcor_sql.errors import RequestFailed, UserError
+from pcor_sql.errors import Interrupted, RequestFailed, UserError, option_hint, register_spelling, warn_privacy
 
 Progress = Callable[[int, int], None]
+
+#: Above this ε a release protects almost nothing (e^10 ≈ 22,000: any likelihood ratio up to that).
+WARN_EPSILON = 10.0
+register_spelling("max_records", "--max-records", None)
 
 #: The smallest ε an analyst may ask for by default (DESIGN.md §6: probing at ε = 1e-300 is refused, not free).
 DEFAULT_MIN_EPSILON = 0.01
@@ -94,13 +98,16 @@ class Job(Protocol):
 
 
 def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
-        announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> list:
+        max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
+        progress: Progress | None = None) -> list:
     """Run `job` for `policy`: charged before any result exists, refused before anything is
     charged when the policy or a limit says no. `keys`: what the analyst asked about, in their
     order (one charge each, read after the reservation); None: the owner's selector, whose
     rows are read first. `single`: the function name when exactly one record must be selected
     (a UserError naming the batch function otherwise, before any charge). `announce(count,
-    rows)` hears the batch size (and the owner's rows) before the reservation."""
+    rows)` hears the batch size (and the owner's rows) before the reservation. `max_records`:
+    a selector picking more rows is refused before any charge, with the count and the total ε
+    (nothing is multiplied silently)."""
     from pcor_sql.engine.progress import report_phase
 
     # From the catalog, never rows: what the statement reads now, and any units the job carries.
@@ -116,6 +123,17 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
             if not single.endswith("y") else
             f"narrow the WHERE clause, or call pcor_sql.{single[:-1]}ies (one result per row, each charged)",
         )
+    if max_records is not None and count > max_records:
+        epsilon = job.request.epsilon
+        raise UserError(
+            f"the selector picks {count:,} rows: {count:,} releases of ε = {epsilon:g}, {count * epsilon:g} in total, "
+            f"more than the {max_records:,} allowed",
+            f"narrow the WHERE clause, or allow them: {option_hint('max_records', str(count))}",
+        )
+    if job.request.epsilon > WARN_EPSILON:
+        warn_privacy(f"ε = {job.request.epsilon:g} protects almost nothing: outputs may be up to "
+                     f"e^{job.request.epsilon:g} times likelier on one dataset than on its neighbour",
+                     getattr(session, "warn", None))
     if announce is not None:
         announce(count, rows)
     shown = list(keys) if keys is not None else [f"{job.key_label()} #{i + 1}" for i in range(count)]
@@ -131,6 +149,9 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
         interrupted = isinstance(exc, KeyboardInterrupt)
         if interrupted:
             reservation.interrupted(refund=policy.refunds_failures)
+            total = count * job.request.epsilon
+            raise Interrupted("interrupted: not charged" if policy.refunds_failures
+                              else f"interrupted: ε = {total:g} stays charged") from None
         else:
             reservation.failed(_reason(exc), refund=policy.refunds_failures)
         if policy.generic_failures and isinstance(exc, Exception):

@@ -79,7 +79,8 @@ class Session:
     # ---- the jobs ------------------------------------------------------------------------
 
     def explain(
-        self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False
+        self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False,
+        max_records: int | None = None,
     ) -> list[Explanation]:
         """One private release per selected record, through the pipeline under the owner's
         policy (`pcor_sql.pipeline`): bad input raises UserError and a refused charge
@@ -91,7 +92,7 @@ class Session:
         job = ReleaseJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
         return pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
-                            progress=progress)
+                            max_records=max_records, progress=progress)
 
     def prepare_records(self, request: OutlierRequest, records: Any, progress: Progress | None = None) -> OutlierRun:
         """What the releases of `request` read for the given selected `records`: the schema,
@@ -131,7 +132,8 @@ class Session:
         return out
 
     def identify(
-        self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None
+        self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None,
+        max_records: int | None = None,
     ) -> list[AnomalyResult]:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
         composition) under its own notion (ε-DP or (ε, k)-SP): announced as a warning for a
@@ -147,7 +149,7 @@ class Session:
                              f"({cost.guarantee})", self.warn)
 
         return pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
-                            announce=announce, progress=progress)
+                            max_records=max_records, announce=announce, progress=progress)
 
     # ---- the trust model -----------------------------------------------------------------
 

@@ -174,6 +174,13 @@ def spec_options(job: Job, only: tuple[str, ...] | None = None) -> Callable[[Cal
     return decorate
 
 
+MaxRecords = Annotated[
+    int,
+    typer.Option("--max-records", metavar="N", help="Refuse, before any charge, a selector picking more than N rows "
+                 "(each row is a release of ε: say how many you mean to pay for)."),
+]
+
+
 def outlier_options(options: dict[str, Any], *, verifier_option: list[str] | None = None,
                     search_option: list[str] | None = None) -> dict[str, Any]:
     """The generated flags a command was given, as `outlier_request` options (flags left unset
