@@ -33,7 +33,7 @@ from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import Refused, UserError, warn_privacy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
-from pcor_sql.sqltext.build import over_context
+from pcor_sql.sqltext.build import over_context, quoted, select_from
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -71,7 +71,6 @@ class Session:
         self._ledger_choice = ledger
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
-        self._units: dict[str, tuple[str, ...]] = {}
         self._ledger: Ledger | None = None
 
     # ---- the jobs ------------------------------------------------------------------------
@@ -87,7 +86,7 @@ class Session:
         _expect(request, OutlierRequest, "explain")
         label = self.dataset_label(request.dataset)
         seeded = self.check_seed(request.seed)
-        units = self.units(request.relation)
+        units = self.units(select_from(request.select_list, request.relation, where=request.selector))
         ledger = self.ledger()
         ledger.ensure_writable()
         charged: list[PendingCharge] = []
@@ -177,7 +176,7 @@ class Session:
         _expect(request, AnomalyRequest, "identify")
         label = self.dataset_label(request.dataset)
         self.check_seed(request.seed)
-        units = self.units(request.relation)
+        units = self.units(select_from(quoted(request.columns), request.relation, where=request.selector))
         ledger = self.ledger()
         ledger.ensure_writable()
         with self.access.watch(progress, "counting neighbours"):
@@ -227,11 +226,10 @@ class Session:
     # ---- the trust model -----------------------------------------------------------------
 
     def units(self, relation: str) -> tuple[str, ...]:
-        """The privacy units (base tables and files) `relation` reads, resolved by the engine's
-        binder/analyzer from the catalog alone (no rows read); cached per Session."""
-        if relation not in self._units:
-            self._units[relation] = tuple(u.name for u in self.access.units(relation))
-        return self._units[relation]
+        """The privacy units (base tables and files) `relation` — or a whole SELECT statement —
+        reads, resolved by the engine's binder/analyzer from the catalog alone (no rows read),
+        afresh for every request: a view redefined since the last one charges its new tables."""
+        return tuple(u.name for u in self.access.units(relation))
 
     def dataset_label(self, name: str | None) -> str | None:
         """`dataset=` only labels a registered dataset; it never opens an account of its own."""
