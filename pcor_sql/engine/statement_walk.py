@@ -13,8 +13,9 @@ read); but where a view is among several, the walk cannot know which one the bin
 the query is refused — a temp view shadowing a view of the same name, say. An entry named like
 a file path is refused too: DuckDB would read the file if the entry is not on its search path.
 
-The walk also notes the functions a query calls and whether any expression looks a function up
-by name, for `user_functions` (macros that read are refused).
+The walk also notes the functions a query calls, whether any expression looks a function up by
+name, and whether a file read hangs on a function call, for `user_functions` (macros that read
+are refused).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ _VIEW_SQL = "SELECT database_name, schema_name, view_name, sql FROM duckdb_views
 
 class Walk:
     """Walks one query and the views it reaches. After `finish()`: `units` (registered objects),
-    `counts` of file and object reads, `paths` of the files, `called` function names, and
-    `lookups` (some expression looks a function up by name)."""
+    `counts` of file and object reads, `paths` of the files, `called` function names, `lookups`
+    (some expression looks a function up by name) and `fragile` (a file read hangs on a call:
+    an argument, a subquery in one, or a file reader table function)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, catalog: Catalog, label: str):
         self.con, self.catalog, self.label = con, catalog, label
@@ -48,17 +50,19 @@ class Walk:
         self.paths: list[str] = []
         self.called: set[str] = set()
         self.lookups = False
-        self.pending: list[tuple[Entry, int]] = []
+        self.fragile = False
+        self.pending: list[tuple[Entry, int, bool]] = []
         self.view_sql: dict[tuple[str, ...], str] | None = None
 
-    def query(self, node: Any, context: Entry | None, depth: int, scope: tuple = ()) -> None:
-        """Walk one parsed query; `context` is the view it is the body of (None at the top)."""
+    def query(self, node: Any, context: Entry | None, depth: int, scope: tuple = (), under_call: bool = False) -> None:
+        """Walk one parsed query; `context` is the view it is the body of (None at the top);
+        `under_call`: the query is (inside) an argument of a function call."""
         if depth > _MAX_DEPTH:
             raise UserError(f"{self.label} nests views more than 64 deep", "simplify the views")
-        for obj, chain in _nodes(node, scope):
+        for obj, chain, called in _nodes(node, scope, under_call):
             kind = obj.get("type")
             if kind == "BASE_TABLE" and "table_name" in obj:
-                self._reference(obj, chain, context, depth)
+                self._reference(obj, chain, context, depth, called)
             elif kind == "TABLE_FUNCTION":
                 self._function(obj.get("function") or {}, context)
             if "class" in obj:
@@ -67,21 +71,22 @@ class Walk:
                 if name:
                     self.called.add(name)
 
-    def _reference(self, ref: dict[str, Any], chain: tuple, context: Entry | None, depth: int) -> None:
+    def _reference(self, ref: dict[str, Any], chain: tuple, context: Entry | None, depth: int, under_call: bool) -> None:
         if not ref.get("catalog_name") and not ref.get("schema_name"):
             cte = _find_cte(chain, ref["table_name"])
             if cte is not None:
                 body, body_chain, walked = cte
                 if not walked[0]:
                     walked[0] = True
-                    self.query(body, context, depth + 1, body_chain)
+                    self.query(body, context, depth + 1, body_chain, under_call)
                 return
         found = self.catalog.binding(ref, self.label)
         if found is None:
             self.counts["file"] += 1  # a replacement scan: DuckDB found a file (or a Python variable)
             self.paths.append(ref["table_name"])
+            self.fragile = self.fragile or under_call
         elif found[0] == "view":
-            self.pending.append((found[1], depth + 1))
+            self.pending.append((found[1], depth + 1, under_call))
 
     def _function(self, function: dict[str, Any], context: Entry | None) -> None:
         name = str(function.get("function_name", "")).lower()
@@ -90,10 +95,12 @@ class Walk:
         if name in FILE_READERS:
             self.counts["file"] += 1
             self.paths += _path_arguments(function, name)
+            self.fragile = True  # a macro of the reader's name would read something else
             return
         if is_object_reader(name) and context is not None and context[0].lower() == "temp":
             self.counts["object"] += 1
             self.units.add(Unit("object:" + canonical_name(context), "object"))
+            self.fragile = True  # as for a file reader: a macro of its name would read something else
             return
         raise UserError(f"{self.label} reads the table function {name}(), which the engine cannot charge", FIX)
 
@@ -103,10 +110,10 @@ class Walk:
             batch, self.pending = self.pending, []
             if self.view_sql is None:
                 self.view_sql = {low(r[:3]): r[3] for r in self.con.execute(_VIEW_SQL).fetchall()}
-            selects = [view_select(self.view_sql.get(low(parts), ""), parts) for parts, _ in batch]
+            selects = [view_select(self.view_sql.get(low(parts), ""), parts) for parts, _, _ in batch]
             docs = self.con.execute("SELECT list(json_serialize_sql(s)) FROM unnest($1::VARCHAR[]) AS u(s)", [selects]).fetchall()[0][0]
-            for (parts, depth), doc in zip(batch, docs):
-                self.query(one_select(json.loads(doc), f"the view {canonical_name(parts)}"), parts, depth)
+            for (parts, depth, under_call), doc in zip(batch, docs):
+                self.query(one_select(json.loads(doc), f"the view {canonical_name(parts)}"), parts, depth, (), under_call)
 
 
 def one_select(doc: dict[str, Any], label: str) -> dict[str, Any]:
@@ -120,12 +127,13 @@ def one_select(doc: dict[str, Any], label: str) -> dict[str, Any]:
     return statements[0]["node"]
 
 
-def _nodes(obj: Any, chain: tuple) -> Iterator[tuple[dict[str, Any], tuple]]:
-    """Every dict under `obj` with the CTE scope chain in force there; CTE bodies are not entered
-    (they are walked when first referenced, as the plan holds only referenced CTEs)."""
+def _nodes(obj: Any, chain: tuple, under_call: bool) -> Iterator[tuple[dict[str, Any], tuple, bool]]:
+    """Every dict under `obj` with the CTE scope chain in force there and whether it lies under
+    an expression that looks a function up (an argument, or a subquery in one); CTE bodies are
+    not entered (they are walked when first referenced, as the plan holds only referenced CTEs)."""
     if isinstance(obj, list):
         for item in obj:
-            yield from _nodes(item, chain)
+            yield from _nodes(item, chain, under_call)
         return
     if not isinstance(obj, dict):
         return
@@ -142,10 +150,11 @@ def _nodes(obj: Any, chain: tuple) -> Iterator[tuple[dict[str, Any], tuple]]:
             if recursive:
                 earlier[entry["key"].lower()] = entry_value
             frame[entry["key"].lower()] = entry_value
-    yield obj, chain
+    yield obj, chain, under_call
+    under_call = under_call or ("class" in obj and looks_up_functions(obj))
     for key, value in obj.items():
         if key != "cte_map":
-            yield from _nodes(value, chain)
+            yield from _nodes(value, chain, under_call)
 
 
 def _find_cte(chain: tuple, name: str) -> tuple | None:

@@ -30,8 +30,9 @@ the catalog's names; the default database's name and file, when a table of a Duc
 (once per access, on a fresh cursor);
 a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between a SET and its
 restore; once views are reached, one statement for their SQL and one parse per level of nesting;
-one glob() for all file paths; one listing of the macros when an expression looks a function up
-(tens of milliseconds: DuckDB renders every built-in).
+one glob() for all file paths; one listing of the macros, only when a query calls a name that
+is no built-in or a file read hangs on a function call (30 to 150 milliseconds: DuckDB renders
+every built-in; see `user_functions`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from pcor_sql.engine.plan_reads import FIX, bind_error, describe_query, plan_lea
 from pcor_sql.engine.statement_walk import Walk, one_select
 from pcor_sql.engine.unit_files import file_units
 from pcor_sql.engine.unit_names import DatabaseNames, Home, Unit, canonical_name, home_database, split_qualified
-from pcor_sql.engine.user_functions import refuse_reading_macros
+from pcor_sql.engine.user_functions import needs_listing, refuse_reading_macros
 from pcor_sql.errors import UserError
 
 __all__ = ["Home", "Unit", "canonical_name", "home_database", "resolve_spelling", "resolve_units", "split_qualified"]
@@ -87,7 +88,7 @@ def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | No
     walk = Walk(con, catalog, label)
     walk.query(node, context=None, depth=0)
     walk.finish()
-    if walk.lookups:
+    if walk.lookups and needs_listing(walk.called, walk.fragile):
         refuse_reading_macros(con, walk.called, label)
 
     reads = Counter(kind for kind, _ in leaves)
@@ -95,7 +96,7 @@ def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | No
         if reads[kind] > walk.counts[kind]:
             raise UserError(
                 f"{label} reads {reads[kind] - walk.counts[kind]} {kind} source(s) that cannot be attributed "
-                "(through a replacement scan of a Python variable, say)", FIX)
+                "(through a macro, or a replacement scan of a Python variable)", FIX)
         if reads[kind] < walk.counts[kind]:
             raise UserError(
                 f"{label} names {walk.counts[kind] - reads[kind]} {kind} read(s) that DuckDB's plan drops "

@@ -11,11 +11,16 @@ harmlessly and allowed.
 
 A user macro may take any name, a built-in's included: `CREATE MACRO lower(x) AS (...)` makes
 every `lower(...)` call it, and operators and struct or list access look functions up by name
-too (`a + b`, `a LIKE b`, `s.field`, `l[1]`). So the macro catalog is read whenever a query
-(or a view it reads) has any expression that looks a function up, and a reading macro named
-like a built-in refuses every such query. Listing the functions costs tens of milliseconds
-(DuckDB renders thousands of built-ins), which is why it is skipped for a query that only
-compares columns with constants (`SELECT pay FROM t WHERE id = 42`).
+too (`a + b`, `a LIKE b`, `s.field`, `l[1]`). Listing the macros costs 30 to 150 milliseconds
+(DuckDB renders thousands of built-ins), so it is done only when it can matter:
+- a query calls a name that is no built-in (read once per process from a fresh connection):
+  it can only be a macro or an extension's function, and the listing decides;
+- a file or object read hangs on a function call (an argument, a subquery in one, a file
+  reader or the scan of a registered object): a macro of a built-in's name could drop it (or
+  replace the reader) while reading another file, and the plan's count would still balance.
+Otherwise every name called is a built-in's and no counted read hangs on a call, so whatever a
+shadowing macro read would be in the plan and nowhere in the walk: a table it reads is named by
+the plan and charged, a file or object makes the counts disagree and refuses the query.
 
 Python functions (`con.create_function`) are not macros: they compute values and read no rows
 through DuckDB, so they add nothing to a plan; what their own code reads is the owner's business.
@@ -23,6 +28,7 @@ through DuckDB, so they add nothing to a plan; what their own code reads is the 
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Iterator
 
@@ -66,6 +72,21 @@ def called_names(expr: dict[str, Any]) -> str | None:
     if expr.get("class") in ("FUNCTION", "WINDOW") and expr.get("function_name"):
         return str(expr["function_name"]).lower()
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_names() -> frozenset[str]:
+    """Every function name of a fresh DuckDB of this version, lower-cased, read once."""
+    fresh = duckdb.connect()
+    try:
+        return frozenset(r[0] for r in fresh.execute("SELECT DISTINCT lower(function_name) FROM duckdb_functions()").fetchall())
+    finally:
+        fresh.close()
+
+
+def needs_listing(called: set[str], fragile: bool) -> bool:
+    """Whether the macros must be listed to attribute a query's reads (see the module docstring)."""
+    return fragile or not called <= builtin_names()
 
 
 def refuse_reading_macros(con: duckdb.DuckDBPyConnection, called: set[str], label: str) -> None:

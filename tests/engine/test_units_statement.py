@@ -103,14 +103,20 @@ def test_a_macro_that_calls_a_reading_macro_is_refused(con):
             resolve_units(con, sql)
 
 
-def test_a_reading_macro_named_like_a_built_in_refuses_every_lookup(con):
-    """A macro may take a built-in's name (`lower`, `+`, `struct_extract`): then any expression
-    that looks a function up may reach it, and only queries that look nothing up resolve."""
+def test_a_reading_macro_named_like_a_built_in(con):
+    """A macro may take a built-in's name (`lower`, `+`, `struct_extract`), and every call of
+    that name reaches it. A call that reads a file through it is refused (the plan counts a file
+    read the walk cannot name); a table it reads is named by the plan and charged; where a file
+    read hangs on any call the macro catalog is listed and the shadowing macro refuses the query."""
     con.execute("CREATE MACRO lower(x) AS (SELECT max(pay) FROM 'data/x.parquet')")
-    for sql in ("SELECT lower(id) FROM pubn", "SELECT id + 1 FROM pubn", "SELECT p.id FROM pubn AS p"):
-        with pytest.raises(UserError, match="named like a built-in"):
+    con.execute("CREATE MACRO upper(x) AS (SELECT max(pay) FROM t)")
+    for sql in ("SELECT lower(id) FROM pubn", "SELECT id FROM pubn WHERE lower(id) > 1"):
+        with pytest.raises(UserError, match="cannot be attributed"):
             resolve_units(con, sql)
-    assert resolve_units(con, "SELECT id FROM pubn WHERE id = 42 AND id IN (1, 2) AND id IS NOT NULL") == (PUB,)
+    with pytest.raises(UserError, match="named like a built-in"):
+        resolve_units(con, "SELECT abs((SELECT max(dept) FROM 'data/pub.parquet')) FROM pubn")
+    assert resolve_units(con, "SELECT upper(id) FROM pubn") == (PUB, T)
+    assert resolve_units(con, "SELECT id + 1, p.id FROM pubn AS p WHERE id IN (1, 2)") == (PUB,)
 
 
 def test_a_table_macro_named_like_a_file_reader_is_refused(con):
@@ -163,3 +169,18 @@ def test_a_read_anywhere_in_the_statement_adds_its_units(con, atom, base, place)
     statement = PLACES[place].format(atom=atom, base=base)
     expected = tuple(sorted(set(resolve_units(con, atom)) | set(resolve_units(con, base))))
     assert resolve_units(con, statement) == expected
+
+
+def test_the_macros_are_listed_only_when_they_can_matter(con):
+    from query_log import statements_run
+
+    def listings(sql: str) -> int:
+        _, statements = statements_run(con, lambda: resolve_units(con, sql))
+        return sum("duckdb_functions" in s for s in statements)
+
+    con.execute("CREATE MACRO plus_one(x) AS x + 1")
+    assert listings("SELECT pay / 1000 FROM t WHERE lower(CAST(id AS VARCHAR)) = '42'") == 0  # built-ins only
+    assert listings("SELECT pay FROM 'data/x.parquet' WHERE id = 42") == 0  # a file, hanging on no call
+    assert listings("SELECT plus_one(pay) FROM t") == 1  # not a built-in's name
+    assert listings("SELECT abs((SELECT max(pay) FROM 'data/x.parquet')) FROM t") == 1  # a file read in an argument
+    assert listings("SELECT * FROM read_parquet('data/x.parquet')") == 1  # a reader a macro could shadow
