@@ -50,7 +50,7 @@ def spark_units(access: Any, relation_sql: str) -> tuple[Unit, ...]:
 
 def _is_statement(parser: Any, text: str) -> bool:
     """Whether `text` is one SELECT statement rather than a relation, by DuckDB's parser."""
-    doc = json.loads(parser.execute("SELECT json_serialize_sql($1)", [text]).fetchall()[0][0])
+    doc = json.loads(parser.execute("SELECT system.main.json_serialize_sql($1)", [text]).fetchall()[0][0])
     return not doc.get("error") and len(doc.get("statements") or []) == 1
 
 

@@ -34,7 +34,10 @@ from pcor_sql.errors import UserError
 
 _MAX_DEPTH = 64
 # Rendering every view's SQL costs more than the rest of the catalog query: only done once a view is reached.
-_VIEW_SQL = "SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal"
+_VIEW_SQL = "SELECT database_name, schema_name, view_name, sql FROM system.main.duckdb_views() WHERE NOT internal"
+# Functions qualified, as in every catalog query of the engine: a user macro may take any name.
+_PARSE_ALL = ("SELECT system.main.list(system.main.json_serialize_sql(s)) "
+              "FROM system.main.unnest($1::VARCHAR[]) AS u(s)")
 
 
 class Walk:
@@ -111,7 +114,7 @@ class Walk:
             if self.view_sql is None:
                 self.view_sql = {low(r[:3]): r[3] for r in self.con.execute(_VIEW_SQL).fetchall()}
             selects = [view_select(self.view_sql.get(low(parts), ""), parts) for parts, _, _ in batch]
-            docs = self.con.execute("SELECT list(json_serialize_sql(s)) FROM unnest($1::VARCHAR[]) AS u(s)", [selects]).fetchall()[0][0]
+            docs = self.con.execute(_PARSE_ALL, [selects]).fetchall()[0][0]
             for (parts, depth, under_call), doc in zip(batch, docs):
                 self.query(one_select(json.loads(doc), f"the view {canonical_name(parts)}"), parts, depth, (), under_call)
 

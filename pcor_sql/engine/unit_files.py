@@ -39,7 +39,7 @@ def file_units(con: duckdb.DuckDBPyConnection, paths: list[str]) -> tuple[Unit, 
     local = [p for p in unique if not is_remote(p) or any(c in p for c in _GLOB_CHARS)]
     units = {Unit("file:" + p, "file") for p in unique if p not in local}
     if local:
-        union = " UNION ALL ".join(f"SELECT {i} AS i, file FROM glob(${i + 1})" for i in range(len(local)))
+        union = " UNION ALL ".join(f"SELECT {i} AS i, file FROM system.main.glob(${i + 1})" for i in range(len(local)))
         try:
             rows = con.execute(union, local).fetchall()
         except duckdb.Error as exc:

@@ -32,7 +32,8 @@ import duckdb
 from pcor_sql.engine.datasets import BUNDLED_COMMENT_PREFIX
 from pcor_sql.errors import UserError
 
-_HOME_SQL = "SELECT database_name, path FROM duckdb_databases() WHERE database_name = current_database()"
+_HOME_SQL = ("SELECT database_name, path FROM system.main.duckdb_databases() "
+             "WHERE database_name = system.main.current_database()")
 
 
 @dataclass(frozen=True, order=True)

@@ -11,7 +11,7 @@ harmlessly and allowed.
 
 A user macro may take any name, a built-in's included: `CREATE MACRO lower(x) AS (...)` makes
 every `lower(...)` call it, and operators and struct or list access look functions up by name
-too (`a + b`, `a LIKE b`, `s.field`, `l[1]`). Listing the macros costs 30 to 150 milliseconds
+too (`a + b`, `a LIKE b`, `s.field`, `l[1]`). Listing the macros costs 30 to 70 milliseconds
 (DuckDB renders thousands of built-ins), so it is done only when it can matter:
 - a query calls a name that is no built-in (read once per process from a fresh connection):
   it can only be a macro or an extension's function, and the listing decides;
@@ -36,16 +36,13 @@ import duckdb
 
 from pcor_sql.errors import UserError
 
-# One scan of duckdb_functions(): user macros with their bodies parsed, and whether a built-in
-# of the same name exists (the macro then shadows it).
+# One scan of duckdb_functions(): the user's macros, their bodies parsed.
+# Its own calls are qualified: a user macro named `lower` or `json_serialize_sql` would run.
 _USER_MACROS_SQL = """
-SELECT lower(function_name), function_type, shadows,
-       CASE function_type WHEN 'macro' THEN json_serialize_sql('SELECT ' || macro_definition)
-                          ELSE json_serialize_sql(macro_definition) END
-FROM (SELECT function_name, function_type, macro_definition, internal,
-             bool_or(internal) OVER (PARTITION BY lower(function_name)) AS shadows
-      FROM duckdb_functions())
-WHERE NOT internal"""
+SELECT system.main.lower(function_name), function_type,
+       CASE function_type WHEN 'macro' THEN system.main.json_serialize_sql(system.main.concat('SELECT ', macro_definition))
+                          ELSE system.main.json_serialize_sql(macro_definition) END
+FROM system.main.duckdb_functions() WHERE NOT internal"""
 
 # Expression classes DuckDB binds without looking a function up by name.
 SAFE_CLASSES = frozenset({
@@ -99,9 +96,7 @@ def refuse_reading_macros(con: duckdb.DuckDBPyConnection, called: set[str], labe
                         "check the connection") from None
     reading: set[str] = set()
     callees: dict[str, set[str]] = {}
-    shadows: dict[str, bool] = {}
-    for name, kind, shadow, doc in rows:
-        shadows[name] = shadows.get(name, False) or bool(shadow)
+    for name, kind, doc in rows:
         parsed = json.loads(doc) if doc else {"error": True}
         statements = parsed.get("statements") or []
         if parsed.get("error") or len(statements) != 1 or kind not in ("macro", "table_macro"):
@@ -118,7 +113,9 @@ def refuse_reading_macros(con: duckdb.DuckDBPyConnection, called: set[str], labe
             if name not in reading and names & reading:
                 reading.add(name)
                 grew = True
-    shadowing = sorted(n for n in reading if shadows.get(n))
+    # Implicit calls (`a + b`, `s.field`) reach only the core's names, which a fresh DuckDB has;
+    # a macro named like an extension's function is reached only by an explicit call (`hit`).
+    shadowing = sorted(reading & builtin_names())
     if shadowing:
         raise UserError(
             f"the macro {shadowing[0]}() reads tables or files and is named like a built-in function, so any "

@@ -184,3 +184,18 @@ def test_the_macros_are_listed_only_when_they_can_matter(con):
     assert listings("SELECT plus_one(pay) FROM t") == 1  # not a built-in's name
     assert listings("SELECT abs((SELECT max(pay) FROM 'data/x.parquet')) FROM t") == 1  # a file read in an argument
     assert listings("SELECT * FROM read_parquet('data/x.parquet')") == 1  # a reader a macro could shadow
+
+
+def test_macros_named_like_the_engines_own_functions_change_nothing(con, tmp_path):
+    """The resolver's own catalog queries call system functions by their qualified names: a macro
+    named json_serialize_sql could otherwise hand the walk a parse of another query."""
+    fake = '{"error": false, "statements": [{"node": {"type": "SELECT_NODE", "select_list": [], "from_table": {"type": "EMPTY"}}}]}'
+    for macro in (f"json_serialize_sql(x) AS '{fake}'", "list(x) AS NULL", "row(a, b, c, d) AS NULL", "lower(x) AS 'x'",
+                  "current_setting(x) AS 'all'", "current_database() AS 'nope'", "concat(a, b) AS ''",
+                  "duckdb_tables() AS TABLE SELECT 1 AS x", "duckdb_views() AS TABLE SELECT 1 AS x"):
+        con.execute(f"CREATE MACRO {macro}")
+    x = unit_of(tmp_path / "data" / "x.parquet")
+    assert resolve_units(con, "SELECT (SELECT max(pay) FROM 'data/x.parquet') FROM v WHERE id = 1") == (x, T)
+    con.execute("CREATE MACRO sec(i) AS (SELECT max(pay) FROM t WHERE t.id = i)")
+    with pytest.raises(UserError, match="calls the macro sec"):
+        resolve_units(con, "SELECT sec(id) FROM pubn")
