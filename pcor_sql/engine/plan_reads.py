@@ -17,12 +17,11 @@ from typing import Any, Iterator
 
 import duckdb
 
-from pcor_sql.engine.unit_names import short, split_qualified
+from pcor_sql.engine.unit_names import FIX, short, split_qualified
 from pcor_sql.errors import UserError
 from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_literal
 
-FIX = "register a view over a table or a file path the engine can resolve"
 FILE_READERS = frozenset({
     "read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_json", "read_json_auto",
     "read_ndjson", "read_ndjson_auto", "read_text", "read_blob",

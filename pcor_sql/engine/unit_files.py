@@ -21,10 +21,9 @@ import os
 
 import duckdb
 
-from pcor_sql.engine.unit_names import Unit
+from pcor_sql.engine.unit_names import FIX, Unit
 from pcor_sql.errors import UserError
 
-FIX = "register a view over a table or a file path the engine can resolve"
 _GLOB_CHARS = "*?["
 
 

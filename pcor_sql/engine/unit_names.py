@@ -32,6 +32,7 @@ import duckdb
 from pcor_sql.engine.datasets import BUNDLED_COMMENT_PREFIX
 from pcor_sql.errors import UserError
 
+FIX = "register a view over a table or a file path the engine can resolve"
 _HOME_SQL = ("SELECT database_name, path FROM system.main.duckdb_databases() "
              "WHERE database_name = system.main.current_database()")
 

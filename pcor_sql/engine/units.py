@@ -26,12 +26,12 @@ or JSON reader makes DuckDB sniff the file's head for its schema, but nothing re
 result). Resolved afresh for every request, so a view redefined since charges its new tables.
 
 Cost, in catalog statements: one for the parse (of both readings of the text), the settings and
-the catalog's names; the default database's name and file, when a table of a DuckDB file is read
-(once per access, on a fresh cursor);
-a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between a SET and its
-restore; once views are reached, one statement for their SQL and one parse per level of nesting;
-one glob() for all file paths; one listing of the macros, only when a query calls a name that
-is no built-in or a file read hangs on a function call (30 to 70 milliseconds: DuckDB renders
+the catalog's names; a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between
+a SET and its restore — five in all for a table, 5 to 25 ms on a loaded 2-core machine; once
+views are reached, one statement for their SQL and one parse per level of nesting; one glob()
+for all file paths; the default database's name and file when a table of a DuckDB file is read
+(once per access, on a fresh cursor); one listing of the macros, only when a query calls a name
+that is no built-in or a file read hangs on a function call (30 to 70 ms more: DuckDB renders
 every built-in; see `user_functions`).
 """
 
@@ -72,8 +72,9 @@ HomeOf = Callable[[], Home]
 
 def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | None = None) -> tuple[Unit, ...]:
     """The units `sql` reads on `con`: sorted, unique, non-empty. `sql` is one SELECT statement
-    or a relation (what `SELECT * FROM <relation>` reads). `home` is `home_database(con)` if the
-    caller has it (else it is read). A query that does not bind (unknown table, syntax), reads
+    or a relation (what `SELECT * FROM <relation>` reads). `home` returns `home_database(con)`
+    (a caller may keep it: a connection's default database never changes); it is called only when
+    a table of a DuckDB file is read. A query that does not bind (unknown table, syntax), reads
     something that is no table, file or registered object, or cannot be attributed exactly is a
     one-line UserError."""
     if not isinstance(sql, str) or not sql.strip():
@@ -119,6 +120,7 @@ def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | No
 
 
 def _home_of(con: duckdb.DuckDBPyConnection) -> HomeOf:
+    """`home_database(con)`, read on the first call only."""
     found: list[Home] = []
 
     def home() -> Home:
