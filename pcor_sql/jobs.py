@@ -25,7 +25,7 @@ from pcor_sql.ledger.records import new_release_id
 from pcor_sql.pipeline import Policy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation
-from pcor_sql.sqltext.build import over_context, select_from
+from pcor_sql.sqltext.build import over_context, quoted, select_from
 from pcor_sql.core.choices import Privacy
 
 Progress = Callable[[int, int], None]
@@ -141,7 +141,7 @@ class AnswerJob(_Measurement):
 
     def units_sql(self) -> str:
         r = self.request
-        return select_from(list(r.columns), r.relation, where=r.selector)
+        return select_from(quoted(r.columns), r.relation, where=r.selector)
 
     def key_label(self) -> str:
         return self.request.selector or "all rows"

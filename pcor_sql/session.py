@@ -73,7 +73,6 @@ class Session:
         self._ledger_choice = ledger
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
-        self._units: dict[str, tuple[str, ...]] = {}
         self._ledger: Ledger | None = None
 
     # ---- the jobs ------------------------------------------------------------------------
@@ -154,12 +153,10 @@ class Session:
     # ---- the trust model -----------------------------------------------------------------
 
     def units(self, relation: str) -> tuple[str, ...]:
-        """The privacy units (base tables and files) `relation` reads, resolved by the engine's
-        binder/analyzer from the catalog alone (no rows read); cached per Session."""
-        if relation not in self._units:
-            text = f"({relation})" if relation.lstrip()[:6].upper() == "SELECT" else relation
-            self._units[relation] = tuple(u.name for u in self.access.units(text))
-        return self._units[relation]
+        """The privacy units (base tables and files) `relation` — or a whole SELECT statement —
+        reads, resolved by the engine's binder/analyzer from the catalog alone (no rows read),
+        afresh for every request: a view redefined since the last one charges its new tables."""
+        return tuple(u.name for u in self.access.units(relation))
 
     def dataset_label(self, name: str | None) -> str | None:
         """`dataset=` only labels a registered dataset; it never opens an account of its own."""

@@ -80,8 +80,9 @@ class DataAccess(Protocol):
         every row (DESIGN.md §3; distances exactly as `pcor_sql.anomaly.balls` computes them)."""
         ...
 
-    def units(self, relation_sql: str) -> tuple[Any, ...]:
-        """The privacy units `relation_sql` reads (each with a `name`), from the catalog alone."""
+    def units(self, sql: str) -> tuple[Any, ...]:
+        """The privacy units a whole SELECT statement reads — relation, select list, WHERE,
+        subqueries — or a relation alone (each unit with a `name`), from the catalog alone."""
         ...
 
     def watch(self, progress: Any, label: str) -> ContextManager[None]:

@@ -32,6 +32,7 @@ class DuckDBAccess:
         self.con = con
         self.parser = con
         self.ledger_con = con
+        self._home: Any = None
 
     def describe(self, relation_sql: str, metric_sql: str, *, along: str | None = None) -> tuple[Described, tuple | None]:
         return describe_with_metric(self.con, relation_sql, metric_sql, along=along)
@@ -59,10 +60,21 @@ class DuckDBAccess:
         points = load_points(self.con, relation_sql, columns, selector_sql)
         return points.records, relation_ball_counts(points, radius, norm)
 
-    def units(self, relation_sql: str) -> tuple[Any, ...]:
+    def units(self, sql: str) -> tuple[Any, ...]:
+        """The units a SELECT statement, or a relation alone, reads (`pcor_sql.engine.units`),
+        resolved afresh from the catalog on every call; only the connection's default database
+        (which never changes) is kept."""
         from pcor_sql.engine.units import resolve_units
 
-        return resolve_units(self.con, relation_sql)
+        return resolve_units(self.con, sql, home=self.home)
+
+    def home(self) -> Any:
+        """The connection's default database (`engine.unit_names.Home`), read once."""
+        if self._home is None:
+            from pcor_sql.engine.unit_names import home_database
+
+            self._home = home_database(self.con)
+        return self._home
 
     def watch(self, progress: Any, label: str) -> ContextManager[None]:
         return watch_query(self.con, progress, label)

@@ -163,6 +163,11 @@ def test_units_are_catalog_identifiers_and_file_paths(spark, engines, data):
     assert [u.name for u in access.units("local_rows")] == ["object:local_rows"]
     joined = access.units(f"emp_table JOIN parquet.`{data}` AS p USING (id)")
     assert [u.kind for u in joined] == ["file", "table"]
+    # A whole statement: what the select list and WHERE read is charged like the relation.
+    spark.read.parquet(data).createOrReplaceTempView("emp_files")
+    statement = "SELECT (SELECT max(v) FROM local_rows) AS m FROM emp_view WHERE id IN (SELECT id FROM emp_files)"
+    assert access.units(statement) == tuple(sorted({table, Unit(f"file:{data}", "file"), Unit("object:local_rows", "object")}))
+    assert access.units("SELECT id FROM emp_table WHERE id = 1") == access.units("emp_table")
     with pytest.raises(UserError, match="no table or file"):
         access.units("range(10)")
 
