@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
-from pcor_sql.engine.cellruns import CellRuns, Window, sorted_runs
+from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments, sorted_runs
 from pcor_sql.engine.counting_runs import read_cells, writable_view
 from pcor_sql.engine.verdicts import VerdictCache
 from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
@@ -265,6 +265,16 @@ def _summary(
 
 def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> CellRuns:
     """The per-cell sorted runs of a summary built without them, in its cell order."""
+    rows = read_cells(con, schema)
+    if rows is not None:  # ENUM attributes: the counting sort (`counting_runs`), cells in key order
+        present, runs, _ = rows.runs()
+        cell_key = _row_keys(coords, [len(a.domain) for a in schema.attributes])
+        pos = np.minimum(np.searchsorted(present, cell_key), max(present.size - 1, 0))
+        if present.size != cell_key.size or not np.array_equal(present[pos], cell_key):
+            raise InternalError("the cells of the per-cell summary and of its sorted runs differ")
+        starts = runs.starts
+        values = gather_segments(runs.values, starts[pos], starts[pos + 1])
+        return CellRuns(values, np.concatenate(([0], np.cumsum(starts[pos + 1] - starts[pos]))).astype(np.int64))
     table = _run(con, cell_lists(schema.names, schema.metric_sql, schema.relation_sql))
     values, lengths = _lists(table)
     codes = _domain_codes(table, schema)

@@ -131,3 +131,12 @@ def test_other_attribute_types_and_many_cells_keep_the_group_by():
     schema = resolve_schema(con, "w", "x")
     assert 300 * 300 > MAX_KEYS and read_cells(con, schema) is None
     assert build_summary(con, schema, with_values=True).runs().values.tolist() == [1.0]
+
+
+def test_runs_read_later_for_a_moments_summary_come_in_its_cell_order(monkeypatch):
+    con = duckdb.connect()
+    schema = enum_table(con, [("a", "b", 2.0), ("c", "a", 1.0), ("a", "b", -1.0), (None, "c", 5.0), ("b", "c", 0.5)])
+    lazy = build_summary(con, schema)  # moments only: the GROUP BY's cell order
+    assert by_cell(lazy) == by_cell(grouped_summary(con, schema, monkeypatch))
+    runs = lazy.runs()
+    assert [runs.cell_values(i).size for i in range(runs.n_cells)] == lazy.count.tolist()
