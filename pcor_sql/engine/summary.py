@@ -142,7 +142,8 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values
             # ENUM attributes: one flat scan and a counting sort by cell (`counting_runs`).
             _check_metric(schema, rows.bad_metric)
             if rows.outside is not None:
-                raise _outside_domain(*rows.outside)
+                name, value = rows.outside
+                raise next(a for a in schema.attributes if a.name == name).outside(value)
             present, runs, (count, mean, var, lo, hi) = rows.runs()
             coords = rows.coords(present)
             del rows  # the scanned batches: the runs are a copy
@@ -209,13 +210,6 @@ def _domain_codes(table: pa.Table, schema: Schema) -> np.ndarray:
         if outside.size:
             raise attr.outside(dictionary[int(raw[outside[0]])])  # (an ordinal one's: outside its bins)
     return codes
-
-
-def _outside_domain(name: str, value: Any) -> UserError:
-    return UserError(
-        f"the data has {name} = {value!r}, which is outside its declared domain",
-        f"add {value!r} to the declared domain of {name}, or filter those rows out",
-    )
 
 
 def _row_keys(codes: np.ndarray, sizes: list[int]) -> np.ndarray:
