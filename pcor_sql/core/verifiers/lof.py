@@ -40,9 +40,9 @@ How it is computed without touching all N values (both rules).
   The first window is pop.around(2H + k'): the values holding 2H + k' points on each side of
   v (H = k'+1), enough for the band of ±2H distinct values and the k' more its k-distances
   read when there are no ties — the fast path. It is sized by point counts, not by a radius,
-  so an isolated V (a far outlier) does not drag the dense bulk into its window. With ties the
-  distinct rule needs 2H + k' distinct values per side, so a window short of them grows
-  (by twice the ratio it lacks) before any arithmetic.
+  so an isolated V (a far outlier) does not drag the dense bulk into its window. The distinct
+  rule needs 2H + k' distinct values per side: counted in rows it asks a quarter more, and a
+  window still short of them grows (by twice the ratio it lacks) before any arithmetic.
   Plain-rule shortcut: when v itself has more than k' copies, kdist(V) = 0, N_k(V) is V's
   copies, all of whose k-distances are 0, and LOF(V) = 1 exactly (read off the window's run
   lengths, or from one count when the window is big, so many copies are never scanned). The
