@@ -154,7 +154,7 @@ def _warm_imports() -> None:
     con = duckdb.connect()
     con.execute("CREATE TYPE w_t AS ENUM ('a', 'b')")
     con.execute("CREATE TABLE w AS SELECT range AS id, (CASE WHEN range % 2 = 0 THEN 'a' ELSE 'b' END)::w_t AS g, "
-                "CASE WHEN range = 0 THEN 100.0 ELSE range % 7 END AS v FROM range(60)")
+                "CASE WHEN range = 0 THEN 1000.0 ELSE range END AS v FROM range(60)")
     pcor_sql.explain_outlier(con, "SELECT v FROM w WHERE id = 0", search="bfs", verifier="lof", epsilon=0.2, seed=0)
     con.close()
 
