@@ -26,8 +26,8 @@ SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
     "wide500": (("zip", 480), ("product", 12), ("channel", 8)),
 }
 TABLE = "t"
-RECORD_QUERY = f"SELECT v FROM big.{TABLE} WHERE id = 0"
-REFERENCE_SQL = f"SELECT v FROM big.{TABLE} ORDER BY v"
+RECORD_QUERY = f"SELECT v FROM {TABLE} WHERE id = 0"
+REFERENCE_SQL = f"SELECT v FROM {TABLE} ORDER BY v"
 
 
 def generation_sql(shape: str, rows: int) -> list[str]:

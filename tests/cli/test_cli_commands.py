@@ -285,7 +285,8 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
     query, kwargs = calls[0]
     assert query == "SELECT victim_age FROM homicides WHERE id < 3"
     assert kwargs == {"beta": 5.0, "radius": 1.0, "epsilon": 0.5, "privacy": "dp", "k": 2, "norm": "l1",
-                      "seed": 9, "dataset": "h", "session": kwargs["session"], "progress": None}  # unset flags: left out
+                      "seed": 9, "dataset": "h", "session": kwargs["session"], "progress": None,
+                      "max_records": 1}  # unset flags: left out
     table = _ok(*args, "--owner-view").stdout
     assert "2 answers, total ε = 1" in table and "owner.ball_count" in table and "NOT FOR RELEASE" in table
     assert_error(invoke("identify-anomaly", "SELECT victim_age FROM homicides", "--radius", "1", "--epsilon", "1"), "--beta")
@@ -293,8 +294,8 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
 
 @pytest.mark.skipif(not hasattr(pcor_sql.api, "identify_anomaly"), reason="pcor_sql.api.identify_anomaly is not there yet")
 def test_identify_anomaly_on_the_library(db):
-    result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--beta", "5",
-                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--allow-seeded", "--db", str(db), "--format", "json")
+    result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--max-records", "2",
+                 "--beta", "5", "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--allow-seeded", "--db", str(db), "--format", "json")
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [a["record"]["id"] for a in answers] == [42, 43]
     for a in answers:

@@ -93,10 +93,11 @@ def test_sql_format_is_the_runnable_explanation_query():
 
 
 def test_several_records_give_several_json_lines():
-    result = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST, "--format", "json")
+    result = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST, "--max-records", "2",
+                 "--format", "json")
     objects = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["record"]["id"] for o in objects] == [42, 171]
-    table = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST).stdout
+    table = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST, "--max-records", "2").stdout
     assert "1 of 2: salary of the record where id IN (42, 171) is an outlier" in table and "2 of 2: salary" in table
 
 

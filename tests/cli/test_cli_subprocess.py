@@ -69,7 +69,7 @@ def _run_with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, 
 
 def test_progress_shows_on_a_terminal_and_never_in_the_json():
     done, terminal = _run_with_terminal_stderr(
-        "explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171, 1777)", "--verifier", "grubbs",
+        "explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171, 1777)", "--max-records", "3", "--verifier", "grubbs",
         "--seed", "1", "--ledger", ":memory:", "--format", "json",
     )
     assert done.returncode == 0, terminal
