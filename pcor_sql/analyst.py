@@ -349,7 +349,7 @@ def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]
 
 def _keys(keys: Any) -> tuple[Any, ...]:
     if type(keys) not in (list, tuple):
-        raise UserError("keys must be a list of key values", "e.g. [42, 43]")
+        raise UserError("keys must be a plain list of key values", "e.g. [42, 43]")
     out: list[Any] = []
     for key in keys:
         # Exact types: a subclass of int or str could say anything about itself (issue 19).
