@@ -15,10 +15,12 @@ path — or a registered dataset's name, and resolves it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
+from pcor_sql.core.bins import declared_bins, edge_text
 from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
 from pcor_sql.ledger.records import BudgetStatus
 from pcor_sql.ledger.dataset_registry import (
@@ -52,10 +54,38 @@ class Owner:
         warn: Warn | None = None,
         registry: Any = None,
         allow_seeded: bool = False,
+        per_user_ledger: bool = False,
+        lazy_ledger: bool = False,
     ):
-        self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded)
+        self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded,
+                               per_user_ledger=per_user_ledger)
         self.con = con
-        self.ledger: Ledger = self.session.ledger()
+        if not lazy_ledger:  # opened now: a bad ledger path or the in-memory warning shows at once
+            self.session.ledger()
+
+    @property
+    def ledger(self) -> Ledger:
+        """The budget ledger (opened on first use: the owner's uncharged work never opens it)."""
+        return self.session.ledger()
+
+    @classmethod
+    @contextmanager
+    def open(cls, db: Any = None, ledger: str | None = None, *, reads: str | None = None, engine: str = "duckdb",
+             spark_master: str = "local[*]", warn: Warn | None = None, allow_seeded: bool = False,
+             lazy_ledger: bool = False) -> Iterator["Owner"]:
+        """The owner's handle on the data a command names — a DuckDB file `db`, else an in-memory
+        database with the bundled tables `reads` names, else (engine "spark") a SparkSession —
+        with the ledger where it lives (`ledger.location`: the file's own, else `ledger`,
+        `$PCOR_SQL_LEDGER` or the per-user file; `lazy_ledger`: opened only if a job needs it);
+        closed at the end of the block."""
+        from pcor_sql.backends.opening import open_data
+
+        with open_data(db, engine, spark_master, reads) as con:
+            owner = cls(con, ledger, warn=warn, allow_seeded=allow_seeded, per_user_ledger=True, lazy_ledger=lazy_ledger)
+            try:
+                yield owner
+            finally:
+                owner.session.close()
 
     # ---- registered datasets -------------------------------------------------------------
 
@@ -68,6 +98,7 @@ class Owner:
         metric: str | Sequence[str],
         by: str | Sequence[str],
         domains: Mapping[str, Sequence[Any]] | None = None,
+        bins: Mapping[str, Any] | None = None,
         limit: float | Mapping[str, float] | None = None,
         accounting: str | None = None,
         replace: bool = False,
@@ -76,7 +107,8 @@ class Owner:
         """Register `relation` as dataset `name` for analysts: its record `key` column, the
         metric column(s) analysts may ask about, the context attributes `by` with their domains
         frozen now (declared here, else from ENUM types, else — with a PrivacyWarning — from
-        the values present), and optionally limits (one ε for every notion, or notion → ε) on
+        the values present; `bins` makes numeric or date attributes ordinal: attribute → edges,
+        or 'auto:K', quantiles frozen now, with a PrivacyWarning), and optionally limits (one ε for every notion, or notion → ε) on
         each unit it reads and an accounting rule analysts may not change. `releasable`: the keys
         analysts may ask about by key — a list, or a SQL predicate over the relation evaluated
         once now — frozen (None: analysts may ask about no key; DESIGN.md §6)."""
@@ -100,6 +132,9 @@ class Owner:
                 raise UserError(f"the metric {m!r} has type {columns[m]}, not a number", "register numeric columns")
         if key in attributes or key in metrics:
             raise UserError(f"the key {key!r} cannot also be a metric or a context attribute", "name another key column")
+        binned, domains = declared_bins(bins, domains)
+        if binned:
+            domains = {**dict(domains or {}), **dict(binned)}  # Bins: an ordinal attribute's domain
         schema = access.schema(
             relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
             warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=6), described=described,
@@ -108,6 +143,7 @@ class Owner:
             name, relation, key, metrics, attributes,
             tuple((a.name, tuple(str(v) for v in a.domain)) for a in schema.attributes),
             self.session.units(relation), accounting,
+            bins=tuple((a.name, tuple(edge_text(e) for e in a.edges)) for a in schema.attributes if a.ordinal),
         )
         keys = None if releasable is None else releasable_keys(access, relation, key, releasable)
         add_dataset(self.ledger, dataset, replace=replace, releasable=keys)
@@ -196,6 +232,72 @@ class Owner:
         from pcor_sql.statement_runner import sql
 
         return sql(None, text, session=self.session, **defaults)
+
+    # ---- analysts and the ledger's integrity (one block; pcor_sql.ledger.analysts,
+    # consistency and migration do the work, so the CLI and the service reach them here) ----
+
+    def add_analyst(self, name: str, *, quota: float | None = None, notion: str | None = None,
+                    datasets: Sequence[str] | None = None) -> str:
+        """Name an analyst and return their bearer token — shown this once, stored only as a
+        hash. `quota`: their ε quota under `notion` (None: under every notion); `datasets`: the
+        registered datasets they may use (None: all)."""
+        from pcor_sql.ledger.analysts import add_analyst
+
+        return add_analyst(self.ledger, name, quota=quota, notion=notion, datasets=datasets)
+
+    def analysts(self) -> tuple[Any, ...]:
+        """Every analyst (`AnalystInfo`: name, created, revoked, datasets, quota usage per notion)."""
+        from pcor_sql.ledger.analysts import list_analysts
+
+        return list_analysts(self.ledger)
+
+    def revoke_analyst(self, name: str) -> Any:
+        """Stop `name`'s token at once (their history and spent stay)."""
+        from pcor_sql.ledger.analysts import revoke_analyst
+
+        return revoke_analyst(self.ledger, name)
+
+    def set_analyst_quota(self, name: str, epsilon: float | None, *, notion: str | None = None,
+                          dataset: str | None = None) -> None:
+        """Set (None: remove) `name`'s quota under `notion` (None: every notion), over all
+        datasets or on one registered `dataset`."""
+        from pcor_sql.ledger.analysts import set_quota
+
+        set_quota(self.ledger, name, epsilon, notion=notion, dataset=dataset)
+
+    def verify_ledger(self) -> tuple[Any, ...]:
+        """The totals that differ from the history (`Mismatch`: unit, notion, spent_total,
+        history_sum); empty when the ledger is consistent."""
+        return tuple(self.ledger.verify())
+
+    def repair_ledger(self) -> tuple[Any, ...]:
+        """Reset every total from the history and lift the refusal of releases; returns what
+        differed."""
+        return tuple(self.ledger.repair())
+
+    def migrate_ledger(self) -> Any:
+        """Bring a ledger in an older layout to the current one, keeping spent ε, limits and
+        history (`MigrationReport`). A pre-`pcor` ledger's budgets were kept per name: each name
+        that spells a unit here (a table, a file, a registered dataset, or the relation a key
+        like `salaries#3c1f…` was made from) moves to that unit; the others keep their name."""
+        from pcor_sql.ledger.migration import legacy_relation
+
+        def resolve(name: str) -> tuple[str, ...]:
+            # Not `self.units`: it looks in the registry, which an old ledger cannot be read for.
+            for spelling in dict.fromkeys((name, legacy_relation(name))):
+                if spelling is None:
+                    continue
+                try:
+                    if self.session.access.engine != "duckdb":
+                        return self.session.units(spelling)
+                    from pcor_sql.engine.units import resolve_spelling
+
+                    return tuple(u.name for u in resolve_spelling(self.con, spelling))
+                except UserError:
+                    continue
+            return ()
+
+        return self.ledger.migrate(resolve)
 
 
 def _names(value: Any, what: str) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
-from pcor_sql.cli import serve_command
+from pcor_sql.cli import analyst_commands, serve_command
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
@@ -116,6 +116,7 @@ for _name, _short, _function in _COMMANDS:
 app.add_typer(budget.app, name="budget")
 app.add_typer(bundled_commands.app, name="datasets")
 app.add_typer(dataset_commands.app, name="dataset")
+app.add_typer(analyst_commands.app, name="analyst")
 
 
 def run() -> None:

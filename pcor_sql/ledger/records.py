@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass
+from typing import Any
+
+from pcor_sql.ledger.input_checks import NOTIONS
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,10 @@ class BudgetStatus:
 class ReleaseRecord:
     """One release as charged to one unit. `seq` numbers the unit's charges of that notion from
     1; `released_at` is UTC; `spent_after` is the unit's total once this release was charged;
-    `seeded` marks a run whose output was a deterministic function of the data (not private)."""
+    `seeded` marks a run whose output was a deterministic function of the data (not private).
+    `analyst`: the named analyst who asked; `outcome`: 'running', 'answered', 'failed' (with a
+    `reason` class), 'interrupted', or 'charged' (a charge that records no outcome);
+    `refunded`: the ε was given back (an owner's failure or interrupt: not charged)."""
 
     release_id: str
     unit: str
@@ -47,6 +53,16 @@ class ReleaseRecord:
     seeded: bool
     role: str
     dataset: str | None
+    analyst: str | None = None
+    outcome: str = "charged"
+    reason: str | None = None
+    refunded: bool = False
+
+    @property
+    def shown_outcome(self) -> str:
+        """The outcome in words: 'failed: data (not charged)', 'interrupted', ..."""
+        text = self.outcome + (f": {self.reason}" if self.reason and self.outcome == "failed" else "")
+        return text + (" (not charged)" if self.refunded else "")
 
 
 @dataclass(frozen=True)
@@ -75,3 +91,38 @@ def budget_status(
     source = "own" if own is not None else ("default" if default is not None else None)
     remaining = None if limit is None else max(0.0, limit - spent)
     return BudgetStatus(unit, notion, limit, source, spent, remaining, releases, public)
+
+
+HISTORY_COLUMNS = (
+    "release_id, unit, notion, seq, released_at, mechanism, epsilon, k, record_key, statement, spent_after,"
+    " seeded, role, dataset, analyst, outcome, reason, refunded"
+)
+
+
+def history_query(table: str, unit: str | None, limit: int | None) -> tuple[str, list[object]]:
+    """The query of `Ledger.history`: newest first (the caller reverses), for `unit` or all."""
+    query = f"SELECT {HISTORY_COLUMNS} FROM {table}"
+    params: list[object] = []
+    if unit is None:
+        query += " ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
+    else:
+        query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
+        params.append(unit)
+    if limit is not None:
+        query += f" LIMIT ${len(params) + 1}"
+        params.append(limit)
+    return query, params
+
+
+def statuses_query(tables: Any, where: str, *, one_unit: bool) -> str:
+    """The query of `Ledger.status(es)`: every unit with a budget row or a public mark (or the
+    one unit $1) under every notion, its own limit, the notion's default, spent, releases."""
+    t = tables
+    units = "SELECT $1 AS unit" if one_unit else f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
+    return (
+        f"SELECT u.unit, n.notion, b.limit_epsilon, (SELECT value FROM {t.settings} s"
+        f" WHERE s.name = 'default_limit_' || n.notion), coalesce(b.spent_epsilon, 0), coalesce(b.releases, 0),"
+        f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest({list(NOTIONS)!r}) AS notion) n"
+        f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
+        f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
+    )
