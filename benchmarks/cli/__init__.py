@@ -2,7 +2,8 @@
 
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
-error rates) and `scale` (large tables, wide spaces). Errors behave as in `pcor-sql` — one
+error rates), `scale` (large tables, wide spaces) and `verifiers` (rows each verifier flags among
+all rows). Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -17,6 +18,7 @@ from benchmarks.cli.explore import explore
 from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
 from benchmarks.cli.spark import spark_scale
+from benchmarks.cli.verifiers import verifiers
 from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
@@ -44,6 +46,8 @@ _COMMANDS = (
     ("scale", "Time releases on 10M-100M-row tables and on context spaces past 64 free bits.", scale),
     ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
      spark_scale),
+    ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",
+     verifiers),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
