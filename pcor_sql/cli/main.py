@@ -13,7 +13,9 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
+from pcor_sql.cli import (
+    anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, remote_commands, runner,
+)
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
@@ -114,6 +116,7 @@ for _name, _short, _function in _COMMANDS:
 app.add_typer(budget.app, name="budget")
 app.add_typer(bundled_commands.app, name="datasets")
 app.add_typer(dataset_commands.app, name="dataset")
+app.add_typer(remote_commands.app, name="remote")
 
 
 def run() -> None:
