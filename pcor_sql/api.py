@@ -95,3 +95,24 @@ def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, 
     if allow_seeded:
         extra["allow_seeded"] = True
     return session_for(con, session, warn, **extra)
+
+
+# ---- the bundled datasets (for the command line's `datasets` group) -----------------------
+
+def bundled_datasets() -> Any:
+    """The bundled datasets: name, rows, columns, planted outliers (see `pcor_sql.engine.datasets`)."""
+    from pcor_sql.engine.datasets import list_datasets
+
+    return list_datasets()
+
+
+def planted_outliers(name: str) -> Any:
+    from pcor_sql.engine.datasets import planted_outliers as planted
+
+    return planted(name)
+
+
+def export_dataset(con: Any, name: str, path: Any, fmt: str = "parquet", **options: Any) -> Any:
+    from pcor_sql.engine.datasets import export_dataset as export
+
+    return export(con, name, path, fmt, **options)

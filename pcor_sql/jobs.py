@@ -65,7 +65,8 @@ class ReleaseJob:
 
     def read(self, session: Any, progress: Progress | None) -> Any:
         r = self.request
-        session.verifier(r.verifier)  # an unknown verifier is the request's fault
+        session.verifier(r.verifier)  # an unknown verifier, a bad schema or start: the request's fault
+        start_selection(r, session.schema(r))
         return session.access.records(r.relation, r.metric, r.selector)
 
     def count(self, records: Any) -> int:

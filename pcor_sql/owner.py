@@ -15,7 +15,8 @@ path — or a registered dataset's name, and resolves it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
@@ -51,10 +52,33 @@ class Owner:
         warn: Warn | None = None,
         registry: Any = None,
         allow_seeded: bool = False,
+        per_user_ledger: bool = False,
     ):
-        self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded)
+        self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded,
+                               per_user_ledger=per_user_ledger)
         self.con = con
-        self.ledger: Ledger = self.session.ledger()
+
+    @property
+    def ledger(self) -> Ledger:
+        """The budget ledger (opened on first use: the owner's uncharged work never opens it)."""
+        return self.session.ledger()
+
+    @classmethod
+    @contextmanager
+    def open(cls, db: Any = None, ledger: str | None = None, *, reads: str | None = None, engine: str = "duckdb",
+             spark_master: str = "local[*]", warn: Warn | None = None, allow_seeded: bool = False) -> Iterator["Owner"]:
+        """The owner's handle on the data a command names — a DuckDB file `db`, else an in-memory
+        database with the bundled tables `reads` names, else (engine "spark") a SparkSession —
+        with the ledger where it lives (`ledger.location`: the file's own, else `ledger`,
+        `$PCOR_SQL_LEDGER` or the per-user file); closed at the end of the block."""
+        from pcor_sql.backends.opening import open_data
+
+        with open_data(db, engine, spark_master, reads) as con:
+            owner = cls(con, ledger, warn=warn, allow_seeded=allow_seeded, per_user_ledger=True)
+            try:
+                yield owner
+            finally:
+                owner.session.close()
 
     # ---- registered datasets -------------------------------------------------------------
 

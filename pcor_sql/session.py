@@ -50,7 +50,8 @@ class Session:
     asked for (`":memory:"`, one per SparkSession, with the warning). `warn(message)` receives
     privacy warnings instead of `warnings.warn` (the CLI prints them). `registry` holds the
     verifiers requests may name. `allow_seeded`: seeded runs are refused on a persistent ledger
-    unless this is True."""
+    unless this is True. `per_user_ledger`: with no ledger given and no `$PCOR_SQL_LEDGER`, data
+    outside a DuckDB file is charged to the per-user ledger file rather than memory (the CLI)."""
 
     def __init__(
         self,
@@ -60,8 +61,10 @@ class Session:
         warn: Warn | None = None,
         registry: VerifierRegistry | None = None,
         allow_seeded: bool = False,
+        per_user_ledger: bool = False,
     ):
         self.access = open_access(con)
+        self._per_user_ledger = per_user_ledger or self.access.engine != "duckdb"
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()
@@ -199,13 +202,18 @@ class Session:
             return self.registry.make(spec.name, **spec.options_dict())
         return spec
 
+    def close(self) -> None:
+        """Close the ledger if this Session opened one (a ledger file it owns)."""
+        if self._ledger is not None:
+            self._ledger.close()
+
     def ledger(self) -> Ledger:
         """The budget ledger (opened once, so its in-memory warning shows once)."""
         if self._ledger is None:
             # A DuckDB connection's own database anchors the ledger (pinned to its file, if any);
             # an engine with no DuckDB file of its own defaults to the per-user ledger file.
             self._ledger = open_ledger(self.access.ledger_con, self._ledger_choice, warn=self.warn,
-                                       per_user_default=self.access.engine != "duckdb")
+                                       per_user_default=self._per_user_ledger)
         return self._ledger
 
     def schema(self, request: OutlierRequest) -> Schema:

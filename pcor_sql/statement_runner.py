@@ -147,3 +147,15 @@ def _run(
 def _first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def ends_statement(text: str) -> bool:
+    """True when `text` ends with a `;` that is code (not inside a string or comment): where an
+    interactive prompt stops reading."""
+    from pcor_sql.sqltext.tokens import significant, tokenize
+
+    try:
+        tokens = significant(tokenize(text))
+    except UserError:  # an unterminated string or comment: keep reading
+        return False
+    return bool(tokens) and tokens[-1].is_punct(";")

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_line
-from pcor_sql.cli.database import open_database
+from pcor_sql.backends.opening import open_database
 from pcor_sql.cli.render import json_text
 from pcor_sql.errors import UserError
 

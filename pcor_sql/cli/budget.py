@@ -35,7 +35,7 @@ _VALUES = {"ignore_unknown_options": True}
 
 
 def _notions(notion: str) -> tuple[str, ...]:
-    from pcor_sql.ledger.store import NOTIONS
+    from pcor_sql.owner import NOTIONS
 
     if notion == "all":
         return NOTIONS
@@ -70,7 +70,7 @@ def status(
         pcor-sql budget status salaries --db salaries.duckdb --format json
     """
     notions = _notions(notion)
-    with open_owner(db, ledger) as owner:
+    with open_owner(db, ledger, reads=unit) as owner:
         found = [s for n in notions for s in owner.status(unit, n)] if unit else owner.status(None)
         found = [s for s in found if s.notion in notions]
     rows = [
@@ -106,7 +106,7 @@ def history(
     Example:
         pcor-sql budget history salaries --db salaries.duckdb --format json
     """
-    with open_owner(db, ledger) as owner:
+    with open_owner(db, ledger, reads=unit) as owner:
         units = owner.units(unit) if unit else (None,)
         records = sorted((r for u in units for r in owner.ledger.history(u, limit=limit)),
                          key=lambda r: (r.released_at, r.unit, r.seq))
@@ -150,7 +150,7 @@ def set_limit(
     """
     value = _number(epsilon, "limit")
     warn = make_warn()
-    with open_owner(db, ledger) as owner:
+    with open_owner(db, ledger, reads=unit) as owner:
         changes = [c for n in _notions(notion) for c in owner.set_limit(unit, value, n)]
     for change in changes:
         if change.below_spent:
@@ -206,7 +206,7 @@ def public(
     Example:
         pcor-sql budget public regions --db sales.duckdb
     """
-    with open_owner(db, ledger) as owner:
+    with open_owner(db, ledger, reads=unit) as owner:
         units: Any = owner.mark_public(unit, not private)
     for name in units:
         stdout_console().print(f"{name}: {'private' if private else 'public'}", markup=False)

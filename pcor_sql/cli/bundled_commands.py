@@ -28,7 +28,7 @@ def list_(
     Example:
         pcor-sql datasets list --format json
     """
-    from pcor_sql.engine.datasets import list_datasets, planted_outliers
+    from pcor_sql.api import bundled_datasets as list_datasets, planted_outliers
 
     infos = [(info, planted_outliers(info.name)) for info in list_datasets()]
     if fmt is o.DataFormat.json:
@@ -65,7 +65,7 @@ def export(
     Example:
         pcor-sql datasets export salaries salaries.duckdb --format duckdb
     """
-    from pcor_sql.engine.datasets import export_dataset
+    from pcor_sql.api import export_dataset
 
     written = export_dataset(None, name, path, fmt.value, overwrite=overwrite)
     stdout_console().print(f"wrote {name} to {written} ({fmt.value})", markup=False)

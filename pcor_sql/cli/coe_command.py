@@ -15,22 +15,20 @@ from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar, stdout_console, write_line
 from pcor_sql.cli.database import open_session
 from pcor_sql.cli.render import context_lines, json_text, number, record_text
+from pcor_sql.request_specs import Job
 
 TABLE_DEFAULT_LIMIT = 20
 _LABEL = "OWNER ONLY — NOT FOR RELEASE"
+#: The release options that shape a COE (the rest choose how a release samples from it).
+COE_OPTIONS = ("by", "domains", "verifier", "utility", "start", "max_contexts")
 
 
+@o.spec_options(Job.EXPLAIN, only=COE_OPTIONS)
 def coe(
     query: Annotated[
         str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)
     ],
-    by: o.By = None,
-    domain: o.Domain = None,
-    verifier: o.Verifier = "lof",
     verifier_option: o.VerifierOption = None,
-    utility: o.Utility = "population",
-    start: o.Start = None,
-    max_contexts: o.MaxContexts = None,
     limit: Annotated[
         Optional[int],
         typer.Option(
@@ -44,6 +42,7 @@ def coe(
     fmt: Annotated[
         o.CoeFormat, typer.Option("--format", help="table, json (JSON Lines, one valid context per line) or csv.")
     ] = o.CoeFormat.table,
+    options: Any = None,
 ) -> None:
     """The owner's exact enumeration COE(D, V) of a record's valid contexts, largest utility first.
 
@@ -54,16 +53,11 @@ def coe(
     Owner-only: exact utilities and population sizes are private; this is not a differentially
     private release and is not charged to the budget ledger. A summary line goes to stderr.
     """
-    from pcor_sql.api import coe as enumerate_coe
-
     o.positive_count(limit, "--limit")
-    options = o.outlier_options(
-        by=by, domain=domain, verifier=verifier, verifier_option=verifier_option, max_contexts=max_contexts,
-        utility=utility, start=start,
-    )
+    options = o.outlier_options(options or {}, verifier_option=verifier_option)
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
-    with ProgressBar("reading the data") as bar, open_session(db, engine.value, spark_master) as session:
-        results = enumerate_coe(None, query, session=session, progress=bar.callback, **options)
+    with ProgressBar("reading the data") as bar, open_session(db, engine.value, spark_master, reads=query) as owner:
+        results = owner.coe(query, progress=bar.callback, **options)
     for result in results:
         sys.stderr.write(_summary(result) + "\n")
     if fmt is o.CoeFormat.table:

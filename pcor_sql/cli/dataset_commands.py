@@ -53,7 +53,7 @@ def add(
     from pcor_sql.cli.budget import _number
 
     epsilon = None if limit is None else _number(limit, "limit")
-    with open_owner(db, ledger) as owner:
+    with open_owner(db, ledger, reads=relation) as owner:
         found = owner.register(
             name, relation, key=key, metric=metric, by=by, domains=o.domains(domain), limit=epsilon,
             accounting=accounting, replace=replace,

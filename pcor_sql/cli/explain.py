@@ -1,55 +1,25 @@
-"""`pcor-sql explain-outlier`: one private release per selected record."""
+"""`pcor-sql explain-outlier`: one private release per selected record. Its release options are
+generated from their specs (`parameters.spec_options`); this file adds only what is the CLI's."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
-
-from pcor_sql.core.start import DEFAULT_DESCENTS
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar
 from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_explanations
+from pcor_sql.request_specs import Job
 
 
+@o.spec_options(Job.EXPLAIN)
 def explain_outlier(
     query: Annotated[
         str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)
     ],
-    by: o.By = None,
-    domain: o.Domain = None,
-    epsilon: Annotated[float, typer.Option("--epsilon", help="Total privacy cost ε of each release (> 0).")] = 0.2,
-    search: Annotated[
-        Optional[str],
-        typer.Option("--search", help="direct, uniform, random-walk, dfs, bfs or explore (default: bfs).",
-                     show_default=False),
-    ] = None,
-    samples: Annotated[
-        Optional[int],
-        typer.Option("--samples", help="Samples n of the search (default: the search's own; 50, explore 10,000).",
-                     show_default=False),
-    ] = None,
-    verifier: o.Verifier = "lof",
     verifier_option: o.VerifierOption = None,
-    utility: o.Utility = "population",
-    start: o.Start = None,
-    accounting: Annotated[
-        str, typer.Option("--accounting", help="tight (monotone utility) or paper (the paper's 2ε1 rules).")
-    ] = "tight",
-    seed: o.Seed = None,
-    dataset: o.Dataset = None,
-    owner_view: o.OwnerView = False,
-    max_contexts: o.MaxContexts = None,
-    descents: Annotated[
-        int,
-        typer.Option(
-            "--descents",
-            help="bfs: validity-only random descents from the full context that seed the frontier "
-            "(free under OCDP; 0 = the paper's Algorithm 5).",
-        ),
-    ] = DEFAULT_DESCENTS,
     search_option: o.SearchOption = None,
     db: o.Db = None,
     engine: o.Engine = o.EngineName.duckdb,
@@ -60,6 +30,7 @@ def explain_outlier(
         o.ExplainFormat,
         typer.Option("--format", help="table, json (one object per record) or sql (the explanation query)."),
     ] = o.ExplainFormat.table,
+    options: Any = None,
 ) -> None:
     """Release, under ε-differential privacy (OCDP), a context in which the record is an outlier.
 
@@ -71,15 +42,9 @@ def explain_outlier(
     the budget ledger (of the --db file, else --ledger / the per-user ledger), before the search
     runs; if anything fails after that (even printing), the release has still been charged.
     """
-    from pcor_sql.api import explain_outliers
-
-    options = o.outlier_options(
-        by=by, domain=domain, verifier=verifier, verifier_option=verifier_option, max_contexts=max_contexts,
-        epsilon=epsilon, search=search, samples=samples, utility=utility, start=start, accounting=accounting,
-        seed=seed, dataset=dataset, owner_view=owner_view, descents=descents, search_option=search_option,
-    )
+    options = o.outlier_options(options or {}, verifier_option=verifier_option, search_option=search_option)
     with ProgressBar("reading the data") as bar, open_owner(
-        db, ledger, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
+        db, ledger, reads=query, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
     ) as owner:
-        results = explain_outliers(None, query, session=owner.session, progress=bar.callback, **options)
+        results = owner.explain_outliers(query, progress=bar.callback, **options)
     print_explanations(results, fmt.value)

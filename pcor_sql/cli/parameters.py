@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, List, Optional
+import functools
+import inspect
+import typing
+from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
-from pcor_sql.core.searches import DEFAULT_MAX_ADMISSIBLE
 from pcor_sql.errors import UserError
+from pcor_sql.request_specs import Job, specs_for
 
 
 class ExplainFormat(str, Enum):
@@ -124,13 +127,6 @@ Start = Annotated[
         "Default: found by a validity-only search.",
     ),
 ]
-MaxContexts = Annotated[
-    Optional[int],
-    typer.Option(
-        "--max-contexts", metavar="N",
-        help=f"Refuse to enumerate more admissible contexts than N (direct search, coe). Default {DEFAULT_MAX_ADMISSIBLE:,}.",
-    ),
-]
 Seed = Annotated[
     Optional[int],
     typer.Option(
@@ -148,25 +144,85 @@ Dataset = Annotated[
 ]
 
 
-def outlier_options(
-    *,
-    domain: list[str] | None,
-    verifier: str,
-    verifier_option: list[str] | None,
-    max_contexts: int | None,
-    search_option: list[str] | None = None,
-    **flags: Any,
-) -> dict[str, Any]:
-    """The flags a command was given, as `outlier_request` options (flags left unset are left
-    out, so the request's own defaults apply). `--search-option NAME=VALUE` sets any request
-    option by name, so a search's new option needs no flag of its own."""
-    options = {name: value for name, value in flags.items() if value is not None}
+# ---- options generated from their specs (request_specs, core.searches) -------------------
+
+#: How the CLI takes a structured option (its own parser turns the text into the value).
+_STRUCTURED = {
+    "by": (Optional[str], "A,B,C", "Context attributes, comma-separated (quote odd names: '\"job, title\"'). "
+           "Default: the ENUM / declared-domain columns."),
+    "domains": (Optional[List[str]], "ATTR=V1|V2", "Declare an attribute's domain, e.g. 'job_title=Nurse|Professor' "
+                "(repeatable; quote values holding | ; = in single quotes). Undeclared non-ENUM attributes take the "
+                "values present in the data, with a warning."),
+    "verifier": (Optional[str], "SPEC", "Outlier test: grubbs, histogram, lof or zscore, with options, e.g. "
+                 "'lof(k=10, threshold=2)'. Default lof."),
+    "start": (Optional[str], "PREDICATE", "Starting context, e.g. \"job_title IN ('Nurse') AND year = '2019'\" "
+              "(omitted attributes: whole domain). Default: found by a validity-only search."),
+}
+_TYPES = {"number": float, "integer": int, "string": str}
+
+
+def _parameter(spec: Any) -> inspect.Parameter:
+    if spec.name in _STRUCTURED:
+        annotation, metavar, text = _STRUCTURED[spec.name]
+        option = typer.Option(spec.cli, metavar=metavar, help=text, show_default=False)
+        return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                 annotation=Annotated[annotation, option])
+    text = spec.help[:1].upper() + spec.help[1:]
+    if spec.kind == "boolean":
+        return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=False,
+                                 annotation=Annotated[bool, typer.Option(spec.cli, help=text + ".")])
+    if spec.default is not None and "default" not in spec.help.lower():
+        text += f" (default: {spec.default})"
+    option = typer.Option(spec.cli, help=text + ".", show_default=False)
+    return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[Optional[_TYPES[str(spec.kind)]], option])
+
+
+def spec_options(job: Job, only: tuple[str, ...] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command one option per spec of `job` that has a CLI flag (or those named in
+    `only`), generated from the spec; the command receives the ones the user set as `options`."""
+    specs = [s for s in specs_for(job).values() if s.cli and (only is None or s.name in only)]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        # Resolved here: the command's annotations are strings in its own module's namespace.
+        hints = typing.get_type_hints(command, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation),
+                         kind=inspect.Parameter.KEYWORD_ONLY if p.default is not inspect.Parameter.empty else p.kind)
+               for p in signature.parameters.values() if p.name != "options"]
+        positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            options = {}
+            for spec in specs:
+                value = kwargs.pop(spec.name)
+                if value is not None and value is not False:
+                    options[spec.name] = value
+            return command(*args, options=options, **kwargs)
+
+        parameters = [*positional, *[_parameter(s) for s in specs], *keyword]
+        wrapper.__signature__ = signature.replace(parameters=parameters, return_annotation=None)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return wrapper
+
+    return decorate
+
+
+def outlier_options(options: dict[str, Any], *, verifier_option: list[str] | None = None,
+                    search_option: list[str] | None = None) -> dict[str, Any]:
+    """The generated flags a command was given, as `outlier_request` options (flags left unset
+    are left out, so the request's own defaults apply). `--search-option NAME=VALUE` sets any
+    request option by name."""
+    options = dict(options)
     options.update(named_values(search_option, "--search-option"))  # it wins over a flag's default
-    if domain:
-        options["domains"] = domains(domain)
-    options["verifier"], options["verifier_options"] = verifier_args(verifier, verifier_option)
-    if max_contexts is not None:
-        options["max_contexts"] = positive_count(max_contexts, "--max-contexts")
+    if options.get("domains"):
+        options["domains"] = domains(options["domains"])
+    options["verifier"], options["verifier_options"] = verifier_args(options.get("verifier") or "lof", verifier_option)
+    for name in ("max_contexts",):
+        if name in options:
+            options[name] = positive_count(options[name], "--max-contexts")
     return options
 
 

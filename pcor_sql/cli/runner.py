@@ -13,6 +13,7 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar, make_warn, write_error
 from pcor_sql.cli.database import open_owner
+from pcor_sql.request_specs import Job
 from pcor_sql.cli.error_report import StatementError
 from pcor_sql.cli.render import print_answers, print_explanations, print_relation
 from pcor_sql.errors import UserError
@@ -22,6 +23,7 @@ CONTINUATION = "     ...> "
 QUIT = (".quit", ".exit")
 
 
+@o.spec_options(Job.EXPLAIN, only=("seed", "owner_view", "max_contexts"))
 def sql(
     file: Annotated[
         Optional[Path],
@@ -32,9 +34,6 @@ def sql(
     db: o.Db = None,
     ledger: o.Ledger = None,
     allow_seeded: o.AllowSeeded = False,
-    seed: o.Seed = None,
-    owner_view: o.OwnerView = False,
-    max_contexts: o.MaxContexts = None,
     fmt: Annotated[
         o.ExplainFormat,
         typer.Option(
@@ -42,6 +41,7 @@ def sql(
             help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries.",
         ),
     ] = o.ExplainFormat.table,
+    options: Any = None,
 ) -> None:
     """Run SQL statements — EXPLAIN OUTLIER and IDENTIFY ANOMALY included — and print their results.
 
@@ -52,10 +52,12 @@ def sql(
     Statements run in order; the first error stops the script (the statements before it have
     run, and their releases are charged). Ordinary SQL goes to DuckDB unchanged.
     """
-    settings = dict(seed=seed, owner_view=owner_view, max_contexts=o.positive_count(max_contexts, "--max-contexts"))
+    options = dict(options or {})
+    settings = dict(seed=options.get("seed"), owner_view=options.get("owner_view", False),
+                    max_contexts=o.positive_count(options.get("max_contexts"), "--max-contexts"))
     interactive = file is None and sys.stdin.isatty()
     text = None if interactive else _read_script(file)
-    with open_owner(db, ledger, allow_seeded=allow_seeded) as owner:
+    with open_owner(db, ledger, reads=text, allow_seeded=allow_seeded) as owner:
         con = owner.session
         if interactive:
             try:  # line editing and history for input(), where the platform has it
@@ -121,13 +123,9 @@ def _fetched(step: Any) -> tuple[list[str], list[tuple]] | None:
 
 def statement_complete(text: str) -> bool:
     """True when `text` ends with a `;` that is code (not inside a string or comment)."""
-    from pcor_sql.sqltext.tokens import significant, tokenize
+    from pcor_sql.statement_runner import ends_statement
 
-    try:
-        tokens = significant(tokenize(text))
-    except UserError:  # an unterminated string or comment: keep reading
-        return False
-    return bool(tokens) and tokens[-1].is_punct(";")
+    return ends_statement(text)
 
 
 def repl(

@@ -184,10 +184,12 @@ def load_all(con: duckdb.DuckDBPyConnection, *, replace: bool = False) -> list[s
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: str | None, replace: bool) -> None:
-    """Create the ENUM types and the table, in `catalog`'s main schema or (None) the current one."""
+    """Create the ENUM types and the table, in `catalog`'s main schema or (None) the current one.
+    Seven statements for a table with three attributes: one look at the catalog, the types, the
+    table with its NOT NULL columns, the rows, the comment (a demo run loads one table)."""
     quote_identifier(table)  # refuses empty or NUL-bearing names before anything is created
-    where = _where(con, catalog)
-    existing = _relation_kind(con, where, table)
+    domains = declared_domains(name)
+    where, existing, types = _catalog_state(con, catalog, table, [enum_type_name(table, c) for c in domains])
     if existing is not None and not replace:
         raise UserError(
             f"a {existing} named {table!r} already exists",
@@ -196,12 +198,11 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
     if existing is not None:
         con.execute(f"DROP {existing.upper()} {_qualified(where, table)}")
 
-    domains = declared_domains(name)
     created: list[str] = []
     try:
         for column, values in domains.items():
             type_name = enum_type_name(table, column)
-            labels = _enum_labels(con, where, type_name)
+            labels = types.get(type_name.lower())
             if labels == values:
                 continue
             if labels is not None and not replace:
@@ -214,6 +215,13 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
             con.execute(f"{verb} {_qualified(where, type_name)} AS ENUM ({literals})")
             if labels is None:
                 created.append(type_name)
+        # NOT NULL is a catalog fact, not a data fact: it lets a released predicate omit a fully
+        # selected attribute and still select exactly the population.
+        columns = ", ".join(
+            f"{quote_identifier(column)} "
+            f"{_qualified(where, enum_type_name(table, column)) if column in domains else sql_type} NOT NULL"
+            for column, sql_type in _parquet_columns(_parquet(name))
+        )
         casts = ", ".join(
             f"CAST({quote_identifier(column)} AS {_qualified(where, enum_type_name(table, column))}) "
             f"AS {quote_identifier(column)}"
@@ -221,56 +229,61 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, table: str, *, catalog: s
         )
         select = select_from(f"* REPLACE ({casts})", parquet_file(_parquet(name)), order_by=quote_identifier("id"))
         try:
-            con.execute(f"CREATE TABLE {_qualified(where, table)} AS {select}")
-            # NOT NULL is a catalog fact, not a data fact: it lets a released predicate omit a
-            # fully selected attribute and still select exactly the population.
-            for column in con.execute(select_from("*", _qualified(where, table), limit=0)).description:
-                con.execute(f"ALTER TABLE {_qualified(where, table)} ALTER COLUMN {quote_identifier(column[0])} SET NOT NULL")
+            con.execute(f"CREATE TABLE {_qualified(where, table)} ({columns})")
+            con.execute(f"INSERT INTO {_qualified(where, table)} {select}")
             con.execute(f"COMMENT ON TABLE {_qualified(where, table)} IS {quote_literal(BUNDLED_COMMENT_PREFIX + name)}")
         except duckdb.ConversionException as exc:
             raise InternalError(f"the shipped {name!r} data has a value outside its declared domain: {exc}") from exc
     except BaseException:
-        # Leave no half-made dataset behind: the types this call made go with the failed table.
+        # Leave no half-made dataset behind: the table, and the types this call made.
+        con.execute(f"DROP TABLE IF EXISTS {_qualified(where, table)}")
         for type_name in created:
             con.execute(f"DROP TYPE IF EXISTS {_qualified(where, type_name)}")
         raise
 
 
-def _where(con: duckdb.DuckDBPyConnection, catalog: str | None) -> tuple[str, str]:
-    """(database, schema) the objects go to."""
-    if catalog is not None:
-        return catalog, "main"
-    database, schema = con.execute("SELECT current_database(), current_schema()").fetchall()[0]
-    return database, schema
+#: DuckDB's type for each Arrow type the shipped Parquet files use.
+_ARROW_TO_SQL = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR", "large_string": "VARCHAR"}
+
+
+def _parquet_columns(path: Any) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of a shipped Parquet file, from its footer (no SQL statement)."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for field in pq.read_schema(path):
+        sql_type = _ARROW_TO_SQL.get(str(field.type))
+        if sql_type is None:
+            raise InternalError(f"the shipped file {path} has a column of unexpected type {field.type}")
+        out.append((field.name, sql_type))
+    return out
+
+
+def _catalog_state(con: duckdb.DuckDBPyConnection, catalog: str | None, table: str, type_names: list[str],
+                   ) -> tuple[tuple[str, str], str | None, dict[str, list[str]]]:
+    """In one statement: (database, schema) the objects go to, 'table'/'view'/None for a relation
+    named `table` there (names are case-insensitive), and the labels of existing user types named
+    in `type_names` (lower-cased name → labels; [] for a type that is not an ENUM)."""
+    rows = con.execute(
+        "WITH here AS (SELECT coalesce($1, current_database()) AS db,"
+        " CASE WHEN $1 IS NULL THEN current_schema() ELSE 'main' END AS sch)"
+        " SELECT here.db, here.sch,"
+        " (SELECT first(table_type) FROM information_schema.tables t WHERE t.table_catalog = here.db"
+        "  AND t.table_schema = here.sch AND lower(t.table_name) = lower($2)),"
+        " (SELECT list(struct_pack(n := lower(type_name), e := logical_type = 'ENUM', l := labels))"
+        "  FROM duckdb_types() d WHERE d.database_name = here.db AND d.schema_name = here.sch AND NOT internal"
+        "  AND list_contains($3, lower(type_name)))"
+        " FROM here",
+        [catalog, table, [t.lower() for t in type_names]],
+    ).fetchall()
+    database, schema, kind, found = rows[0]
+    types = {t["n"]: (list(t["l"]) if t["e"] and t["l"] is not None else []) for t in (found or [])}
+    existing = None if kind is None else ("view" if kind == "VIEW" else "table")
+    return (database, schema), existing, types
 
 
 def _qualified(where: tuple[str, str], name: str) -> str:
     return ".".join(quote_identifier(part) for part in (*where, name))
-
-
-def _relation_kind(con: duckdb.DuckDBPyConnection, where: tuple[str, str], name: str) -> str | None:
-    """'table' or 'view' if a relation of that name (DuckDB names are case-insensitive) exists."""
-    rows = con.execute(
-        "SELECT table_type FROM information_schema.tables "
-        "WHERE table_catalog = ? AND table_schema = ? AND lower(table_name) = lower(?)",
-        [*where, name],
-    ).fetchall()
-    if not rows:
-        return None
-    return "view" if rows[0][0] == "VIEW" else "table"
-
-
-def _enum_labels(con: duckdb.DuckDBPyConnection, where: tuple[str, str], type_name: str) -> list[str] | None:
-    """The values of an existing user type of that name (None if there is none; [] if not an ENUM)."""
-    rows = con.execute(
-        "SELECT logical_type, labels FROM duckdb_types() "
-        "WHERE database_name = ? AND schema_name = ? AND lower(type_name) = lower(?) AND NOT internal",
-        [*where, type_name],
-    ).fetchall()
-    if not rows:
-        return None
-    logical_type, labels = rows[0]
-    return list(labels) if logical_type == "ENUM" and labels is not None else []
 
 
 def export_dataset(

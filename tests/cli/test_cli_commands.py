@@ -285,7 +285,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
     query, kwargs = calls[0]
     assert query == "SELECT victim_age FROM homicides WHERE id < 3"
     assert kwargs == {"beta": 5.0, "radius": 1.0, "epsilon": 0.5, "privacy": "dp", "k": 2, "norm": "l1",
-                      "seed": 9, "dataset": "h", "owner_view": False, "session": kwargs["session"], "progress": None}
+                      "seed": 9, "dataset": "h", "session": kwargs["session"], "progress": None}  # unset flags: left out
     table = _ok(*args, "--owner-view").stdout
     assert "2 answers, total ε = 1" in table and "owner.ball_count" in table and "NOT FOR RELEASE" in table
     assert_error(invoke("identify-anomaly", "SELECT victim_age FROM homicides", "--radius", "1", "--epsilon", "1"), "--beta")

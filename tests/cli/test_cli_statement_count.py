@@ -12,8 +12,8 @@ import pytest
 
 from cli_helpers import invoke
 
-from pcor_sql.cli import database as database_module
-from pcor_sql.cli.database import open_database
+from pcor_sql.backends import opening as database_module
+from pcor_sql.backends.opening import open_database
 from pcor_sql.engine.datasets import load_dataset
 from pcor_sql.ledger.store import Ledger
 
@@ -26,8 +26,8 @@ def statements(monkeypatch):
     seen: list[str] = []
 
     @contextmanager
-    def logged(path):
-        with open_database(path) as con:
+    def logged(path, reads=None):
+        with open_database(path, reads) as con:
             con.execute("CALL enable_logging('QueryLog')")
             yield con
             rows = con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp").fetchall()
@@ -61,3 +61,38 @@ def test_a_release_on_a_database_file(statements, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert len(statements) <= 16, statements
     assert _transactions(statements) == 1
+
+
+def test_the_readme_main_job_runs_at_most_20_statements_loading_included(monkeypatch, tmp_path):
+    """The README's first command, counted from the connection's first statement: the demo
+    database loads only the bundled table the query reads (DuckDB's own query log)."""
+    import types
+
+    seen: list[str] = []
+    real_connect = duckdb.connect
+
+    def connect(*args, **kwargs):
+        con = real_connect(*args, **kwargs)
+        con.execute("CALL enable_logging('QueryLog')")
+        opened.append(con)
+        return con
+
+    opened: list = []
+    monkeypatch.setattr(database_module, "duckdb", types.SimpleNamespace(connect=connect, Error=duckdb.Error,
+                                                                         DuckDBPyConnection=duckdb.DuckDBPyConnection))
+
+    @contextmanager
+    def counted(path, reads=None):
+        with open_database(path, reads) as con:
+            yield con
+            rows = con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp").fetchall()
+            seen.extend(m for (m,) in rows if "duckdb_logs" not in m and "enable_logging" not in m)
+
+    monkeypatch.setattr(database_module, "open_database", counted)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))  # the per-user ledger, as on a fresh machine
+    monkeypatch.delenv("PCOR_SQL_LEDGER", raising=False)
+    result = invoke("explain-outlier", QUERY, "--epsilon", "0.2")
+    assert result.exit_code == 0, result.stderr
+    assert not any("homicides" in m or "diamonds" in m for m in seen), seen
+    print(f"README main job: {len(seen)} statements on the data connection")
+    assert len(seen) <= 20, (len(seen), seen)
