@@ -49,22 +49,67 @@ CREATE TABLE IF NOT EXISTS pcor.settings (
 -- charges of one notion 1, 2, 3, … ; spent_after is that total once this one was charged.
 -- seeded: the run used a caller's seed, so its output was a deterministic function of the
 -- data — recorded as "seeded, not private".
+-- The history is the truth: a unit's spent_epsilon in pcor.budget is the sum of epsilon over
+-- its rows with refunded = false (checked when a ledger is opened; `pcor-sql budget verify`).
+-- outcome: 'running' from the reservation (written, with the new totals, before any row of
+-- the data is read) until the work ends as 'answered', 'failed' (reason: a short class such as
+-- 'not-found', 'data', 'no-valid-context', 'internal') or 'interrupted' (Ctrl-C, or — found
+-- when a ledger is opened — the reserving process pid/host/process_token is gone). 'charged':
+-- written by a charge that records no outcome (`charge_many`, or rows from before outcomes).
+-- refunded: an owner's failure or interrupt gave the ε back (history shows "not charged").
 CREATE TABLE IF NOT EXISTS pcor.history (
-    release_id   VARCHAR NOT NULL,
-    unit         VARCHAR NOT NULL,
-    notion       VARCHAR NOT NULL,
-    seq          BIGINT NOT NULL CHECK (seq >= 1),
-    released_at  TIMESTAMP NOT NULL,    -- UTC
-    mechanism    VARCHAR NOT NULL,
-    epsilon      DOUBLE NOT NULL CHECK (isfinite(epsilon) AND epsilon > 0),
-    k            BIGINT,                -- (ε, k)-sensitive privacy only
-    record_key   VARCHAR,
-    statement    VARCHAR,
-    spent_after  DOUBLE NOT NULL,
-    seeded       BOOLEAN NOT NULL,
-    role         VARCHAR NOT NULL,      -- 'owner' or 'analyst'
-    dataset      VARCHAR,               -- the registered dataset's label, if any
+    release_id    VARCHAR NOT NULL,
+    unit          VARCHAR NOT NULL,
+    notion        VARCHAR NOT NULL,
+    seq           BIGINT NOT NULL CHECK (seq >= 1),
+    released_at   TIMESTAMP NOT NULL,    -- UTC
+    mechanism     VARCHAR NOT NULL,
+    epsilon       DOUBLE NOT NULL CHECK (isfinite(epsilon) AND epsilon > 0),
+    k             BIGINT,                -- (ε, k)-sensitive privacy only
+    record_key    VARCHAR,
+    statement     VARCHAR,
+    spent_after   DOUBLE NOT NULL,
+    seeded        BOOLEAN NOT NULL,
+    role          VARCHAR NOT NULL,      -- 'owner' or 'analyst'
+    dataset       VARCHAR,               -- the registered dataset's label, if any
+    analyst       VARCHAR,               -- the named analyst who asked (pcor.analysts), if any
+    outcome       VARCHAR NOT NULL DEFAULT 'charged'
+                  CHECK (outcome IN ('running', 'answered', 'failed', 'interrupted', 'charged')),
+    reason        VARCHAR,
+    refunded      BOOLEAN NOT NULL DEFAULT false CHECK (NOT refunded OR outcome IN ('failed', 'interrupted')),
+    finished_at   TIMESTAMP,             -- UTC, when the outcome was recorded
+    pid           BIGINT,                -- the reserving process (see pcor_sql.ledger.process_identity)
+    host          VARCHAR,
+    process_token VARCHAR,
     PRIMARY KEY (release_id, unit)
+);
+
+-- Analysts the owner named (DESIGN.md §6 "Analysts and their quotas"). The bearer token is
+-- shown once and stored only as its SHA-256 (hex). datasets: the registered datasets they may
+-- use (NULL: every one). A revoked analyst's token stops at once.
+CREATE TABLE IF NOT EXISTS pcor.analysts (
+    name        VARCHAR PRIMARY KEY,
+    token_hash  VARCHAR NOT NULL,
+    datasets    VARCHAR[],
+    created_at  TIMESTAMP NOT NULL,      -- UTC
+    revoked_at  TIMESTAMP                -- UTC
+);
+
+-- An analyst's quota and spent ε per notion, over all datasets (dataset = '') and per
+-- registered dataset. limit_epsilon NULL: no quota (the units' limits still apply). Every
+-- charge of an analyst updates its (analyst, notion, '') row, so two concurrent charges of one
+-- analyst conflict like two charges of one unit, and a quota is never overspent. Its spent is
+-- the sum of epsilon over that analyst's releases (one per release_id) not refunded.
+CREATE TABLE IF NOT EXISTS pcor.quotas (
+    analyst        VARCHAR NOT NULL,
+    notion         VARCHAR NOT NULL CHECK (notion IN ('ocdp', 'dp', 'sp')),
+    dataset        VARCHAR NOT NULL DEFAULT '',
+    limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (isfinite(limit_epsilon) AND limit_epsilon > 0)),
+    spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (isfinite(spent_epsilon) AND spent_epsilon >= 0),
+    spent_residual DOUBLE NOT NULL DEFAULT 0,
+    releases       BIGINT NOT NULL DEFAULT 0 CHECK (releases >= 0),
+    updated_at     TIMESTAMP NOT NULL,   -- UTC
+    PRIMARY KEY (analyst, notion, dataset)
 );
 
 -- Datasets the owner registered for analysts: the relation, its record key, the metric

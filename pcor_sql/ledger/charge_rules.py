@@ -4,29 +4,38 @@ of one ledger transaction, and the arithmetic and refusal messages around it.
 A charge is one transaction of five statements, whatever the number of units its relation
 reads: BEGIN, one SELECT of the units' budget rows (with the default limit, the strictness
 flag and any release ids already charged), one INSERT of the history rows, one upsert of the
-budget rows, COMMIT. `Ledger.open_charge` issues the first two before the
-caller's work (the early refusal) and the rest after it, so the check and the write are one
-transaction; if another writer committed to the same row meanwhile, DuckDB refuses our write
-and the whole body runs again from a fresh snapshot, re-checking the limit.
+budget rows, COMMIT (an analyst's charge adds one SELECT and one upsert of the quota rows,
+`quota_rules`). `Ledger.reserve` runs them at once; `Ledger.open_charge` issues the first two
+before the caller's work (the early refusal) and the rest after it, so the check and the
+write are one transaction. If another writer committed to the same row meanwhile, DuckDB
+refuses our write and the whole body runs again from a fresh snapshot, re-checking the limit.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import decimal
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from pcor_sql.core.accounting import Cost
-from pcor_sql.errors import BudgetExceeded, InternalError, Refused, UserError
+from pcor_sql.errors import BudgetExceeded, InternalError, Refused
+from pcor_sql.ledger.input_checks import check_positive
+from pcor_sql.ledger.transactions import utc_now
 
-#: Float slack when comparing spent + ε with a limit: releases of ε = 0.1 and 0.2 must fit a
-#: limit of 0.3 although 0.1 + 0.2 is 0.30000000000000004 in floats.
-TOLERANCE = 1e-12
+#: Float slack when comparing spent + ε with a limit, relative to the limit: releases of ε = 0.1
+#: and 0.2 must fit a limit of 0.3 although 0.1 + 0.2 is 0.30000000000000004 in floats. It is
+#: relative so that a tiny limit gets a tiny slack: an absolute 1e-12 let 11× a limit of 1e-13
+#: through. Running totals are compensated (`add_compensated`), so rounding stays ~1e-16 of
+#: the total, far inside 1e-9 of the limit.
+RELATIVE_SLACK = 1e-9
+
+
+def within(total: float, limit: float) -> bool:
+    """Whether `total` fits `limit` up to the relative slack."""
+    return total <= limit * (1.0 + RELATIVE_SLACK)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class ChargeState:
     default_limit: float | None
     strict: bool
     seen: dict[str, tuple[frozenset[str], float]]
+    needs_repair: bool = False
 
     def effective_limit(self, row: UnitRow) -> float | None:
         return row.limit if row.limit is not None else self.default_limit
@@ -86,6 +96,17 @@ class ChargeState:
         return tuple(row for row in self.rows if not row.public)
 
 
+#: The setting that a ledger whose totals do not match its history holds until it is repaired:
+#: every charge reads it (in its one SELECT) and is refused while it is set.
+NEEDS_REPAIR = "needs_repair"
+MISMATCH_PROBLEM = "the budget ledger's spent totals do not match its history, so releases are refused"
+MISMATCH_FIX = ("see the differences with `pcor-sql budget verify` (Owner.verify_ledger()), then reset the totals"
+                " from the history with `pcor-sql budget repair` (Owner.repair_ledger())")
+
+#: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
+TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas")
+
+
 @dataclass(frozen=True)
 class Tables:
     """The ledger's tables, as qualified SQL names (all in schema `pcor`)."""
@@ -93,7 +114,7 @@ class Tables:
     prefix: str
 
     def __getattr__(self, name: str) -> str:
-        if name in ("budget", "units", "settings", "history", "datasets"):
+        if name in TABLE_NAMES:
             return self.prefix + name
         raise AttributeError(name)
 
@@ -111,7 +132,8 @@ def read_state(
         f" (SELECT count(*) FROM {t.budget} WHERE limit_epsilon IS NOT NULL)"
         f" + (SELECT count(*) FROM {t.settings} WHERE name LIKE 'default_limit_%' AND value IS NOT NULL),"
         f" (SELECT list((h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
-        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[])))"
+        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[]))),"
+        f" (SELECT value FROM {t.settings} WHERE name = '{NEEDS_REPAIR}')"
         f" FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"
         f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = $2"
         f" LEFT JOIN {t.units} p ON p.unit = u.unit ORDER BY u.unit",
@@ -129,6 +151,7 @@ def read_state(
         default,
         strict,
         {rid: (frozenset(us), eps) for rid, (us, eps) in seen.items()},
+        bool(rows and rows[0][9]),
     )
 
 
@@ -161,6 +184,8 @@ class UnitTotal:
 def check_limits(state: ChargeState, fresh: list[ChargeItem]) -> tuple[UnitTotal, ...]:
     """Each charged unit's totals after the fresh items. Refused (nothing written): a unit past
     its limit (BudgetExceeded), or a unit without a limit in a strict ledger (Refused)."""
+    if state.needs_repair:
+        raise Refused(MISMATCH_PROBLEM, MISMATCH_FIX)
     out = []
     for row in state.charged:
         limit = state.effective_limit(row)
@@ -175,21 +200,33 @@ def check_limits(state: ChargeState, fresh: list[ChargeItem]) -> tuple[UnitTotal
         for item in fresh:
             total, residual = add_compensated(total, residual, item.epsilon)
             running.append(total)
-        if fresh and limit is not None and total > limit + TOLERANCE:
+        if fresh and limit is not None and not within(total, limit):
             raise refusal(row.unit, state.notion, limit, row.spent, math.fsum(i.epsilon for i in fresh), len(fresh))
         out.append(UnitTotal(row, limit, tuple(running), total, residual))
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """What a charge records besides its items: its outcome ('running' for a reservation,
+    'charged' for a charge that records none), the named analyst, and the reserving process
+    (pid, host, start token; None when the outcome is not 'running')."""
+
+    outcome: str = "charged"
+    analyst: str | None = None
+    process: Any = None
+
+
 def write_charge(
     cur: duckdb.DuckDBPyConnection, tables: Tables, state: ChargeState, fresh: list[ChargeItem],
-    totals: tuple[UnitTotal, ...],
+    totals: tuple[UnitTotal, ...], provenance: Provenance = Provenance(),
 ) -> None:
     """The history rows (one per fresh item and charged unit) and the units' new totals: two
     statements, whatever the number of units."""
     if not fresh or not totals:
         return
     now = utc_now()
+    process = provenance.process
     columns: dict[str, list[object]] = {name: [] for name in (
         "release_id", "unit", "seq", "mechanism", "epsilon", "k", "record_key", "statement", "spent_after",
         "seeded", "role", "dataset")}
@@ -204,10 +241,12 @@ def write_charge(
                 columns[name].append(value)
     types = {"seq": "BIGINT", "epsilon": "DOUBLE", "k": "BIGINT", "spent_after": "DOUBLE", "seeded": "BOOLEAN"}
     names = list(columns)
-    select = ", ".join(f"unnest(${i + 3}::{types.get(n, 'VARCHAR')}[])" for i, n in enumerate(names))
+    select = ", ".join(f"unnest(${i + 8}::{types.get(n, 'VARCHAR')}[])" for i, n in enumerate(names))
     cur.execute(
-        f"INSERT INTO {tables.history} (notion, released_at, {', '.join(names)}) SELECT $1, $2, {select}",
-        [state.notion, now, *columns.values()],
+        f"INSERT INTO {tables.history} (notion, released_at, outcome, analyst, pid, host, process_token,"
+        f" {', '.join(names)}) SELECT $1, $2, $3, $4, $5::BIGINT, $6, $7, {select}",
+        [state.notion, now, provenance.outcome, provenance.analyst, getattr(process, "pid", None),
+         getattr(process, "host", None), getattr(process, "token", None), *columns.values()],
     )
     # One upsert whatever the rows' state: a new unit is inserted without a limit, an existing
     # one keeps its limit and creation time.
@@ -236,18 +275,19 @@ def add_compensated(total: float, residual: float, epsilon: float) -> tuple[floa
     return renormalised, residual - (renormalised - rounded)
 
 
-def refusal(unit: str, notion: str, limit: float, spent: float, epsilon: float, count: int) -> BudgetExceeded:
+def refusal(unit: str, notion: str, limit: float, spent: float, epsilon: float, count: int, *,
+            budget: str | None = None, fix: str = "the unit's budget limit") -> BudgetExceeded:
     what = "a release costing" if count == 1 else f"{count} releases costing in total"
     headroom = _headroom(limit, spent)
-    budget = f"the {notion} privacy budget of unit {unit!r}"
+    budget = budget or f"the {notion} privacy budget of unit {unit!r}"
     if headroom is None:
         return BudgetExceeded(
             f"{budget} is used up (spent ε = {spent:.6g} of limit {limit:.6g}): {what} ε = {epsilon:.6g} is refused",
-            "raise the unit's budget limit to release more",
+            f"raise {fix} to release more",
         )
     return BudgetExceeded(
         f"{what} ε = {epsilon:.6g} would exceed {budget} (limit {limit:.6g}, spent {spent:.6g}, remaining {headroom})",
-        f"use ε ≤ {headroom} or raise the unit's budget limit",
+        f"use ε ≤ {headroom} or raise {fix}",
     )
 
 
@@ -256,11 +296,11 @@ def _headroom(limit: float, spent: float) -> str | None:
     limit (1.0 − 0.8 shows as 0.2), else rounded down — so following the advice never hits the
     limit again. None when nothing is left."""
     remaining = limit - spent
-    if remaining <= TOLERANCE:
+    if remaining <= limit * RELATIVE_SLACK:
         return None
     for rounding in (decimal.ROUND_HALF_EVEN, decimal.ROUND_DOWN):
         shown = decimal.Context(prec=6, rounding=rounding).create_decimal(remaining)
-        if shown > 0 and spent + float(shown) <= limit + TOLERANCE:
+        if shown > 0 and within(spent + float(shown), limit):
             return f"{float(shown):.6g}"
     return None
 
@@ -280,48 +320,3 @@ def check_item(item: Any) -> None:
             raise InternalError(f"{name} of a charge must be text or None")
     if item.role not in ("owner", "analyst") or not isinstance(item.seeded, bool):
         raise InternalError(f"a charge's role must be owner or analyst and seeded a bool, got {item!r}")
-
-
-def check_positive(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise UserError(f"the {what} must be a finite number > 0, got {value!r}", f"pass a positive {what}")
-    return float(value)
-
-
-def is_conflict(exc: BaseException) -> bool:
-    """A DuckDB error that a retry from a fresh snapshot resolves: a write-write conflict on a row
-    or the catalog, or a duplicate key inserted by a transaction that committed first."""
-    if not isinstance(exc, (duckdb.TransactionException, duckdb.ConstraintException)):
-        return False
-    message = str(exc).lower()
-    return "conflict" in message or "duplicate key" in message
-
-
-def rollback_quietly(cur: Any) -> None:
-    # After a failed statement or COMMIT DuckDB may already have ended the transaction.
-    try:
-        cur.execute("ROLLBACK")
-    except duckdb.Error:
-        pass
-
-
-def utc_now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
-
-
-def check_unit(unit: object) -> None:
-    if not isinstance(unit, str) or not unit.strip():
-        raise UserError(f"invalid unit name {unit!r}", "name the unit with a non-empty string")
-    if "\x00" in unit:
-        raise UserError("a unit name contains a NUL character", "remove it")
-
-
-def check_notion(notion: object) -> str:
-    if notion not in NOTIONS:
-        raise UserError(f"unknown privacy notion {notion!r}", f"use one of {', '.join(NOTIONS)}")
-    return str(notion)
-
-
-#: The privacy notions the ledger keeps apart: OCDP ε (PCOR releases), ε-DP and (ε, k)-SP
-#: (anomaly answers).
-NOTIONS = ("ocdp", "dp", "sp")

@@ -17,12 +17,12 @@ from typing import Callable
 import duckdb
 
 from pcor_sql.ledger.database_file import connect_with_retry
-from pcor_sql.ledger.store import LOCATION_SQL, Ledger
+from pcor_sql.ledger.layout import LOCATION_SQL
+from pcor_sql.ledger.store import Ledger
 from pcor_sql.errors import UserError
 
 ENV = "PCOR_SQL_LEDGER"
 IN_MEMORY = ":memory:"
-
 
 
 def default_ledger_path() -> Path:
@@ -79,7 +79,7 @@ def _connect_ledger_file(path: Path) -> duckdb.DuckDBPyConnection:
         raise UserError(f"cannot create the ledger's folder {str(path.parent)!r}: {exc.strerror}",
                         "give a ledger path in a writable folder") from None
     try:
-        return connect_with_retry(path)
+        return connect_with_retry(path, what="ledger")
     except duckdb.Error as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise UserError(f"cannot open ledger {str(path)!r}: {first}", "give a DuckDB ledger file (made if missing)") from None

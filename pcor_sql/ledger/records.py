@@ -31,7 +31,10 @@ class BudgetStatus:
 class ReleaseRecord:
     """One release as charged to one unit. `seq` numbers the unit's charges of that notion from
     1; `released_at` is UTC; `spent_after` is the unit's total once this release was charged;
-    `seeded` marks a run whose output was a deterministic function of the data (not private)."""
+    `seeded` marks a run whose output was a deterministic function of the data (not private).
+    `analyst`: the named analyst who asked; `outcome`: 'running', 'answered', 'failed' (with a
+    `reason` class), 'interrupted', or 'charged' (a charge that records no outcome);
+    `refunded`: the ε was given back (an owner's failure or interrupt: not charged)."""
 
     release_id: str
     unit: str
@@ -47,6 +50,16 @@ class ReleaseRecord:
     seeded: bool
     role: str
     dataset: str | None
+    analyst: str | None = None
+    outcome: str = "charged"
+    reason: str | None = None
+    refunded: bool = False
+
+    @property
+    def shown_outcome(self) -> str:
+        """The outcome in words: 'failed: data (not charged)', 'interrupted', ..."""
+        text = self.outcome + (f": {self.reason}" if self.reason and self.outcome == "failed" else "")
+        return text + (" (not charged)" if self.refunded else "")
 
 
 @dataclass(frozen=True)
@@ -75,3 +88,24 @@ def budget_status(
     source = "own" if own is not None else ("default" if default is not None else None)
     remaining = None if limit is None else max(0.0, limit - spent)
     return BudgetStatus(unit, notion, limit, source, spent, remaining, releases, public)
+
+
+HISTORY_COLUMNS = (
+    "release_id, unit, notion, seq, released_at, mechanism, epsilon, k, record_key, statement, spent_after,"
+    " seeded, role, dataset, analyst, outcome, reason, refunded"
+)
+
+
+def history_query(table: str, unit: str | None, limit: int | None) -> tuple[str, list[object]]:
+    """The query of `Ledger.history`: newest first (the caller reverses), for `unit` or all."""
+    query = f"SELECT {HISTORY_COLUMNS} FROM {table}"
+    params: list[object] = []
+    if unit is None:
+        query += " ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
+    else:
+        query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
+        params.append(unit)
+    if limit is not None:
+        query += f" LIMIT ${len(params) + 1}"
+        params.append(limit)
+    return query, params

@@ -6,7 +6,7 @@ ledger kept in schema `pcor` of the database that holds the data (tables made by
 `sql/ledger.sql`). Per unit and notion: the spent ε, an optional limit, the history. A charge
 that would take any unit past its limit — or, in a ledger that holds any limit, a charge on a
 unit that has none — is refused and writes nothing. Where the ledger lives is decided by
-`ledger.location.open_ledger`.
+`ledger.location.open_ledger`; analysts and their quotas are in `ledger.analysts`.
 
 Why the ledger composes correctly. Releases reading one unit compose sequentially: k releases
 that are ε_1, …, ε_k-DP (here: OCDP, or ε-DP, or (ε_j, k)-SP with the same neighbour relation)
@@ -15,17 +15,23 @@ arguments are the same product of per-release likelihood ratios). A release read
 units changes by at most its ε when one unit's data changes, so charging it in full to each
 unit keeps each unit's total a valid bound. The notions hold under different neighbour
 relations, so their totals are never added. The ledger reads only ε values, never the data.
+A refund (an owner's request that failed or was interrupted) removes a release that showed
+nothing, so the remaining ones still compose to the lowered total.
 
 Why it cannot be overspent.
-- In one process, each charge is one DuckDB transaction that reads the units' budget rows and
-  then writes them. DuckDB's optimistic concurrency refuses the second of two transactions that
-  write one row ("Conflict on update"), or insert one key; the loser is rolled back and retried
-  from a fresh snapshot, where it sees the winner's charge. So every committed charge was
-  checked against every charge committed before it.
+- In one process, each charge is one DuckDB transaction that reads the units' budget rows (and
+  an analyst's quota row) and then writes them. DuckDB's optimistic concurrency refuses the
+  second of two transactions that write one row ("Conflict on update"), or insert one key; the
+  loser is rolled back and retried from a fresh snapshot, where it sees the winner's charge.
+  So every committed charge was checked against every charge committed before it.
 - Across processes, DuckDB lets one process at a time open a database file read-write (a file
   lock); `connect_with_retry` waits for the lock, so processes take turns.
 - A charge carries a `release_id` chosen before the release is computed; the history's primary
   key makes a repeated charge of one release a no-op, so nothing is charged twice.
+
+The history is the truth: opening a ledger checks every total against it (`consistency`) and
+marks the rows of reserving processes that died as interrupted (`outcomes`); a ledger in an
+older layout is refused until it is migrated (`layout`, `migration`).
 """
 
 from __future__ import annotations
@@ -36,33 +42,33 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 
-from pcor_sql.ledger.charge_rules import (
-    NOTIONS,
-    TOLERANCE,
-    ChargeItem,
-    Tables,
-    check_item,
-    check_limits,
-    check_notion,
-    check_positive,
-    check_unit,
-    is_conflict,
-    read_state,
-    rollback_quietly,
-    utc_now,
-)
-from pcor_sql.ledger.pending import COSTS, PendingCharge, unit_names
-from pcor_sql.ledger.records import BudgetStatus, LimitChange, ReleaseRecord, budget_status, new_release_id
 from pcor_sql.errors import InternalError, UserError, warn_privacy
+from pcor_sql.ledger import consistency
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, check_item, check_limits, read_state, within
+from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
+from pcor_sql.ledger.layout import LOCATION_SQL, Layout
+from pcor_sql.ledger.outcomes import gone, mark_interrupted
+from pcor_sql.ledger.pending import COSTS, PendingCharge, unit_names
+from pcor_sql.ledger.process_identity import current_process
+from pcor_sql.ledger.records import (
+    BudgetStatus,
+    LimitChange,
+    ReleaseRecord,
+    budget_status,
+    history_query,
+    new_release_id,
+)
+from pcor_sql.ledger.reservation import Reservation, reserve_body
+from pcor_sql.ledger.transactions import LedgerAccess, is_conflict, ledger_failure, rollback_quietly, utc_now
 from pcor_sql.resources import sql_text
 from pcor_sql.sqltext.quoting import quote_identifier
 
 __all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord",
-           "new_release_id", "NOTIONS", "TOLERANCE"]
+           "Reservation", "new_release_id", "NOTIONS", "LOCATION_SQL"]
 
 IN_MEMORY_WARNING = (
     "the budget ledger is in memory and is lost when the process ends — keep it in a file:"
@@ -70,17 +76,6 @@ IN_MEMORY_WARNING = (
 )
 
 _T = TypeVar("_T")
-
-#: Where a connection's ledger lives when it is kept with the data: the connection's default
-#: database (a fresh cursor starts there whatever `USE` did), its file, whether it is
-#: read-only, and whether the ledger's tables exist.
-LOCATION_SQL = (
-    "SELECT d.database_name, d.path, d.readonly, (SELECT count(*) FROM duckdb_tables() t"
-    " WHERE t.database_name = d.database_name AND t.schema_name = 'pcor'"
-    " AND t.table_name IN ('budget', 'units', 'settings', 'history', 'datasets'))"
-    " FROM duckdb_databases() d WHERE d.database_name = current_database()"
-)
-_TABLES = 5
 
 
 class Ledger:
@@ -94,7 +89,8 @@ class Ledger:
     a PrivacyWarning (or calls `warn`) once, when it is opened. `busy_timeout` bounds, in
     seconds, how long a charge retries on transaction conflicts. `owned`: the ledger made `con`
     for itself (a ledger file) and closes it in `close()`. `location`: the row of
-    `LOCATION_SQL` if the caller read it already.
+    `LOCATION_SQL` if the caller read it already. A ledger in an older layout opens, but
+    everything but `migrate` raises the UserError that names `pcor-sql budget migrate`.
     """
 
     def __init__(
@@ -120,20 +116,47 @@ class Ledger:
             if not rows:
                 raise InternalError("the default database is not in duckdb_databases()")
             location = rows[0]
-        database, path, read_only, tables = location
+        database, path, read_only, columns, legacy = location
         self.database: str = database
         self.path: str | None = path or None
         self.in_memory: bool = self.path is None
         self.read_only: bool = bool(read_only)
         self.tables = Tables(f"{quote_identifier(database)}.pcor.")
-        self._exists = tables == _TABLES
+        self.access = LedgerAccess(lambda: self._cursor(), self.transaction, self.tables, lambda e: ledger_failure(e, self._label()))
+        self.mismatches: tuple[consistency.Mismatch, ...] = ()
         if self.in_memory:
             warn_privacy(IN_MEMORY_WARNING, warn, stacklevel=4)
-        if not self.read_only and not self._exists:
+        self._open(Layout.from_location(columns, legacy))
+
+    def _open(self, layout: Layout) -> None:
+        self.layout_problem = layout.problem(self._label())
+        self._exists = layout.current
+        if layout.absent and not self.read_only:
             # Two cursors creating the tables at once is a catalog conflict: retried like a charge.
-            use = f"USE {quote_identifier(database)}"
+            use = f"USE {quote_identifier(self.database)}"
             self.transaction(lambda cur: (cur.execute(use), cur.execute(sql_text("ledger.sql"))))
             self._exists = True
+        if self._exists:
+            self._check_on_open()
+
+    def _check_on_open(self) -> None:
+        """The history is the truth: compare every total with it, and mark the rows of this
+        host's reserving processes that ended as 'interrupted' (one statement, plus one write
+        only when something was found)."""
+        me = current_process()
+        found, running, flagged = self.read(consistency.open_check_sql(self.tables), [me.host])[0]
+        self.mismatches = consistency.mismatches(found)
+        ended = gone([tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in running or []])
+        if self.read_only or not (ended or (self.mismatches and not flagged)):
+            return
+
+        def body(cur: Any) -> None:
+            if ended:
+                mark_interrupted(cur, self.tables, me.host, ended)
+            if self.mismatches and not flagged:
+                consistency.flag_for_repair(cur, self.tables)
+
+        self.transaction(body)
 
     def close(self) -> None:
         if self._owned:
@@ -149,8 +172,7 @@ class Ledger:
         """The budget of `unit` under `notion` (never charged and no limit: spent 0, no limit)."""
         check_unit(unit)
         check_notion(notion)
-        found = [s for s in self._statuses("WHERE u.unit = $1 AND n.notion = $2", [unit, notion])]
-        return found[0]
+        return self._statuses("WHERE u.unit = $1 AND n.notion = $2", [unit, notion])[0]
 
     def statuses(self, notion: str | None = None) -> tuple[BudgetStatus, ...]:
         """The budget under each notion (or `notion`) of every unit that has a limit, a charge or a
@@ -174,6 +196,9 @@ class Ledger:
         return bool(rows and rows[0][0])
 
     def _statuses(self, where: str, params: list[object]) -> list[BudgetStatus]:
+        self._require_layout()
+        if not self._exists:
+            return [budget_status(params[0], params[1], None, None, 0.0, 0, False)] if len(params) == 2 else []
         t = self.tables
         units = f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
         if params and where.startswith("WHERE u.unit"):
@@ -185,8 +210,6 @@ class Ledger:
             f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
             f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
         )
-        if not self._exists:
-            return [budget_status(params[0], params[1], None, None, 0.0, 0, False)] if len(params) == 2 else []
         return [budget_status(*row) for row in self.read(query, params)]
 
     def history(self, unit: str | None = None, limit: int | None = None) -> tuple[ReleaseRecord, ...]:
@@ -194,27 +217,17 @@ class Ledger:
         recent `limit` of them."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise UserError(f"history limit must be a positive integer, got {limit!r}", "pass a count ≥ 1")
-        query = (
-            "SELECT release_id, unit, notion, seq, released_at, mechanism, epsilon, k, record_key, statement,"
-            f" spent_after, seeded, role, dataset FROM {self.tables.history}"
-        )
-        params: list[object] = []
-        if unit is None:
-            query += " ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
-        else:
+        if unit is not None:
             check_unit(unit)
-            query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
-            params.append(unit)
-        if limit is not None:
-            query += f" LIMIT ${len(params) + 1}"
-            params.append(limit)
+        query, params = history_query(self.tables.history, unit, limit)
         return tuple(ReleaseRecord(*row) for row in reversed(self.read(query, params)))
 
     # ---- writing -------------------------------------------------------------------------
 
     def ensure_writable(self) -> None:
-        """Raise a UserError if the ledger cannot be charged (the database is read-only).
+        """Raise a UserError if the ledger cannot be charged (read-only, or in an older layout).
         Call it before computing a release, so no work is done that could not be paid for."""
+        self._require_layout()
         if self.read_only:
             raise UserError(
                 f"database {self._label()} is read-only: the budget ledger cannot be charged",
@@ -241,7 +254,7 @@ class Ledger:
                 " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at",
                 [unit, notion, limit, now],
             )
-            return LimitChange(unit, notion, limit, previous, spent, spent > limit + TOLERANCE)
+            return LimitChange(unit, notion, limit, previous, spent, not within(spent, limit))
 
         return self.transaction(body)
 
@@ -273,34 +286,49 @@ class Ledger:
         check_notion(notion)
         cost = COSTS[notion](check_positive(epsilon, "ε"))
         names = unit_names(units)
-        cur = self._cursor()
-        try:
-            state = read_state(cur, self.tables, names, notion, []) if self._exists else None
-        finally:
-            cur.close()
-        if state is not None:
+        if self._exists:
+            state = self.read_with(lambda cur: read_state(cur, self.tables, names, notion, []))
             check_limits(state, [ChargeItem("precheck", cost, "precheck")])
+
+    def reserve(self, units: str | Sequence[str], items: Sequence[ChargeItem], *,
+                analyst: str | None = None) -> Reservation:
+        """Charge `items` to every unit in `units` now, before the work reads any data, in one
+        transaction that also checks `analyst`'s quota (see `pcor_sql.ledger.reservation`): the
+        history rows say 'running' until an outcome is recorded on the Reservation. Refused
+        (BudgetExceeded, Refused): nothing written. Items already charged are skipped."""
+        names, batch = self._batch(units, items)
+        if analyst is not None and (not isinstance(analyst, str) or not analyst):
+            raise InternalError(f"an analyst is named by a non-empty string, got {analyst!r}")
+        if not batch:
+            raise InternalError("a reservation needs at least one item")
+        totals = self.transaction(reserve_body(self.access, names, batch, analyst))
+        return Reservation(self.access, totals, batch, analyst)
 
     def charge(self, units: str | Sequence[str], cost: object, *, mechanism: str, record_key: str | None = None,
                statement: str | None = None, release_id: str, seeded: bool = False) -> float:
         """Charge one release of typed `cost` to every unit in `units`; return the smallest
         headroom's unit total afterwards (see `charge_many`)."""
-        item = ChargeItem(release_id, cost, mechanism, record_key, statement, seeded)
+        item = ChargeItem(release_id, cost, mechanism, record_key, statement, seeded)  # type: ignore[arg-type]
         return self.charge_many(units, [item])
 
     def charge_many(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> float:
         """Charge several releases to every unit in `units` in one transaction, all or nothing,
         and return the largest total spent among the units afterwards. Their ε add up
         (sequential composition); the whole batch is refused if any unit would pass its limit.
-        Items whose release_id is already in the history are skipped (already paid for)."""
+        Items whose release_id is already in the history are skipped (already paid for).
+        The history records outcome 'charged' (no outcome: prefer `reserve`)."""
         with self.open_charge(units, items) as pending:
             return pending.commit().spent
 
-    def open_charge(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> "PendingCharge":
+    def open_charge(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> PendingCharge:
         """Begin charging `items` to `units`: the transaction opens and the limits are checked
         now (refused now, nothing written), the write waits for `commit()` — so the caller's
         work can run between an early refusal and the charge, inside one ledger transaction.
         Use it as a context manager: leaving the block without `commit()` charges nothing."""
+        names, batch = self._batch(units, items)
+        return PendingCharge(self.access, names, batch)
+
+    def _batch(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> tuple[tuple[str, ...], tuple[ChargeItem, ...]]:
         self.ensure_writable()
         names = unit_names(units)
         batch = tuple(items)
@@ -311,12 +339,33 @@ class Ledger:
         ids = [item.release_id for item in batch]
         if len(set(ids)) != len(ids):
             raise InternalError("one batch of charges repeats a release_id")
-        return PendingCharge(self, names, batch)
+        return names, batch
+
+    # ---- the history is the truth --------------------------------------------------------
+
+    def verify(self) -> list[consistency.Mismatch]:
+        """Every unit total and analyst quota total that differs from its history, now."""
+        self._require_layout()
+        if not self._exists:
+            return []
+        return list(consistency.mismatches(self.read(f"SELECT list((label, notion, spent, kept)) FROM"
+                                                     f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
+
+    def repair(self) -> list[consistency.Mismatch]:
+        """Reset every total from the history and lift the refusal; returns what differed."""
+        self.ensure_writable()
+        found = self.transaction(lambda cur: consistency.repair(cur, self.tables))
+        self.mismatches = ()
+        return list(found)
 
     # ---- plumbing ------------------------------------------------------------------------
 
     def _label(self) -> str:
         return repr(self.path) if self.path else repr(self.database)
+
+    def _require_layout(self) -> None:
+        if self.layout_problem is not None:
+            raise self.layout_problem
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         # A DuckDB connection is not safe to use from several threads at once; making cursors
@@ -333,11 +382,22 @@ class Ledger:
 
     def read(self, query: str, params: Sequence[object]) -> list[tuple]:
         """Rows of a query over the ledger's tables (empty while a read-only ledger has none)."""
+        self._require_layout()
         if not self._exists:
             return []
+        return self.read_with(lambda cur: cur.execute(query, list(params)).fetchall())
+
+    def read_with(self, body: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
+        """`body` on a fresh cursor, outside any transaction; database failures a user can
+        cause become one-line UserErrors."""
         cur = self._cursor()
         try:
-            return cur.execute(query, list(params)).fetchall()
+            return body(cur)
+        except duckdb.Error as exc:
+            failure = ledger_failure(exc, self._label())
+            if failure is not None:
+                raise failure from None
+            raise
         finally:
             cur.close()
 
@@ -356,6 +416,9 @@ class Ledger:
             except BaseException as exc:
                 rollback_quietly(cur)
                 if not is_conflict(exc):
+                    failure = ledger_failure(exc, self._label())
+                    if failure is not None:
+                        raise failure from None
                     raise
                 if time.monotonic() >= deadline:
                     raise UserError(
@@ -367,5 +430,3 @@ class Ledger:
                 cur.close()
             time.sleep(min(delay * (0.5 + self._jitter.random()), max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.05)
-
-

@@ -1,0 +1,115 @@
+"""An analyst's part of a charge: who they are, what they may use, and their quotas — read,
+checked and written inside the charge's own transaction (`Ledger.reserve`), so a charge fits
+both every unit's limit and the analyst's quota, atomically (DESIGN.md §6).
+
+Why a quota cannot be overspent: every charge of analyst A under notion n updates the row
+(A, n, '') of `pcor.quotas` (made if missing), so two concurrent charges of A conflict on it
+exactly as two charges of one unit conflict on its budget row; the loser is retried from a
+fresh snapshot and sees the winner's spend. Revoking A updates the same rows, so a charge in
+flight when A is revoked conflicts too and is re-checked, and refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pcor_sql.errors import Refused
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, utc_now, within
+
+#: The dataset key of an analyst's quota over all datasets together.
+ALL_DATASETS = ""
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    dataset: str
+    limit: float | None
+    spent: float
+    residual: float
+    releases: int
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    """What a charge of `analyst` reads, in one SELECT: whether they exist and are revoked, the
+    registered datasets they may use (None: all), and their quota rows for the notion."""
+
+    analyst: str
+    notion: str
+    exists: bool
+    revoked: bool
+    allowed: tuple[str, ...] | None
+    rows: dict[str, QuotaRow]
+
+
+@dataclass(frozen=True)
+class QuotaTotal:
+    dataset: str
+    total: float
+    residual: float
+    releases: int
+
+
+def read_quota_state(cur: Any, tables: Tables, analyst: str, notion: str, datasets: list[str]) -> QuotaState:
+    found = cur.execute(
+        f"SELECT a.name IS NOT NULL, a.revoked_at IS NOT NULL, a.datasets,"
+        f" (SELECT list((q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual, q.releases))"
+        f" FROM {tables.quotas} q WHERE q.analyst = $1 AND q.notion = $2 AND q.dataset IN (SELECT unnest($3::VARCHAR[])))"
+        f" FROM (SELECT $1 AS name) x LEFT JOIN {tables.analysts} a ON a.name = x.name",
+        [analyst, notion, [ALL_DATASETS, *datasets]],
+    ).fetchall()[0]
+    exists, revoked, allowed, rows = found
+    parsed = {}
+    for entry in rows or []:
+        dataset, limit, spent, residual, releases = entry.values() if isinstance(entry, dict) else entry
+        parsed[dataset] = QuotaRow(dataset, limit, spent, residual, releases)
+    return QuotaState(analyst, notion, bool(exists), bool(revoked), None if allowed is None else tuple(allowed), parsed)
+
+
+def check_quotas(state: QuotaState, fresh: list[ChargeItem]) -> tuple[QuotaTotal, ...]:
+    """The analyst's quota rows after the fresh items. Refused (nothing written): an unknown or
+    revoked analyst, a dataset they may not use, or a quota it would pass (BudgetExceeded)."""
+    who = f"analyst {state.analyst!r}"
+    if not state.exists:
+        raise Refused(f"there is no {who}", "the owner names analysts: pcor-sql analyst add NAME")
+    if state.revoked:
+        raise Refused(f"{who} is revoked", "ask the owner for a new token")
+    if state.allowed is not None:
+        for item in fresh:
+            if item.dataset not in state.allowed:
+                what = "a request outside the registered datasets" if item.dataset is None else f"dataset {item.dataset!r}"
+                raise Refused(f"{who} may not use {what}",
+                              f"use one of: {', '.join(state.allowed) or 'none (ask the owner)'}")
+    groups: dict[str, list[ChargeItem]] = {ALL_DATASETS: list(fresh)} if fresh else {}
+    for item in fresh:
+        if item.dataset is not None:
+            groups.setdefault(item.dataset, []).append(item)
+    out = []
+    for dataset, items in groups.items():
+        row = state.rows.get(dataset, QuotaRow(dataset, None, 0.0, 0.0, 0))
+        total, residual = row.spent, row.residual
+        for item in items:
+            total, residual = add_compensated(total, residual, item.epsilon)
+        if row.limit is not None and not within(total, row.limit):
+            where = "" if dataset == ALL_DATASETS else f" on dataset {dataset!r}"
+            raise refusal(state.analyst, state.notion, row.limit, row.spent, math.fsum(i.epsilon for i in items),
+                          len(items), budget=f"the {state.notion} quota of {who}{where}", fix="the analyst's quota")
+        out.append(QuotaTotal(dataset, total, residual, row.releases + len(items)))
+    return tuple(out)
+
+
+def write_quotas(cur: Any, tables: Tables, state: QuotaState, totals: tuple[QuotaTotal, ...]) -> None:
+    """One upsert of the analyst's quota rows: new rows get no limit, existing ones keep theirs."""
+    if not totals:
+        return
+    cur.execute(
+        f"INSERT INTO {tables.quotas} (analyst, notion, dataset, limit_epsilon, spent_epsilon, spent_residual,"
+        " releases, updated_at) SELECT $1, $2, unnest($3::VARCHAR[]), NULL, unnest($4::DOUBLE[]),"
+        " unnest($5::DOUBLE[]), unnest($6::BIGINT[]), $7 ON CONFLICT (analyst, notion, dataset) DO UPDATE SET"
+        " spent_epsilon = excluded.spent_epsilon, spent_residual = excluded.spent_residual,"
+        " releases = excluded.releases, updated_at = excluded.updated_at",
+        [state.analyst, state.notion, [t.dataset for t in totals], [t.total for t in totals],
+         [t.residual for t in totals], [t.releases for t in totals], utc_now()],
+    )

@@ -1,0 +1,124 @@
+"""A reservation (`Ledger.reserve`): the cost charged before any row of the data is read, with
+the history rows written as 'running', and then the outcome of the work.
+
+    r = ledger.reserve(units, items, analyst="ana")   # refused here, or charged from here on
+    try:
+        answer = work()
+    except KeyboardInterrupt:
+        r.interrupted(refund=is_owner); raise
+    except Failure as exc:
+        r.failed(exc.reason_class, refund=is_owner); raise
+    r.answered()
+
+One transaction reserves: it reads every unit's budget row (and the analyst's identity and
+quota rows), checks the limits strictly as a charge does, and writes the history rows —
+outcome 'running', with the reserving process's pid, host and start token — and the new
+totals; refused means nothing was written. Why that cannot overspend, across threads and
+processes, is in `pcor_sql.ledger.store` and `quota_rules`. An outcome is written once (the
+first call wins; later ones return False without writing); a refund lowers the totals by
+exactly the refunded rows' ε in the same transaction (`outcomes`). If the process dies before
+the outcome, the rows stay 'running' until a ledger is opened on this host, which marks them
+'interrupted' and keeps them charged: whatever the work showed before it died was paid for.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pcor_sql.errors import InternalError
+from pcor_sql.ledger.charge_rules import (
+    ChargeItem,
+    Provenance,
+    UnitTotal,
+    check_limits,
+    fresh_items,
+    read_state,
+    write_charge,
+)
+from pcor_sql.ledger.outcomes import check_reason, record_outcome
+from pcor_sql.ledger.pending import binding
+from pcor_sql.ledger.process_identity import current_process
+from pcor_sql.ledger.quota_rules import check_quotas, read_quota_state, write_quotas
+from pcor_sql.ledger.transactions import LedgerAccess
+
+
+def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[ChargeItem, ...],
+                 analyst: str | None) -> Any:
+    """The body of the reservation's transaction; returns the units' totals after it."""
+    notion = batch[0].notion
+    provenance = Provenance("running", analyst, current_process())
+    datasets = sorted({i.dataset for i in batch if i.dataset is not None})
+
+    def body(cur: Any) -> tuple[UnitTotal, ...]:
+        state = read_state(cur, access.tables, units, notion, [i.release_id for i in batch])
+        fresh = fresh_items(state, batch)
+        totals = check_limits(state, fresh)
+        quota = None
+        if analyst is not None:
+            quota = read_quota_state(cur, access.tables, analyst, notion, datasets)
+            quotas = check_quotas(quota, fresh if totals else [])
+        write_charge(cur, access.tables, state, fresh, totals, provenance)
+        if quota is not None and totals:  # nothing charged (public units only): no quota spent
+            write_quotas(cur, access.tables, quota, quotas)
+        return totals
+
+    return body
+
+
+class Reservation:
+    """A reserved charge (see the module docstring). `spent`, `limit`: the binding unit's total
+    after the charge and its limit (None if no unit has one), as `PendingCharge` gives them;
+    `release_ids`: one per item; `outcome`: None until one is recorded."""
+
+    def __init__(self, access: LedgerAccess, totals: tuple[UnitTotal, ...], batch: tuple[ChargeItem, ...],
+                 analyst: str | None):
+        self._access = access
+        self._totals = totals
+        self.release_ids: tuple[str, ...] = tuple(item.release_id for item in batch)
+        self.analyst = analyst
+        self._for_analyst = analyst is not None or any(item.role == "analyst" for item in batch)
+        self.spent, self.limit = binding(totals, True)
+        self.outcome: str | None = None
+        self._lock = threading.Lock()
+
+    def answered(self) -> bool:
+        """The work answered: outcome 'answered'."""
+        return self._finish("answered", None, False)
+
+    def failed(self, reason: str, *, refund: bool) -> bool:
+        """The work failed, for a short `reason` class ('not-found', 'data', 'no-valid-context',
+        'internal', ...). `refund` (the owner's requests only) gives the ε back: the history then
+        says 'failed (not charged)'. An analyst's failure is never refunded (DESIGN.md §6)."""
+        return self._finish("failed", check_reason(reason), refund)
+
+    def interrupted(self, *, refund: bool) -> bool:
+        """The work was interrupted (Ctrl-C); `refund` as for `failed`."""
+        return self._finish("interrupted", None, refund)
+
+    def _finish(self, outcome: str, reason: str | None, refund: bool) -> bool:
+        if not isinstance(refund, bool):
+            raise InternalError(f"refund must be True or False, got {refund!r}")
+        if refund and self._for_analyst:
+            raise InternalError("an analyst's charge is never refunded (DESIGN.md §6: reserve, then read)")
+        with self._lock:
+            if self.outcome is not None:
+                return False
+            # First call wins, even if its write fails below: the rows then stay 'running' and are
+            # found 'interrupted' (still charged) when the ledger is next opened — never refunded.
+            self.outcome = outcome
+        tables, ids = self._access.tables, self.release_ids
+        changed = self._access.transaction(lambda cur: record_outcome(cur, tables, ids, outcome, reason, refund))
+        return changed > 0
+
+    def __enter__(self) -> "Reservation":
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        """A block left without an outcome records one, never refunding: an interrupt as
+        'interrupted', anything else as 'failed' with reason 'internal'."""
+        if self.outcome is None:
+            if kind is not None and issubclass(kind, (KeyboardInterrupt, SystemExit)):
+                self.interrupted(refund=False)
+            else:
+                self.failed("internal", refund=False)

@@ -1,0 +1,244 @@
+"""Reservations (`Ledger.reserve`): charged before the work, the history says 'running' until
+an outcome; the first outcome wins; an owner's refund gives exactly the ε back; a process
+killed between its reservation and its outcome shows up as 'interrupted' (still charged)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pcor_sql.core.accounting import DpCost, OcdpCost
+from pcor_sql.errors import BudgetExceeded, InternalError, Refused, UserError
+from pcor_sql.ledger.charge_rules import ChargeItem
+from pcor_sql.ledger.records import new_release_id
+from pcor_sql.ledger.store import Ledger
+
+from ledger_helpers import ledger_rows, subprocess_env
+
+WORKER = Path(__file__).with_name("reserve_worker.py")
+pytestmark = pytest.mark.filterwarnings("ignore::pcor_sql.errors.PrivacyWarning")
+
+
+def item(epsilon: float, release_id: str | None = None, **extra) -> ChargeItem:
+    return ChargeItem(release_id or new_release_id(), OcdpCost(epsilon), "pcor/bfs/tight", "id = 42", **extra)
+
+
+def raw_history(con) -> list[tuple]:
+    return con.execute("SELECT release_id, unit, outcome, reason, refunded, pid, host, process_token"
+                       " FROM pcor.history ORDER BY release_id, unit").fetchall()
+
+
+def test_a_reservation_charges_at_once_and_says_running(con, ledger):
+    ledger.set_limit("t1", 1.0)
+    ledger.set_limit("t2", 0.5)
+    r = ledger.reserve(["t1", "t2"], [item(0.2, "a"), item(0.1, "b")])
+    assert r.release_ids == ("a", "b")
+    # t2 has the least headroom: its total after the charge and its limit.
+    assert (r.spent, r.limit) == (pytest.approx(0.3), 0.5)
+    assert ledger.status("t1").spent == pytest.approx(0.3) and ledger.status("t2").spent == pytest.approx(0.3)
+    rows = raw_history(con)
+    assert [(rid, unit, outcome) for rid, unit, outcome, *_ in rows] == [
+        ("a", "t1", "running"), ("a", "t2", "running"), ("b", "t1", "running"), ("b", "t2", "running")]
+    assert {(pid, host) for *_, pid, host, _ in rows} == {(os.getpid(), socket.gethostname())}
+    assert all(token for *_, token in rows)
+    assert r.answered() is True
+    assert {outcome for _, _, outcome, *_ in raw_history(con)} == {"answered"}
+    assert ledger.verify() == []
+
+
+def test_a_refused_reservation_writes_nothing(con, ledger):
+    ledger.set_limit("t", 0.5)
+    ledger.reserve("t", [item(0.4)]).answered()
+    before = ledger_rows(con)
+    with pytest.raises(BudgetExceeded, match="remaining 0.1"):
+        ledger.reserve("t", [item(0.2)])
+    with pytest.raises(Refused, match="no ocdp limit"):  # strict: a unit without a limit
+        ledger.reserve(["t", "other"], [item(0.01)])
+    assert ledger_rows(con) == before
+
+
+def test_the_first_outcome_wins(con, ledger):
+    r = ledger.reserve("t", [item(0.3)])
+    assert r.answered() is True
+    assert r.failed("internal", refund=True) is False  # too late: nothing given back
+    assert r.interrupted(refund=False) is False
+    [record] = ledger.history("t")
+    assert (record.outcome, record.refunded, ledger.status("t").spent) == ("answered", False, 0.3)
+
+
+def test_an_owners_failure_is_refunded_exactly(con, ledger):
+    ledger.set_limit("t", 1.0)
+    kept = [ledger.reserve("t", [item(0.1)]) for _ in range(3)]
+    failing = ledger.reserve("t", [item(0.3)])
+    for r in kept:
+        r.answered()
+    assert failing.failed("data", refund=True) is True
+    assert ledger.status("t").spent == pytest.approx(0.3, abs=1e-15)
+    shown = [r.shown_outcome for r in ledger.history("t")]
+    assert shown == ["answered"] * 3 + ["failed: data (not charged)"]
+    assert ledger.verify() == []
+    # The ε given back can be spent again, up to the limit and no further.
+    ledger.reserve("t", [item(0.7)]).answered()
+    with pytest.raises(BudgetExceeded):
+        ledger.reserve("t", [item(0.01)])
+
+
+def test_an_interrupt_stays_charged_unless_refunded(ledger):
+    ledger.reserve("t", [item(0.2)]).interrupted(refund=False)
+    ledger.reserve("t", [item(0.5)]).interrupted(refund=True)
+    assert [(r.outcome, r.refunded) for r in ledger.history("t")] == [("interrupted", False), ("interrupted", True)]
+    assert ledger.status("t").spent == pytest.approx(0.2)
+    assert ledger.verify() == []
+
+
+def test_an_analysts_charge_is_never_refunded(ledger):
+    r = ledger.reserve("t", [item(0.2, role="analyst")])
+    with pytest.raises(InternalError, match="never refunded"):
+        r.failed("not-found", refund=True)
+    assert r.failed("not-found", refund=False) is True
+    assert ledger.status("t").spent == 0.2
+
+
+def test_a_block_left_without_an_outcome_records_one(ledger):
+    with pytest.raises(KeyboardInterrupt):
+        with ledger.reserve("t", [item(0.2, "ctrl-c")]):
+            raise KeyboardInterrupt
+    with pytest.raises(ZeroDivisionError):
+        with ledger.reserve("t", [item(0.1, "bug")]):
+            1 / 0
+    assert [(r.release_id, r.outcome, r.reason, r.refunded) for r in ledger.history("t")] == [
+        ("ctrl-c", "interrupted", None, False), ("bug", "failed", "internal", False)]
+
+
+def test_reasons_are_short_classes(ledger):
+    r = ledger.reserve("t", [item(0.1)])
+    for bad in ("", "x" * 65, "two\nlines", 3):
+        with pytest.raises(InternalError):
+            r.failed(bad, refund=False)
+    assert r.outcome is None and r.failed("no-valid-context", refund=False)
+
+
+def test_a_repeated_reservation_is_not_charged_twice(ledger):
+    first = ledger.reserve("t", [item(0.2, "same")])
+    again = ledger.reserve("t", [item(0.2, "same")])
+    assert ledger.status("t").spent == 0.2 and len(ledger.history("t")) == 1
+    assert again.answered() is True and first.answered() is False
+
+
+def test_the_slack_on_a_limit_is_relative(ledger):
+    ledger.set_limit("tiny", 1e-13)
+    outcomes = []
+    for _ in range(11):
+        try:
+            ledger.reserve("tiny", [item(1e-14)]).answered()
+            outcomes.append("charged")
+        except BudgetExceeded:
+            outcomes.append("refused")
+    # An absolute slack of 1e-12 let all 11 through (11× the limit); now exactly 10 fit.
+    assert outcomes == ["charged"] * 10 + ["refused"]
+    ledger.set_limit("d", 0.3)
+    ledger.reserve("d", [item(0.1)])
+    ledger.reserve("d", [item(0.2)])  # 0.1 + 0.2 = 0.30000000000000004 still fits 0.3
+    with pytest.raises(BudgetExceeded):
+        ledger.reserve("d", [item(0.3 * 1e-9 * 2)])
+
+
+def test_huge_numbers_are_one_line_errors(ledger):
+    with pytest.raises(UserError, match="finite number > 0, got an integer of about 401 digits"):
+        ledger.set_limit("t", 10**400)
+    with pytest.raises(UserError, match="finite number > 0"):
+        ledger.reserve("t", [ChargeItem("r", OcdpCost(10**400), "m")])
+    with pytest.raises(UserError, match="finite number > 0"):
+        ledger.precheck("t", 10**400)
+
+
+def test_a_reservation_takes_one_notion(ledger):
+    with pytest.raises(InternalError, match="mixes"):
+        ledger.reserve("t", [item(0.1), ChargeItem(new_release_id(), DpCost(0.1), "m")])
+
+
+@pytest.mark.parametrize("sharing", ["a ledger per cursor", "one shared ledger"])
+def test_threads_reserving_and_refunding_never_overspend(con, sharing):
+    shared = Ledger(con)
+    shared.set_limit("d", 1.0)
+    cursors = [con.cursor() for _ in range(4)]
+    outcomes: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(index: int) -> None:
+        try:
+            ledger = Ledger(cursors[index]) if sharing == "a ledger per cursor" else shared
+            start.wait()
+            for attempt in range(10):
+                try:
+                    r = ledger.reserve("d", [item(0.1, f"t{index}-{attempt}")])
+                except BudgetExceeded:
+                    outcomes.append("refused")
+                    continue
+                if attempt % 3 == 0:  # an owner's failure: refunded, so it may be spent again
+                    r.failed("data", refund=True)
+                    outcomes.append("refunded")
+                else:
+                    r.answered()
+                    outcomes.append("answered")
+        except BaseException as exc:  # reported to the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    ledger = Ledger(con)
+    assert outcomes.count("answered") == 10 == round(ledger.status("d").spent / 0.1)
+    assert ledger.verify() == []
+    kept = [r for r in ledger.history("d") if not r.refunded]
+    assert len(kept) == 10 and all(r.outcome == "answered" for r in kept)
+    for cursor in cursors:
+        cursor.close()
+
+
+def test_a_process_killed_between_reservation_and_outcome_shows_interrupted(tmp_path):
+    path = tmp_path / "served.duckdb"
+    setup = duckdb.connect(str(path))
+    Ledger(setup).set_limit("t", 1.0)
+    setup.close()
+    child = subprocess.Popen([sys.executable, str(WORKER), "hold", str(path), "t", "0.25"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env())
+    try:
+        line = child.stdout.readline().strip()
+        assert line.startswith("reserved "), child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    con = duckdb.connect(str(path))
+    ledger = Ledger(con)
+    [record] = ledger.history("t")
+    assert (record.release_id, record.outcome, record.reason, record.refunded) == (
+        line.split()[1], "interrupted", "process ended", False)
+    assert ledger.status("t").spent == 0.25  # still charged: it may have shown something
+    assert ledger.verify() == []
+    con.close()
+
+
+def test_running_rows_of_live_processes_and_other_hosts_are_left_alone(con, ledger):
+    ledger.reserve("t", [item(0.1, "mine")])
+    ledger.reserve("t", [item(0.1, "elsewhere")])
+    con.execute("UPDATE pcor.history SET host = 'another-host', pid = 1 WHERE release_id = 'elsewhere'")
+    ledger.reserve("t", [item(0.1, "dead")])
+    # A pid that cannot be running (beyond pid_max) on this host, with a token of its own.
+    con.execute("UPDATE pcor.history SET pid = 4194305, process_token = 'x:1' WHERE release_id = 'dead'")
+    reopened = Ledger(con)
+    assert {r.release_id: r.outcome for r in reopened.history("t")} == {
+        "mine": "running", "elsewhere": "running", "dead": "interrupted"}
