@@ -4,7 +4,8 @@ Each builder takes SQL fragments that are already compiled (a relation after FRO
 expression, a WHERE predicate) and names of columns, which it quotes itself. Values never
 pass through here: callers bind them as parameters or render them with `quote_literal`.
 The text is kept exactly as the call sites wrote it before, since golden fixtures and
-seeded outputs record some of it.
+seeded outputs record some of it. Every builder is `type_exact`: a str or int subclass passed
+in is written as its own data, whatever its `__str__`, `__format__` or `replace` say.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from pathlib import Path
 from typing import Sequence
 
 from pcor_sql.errors import InternalError
-from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, type_exact
 
 # The metric, cast to DOUBLE, is read back under this column name.
 METRIC_ALIAS = "m"
 
 
+@type_exact
 def select_from(
     items: str | Sequence[str],
     relation_sql: str,
@@ -46,6 +48,7 @@ def select_from(
     return text
 
 
+@type_exact
 def over_context(select_list: str, relation_sql: str, predicate_sql: str | None) -> str:
     """`SELECT <select list> FROM <relation> WHERE <context predicate>`: the metric over a
     context D_C — the released explanation's query, and a population's. An empty predicate
@@ -53,52 +56,62 @@ def over_context(select_list: str, relation_sql: str, predicate_sql: str | None)
     return select_from(select_list, relation_sql, where=(predicate_sql or "").strip() or "TRUE")
 
 
+@type_exact
 def describe(select_sql: str) -> str:
     """`DESCRIBE <query>`: the result's column names and types, without running it."""
     return f"DESCRIBE {select_sql}"
 
 
+@type_exact
 def aliased(expr_sql: str, alias: str) -> str:
     """A select item `<expr> AS "<alias>"`."""
     return f"{expr_sql} AS {quote_identifier(alias)}"
 
 
+@type_exact
 def as_double(expr_sql: str) -> str:
     """`CAST(<expr> AS DOUBLE)`: metrics and distances are read as float64."""
     return f"CAST({expr_sql} AS DOUBLE)"
 
 
+@type_exact
 def quoted(names: Sequence[str]) -> list[str]:
     """The quoted identifiers of `names`, in order."""
     return [quote_identifier(n) for n in names]
 
 
+@type_exact
 def all_not_null(names: Sequence[str]) -> str:
     """`"a" IS NOT NULL AND "b" IS NOT NULL ...`: rows with a value in every named column."""
     return " AND ".join(f"{c} IS NOT NULL" for c in quoted(names))
 
 
+@type_exact
 def parquet_file(path: str | Path) -> str:
     """`read_parquet('<path>')`: a Parquet file as a relation."""
     return f"read_parquet({quote_literal(str(path))})"
 
 
+@type_exact
 def metric_values(metric_sql: str, relation_sql: str, where: str) -> str:
     """`SELECT CAST(<metric> AS DOUBLE) AS m FROM <relation> WHERE <where>`: one population."""
     return select_from(f"{as_double(metric_sql)} AS {METRIC_ALIAS}", relation_sql, where=where)
 
 
+@type_exact
 def distinct_values(relation_sql: str, name: str) -> str:
     """The distinct non-NULL values of column `name`, ascending."""
     col = quote_identifier(name)
     return select_from(f"DISTINCT {col}", relation_sql, where=f"{col} IS NOT NULL", order_by=col)
 
 
+@type_exact
 def count_where(relation_sql: str, conditions: Sequence[str]) -> str:
     """One row: for each condition, how many rows satisfy it (one scan for all of them)."""
     return select_from([f"count(*) FILTER (WHERE {c})" for c in conditions], relation_sql)
 
 
+@type_exact
 def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
     """Per cell (combination of the named columns' values): its row count, how many of its metric
     values are NULL, NaN or infinite (`bad`), and the metric's mean, population variance,
@@ -114,6 +127,7 @@ def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> 
     )
 
 
+@type_exact
 def cell_lists(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
     """Per cell (combination of the named columns' values): its metric values as DOUBLE, as one
     list in no particular order (column `vs`; NULLs included). The caller sorts each list and
@@ -123,12 +137,14 @@ def cell_lists(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
     return select_from(f"{col_list}, list({METRIC_ALIAS}) AS vs", f"({inner})", group_by="ALL")
 
 
+@type_exact
 def double_literal(value: float) -> str:
     """`CAST('<repr>' AS DOUBLE)`: a float64 exactly, in text both DuckDB and Spark read (a bare
     `1.5` is a DECIMAL in Spark)."""
     return f"CAST({quote_literal(repr(float(value)))} AS DOUBLE)"
 
 
+@type_exact
 def cell_windows(names: Sequence[str], metric_sql: str, relation_sql: str, v: float, depth: int,
                  cells_where: str | None = None) -> str:
     """Per cell, the `depth` distinct metric values nearest below `v`, those nearest above, and `v`
@@ -153,6 +169,7 @@ def cell_windows(names: Sequence[str], metric_sql: str, relation_sql: str, v: fl
     return select_from(f"{cols}, {m}, n, side, distinct_side, rows_side", f"({ranked})", where=f"r <= {int(depth)}")
 
 
+@type_exact
 def cell_range_counts(names: Sequence[str], metric_sql: str, relation_sql: str, lo: float, hi: float,
                       right_closed: bool) -> str:
     """Per cell, how many rows have a metric in [lo, hi] (`right_closed`) or [lo, hi)."""

@@ -17,9 +17,11 @@ rendering of a query uses CAST(...) rather than `::`, so the two dialects agree 
 from __future__ import annotations
 
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.quoting import type_exact
 from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, tokenize, unquote_identifier
 
 
+@type_exact
 def spark_identifier(name: str) -> str:
     """`name` as a Spark identifier: backquoted, embedded backquotes doubled."""
     if not isinstance(name, str) or not name:
@@ -27,11 +29,13 @@ def spark_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+@type_exact
 def spark_string(value: str) -> str:
     """A Spark string literal for `value`: quotes doubled and backslashes escaped."""
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+@type_exact
 def spark_sql(text: str) -> str:
     """`text`, DuckDB SQL, with its quoted identifiers and string literals in Spark's form."""
     out = []

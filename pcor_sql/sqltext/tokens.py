@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import duckdb
 
 from pcor_sql.errors import UserError
+from pcor_sql.sqltext.quoting import type_exact
 
 WORD = "word"
 QUOTED_IDENT = "quoted_ident"
@@ -143,6 +144,7 @@ def _lexemes(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
+@type_exact
 def tokenize(text: str) -> list[Token]:
     """Every token of `text`, whitespace and comments included, in order. An unterminated
     string, quoted identifier or comment raises `Unterminated` (a UserError)."""
@@ -165,6 +167,7 @@ def significant(tokens: list[Token]) -> list[Token]:
     return [t for t in tokens if t.kind not in (SPACE, COMMENT)]
 
 
+@type_exact
 def split_statements(text: str) -> list[str]:
     """The statements of a script, split at each `;` that is code (not in a string, quoted
     identifier or comment). Each statement is returned stripped; empty ones (only blanks and
