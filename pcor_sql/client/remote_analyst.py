@@ -103,9 +103,9 @@ class RemoteAnalyst:
             raise UserError("cost needs keys (an explanation) or value (an anomaly question), not both",
                             "e.g. cost('salaries', [42], epsilon=0.2) or cost('salaries', value={...}, beta=5, ...)")
         if keys is not None:
-            body = {"kind": "explain", **_explain_body(dataset, keys, options)}
+            body = _explain_body(dataset, keys, options)
         else:
-            body = {"kind": "identify", "dataset": dataset, "value": value, **options}
+            body = {"dataset": dataset, "value": value, **options}
         return self._transport.post("/v1/cost", body)
 
 

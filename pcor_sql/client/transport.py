@@ -26,17 +26,11 @@ DEFAULT_TIMEOUT = 300.0
 
 _SERVE_FIX = "check the URL and that the data owner's `pcor-sql serve` is running"
 
-# The service names the kind of refusal in the body when it can (`kind`); the status code is the
-# fallback. 401: the token (missing, unknown, malformed, revoked — one answer for all). 402 and
-# 429 are what a budget refusal is most naturally sent as; 403 is the trust model's refusal.
-_KINDS: dict[str, type[UserError]] = {
-    "budget_exceeded": BudgetExceeded,
-    "request_failed": RequestFailed,
-    "refused": Refused,
-    "unauthorized": Refused,
-    "user_error": UserError,
-}
-_STATUS: dict[int, type[UserError]] = {401: Refused, 402: BudgetExceeded, 403: Refused, 429: BudgetExceeded}
+# The service's status codes (pcor_sql.service.http_app): 400 bad input, 413/415 a body too large or
+# not JSON, 401 the token (missing, unknown, malformed, revoked — one answer for all), 403 the
+# trust model's refusal, 429 a quota or limit reached — all before the reservation, nothing
+# charged — and 422 the one generic failure after it (charged).
+_STATUS: dict[int, type[UserError]] = {401: Refused, 403: Refused, 422: RequestFailed, 429: BudgetExceeded}
 
 
 class Transport:
@@ -96,9 +90,7 @@ def _answer(response: httpx.Response, url: str) -> Any:
     if not isinstance(error, str) or not error:
         error = f"the service at {url} answered HTTP {status}"
         fix = _SERVE_FIX if status >= 500 or status == 404 else "check the request"
-    kind = payload.get("kind") if isinstance(payload, dict) else None
-    cls = _KINDS.get(kind) if isinstance(kind, str) else None
-    exc_class = cls or _STATUS.get(status, UserError)
+    exc_class = _STATUS.get(status, UserError)
     exc = exc_class(error, fix if isinstance(fix, str) and fix else None)
     exc.status_code = status  # type: ignore[attr-defined]  # for callers that branch on it
     raise exc

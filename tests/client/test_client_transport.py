@@ -44,10 +44,9 @@ def test_the_request_carries_the_token_and_plain_json():
     (400, {"error": "unknown option 'x'", "fix": "drop it"}, UserError),
     (401, {"error": "unauthorized", "fix": "check your token"}, Refused),
     (403, {"error": "key 7 is not releasable", "fix": "ask about a releasable key"}, Refused),
-    (402, {"error": "the quota is spent", "fix": "ask the owner"}, BudgetExceeded),
+    (413, {"error": "the body is too large", "fix": "send less"}, UserError),
     (429, {"error": "the quota is spent", "fix": "ask the owner"}, BudgetExceeded),
-    (409, {"error": "the request failed", "fix": "nothing", "kind": "request_failed"}, RequestFailed),
-    (400, {"error": "over budget", "fix": "ask", "kind": "budget_exceeded"}, BudgetExceeded),
+    (422, {"error": "the request failed", "fix": "nothing"}, RequestFailed),
 ])
 def test_a_refusal_becomes_the_matching_exception_with_the_services_words(status, body, expected):
     with pytest.raises(expected) as caught:
