@@ -17,19 +17,33 @@ any row read. From there every failure — a key that is missing or not unique, 
 a conversion error, no valid context, an internal error — raises the same `RequestFailed`,
 whose text depends on nothing in the data, and the charge stands. What comes back is the key,
 the context (its predicate and SQL) and the privacy parameters: no other column, no counts.
+
+The analyst policy also holds (DESIGN.md §6): ε per request at least the owner's minimum
+(`pipeline.analyst_policy(min_epsilon=...)`); keys only among the dataset's releasable keys,
+frozen at registration (none declared: no key may be asked), refused with one message whether
+or not the key exists; `identify_value` asks about a point of the metric space instead.
+Every input must be plain data of exact type — str, int, float, bool, None, lists and dicts of
+them — never a subclass or another object.
+
+This handle is no security boundary against hostile code in the same process: code that holds
+it can reach the owner's connection and the ledger (`vars()`, `gc`, monkeypatching). Serve
+people who must not see the data through the analyst service (`pcor-sql serve`,
+`pcor_sql.service`), which runs this same handle behind HTTP and accepts only JSON.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from pcor_sql import pipeline
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
-from pcor_sql.jobs import AnswerJob, ReleaseJob
-from pcor_sql.ledger.dataset_registry import RegisteredDataset, get_dataset
+from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
+from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
@@ -47,15 +61,24 @@ OWNER_ONLY = owner_options(Job.EXPLAIN) | owner_options(Job.IDENTIFY)
 class Analyst:
     """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
 
-    def __init__(self, owner: Any, policy: pipeline.Policy | None = None):
+    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Any = None):
         self._owner = owner
-        self._session = owner.session
+        # `session`: a Session of the owner's on its own cursor (the service: one per worker thread).
+        self._session = session if session is not None else owner.session
         self._policy = policy or pipeline.analyst_policy()
+        self._quote: pipeline.Quote | None = None
+        self._quoting = False
 
     # ---- statements ----------------------------------------------------------------------
 
     def sql(self, text: str) -> list[AnalystExplanation] | list[AnalystAnswer]:
         """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (see the module docstring)."""
+        from pcor_sql.frontend.value_statement import is_value_statement, parse_value_statement
+
+        _plain(text, "the statement")
+        if is_value_statement(text):
+            value = parse_value_statement(text)
+            return [self._identify_value(value.dataset, dict(value.point), value.options(), statement=text)]
         con = self._session.access.parser  # parses only: the rows are read through the access
         statement = parse_statement(con, text)
         if isinstance(statement, ExplainOutlier):
@@ -86,6 +109,7 @@ class Analyst:
 
     def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystExplanation]:
         """One explanation per key, each charged ε; all or nothing."""
+        _plain(options, "an option")
         registered = self._dataset(dataset)
         metric = options.pop("metric", registered.metrics[0])
         return self._explain(KeyedSelect(registered.name, (metric,), registered.key, _keys(keys)), options)
@@ -96,10 +120,58 @@ class Analyst:
         return result
 
     def identify_anomalies(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystAnswer]:
+        _plain(options, "an option")
         registered = self._dataset(dataset)
         columns = options.pop("columns", registered.metrics)
         columns = (columns,) if isinstance(columns, str) else tuple(columns)
         return self._identify(KeyedSelect(registered.name, columns, registered.key, _keys(keys)), options)
+
+    def identify_value(self, dataset: str, value: Mapping[str, float], **options: Any) -> AnalystAnswer:
+        """The private anomaly answer for a point of the metric space (`{"income": 50000}`: one
+        number per metric column), in the data or not — the randomized bit of Construction 1,
+        whose law covers absent points (x_i = 0), so asking reveals nothing by being answered."""
+        return self._identify_value(dataset, value, options)
+
+    def _identify_value(self, dataset: str, value: Any, options: dict[str, Any], statement: str | None = None,
+                        ) -> AnalystAnswer:
+        registered = self._dataset(dataset)
+        _plain(options, "an option")
+        _plain(value, "value")
+        if not isinstance(value, dict) or not value:
+            raise UserError("value must map metric columns to numbers", f"e.g. {{{registered.metrics[0]!r}: 50000}}")
+        for column, number in value.items():
+            if column not in registered.metrics:
+                raise UserError(f"{column!r} is not a metric of dataset {registered.name!r}",
+                                f"its metrics: {', '.join(registered.metrics)}")
+            if type(number) not in (int, float) or not math.isfinite(number):
+                raise UserError(f"the value of {column} must be a finite number, got {number!r}", f"e.g. {column}: 50000")
+        keyed = KeyedSelect(registered.name, tuple(value), registered.key, ())
+        self._checked(keyed, options, IDENTIFY_ALLOWED - {"columns"}, by_key=False)
+        request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, statement=statement, **options)
+        point = tuple((c, float(v)) for c, v in value.items())
+        job = PointAnswerJob(request, registered.name, registered.units, point=point)
+        results = self._paid(job, [job.key_label()])
+        if self._quoting:
+            return None  # type: ignore[return-value]  # `cost` reads the quote
+        return next(AnalystAnswer(
+            dataset=registered.name, key=dict(value), columns=keyed.columns, anomaly=a.anomaly, epsilon=a.epsilon,
+            privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm) for a in results)
+
+    def cost(self, method: str, *args: Any, **options: Any) -> "RequestCost":
+        """What `getattr(self, method)(*args, **options)` would charge, without charging or reading
+        a row: the same checks, then the cost the pipeline would reserve (data independent).
+        `method`: explain_outliers, identify_anomalies or identify_value."""
+        if method not in ("explain_outliers", "identify_anomalies", "identify_value"):
+            raise UserError(f"no cost preview for {method!r}", "use explain_outliers, identify_anomalies or identify_value")
+        twin = Analyst(self._owner, self._policy, session=self._session)
+        twin._quoting = True
+        getattr(twin, method)(*args, **options)
+        quote = twin._quote
+        if quote is None or not quote.items:
+            raise failed()
+        first = quote.items[0]
+        return RequestCost(first.notion, first.epsilon, getattr(first.cost, "k", None), len(quote.items),
+                           sum(item.epsilon for item in quote.items))
 
     # ---- the reserved path ---------------------------------------------------------------
 
@@ -169,19 +241,32 @@ class Analyst:
         """The pipeline under the analyst policy; results paired with the keys in the order the
         analyst gave them — never in an order the rows or the storage decide."""
         registered = self._dataset(keyed.dataset)
-        results = pipeline.run(self._session, job, self._policy, keys=[_shown(k) for k in keyed.keys])
+        results = self._paid(job, [_shown(k) for k in keyed.keys])
+        if self._quoting:
+            return []
         try:
             by_key = {_canonical(r.record[registered.key]): r for r in results}
             return [(key, by_key[_canonical(key)]) for key in keyed.keys]
         except (KeyError, TypeError):
             raise failed() from None
 
+    def _paid(self, job: Any, keys: list[str]) -> list:
+        """The pipeline under the analyst policy — or, for `cost`, only its part before the
+        reservation (then nothing is charged and no result exists)."""
+        if self._quoting:
+            self._quote = pipeline.quote(self._session, job, self._policy, keys=keys)
+            return []
+        return pipeline.run(self._session, job, self._policy, keys=keys)
+
     # ---- checks that read only the request and the registry ------------------------------
 
     def _dataset(self, name: Any) -> RegisteredDataset:
+        _plain(name, "the dataset name")
         return get_dataset(self._session.ledger(), name)
 
-    def _checked(self, keyed: KeyedSelect, options: dict[str, Any], allowed: frozenset[str]) -> RegisteredDataset:
+    def _checked(self, keyed: KeyedSelect, options: dict[str, Any], allowed: frozenset[str], *,
+                 by_key: bool = True) -> RegisteredDataset:
+        _plain(list(keyed.columns), "a column")
         owner_only = sorted(set(options) & OWNER_ONLY)
         if owner_only:
             raise Refused(f"{owner_only[0]} is the data owner's option", f"drop {owner_only[0]}")
@@ -192,9 +277,60 @@ class Analyst:
         if keyed.key_column != registered.key:
             raise UserError(f"records of {registered.name!r} are picked by {registered.key!r}, not {keyed.key_column!r}",
                             f"e.g. WHERE {registered.key} = 42")
+        if not by_key:
+            return registered
         if not keyed.keys:
             raise UserError("no key given", f"pick records by {registered.key}")
+        if registered.releasable is None:
+            raise Refused(f"dataset {registered.name!r} has no releasable keys: its owner declared none, so no "
+                          "request may name a key", "ask the data owner to declare releasable keys (pcor-sql dataset "
+                          "add ... --releasable-keys), or ask IDENTIFY ANOMALY about a value")
+        if not all_releasable(self._session.ledger(), registered.name, keyed.keys):
+            # One message, whether or not the key exists: the set is public, the data is not read.
+            raise Refused(f"a key asked about is not among the releasable keys of dataset {registered.name!r}",
+                          "ask about the keys the data owner declared releasable")
         return registered
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """What a request would charge (`Analyst.cost`): ε per record or point under `notion`,
+    `k` for (ε, k)-SP, how many charges, and their sum (sequential composition)."""
+
+    notion: str
+    epsilon: float
+    k: int | None
+    count: int
+    total: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"notion": self.notion, "epsilon": self.epsilon, "k": self.k, "count": self.count, "total": self.total}
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any, what: str, depth: int = 0) -> None:
+    """Refuse anything but plain data of exact type (JSON's: str, int, float, bool, None, and
+    lists and dicts of them, dict keys str): a subclass can override `__str__`, `__eq__` or
+    `__hash__`, and any other object can run the caller's code inside the release."""
+    kind = type(value)
+    if kind in _PLAIN:
+        if kind is float and not math.isfinite(value):
+            raise UserError(f"{what} is not a finite number", "pass finite numbers")
+        return
+    if depth < 4 and kind in (list, tuple):
+        for item in value:
+            _plain(item, what, depth + 1)
+        return
+    if depth < 4 and kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise UserError(f"{what} has a key that is not a plain string", "use plain strings as names")
+            _plain(item, what, depth + 1)
+        return
+    raise UserError(f"{what} must be plain data (str, int, float, bool, None, lists and dicts of them), "
+                    f"got {kind.__name__}", "pass plain values: no subclasses, no objects")
 
 
 def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]) -> None:
@@ -212,12 +348,13 @@ def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]
 
 
 def _keys(keys: Any) -> tuple[Any, ...]:
-    if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple)):
-        raise UserError("keys must be a list of key values", "e.g. [42, 43]")
+    if type(keys) not in (list, tuple):
+        raise UserError("keys must be a plain list of key values", "e.g. [42, 43]")
     out: list[Any] = []
     for key in keys:
-        if isinstance(key, bool) or not isinstance(key, (int, float, str)):
-            raise UserError(f"a key must be a number or a string, got {type(key).__name__}", "pass e.g. 42 or 'a17'")
+        # Exact types: a subclass of int or str could say anything about itself (issue 19).
+        if type(key) not in (int, float, str) or (type(key) is float and not math.isfinite(key)):
+            raise UserError(f"a key must be a plain number or string, got {type(key).__name__}", "pass e.g. 42 or 'a17'")
         if key not in out:
             out.append(key)
     return tuple(out)

@@ -148,6 +148,31 @@ class AnswerJob:
         ]
 
 
+@dataclass
+class PointAnswerJob(AnswerJob):
+    """The anomaly answer for one point of the metric space (`IDENTIFY ANOMALY VALUE`): `point`
+    maps each of the request's columns to a number, in the data or not. Same cost and output law
+    as a record's answer (`anomaly.batch.prepare_point_query`); it reads every row, selects none."""
+
+    point: tuple[tuple[str, float], ...] = ()
+
+    def units_sql(self) -> str:
+        r = self.request
+        return select_from(list(r.columns), r.relation)
+
+    def key_label(self) -> str:
+        return "value (" + ", ".join(f"{c} = {float.__repr__(v)}" for c, v in self.point) + ")"
+
+    def read(self, session: Any, progress: Progress | None) -> Any:
+        from pcor_sql.anomaly.batch import prepare_point_query
+
+        r = self.request
+        with session.access.watch(progress, "counting neighbours"):
+            counted = session.access.point_counts(r.relation, r.columns, [v for _, v in self.point], r.radius, r.norm)
+        return prepare_point_query(dict(self.point), counted, beta=r.beta, radius=r.radius, epsilon=r.epsilon,
+                                   privacy=r.privacy, k=r.k, norm=r.norm)
+
+
 def start_selection(request: OutlierRequest, schema: Any) -> Any:
     return None if request.start is None else resolve_selection(dict(request.start), schema.names, "the start context")
 

@@ -29,6 +29,7 @@ from pcor_sql.ledger.dataset_registry import (
     find_dataset,
     get_dataset,
     list_datasets,
+    releasable_text,
     remove_dataset,
 )
 from pcor_sql.engine.schema import is_numeric
@@ -94,12 +95,15 @@ class Owner:
         limit: float | Mapping[str, float] | None = None,
         accounting: str | None = None,
         replace: bool = False,
+        releasable: Sequence[Any] | str | None = None,
     ) -> RegisteredDataset:
         """Register `relation` as dataset `name` for analysts: its record `key` column, the
         metric column(s) analysts may ask about, the context attributes `by` with their domains
         frozen now (declared here, else from ENUM types, else — with a PrivacyWarning — from
         the values present), and optionally limits (one ε for every notion, or notion → ε) on
-        each unit it reads and an accounting rule analysts may not change."""
+        each unit it reads and an accounting rule analysts may not change. `releasable`: the keys
+        analysts may ask about by key — a list, or a SQL predicate over the relation evaluated
+        once now — frozen (None: analysts may ask about no key; DESIGN.md §6)."""
         check_name(name)
         if not isinstance(relation, str) or not relation.strip():
             raise UserError("the relation must be SQL text naming a table, view, file or subquery", "e.g. 'salaries'")
@@ -129,7 +133,8 @@ class Owner:
             tuple((a.name, tuple(str(v) for v in a.domain)) for a in schema.attributes),
             self.session.units(relation), accounting,
         )
-        add_dataset(self.ledger, dataset, replace=replace)
+        keys = None if releasable is None else releasable_keys(access, relation, key, releasable)
+        add_dataset(self.ledger, dataset, replace=replace, releasable=keys)
         for notion, epsilon in limits.items():
             for unit in dataset.units:
                 self.ledger.set_limit(unit, epsilon, notion)
@@ -235,3 +240,26 @@ def _limits(limit: Any) -> dict[str, float]:
             raise UserError(f"unknown privacy notion {unknown[0]!r} in limit", f"use {', '.join(NOTIONS)}")
         return dict(limit)
     return {notion: limit for notion in NOTIONS}
+
+
+def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[Any] | str) -> list[str]:
+    """The releasable keys as frozen text: the list given, or the keys of the rows where the
+    owner's predicate holds now (read once, at registration)."""
+    if isinstance(releasable, str):
+        from pcor_sql.sqltext.build import select_from
+
+        column = quote_identifier(key)
+        where = f"{column} IS NOT NULL AND coalesce(CAST(({releasable}\n) AS BOOLEAN), FALSE)"
+        try:
+            table = access.arrow(select_from(f"DISTINCT {column}", relation, where=where))
+        except UserError:
+            raise
+        except Exception as exc:  # the engine's own error type (DuckDB or Spark)
+            raise UserError(f"the releasable predicate {releasable!r} is not a condition on {relation}: "
+                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
+                            "write a SQL boolean expression over the relation's columns, e.g. \"id < 100\"") from None
+        return [releasable_text(v) for v in table.column(0).to_pylist()]
+    if not isinstance(releasable, (list, tuple)):
+        raise UserError("releasable must be a list of keys or a SQL predicate", "e.g. releasable=[1, 2, 3] or "
+                        "releasable=\"dept = 'a'\"")
+    return [releasable_text(v) for v in releasable]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
-from pcor_sql.errors import RequestFailed, UserError
+from pcor_sql.errors import Refused, RequestFailed, UserError
 
 Progress = Callable[[int, int], None]
 
@@ -93,16 +93,21 @@ class Job(Protocol):
     def run(self, session: Any, rows: Any, charge: Any, units: tuple[str, ...], progress: Progress | None) -> list: ...
 
 
-def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
-        announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> list:
-    """Run `job` for `policy`: charged before any result exists, refused before anything is
-    charged when the policy or a limit says no. `keys`: what the analyst asked about, in their
-    order (one charge each, read after the reservation); None: the owner's selector, whose
-    rows are read first. `single`: the function name when exactly one record must be selected
-    (a UserError naming the batch function otherwise, before any charge). `announce(count,
-    rows)` hears the batch size (and the owner's rows) before the reservation."""
-    from pcor_sql.engine.progress import report_phase
+@dataclass(frozen=True)
+class Quote:
+    """What a request would cost, stated before anything is reserved: the units it reads, one
+    charge item per record (its typed cost), and — for the owner — the rows already read."""
 
+    units: tuple[str, ...]
+    items: list
+    rows: Any = None
+
+
+def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+          announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> Quote:
+    """Everything `run` does before the reservation: units from the catalog, the policy's checks
+    and the cost. For an analyst it reads no row, so it is also the data-independent cost
+    preview (`Analyst.cost`). Arguments as for `run`."""
     # From the catalog, never rows: what the statement reads now, and any units the job carries.
     units = tuple(sorted(set(session.units(job.units_sql())) | set(job.extra_units)))
     ledger = session.ledger()
@@ -119,14 +124,31 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
     if announce is not None:
         announce(count, rows)
     shown = list(keys) if keys is not None else [f"{job.key_label()} #{i + 1}" for i in range(count)]
+    items = job.items(shown, policy)
+    _check_minimum(items, policy)
+    return Quote(units, items, rows)
+
+
+def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+        announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> list:
+    """Run `job` for `policy`: charged before any result exists, refused before anything is
+    charged when the policy or a limit says no. `keys`: what the analyst asked about, in their
+    order (one charge each, read after the reservation); None: the owner's selector, whose
+    rows are read first. `single`: the function name when exactly one record must be selected
+    (a UserError naming the batch function otherwise, before any charge). `announce(count,
+    rows)` hears the batch size (and the owner's rows) before the reservation."""
+    from pcor_sql.engine.progress import report_phase
+
+    quoted = quote(session, job, policy, keys=keys, single=single, announce=announce, progress=progress)
+    rows, count = quoted.rows, len(quoted.items)
     report_phase(progress, "charging the budget ledger")
-    reservation = _reserve(ledger, units, job.items(shown, policy), policy.analyst)
+    reservation = _reserve(session.ledger(), quoted.units, quoted.items, policy.analyst)
     try:
         if rows is None:
             rows = job.read(session, None)
             if job.count(rows) != count:
                 raise failed()
-        results = job.run(session, rows, reservation, units, progress)
+        results = job.run(session, rows, reservation, quoted.units, progress)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         if interrupted:
@@ -139,6 +161,15 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
         raise
     reservation.answered()
     return results
+
+
+def _check_minimum(items: list, policy: Policy) -> None:
+    """DESIGN.md §6: an analyst's request below the owner's minimum ε per request is refused
+    before the reservation (probing membership at ε = 1e-300 is not free, it is refused)."""
+    low = [item.epsilon for item in items if item.epsilon < policy.min_epsilon]
+    if low:
+        raise Refused(f"ε = {low[0]:g} is below the smallest ε the data owner allows per request "
+                      f"({policy.min_epsilon:g})", f"ask with epsilon ≥ {policy.min_epsilon:g}")
 
 
 def _reason(exc: BaseException) -> str:

@@ -125,5 +125,8 @@ CREATE TABLE IF NOT EXISTS pcor.datasets (
     domains     VARCHAR NOT NULL,
     units       VARCHAR[] NOT NULL,
     accounting  VARCHAR,
-    created_at  TIMESTAMP NOT NULL
+    created_at  TIMESTAMP NOT NULL,
+    -- The keys an analyst may ask about by key (canonical text: dataset_registry.releasable_text),
+    -- frozen at registration from a list or a predicate; NULL: none declared, so none may be asked.
+    releasable  VARCHAR[]
 );

@@ -28,8 +28,11 @@ def make_owner(drop: int | None = None, null_metric: int | None = None) -> pcor_
     if null_metric is not None:
         con.execute(f"UPDATE people SET pay = NULL WHERE id = {null_metric}")
     owner = pcor_sql.Owner(con, ":memory:", warn=lambda message: None)
-    owner.register("people", "people", key="id", metric="pay", by="dept,year", limit=1.0)
-    owner.register("coded", "people", key="code", metric="pay", by="dept,year", limit=1.0)
+    # Every key of D is releasable (declared as a list, so D′ without row `drop` declares the same set).
+    owner.register("people", "people", key="id", metric="pay", by="dept,year", limit=1.0,
+                   releasable=list(range(ROWS)))
+    owner.register("coded", "people", key="code", metric="pay", by="dept,year", limit=1.0,
+                   releasable=["x7" if i == 7 else str(i) for i in range(ROWS)])
     return owner
 
 
@@ -107,7 +110,7 @@ def test_a_start_in_the_domains_is_charged_and_used(owner):
 
 
 def test_owner_fixed_accounting_cannot_be_changed(owner):
-    owner.register("fixed", "people", key="id", metric="pay", by="dept", accounting="paper")
+    owner.register("fixed", "people", key="id", metric="pay", by="dept", accounting="paper", releasable=[42])
     with pytest.raises(Refused, match="accounting"):
         owner.analyst().explain_outlier("fixed", 42, accounting="tight")
     [result] = owner.analyst().sql("EXPLAIN OUTLIER SELECT pay FROM fixed WHERE id = 42 USING grubbs")

@@ -17,6 +17,7 @@ function-level ones included; `if TYPE_CHECKING:` blocks excepted), and no impor
     jobs      the two measurements     sqltext, core, requests, engine, ledger, anomaly, results, pipeline
     results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
     api, statements                    everything above but the CLI
+    service   the analyst service (HTTP) everything above but the CLI
     cli       the only printing        anything in the package
 """
 
@@ -47,6 +48,9 @@ LOWER = {
     "jobs": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"},
     "session": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable", "notebook",
                 "pipeline", "jobs"},
+    "service": {"sqltext", "core", "requests", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
+                "results", "readable", "notebook", "pipeline", "jobs", "session", "analyst", "owner", "api",
+                "statement_runner"},
 }
 
 

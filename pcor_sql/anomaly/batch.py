@@ -130,6 +130,25 @@ def prepare_anomaly_queries(
     return AnomalyBatch(params, norm_name, points, records, counted.multiplicity, counted.ball, truth, lam, flip)
 
 
+def prepare_point_query(
+    point: dict[str, float], counted: BallCounts, *, beta: float, radius: float, epsilon: float, privacy: str,
+    k: int | None, norm: str,
+) -> AnomalyBatch:
+    """The batch of one point i of the metric space (`IDENTIFY ANOMALY VALUE`), from its counts
+    `counted` (x_i, B_x(i, r); x_i = 0 when no record equals it). Nothing else differs from a
+    record's answer: g(i, x) = 0 whenever x_i = 0, and Δ_G and λ_k cover x_i = 0 (DESIGN.md §3),
+    so Construction 1 is ε-DP / (ε, k)-SP for present and absent points alike (proof in
+    `pcor_sql.anomaly.mechanisms`: it holds for every i of the universe)."""
+    params = mech.validate_params(beta, radius, epsilon, privacy, k)
+    norm_name = mech.validate_norm(norm)
+    if counted.ball.shape != (1,):
+        raise InternalError("a point query counts exactly one point")
+    truth = mech.anomaly_truth(counted.multiplicity, counted.ball, params.beta)
+    lam = mech.mechanism_lambda(counted.multiplicity, counted.ball, params)
+    flip = mech.flip_probability(lam, params.epsilon)
+    return AnomalyBatch(params, norm_name, None, (dict(point),), counted.multiplicity, counted.ball, truth, lam, flip)
+
+
 def answer_anomaly_queries(
     con: duckdb.DuckDBPyConnection,
     relation_sql: str,

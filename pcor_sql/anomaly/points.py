@@ -142,6 +142,26 @@ def load_points(
     return PointData(cols, values, selected, _rows_as_dicts(picked))
 
 
+def load_values(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Sequence[str]) -> np.ndarray:
+    """Every row's values on `columns` (N × d float64, −0.0 as 0.0), checked as by
+    `load_points`, with no record selected: the data a point of the metric space is counted
+    against (`IDENTIFY ANOMALY VALUE`). No row leaves as a record."""
+    cols = check_columns(con, relation_sql, columns)
+    check_finite(con, relation_sql, cols)
+    table = con.sql(select_from([aliased(as_double(q), f"__pcor_v{j}") for j, q in enumerate(quoted(cols))],
+                                relation_sql)).to_arrow_table()
+    values = np.empty((table.num_rows, len(cols)), dtype=np.float64)
+    for j in range(len(cols)):
+        values[:, j] = table.column(j).to_numpy()
+    return values + 0.0
+
+
+def point_ball_counts(values: np.ndarray, point: Sequence[float], radius: float, norm: str = "l2") -> BallCounts:
+    """x_i and B_x(i, r) of one point i of the metric space — in the data or not (then x_i = 0)
+    — against every row of `values`: the same counting as for records (`ball_counts`)."""
+    return ball_counts(values, np.asarray([list(point)], dtype=np.float64), radius, norm)
+
+
 def _column_as_list(column: pa.ChunkedArray) -> list[Any]:
     """Python values of one column, as `to_pylist` gives them, without its per-value overhead
     on the common types (ENUM dictionaries, null-free numbers and booleans): ~6x faster."""

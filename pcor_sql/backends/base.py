@@ -71,6 +71,11 @@ class DataAccess(Protocol):
         every row (DESIGN.md §3; distances exactly as `pcor_sql.anomaly.balls` computes them)."""
         ...
 
+    def point_counts(self, relation_sql: str, columns: Sequence[str], point: Sequence[float], radius: float,
+                     norm: str) -> BallCounts:
+        """x_i and B_x(i, r) of one point of the metric space (in the data or not) against every row."""
+        ...
+
     def units(self, relation_sql: str) -> tuple[Any, ...]:
         """The privacy units `relation_sql` reads (each with a `name`), from the catalog alone."""
         ...

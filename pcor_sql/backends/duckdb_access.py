@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
-from pcor_sql.anomaly.points import load_points, relation_ball_counts
+from pcor_sql.anomaly.points import load_points, load_values, point_ball_counts, relation_ball_counts
 from pcor_sql.backends.base import Records, Warn
 from pcor_sql.engine.progress import watch_query
 from pcor_sql.engine.release import SelectedRecord, load_records
@@ -58,6 +58,10 @@ class DuckDBAccess:
         # Embedded: every point comes into numpy, which counts by sorted ranges and strips.
         points = load_points(self.con, relation_sql, columns, selector_sql)
         return points.records, relation_ball_counts(points, radius, norm)
+
+    def point_counts(self, relation_sql: str, columns: Sequence[str], point: Sequence[float], radius: float,
+                     norm: str) -> BallCounts:
+        return point_ball_counts(load_values(self.con, relation_sql, columns), point, radius, norm)
 
     def units(self, relation_sql: str) -> tuple[Any, ...]:
         from pcor_sql.engine.units import resolve_units

@@ -138,6 +138,12 @@ class SparkAccess:
 
         return spark_ball_counts(self, relation_sql, columns, selector_sql, radius, norm)
 
+    def point_counts(self, relation_sql: str, columns: Sequence[str], point: Sequence[float], radius: float,
+                     norm: str) -> BallCounts:
+        from pcor_sql.backends.spark_balls import spark_point_counts
+
+        return spark_point_counts(self, relation_sql, columns, point, radius, norm)
+
     def units(self, relation_sql: str) -> tuple[Any, ...]:
         """The privacy units `relation_sql` reads: catalog tables by their identifiers
         (`spark_catalog.default.t`), files by path (`file:/abs/x.parquet`)."""

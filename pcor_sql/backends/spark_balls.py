@@ -60,6 +60,37 @@ def spark_ball_counts(access: Any, relation_sql: str, columns: Sequence[str], se
     return records, BallCounts(np.asarray(mult, dtype=np.int64), np.asarray(ball, dtype=np.int64))
 
 
+def spark_point_counts(access: Any, relation_sql: str, columns: Sequence[str], point: Sequence[float], radius: float,
+                       norm: str) -> BallCounts:
+    """x_i and B_x(i, r) of one point of the metric space, counted in one aggregate over the
+    rows: the reference distance (`_distance`) from the point to each row, only two numbers back."""
+    cols = _check_columns(access, relation_sql, columns)
+    _check_finite(access, relation_sql, cols)
+    if len(point) != len(cols):
+        raise InternalError("a point needs one value per column")
+    v = [f"__pcor_v{j}" for j in range(len(cols))]
+    rows = select_from([aliased(f"{as_double(q)} + 0.0", c) for q, c in zip(quoted(cols), v)], relation_sql)
+    at = [double_literal(x) for x in point]
+    same = " AND ".join(f"{c} = {x}" for c, x in zip(v, at))
+    dist = _distance([f"abs({x} - {c})" for c, x in zip(v, at)], norm)
+    counted = access.arrow(select_from([f"coalesce(sum(CASE WHEN {same} THEN 1 ELSE 0 END), 0)",
+                                        f"coalesce(sum(CASE WHEN {dist} <= {double_literal(radius)} THEN 1 ELSE 0 END), 0)"],
+                                       f"({rows})"), fix=_FIX)
+    mult, ball = (int(c[0].as_py()) for c in counted.columns)
+    return BallCounts(np.asarray([mult], dtype=np.int64), np.asarray([ball], dtype=np.int64))
+
+
+def _distance(diffs: list[str], norm: str) -> str:
+    """The reference distance (`pcor_sql.anomaly.balls`) over per-column |differences|, summed left to right."""
+    if len(diffs) == 1:
+        return diffs[0]
+    if norm == "l1":
+        return " + ".join(diffs)
+    if norm == "l2":
+        return "sqrt(" + " + ".join(f"{x} * {x}" for x in diffs) + ")"
+    return "greatest(" + ", ".join(diffs) + ")"
+
+
 def _counts_sql(relation_sql: str, d: int, values: list[str], selector: str, radius: float, norm: str,
                 scale: float) -> str:
     margin = 1e-12 * (radius + scale) + 1e-150
@@ -73,15 +104,7 @@ def _counts_sql(relation_sql: str, d: int, values: list[str], selector: str, rad
     queries = select_from(["DISTINCT " + ", ".join(v), *cells], f"({pts})", where="__pcor_sel")
     offsets = " CROSS JOIN ".join(f"(SELECT explode(sequence(-1, 1)) AS __pcor_o{j})" for j in range(g))
     on = " AND ".join(f"p.__pcor_g{j} = q.__pcor_g{j} + __pcor_o{j}" for j in range(g))
-    diffs = [f"abs(q.{c} - p.{c})" for c in v]
-    if d == 1:
-        dist = diffs[0]
-    elif norm == "l1":
-        dist = " + ".join(diffs)
-    elif norm == "l2":
-        dist = "sqrt(" + " + ".join(f"{x} * {x}" for x in diffs) + ")"
-    else:
-        dist = "greatest(" + ", ".join(diffs) + ")"
+    dist = _distance([f"abs(q.{c} - p.{c})" for c in v], norm)
     same = " AND ".join(f"p.{c} = q.{c}" for c in v)
     return select_from(
         [*(f"q.{c}" for c in v), f"sum(CASE WHEN {same} THEN p.w ELSE 0 END) AS mult",

@@ -15,6 +15,7 @@ from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import stdout_console, write_line
 from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import json_text, print_table
+from pcor_sql.errors import UserError
 
 app = typer.Typer(
     name="dataset",
@@ -41,10 +42,17 @@ def add(
     accounting: Annotated[Optional[str], typer.Option(
         "--accounting", help="Fix the accounting rule (tight or paper); analysts may not change it.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Replace a dataset of the same name.")] = False,
+    releasable_keys: Annotated[Optional[str], typer.Option(
+        "--releasable-keys", metavar="K1,K2", help="The keys analysts may ask about (frozen).")] = None,
+    releasable: Annotated[Optional[str], typer.Option(
+        "--releasable", metavar="PREDICATE",
+        help="A SQL condition: the keys of the rows where it holds now may be asked about (frozen).")] = None,
     db: o.Db = None,
     ledger: o.Ledger = None,
 ) -> None:
-    """Register RELATION as dataset NAME, freezing its attributes' domains now.
+    """Register RELATION as dataset NAME, freezing its attributes' domains now. Analysts may
+    ask about the keys --releasable-keys lists or --releasable selects (evaluated once, now);
+    without either, about no key.
 
     \b
     Example:
@@ -53,13 +61,18 @@ def add(
     from pcor_sql.cli.budget import _number
 
     epsilon = None if limit is None else _number(limit, "limit")
+    if releasable_keys is not None and releasable is not None:
+        raise UserError("--releasable-keys and --releasable both declare the releasable keys", "give one of them")
+    keys = releasable if releasable_keys is None else [k.strip() for k in releasable_keys.split(",") if k.strip()]
     with open_owner(db, ledger, reads=relation) as owner:
         found = owner.register(
             name, relation, key=key, metric=metric, by=by, domains=o.domains(domain), limit=epsilon,
-            accounting=accounting, replace=replace,
+            accounting=accounting, replace=replace, releasable=keys,
         )
+    keys_note = "no releasable keys" if found.releasable is None else f"{found.releasable} releasable keys"
     stdout_console().print(
-        f"registered {found.name}: {len(found.attributes)} attributes, units {', '.join(found.units)}", markup=False
+        f"registered {found.name}: {len(found.attributes)} attributes, {keys_note}, units {', '.join(found.units)}",
+        markup=False,
     )
 
 
@@ -102,7 +115,8 @@ def show(name: Name, db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.D
         return
     console = stdout_console()
     for label, value in (("relation", d.relation), ("key", d.key), ("metrics", ", ".join(d.metrics)),
-                         ("units", ", ".join(d.units)), ("accounting", d.accounting or "analyst's choice")):
+                         ("units", ", ".join(d.units)), ("accounting", d.accounting or "analyst's choice"),
+                         ("releasable keys", "none declared" if d.releasable is None else d.releasable)):
         console.print(f"{label}: {value}", markup=False)
     for attribute, values in d.domains:
         console.print(f"domain {attribute}: {' | '.join(values)}", markup=False)

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Sequence
 import typer
 from typer.core import TyperGroup
 
-from pcor_sql.cli import (
-    anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, remote_commands, runner,
-)
+from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
+from pcor_sql.cli import remote_commands
+from pcor_sql.cli import serve_command
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
@@ -110,6 +110,7 @@ _COMMANDS = (
     ("sql", "Run statements, EXPLAIN OUTLIER included (file, stdin or prompt).", runner.sql),
     ("identify-anomaly", "Privately answer whether records are (β, r)-anomalies.", anomaly.identify_anomaly),
     ("glossary", "The terms of the output in plain words: ε, ε1, OCDP, COE, utility and more.", glossary.glossary),
+    ("serve", "Serve analysts over HTTP: tokens, JSON, the data stays here.", serve_command.serve),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

@@ -340,6 +340,10 @@ def _explain(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], e
 
 
 def _identify(con: duckdb.DuckDBPyConnection, text: str, body: Sequence[Token], end: int) -> IdentifyAnomaly:
+    if body and body[0].is_word("VALUE"):
+        raise UserError("IDENTIFY ANOMALY VALUE asks about a point of a registered dataset: an analyst's statement",
+                        "send it through Owner.analyst().sql(...) or the analyst service; the owner asks by key: "
+                        "IDENTIFY ANOMALY SELECT <columns> FROM <relation> WHERE <selector> WITH (...)")
     select_text, clauses = _split(text, body, end, "IDENTIFY ANOMALY", IDENTIFY_GRAMMAR)
     if clauses.by is not None:
         raise UserError("IDENTIFY ANOMALY takes no BY clause", f"write {IDENTIFY_GRAMMAR}")

@@ -11,10 +11,12 @@ before the reservation depends only on the request and the registry (DESIGN.md ย
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 import json
+import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from pcor_sql.ledger.store import Ledger
 from pcor_sql.ledger.charge_rules import utc_now
@@ -37,6 +39,8 @@ class RegisteredDataset:
     units: tuple[str, ...]
     accounting: str | None
     created_at: _dt.datetime | None = None
+    #: How many keys analysts may ask about (frozen at registration; None: none declared).
+    releasable: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,7 @@ class RegisteredDataset:
             "attributes": list(self.attributes), "domains": {a: list(v) for a, v in self.domains},
             "units": list(self.units), "accounting": self.accounting,
             "created_at": None if self.created_at is None else self.created_at.isoformat(sep=" ", timespec="seconds"),
+            "releasable_keys": self.releasable,
         }
 
 
@@ -57,8 +62,10 @@ def check_name(name: object) -> str:
     return name
 
 
-def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = False) -> None:
-    """Store `dataset`; an existing name is an error unless `replace`."""
+def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = False,
+                releasable: Sequence[str] | None = None) -> None:
+    """Store `dataset`; an existing name is an error unless `replace`. `releasable`: the keys
+    analysts may ask about, as `releasable_text` (None: none)."""
     ledger.ensure_writable()
     check_name(dataset.name)
     table = ledger.tables.datasets
@@ -73,24 +80,24 @@ def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = F
         cur.execute(f"DELETE FROM {table} WHERE name = $1", [dataset.name])
         cur.execute(
             f"INSERT INTO {table} (name, relation, key_column, metrics, attributes, domains, units, accounting,"
-            " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            " created_at, releasable) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             [dataset.name, dataset.relation, dataset.key, list(dataset.metrics), list(dataset.attributes),
              json.dumps({a: list(v) for a, v in dataset.domains}), list(dataset.units), dataset.accounting,
-             utc_now()],
+             utc_now(), None if releasable is None else sorted(set(releasable))],
         )
 
     ledger.transaction(body)
 
 
-_COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, accounting, created_at"
+_COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, accounting, created_at, len(releasable)"
 
 
 def _from_row(row: tuple) -> RegisteredDataset:
-    name, relation, key, metrics, attributes, domains, units, accounting, created = row
+    name, relation, key, metrics, attributes, domains, units, accounting, created, releasable = row
     frozen = json.loads(domains)
     return RegisteredDataset(
         name, relation, key, tuple(metrics), tuple(attributes),
-        tuple((a, tuple(frozen[a])) for a in attributes), tuple(units), accounting, created,
+        tuple((a, tuple(frozen[a])) for a in attributes), tuple(units), accounting, created, releasable,
     )
 
 
@@ -122,3 +129,36 @@ def remove_dataset(ledger: Ledger, name: str) -> RegisteredDataset:
     ledger.ensure_writable()
     ledger.transaction(lambda cur: cur.execute(f"DELETE FROM {ledger.tables.datasets} WHERE name = $1", [name]))
     return found
+
+
+# ---- releasable keys (DESIGN.md ยง6 "What an analyst may ask about") ------------------------
+
+
+def releasable_text(value: Any) -> str:
+    """A key as the text it is frozen and compared under: a number by its value (42, 42.0 and
+    Decimal('42') are "42"), a string as itself, any other SQL value (a date, a UUID) by its
+    text. Type-exact: a subclass's `__str__` or `__repr__` is never consulted for str, int, float."""
+    if value is None or isinstance(value, bool):
+        raise UserError(f"a key cannot be {value!r}", "keys are numbers or strings")
+    if isinstance(value, decimal.Decimal) and decimal.Decimal.is_finite(value):
+        value = float(decimal.Decimal.__str__(value))
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        number = float.__float__(value)
+        if not math.isfinite(number):
+            raise UserError(f"a key cannot be {float.__repr__(number)}", "keys are finite numbers or strings")
+        return int.__repr__(int(number)) if number.is_integer() else float.__repr__(number)
+    if isinstance(value, str):
+        return str.__str__(value)
+    return str(value)
+
+
+def all_releasable(ledger: Ledger, name: str, keys: Sequence[Any]) -> bool:
+    """Whether every key is among `name`'s frozen releasable keys (False when none were
+    declared). Read in the ledger alone, never the data, so the answer is the same whether or
+    not a key exists."""
+    texts = sorted({releasable_text(k) for k in keys})
+    rows = ledger.read(f"SELECT coalesce(list_has_all(releasable, $2::VARCHAR[]), false)"
+                       f" FROM {ledger.tables.datasets} WHERE name = $1", [name, texts])
+    return bool(rows and rows[0][0])

@@ -1,0 +1,72 @@
+"""Where the service's requests run: a fixed set of Sessions, each on its own DuckDB cursor
+(DESIGN.md §8 "Concurrency").
+
+One DuckDB connection serves one query at a time, so two requests sharing it would fail each
+other ("connection is busy") — after one of them was charged. Here each worker Session reads
+through its own cursor of the owner's connection (a cursor is a connection to the same
+database: queries on different cursors run in parallel), and every Session shares the owner's
+one Ledger, whose charges are serialised by DuckDB's transactions (a conflicting charge is
+retried from a fresh snapshot, so the ledger never overspends). A request runs in a worker
+thread, blocking code and all; at most `size` run at once (an anyio CapacityLimiter), so a
+thread that enters always finds a free Session: a request waits for its turn, it never fails
+because another is running. A Spark session is thread-safe: its workers share it.
+
+Each worker Session keeps its own caches (schemas, summaries), so the first request that needs
+a summary builds it once per worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+from typing import Any, Callable, TypeVar
+
+import anyio
+import anyio.to_thread
+import duckdb
+
+from pcor_sql.session import Session
+
+_T = TypeVar("_T")
+LOG = logging.getLogger("pcor_sql.service")
+
+
+def _log_warning(message: str) -> None:
+    LOG.warning("%s", message)
+
+
+class WorkerPool:
+    """`size` Sessions over `owner`'s data, lent to one worker thread at a time."""
+
+    def __init__(self, owner: Any, size: int):
+        if type(size) is not int or size < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        self.size = size
+        self._cursors: list[duckdb.DuckDBPyConnection] = []
+        self._free: queue.SimpleQueue[Session] = queue.SimpleQueue()
+        registry = owner.session.registry
+        for _ in range(size):
+            con = owner.con
+            if isinstance(con, duckdb.DuckDBPyConnection):
+                con = con.cursor()
+                self._cursors.append(con)
+            self._free.put(Session(con, ledger=owner.ledger, warn=_log_warning, registry=registry))
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    async def run(self, work: Callable[[Session], _T]) -> _T:
+        """`work(session)` in a worker thread with a Session of its own; waits for a free one."""
+        if self._limiter is None:  # made on the running event loop
+            self._limiter = anyio.CapacityLimiter(self.size)
+        return await anyio.to_thread.run_sync(self._lend, work, limiter=self._limiter)
+
+    def _lend(self, work: Callable[[Session], _T]) -> _T:
+        session = self._free.get()  # the limiter lets in at most `size` threads: one is free
+        try:
+            return work(session)
+        finally:
+            self._free.put(session)
+
+    def close(self) -> None:
+        for cursor in self._cursors:
+            cursor.close()
+        self._cursors.clear()

@@ -1,0 +1,35 @@
+"""A real uvicorn server for tests: on 127.0.0.1, on a port the OS picks, in a thread of the
+test process (so a test can read the owner's ledger directly), stopped at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from typing import Any, Iterator
+
+import uvicorn
+
+
+@contextlib.contextmanager
+def live_server(app: Any, *, start_timeout: float = 20.0) -> Iterator[str]:
+    """Serve `app` until the block ends; yields its base URL (http://127.0.0.1:PORT)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))  # loopback only; port 0: a free port, held from here on
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="uvicorn-test")
+    thread.start()
+    deadline = time.monotonic() + start_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=start_timeout)
+        sock.close()
