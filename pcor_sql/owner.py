@@ -221,6 +221,72 @@ class Owner:
 
         return sql(None, text, session=self.session, **defaults)
 
+    # ---- analysts and the ledger's integrity (one block; pcor_sql.ledger.analysts,
+    # consistency and migration do the work, so the CLI and the service reach them here) ----
+
+    def add_analyst(self, name: str, *, quota: float | None = None, notion: str | None = None,
+                    datasets: Sequence[str] | None = None) -> str:
+        """Name an analyst and return their bearer token — shown this once, stored only as a
+        hash. `quota`: their ε quota under `notion` (None: under every notion); `datasets`: the
+        registered datasets they may use (None: all)."""
+        from pcor_sql.ledger.analysts import add_analyst
+
+        return add_analyst(self.ledger, name, quota=quota, notion=notion, datasets=datasets)
+
+    def analysts(self) -> tuple[Any, ...]:
+        """Every analyst (`AnalystInfo`: name, created, revoked, datasets, quota usage per notion)."""
+        from pcor_sql.ledger.analysts import list_analysts
+
+        return list_analysts(self.ledger)
+
+    def revoke_analyst(self, name: str) -> Any:
+        """Stop `name`'s token at once (their history and spent stay)."""
+        from pcor_sql.ledger.analysts import revoke_analyst
+
+        return revoke_analyst(self.ledger, name)
+
+    def set_analyst_quota(self, name: str, epsilon: float | None, *, notion: str | None = None,
+                          dataset: str | None = None) -> None:
+        """Set (None: remove) `name`'s quota under `notion` (None: every notion), over all
+        datasets or on one registered `dataset`."""
+        from pcor_sql.ledger.analysts import set_quota
+
+        set_quota(self.ledger, name, epsilon, notion=notion, dataset=dataset)
+
+    def verify_ledger(self) -> tuple[Any, ...]:
+        """The totals that differ from the history (`Mismatch`: unit, notion, spent_total,
+        history_sum); empty when the ledger is consistent."""
+        return tuple(self.ledger.verify())
+
+    def repair_ledger(self) -> tuple[Any, ...]:
+        """Reset every total from the history and lift the refusal of releases; returns what
+        differed."""
+        return tuple(self.ledger.repair())
+
+    def migrate_ledger(self) -> Any:
+        """Bring a ledger in an older layout to the current one, keeping spent ε, limits and
+        history (`MigrationReport`). A pre-`pcor` ledger's budgets were kept per name: each name
+        that spells a unit here (a table, a file, a registered dataset, or the relation a key
+        like `salaries#3c1f…` was made from) moves to that unit; the others keep their name."""
+        from pcor_sql.ledger.migration import legacy_relation
+
+        def resolve(name: str) -> tuple[str, ...]:
+            # Not `self.units`: it looks in the registry, which an old ledger cannot be read for.
+            for spelling in dict.fromkeys((name, legacy_relation(name))):
+                if spelling is None:
+                    continue
+                try:
+                    if self.session.access.engine != "duckdb":
+                        return self.session.units(spelling)
+                    from pcor_sql.engine.units import resolve_spelling
+
+                    return tuple(u.name for u in resolve_spelling(self.con, spelling))
+                except UserError:
+                    continue
+            return ()
+
+        return self.ledger.migrate(resolve)
+
 
 def _names(value: Any, what: str) -> tuple[str, ...]:
     names = parse_by(value) if isinstance(value, str) else value

@@ -1,4 +1,5 @@
-"""`pcor-sql budget status|history|set-limit|default-limit|public`: the privacy budget ledger.
+"""`pcor-sql budget status|history|set-limit|default-limit|public|verify|repair|migrate`: the
+privacy budget ledger.
 
 Budgets are kept per privacy unit (a base table or file) and per privacy notion (ocdp for
 PCOR releases, dp and sp for anomaly answers); a UNIT may be spelled any way that reaches it
@@ -12,7 +13,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from pcor_sql.cli import parameters as o
-from pcor_sql.cli.console import make_warn, stdout_console, write_line
+from pcor_sql.cli.console import make_warn, stdout_console, write_error, write_line
 from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import json_text, print_table
 from pcor_sql.errors import UserError
@@ -20,7 +21,7 @@ from pcor_sql.errors import UserError
 app = typer.Typer(
     name="budget",
     help="The privacy budget ledger: spent ε and limits per table or file and per privacy notion, release history.",
-    short_help="The budget ledger: status, history, set-limit, default-limit, public.",
+    short_help="The budget ledger: status, history, set-limit, default-limit, public, verify, repair, migrate.",
 )
 
 Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
@@ -99,8 +100,9 @@ def history(
     ledger: o.Ledger = None,
     fmt: Format = o.DataFormat.table,
 ) -> None:
-    """The charged releases, oldest first: unit, notion, time, mechanism, ε, record, statement;
-    seeded runs are marked "seeded, not private".
+    """The charged releases, oldest first: unit, notion, time, mechanism, ε, who asked (owner or
+    a named analyst), the outcome (answered, failed, interrupted; "not charged" when the ε was
+    given back), record, statement; seeded runs are marked "seeded, not private".
 
     \b
     Example:
@@ -116,17 +118,19 @@ def history(
                 "release_id": r.release_id, "unit": r.unit, "notion": r.notion, "seq": r.seq,
                 "released_at": r.released_at, "mechanism": r.mechanism, "epsilon": r.epsilon, "k": r.k,
                 "record_key": r.record_key, "statement": r.statement, "spent_after": r.spent_after,
-                "seeded": r.seeded, "role": r.role, "dataset": r.dataset,
+                "seeded": r.seeded, "role": r.role, "dataset": r.dataset, "analyst": r.analyst,
+                "outcome": r.outcome, "reason": r.reason, "refunded": r.refunded,
             }))
         return
     print_table(
         stdout_console(),
-        ["unit", "notion", "#", "released at (UTC)", "mechanism", "ε", "spent after", "by", "record", "statement"],
+        ["unit", "notion", "#", "released at (UTC)", "mechanism", "ε", "spent after", "by", "analyst", "outcome",
+         "record", "statement"],
         [
             [r.unit, r.notion, str(r.seq), r.released_at.isoformat(sep=" ", timespec="seconds"),
              r.mechanism + (" (seeded, not private)" if r.seeded else ""), f"{r.epsilon:.6g}",
-             f"{r.spent_after:.6g}", r.role + (f" via {r.dataset}" if r.dataset else ""), r.record_key or "",
-             r.statement or ""]
+             f"{r.spent_after:.6g}", r.role + (f" via {r.dataset}" if r.dataset else ""), r.analyst or "",
+             r.shown_outcome, r.record_key or "", r.statement or ""]
             for r in records
         ],
     )
@@ -210,3 +214,78 @@ def public(
         units: Any = owner.mark_public(unit, not private)
     for name in units:
         stdout_console().print(f"{name}: {'private' if private else 'public'}", markup=False)
+
+
+# ---- the history is the truth -------------------------------------------------------------
+
+#: `budget verify` exits with this code when a total differs from the history (as `diff` does).
+DIFFERENT = 1
+
+
+def _differences(found: Any, fmt: o.DataFormat) -> None:
+    if fmt is o.DataFormat.json:
+        for m in found:
+            write_line(json_text({"unit": m.unit, "notion": m.notion, "spent_total": m.spent_total,
+                                  "history_sum": m.history_sum}))
+        return
+    print_table(stdout_console(), ["unit", "notion", "spent ε (total)", "ε in the history", "difference"],
+                [[m.unit, m.notion, f"{m.spent_total:.12g}", f"{m.history_sum:.12g}",
+                  f"{m.spent_total - m.history_sum:+.6g}"] for m in found])
+
+
+@app.command("verify", short_help="Check every spent total against the history.")
+def verify(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
+    """Check that every unit's spent ε (and every analyst's quota spent) is the sum of its
+    history. Exit 0 when it is; otherwise print the differences and exit 1 — releases are then
+    refused until `pcor-sql budget repair`.
+
+    \b
+    Example:
+        pcor-sql budget verify --db salaries.duckdb
+    """
+    with open_owner(db, ledger) as owner:
+        found = owner.verify_ledger()
+    if not found:
+        if fmt is o.DataFormat.table:
+            stdout_console().print("every spent total matches the history", markup=False)
+        return
+    _differences(found, fmt)
+    write_error(f"{len(found)} spent total(s) differ from the history — reset them from the history with"
+                " `pcor-sql budget repair`")
+    raise typer.Exit(DIFFERENT)
+
+
+@app.command("repair", short_help="Reset the spent totals from the history.")
+def repair(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
+    """Reset every unit's spent ε (and every analyst's quota spent) to the sum of its history,
+    and allow releases again. Limits are kept (a budget row deleted by hand comes back without
+    its limit: set it again). Prints what differed.
+
+    \b
+    Example:
+        pcor-sql budget repair --db salaries.duckdb
+    """
+    with open_owner(db, ledger) as owner:
+        found = owner.repair_ledger()
+    if found:
+        _differences(found, fmt)
+    if fmt is o.DataFormat.table:
+        stdout_console().print(f"reset {len(found)} total(s) from the history" if found else
+                               "nothing to repair: every spent total matched the history", markup=False)
+
+
+@app.command("migrate", short_help="Bring a ledger in an older layout to the current one.")
+def migrate(db: o.Db = None, ledger: o.Ledger = None) -> None:
+    """Migrate a ledger written by an older pcor-sql (or missing a column) to the current layout,
+    keeping spent ε, limits and history. An old ledger's budgets were kept per name; each name
+    that spells a table, file or registered dataset moves to that unit, the others keep their
+    name (listed).
+
+    \b
+    Example:
+        pcor-sql budget migrate --db salaries.duckdb
+    """
+    with open_owner(db, ledger) as owner:
+        report = owner.migrate_ledger()
+    for line in report.lines():
+        stdout_console().print(line, markup=False)

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from pcor_sql.core.accounting import Cost
-from pcor_sql.errors import BudgetExceeded, InternalError, Refused
+from pcor_sql.errors import BudgetExceeded, InternalError, Refused, from_python
 from pcor_sql.ledger.input_checks import check_positive
 from pcor_sql.ledger.transactions import utc_now
 
@@ -100,8 +100,15 @@ class ChargeState:
 #: every charge reads it (in its one SELECT) and is refused while it is set.
 NEEDS_REPAIR = "needs_repair"
 MISMATCH_PROBLEM = "the budget ledger's spent totals do not match its history, so releases are refused"
-MISMATCH_FIX = ("see the differences with `pcor-sql budget verify` (Owner.verify_ledger()), then reset the totals"
-                " from the history with `pcor-sql budget repair` (Owner.repair_ledger())")
+
+
+def mismatch_fix() -> str:
+    """The fix of a mismatch, spelled for the caller (the command line, or Python)."""
+    if from_python():
+        return ("see the differences with Owner.verify_ledger() (`pcor-sql budget verify`), then reset the totals"
+                " from the history with Owner.repair_ledger() (`pcor-sql budget repair`)")
+    return ("see the differences with `pcor-sql budget verify`, then reset the totals from the history with"
+            " `pcor-sql budget repair`")
 
 #: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
 TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas")
@@ -185,7 +192,7 @@ def check_limits(state: ChargeState, fresh: list[ChargeItem]) -> tuple[UnitTotal
     """Each charged unit's totals after the fresh items. Refused (nothing written): a unit past
     its limit (BudgetExceeded), or a unit without a limit in a strict ledger (Refused)."""
     if state.needs_repair:
-        raise Refused(MISMATCH_PROBLEM, MISMATCH_FIX)
+        raise Refused(MISMATCH_PROBLEM, mismatch_fix())
     out = []
     for row in state.charged:
         limit = state.effective_limit(row)

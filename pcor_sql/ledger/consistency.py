@@ -15,9 +15,11 @@ hand edit or a lost charge of even 1e-9 of it is found.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, RELATIVE_SLACK, Tables
+from pcor_sql.ledger.outcomes import gone, mark_interrupted
+from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.transactions import utc_now
 
 
@@ -105,3 +107,25 @@ def repair(cur: Any, t: Tables) -> tuple[Mismatch, ...]:
         f" WHERE h.analyst = q.analyst AND h.notion = q.notion AND (q.dataset = '' OR h.dataset = q.dataset))", [now])
     cur.execute(f"DELETE FROM {t.settings} WHERE name = '{NEEDS_REPAIR}'")
     return found
+
+
+def check_on_open(read: Callable[[str, list[object]], list[tuple]], transaction: Callable[[Any], Any], t: Tables,
+                  read_only: bool) -> tuple[Mismatch, ...]:
+    """What opening a ledger does: one statement (`open_check_sql`), then, only when something
+    was found and the ledger is writable, one transaction that marks this host's rows of ended
+    processes 'interrupted' (`outcomes`) and flags a mismatch for repair. Returns the mismatches."""
+    me = current_process()
+    found, running, flagged = read(open_check_sql(t), [me.host])[0]
+    differ = mismatches(found)
+    ended = gone([tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in running or []])
+    if read_only or not (ended or (differ and not flagged)):
+        return differ
+
+    def body(cur: Any) -> None:
+        if ended:
+            mark_interrupted(cur, t, me.host, ended)
+        if differ and not flagged:
+            flag_for_repair(cur, t)
+
+    transaction(body)
+    return differ

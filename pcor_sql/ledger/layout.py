@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from pcor_sql.errors import UserError
+from pcor_sql.errors import UserError, from_python
 from pcor_sql.resources import sql_text
 
 #: Where a connection's ledger lives when it is kept with the data (the connection's default
@@ -35,8 +35,12 @@ LOCATION_SQL = (
 )
 
 LEGACY_TABLES = ("pcor_budget", "pcor_release_history")
-MIGRATE_FIX = ("migrate it with `pcor-sql budget migrate` (Owner.migrate_ledger()): spent ε, limits and"
-               " history are kept")
+
+
+def migrate_fix() -> str:
+    """The fix of an older layout, spelled for the caller (the command line, or Python)."""
+    how = "Owner.migrate_ledger() (`pcor-sql budget migrate`)" if from_python() else "`pcor-sql budget migrate`"
+    return f"migrate it with {how}: spent ε, limits and history are kept"
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,8 @@ class Layout:
         if self.legacy:
             return UserError(
                 f"{label} holds a budget ledger in an older layout ({', '.join(self.legacy)}), which this version"
-                " would ignore", MIGRATE_FIX)
+                " would ignore", migrate_fix())
         lacking = [f"pcor.{t} lacks {', '.join(c)}" if t in self.columns else f"pcor.{t} is missing"
                    for t, c in self.missing().items()]
         return UserError(f"the budget ledger of {label} is in an older or damaged layout ({'; '.join(lacking)})",
-                         MIGRATE_FIX)
+                         migrate_fix())

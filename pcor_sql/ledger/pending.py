@@ -3,7 +3,7 @@ takes, and the binding unit of a charge (the one with the least headroom)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import duckdb
 
@@ -13,6 +13,7 @@ from pcor_sql.ledger.charge_rules import (
     ChargeItem,
     ChargeState,
     UnitTotal,
+    check_item,
     check_limits,
     fresh_items,
     read_state,
@@ -33,6 +34,19 @@ def unit_names(units: str | Sequence[str]) -> tuple[str, ...]:
     for unit in names:
         check_unit(unit)
     return tuple(sorted(set(names)))
+
+
+def checked_batch(items: Iterable[ChargeItem]) -> tuple[ChargeItem, ...]:
+    """The items of one charge: valid, one notion, distinct release ids."""
+    batch = tuple(items)
+    for item in batch:
+        check_item(item)
+    if len({item.notion for item in batch}) > 1:
+        raise InternalError("one batch of charges mixes privacy notions")
+    ids = [item.release_id for item in batch]
+    if len(set(ids)) != len(ids):
+        raise InternalError("one batch of charges repeats a release_id")
+    return batch
 
 
 def binding(totals: tuple[UnitTotal, ...], after: bool) -> tuple[float, float | None]:

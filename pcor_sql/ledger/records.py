@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass
+from typing import Any
+
+from pcor_sql.ledger.input_checks import NOTIONS
 
 
 @dataclass(frozen=True)
@@ -109,3 +112,17 @@ def history_query(table: str, unit: str | None, limit: int | None) -> tuple[str,
         query += f" LIMIT ${len(params) + 1}"
         params.append(limit)
     return query, params
+
+
+def statuses_query(tables: Any, where: str, *, one_unit: bool) -> str:
+    """The query of `Ledger.status(es)`: every unit with a budget row or a public mark (or the
+    one unit $1) under every notion, its own limit, the notion's default, spent, releases."""
+    t = tables
+    units = "SELECT $1 AS unit" if one_unit else f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
+    return (
+        f"SELECT u.unit, n.notion, b.limit_epsilon, (SELECT value FROM {t.settings} s"
+        f" WHERE s.name = 'default_limit_' || n.notion), coalesce(b.spent_epsilon, 0), coalesce(b.releases, 0),"
+        f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest({list(NOTIONS)!r}) AS notion) n"
+        f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
+        f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
+    )

@@ -40,20 +40,19 @@ import math
 import numbers
 import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import duckdb
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.ledger import consistency
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, check_item, check_limits, read_state, within
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, check_limits, read_state, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
 from pcor_sql.ledger.layout import LOCATION_SQL, Layout
-from pcor_sql.ledger.outcomes import gone, mark_interrupted
-from pcor_sql.ledger.pending import COSTS, PendingCharge, unit_names
-from pcor_sql.ledger.process_identity import current_process
+from pcor_sql.ledger.migration import MigrationReport, read_legacy
+from pcor_sql.ledger.migration import migrate as migration_body
+from pcor_sql.ledger.pending import COSTS, PendingCharge, checked_batch, unit_names
 from pcor_sql.ledger.records import (
     BudgetStatus,
     LimitChange,
@@ -61,9 +60,10 @@ from pcor_sql.ledger.records import (
     budget_status,
     history_query,
     new_release_id,
+    statuses_query,
 )
 from pcor_sql.ledger.reservation import Reservation, reserve_body
-from pcor_sql.ledger.transactions import LedgerAccess, is_conflict, ledger_failure, rollback_quietly, utc_now
+from pcor_sql.ledger.transactions import LedgerAccess, ledger_failure, run_transaction, utc_now
 from pcor_sql.resources import sql_text
 from pcor_sql.sqltext.quoting import quote_identifier
 
@@ -111,12 +111,7 @@ class Ledger:
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
-        if location is None:
-            rows = self._read_fresh(LOCATION_SQL)
-            if not rows:
-                raise InternalError("the default database is not in duckdb_databases()")
-            location = rows[0]
-        database, path, read_only, columns, legacy = location
+        database, path, read_only, columns, legacy = location or self._location()
         self.database: str = database
         self.path: str | None = path or None
         self.in_memory: bool = self.path is None
@@ -141,22 +136,8 @@ class Ledger:
 
     def _check_on_open(self) -> None:
         """The history is the truth: compare every total with it, and mark the rows of this
-        host's reserving processes that ended as 'interrupted' (one statement, plus one write
-        only when something was found)."""
-        me = current_process()
-        found, running, flagged = self.read(consistency.open_check_sql(self.tables), [me.host])[0]
-        self.mismatches = consistency.mismatches(found)
-        ended = gone([tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in running or []])
-        if self.read_only or not (ended or (self.mismatches and not flagged)):
-            return
-
-        def body(cur: Any) -> None:
-            if ended:
-                mark_interrupted(cur, self.tables, me.host, ended)
-            if self.mismatches and not flagged:
-                consistency.flag_for_repair(cur, self.tables)
-
-        self.transaction(body)
+        host's reserving processes that ended as 'interrupted'."""
+        self.mismatches = consistency.check_on_open(self.read, self.transaction, self.tables, self.read_only)
 
     def close(self) -> None:
         if self._owned:
@@ -199,17 +180,7 @@ class Ledger:
         self._require_layout()
         if not self._exists:
             return [budget_status(params[0], params[1], None, None, 0.0, 0, False)] if len(params) == 2 else []
-        t = self.tables
-        units = f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
-        if params and where.startswith("WHERE u.unit"):
-            units = "SELECT $1 AS unit"
-        query = (
-            f"SELECT u.unit, n.notion, b.limit_epsilon, (SELECT value FROM {t.settings} s"
-            f" WHERE s.name = 'default_limit_' || n.notion), coalesce(b.spent_epsilon, 0), coalesce(b.releases, 0),"
-            f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest({list(NOTIONS)!r}) AS notion) n"
-            f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
-            f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
-        )
+        query = statuses_query(self.tables, where, one_unit=bool(params) and where.startswith("WHERE u.unit"))
         return [budget_status(*row) for row in self.read(query, params)]
 
     def history(self, unit: str | None = None, limit: int | None = None) -> tuple[ReleaseRecord, ...]:
@@ -330,16 +301,7 @@ class Ledger:
 
     def _batch(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> tuple[tuple[str, ...], tuple[ChargeItem, ...]]:
         self.ensure_writable()
-        names = unit_names(units)
-        batch = tuple(items)
-        for item in batch:
-            check_item(item)
-        if len({item.notion for item in batch}) > 1:
-            raise InternalError("one batch of charges mixes privacy notions")
-        ids = [item.release_id for item in batch]
-        if len(set(ids)) != len(ids):
-            raise InternalError("one batch of charges repeats a release_id")
-        return names, batch
+        return unit_names(units), checked_batch(items)
 
     # ---- the history is the truth --------------------------------------------------------
 
@@ -358,6 +320,24 @@ class Ledger:
         self.mismatches = ()
         return list(found)
 
+    def migrate(self, resolve: Callable[[str], Sequence[str]] | None = None) -> MigrationReport:
+        """Bring a ledger in an older layout to the current one (`pcor_sql.ledger.migration`),
+        then check it as on opening. `resolve(name)`: the units an old budget name spells here
+        (none: it stays a unit of its own name)."""
+        if self.read_only:
+            raise UserError(f"database {self._label()} is read-only: its budget ledger cannot be migrated",
+                            "open it read-write")
+        layout = self._layout_now()
+        if layout.current or layout.absent:
+            return MigrationReport(changed=False)
+        if layout.unknown():
+            raise layout.problem(self._label())  # type: ignore[misc]
+        read = lambda q, p: self.read_with(lambda cur: cur.execute(q, p).fetchall())  # noqa: E731
+        legacy, units_of = read_legacy(read, layout, self.database, resolve)
+        report = self.transaction(lambda cur: migration_body(cur, self.tables, self.database, layout, legacy, units_of))
+        self._open(self._layout_now())
+        return report
+
     # ---- plumbing ------------------------------------------------------------------------
 
     def _label(self) -> str:
@@ -373,12 +353,18 @@ class Ledger:
         with self._cursor_lock:
             return self._con.cursor()
 
-    def _read_fresh(self, query: str) -> list[tuple]:
-        cur = self._cursor()
+    def _location(self) -> tuple:
+        cur = self._cursor()  # plain: the ledger's label is not known yet
         try:
-            return cur.execute(query).fetchall()
+            rows = cur.execute(LOCATION_SQL).fetchall()
         finally:
             cur.close()
+        if not rows:
+            raise InternalError("the default database is not in duckdb_databases()")
+        return rows[0]
+
+    def _layout_now(self) -> Layout:
+        return Layout.from_location(*self._location()[3:])
 
     def read(self, query: str, params: Sequence[object]) -> list[tuple]:
         """Rows of a query over the ledger's tables (empty while a read-only ledger has none)."""
@@ -404,29 +390,4 @@ class Ledger:
     def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
         """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
         it again from a fresh snapshot (bounded exponential backoff with jitter)."""
-        deadline = time.monotonic() + self._busy_timeout
-        delay = 0.001
-        while True:
-            cur = self._cursor()
-            try:
-                cur.execute("BEGIN TRANSACTION")
-                result = body(cur)
-                cur.execute("COMMIT")
-                return result
-            except BaseException as exc:
-                rollback_quietly(cur)
-                if not is_conflict(exc):
-                    failure = ledger_failure(exc, self._label())
-                    if failure is not None:
-                        raise failure from None
-                    raise
-                if time.monotonic() >= deadline:
-                    raise UserError(
-                        f"the budget ledger of database {self._label()} stayed busy for "
-                        f"{self._busy_timeout:g} s (other charges kept conflicting)",
-                        "retry the release",
-                    ) from None
-            finally:
-                cur.close()
-            time.sleep(min(delay * (0.5 + self._jitter.random()), max(0.0, deadline - time.monotonic())))
-            delay = min(delay * 2, 0.05)
+        return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label())

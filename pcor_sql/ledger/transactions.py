@@ -4,12 +4,16 @@ failures a user can cause turned into one line with a fix (a full disk, a damage
 from __future__ import annotations
 
 import datetime as _dt
+import random
+import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import duckdb
 
 from pcor_sql.errors import UserError
+
+_T = TypeVar("_T")
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -65,3 +69,36 @@ class LedgerAccess:
     transaction: Callable[[Callable[[Any], Any]], Any]
     tables: Any
     failure: Callable[[BaseException], "UserError | None"]
+
+
+def run_transaction(cursor: Callable[[], Any], body: Callable[[Any], _T], busy_timeout: float,
+                    jitter: random.Random, label: str) -> _T:
+    """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
+    it again from a fresh snapshot (bounded exponential backoff with jitter), for at most
+    `busy_timeout` seconds. Failures a user can cause become one-line UserErrors."""
+    deadline = time.monotonic() + busy_timeout
+    delay = 0.001
+    while True:
+        cur = cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            result = body(cur)
+            cur.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            rollback_quietly(cur)
+            if not is_conflict(exc):
+                failure = ledger_failure(exc, label)
+                if failure is not None:
+                    raise failure from None
+                raise
+            if time.monotonic() >= deadline:
+                raise UserError(
+                    f"the budget ledger of database {label} stayed busy for {busy_timeout:g} s"
+                    " (other charges kept conflicting)",
+                    "retry the release",
+                ) from None
+        finally:
+            cur.close()
+        time.sleep(min(delay * (0.5 + jitter.random()), max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.05)
