@@ -132,15 +132,11 @@ def me(url: Url, fmt: Format = o.DataFormat.table) -> None:
 
 
 def _me_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per notion when the service lists them that way, else the answer as one row."""
-    for name in ("quotas", "notions", "budgets"):
-        part = found.get(name)
-        if isinstance(part, list) and all(isinstance(p, dict) for p in part):
-            return [{k: v for k, v in found.items() if k != name and not isinstance(v, (list, dict))} | p for p in part]
-        if isinstance(part, dict) and all(isinstance(p, dict) for p in part.values()):
-            rest = {k: v for k, v in found.items() if k != name and not isinstance(v, (list, dict))}
-            return [rest | {"notion": n} | p for n, p in part.items()]
-    return [found]
+    """One row per (notion, dataset) quota, with the analyst's name."""
+    usage = found.get("usage")
+    if not isinstance(usage, list) or not all(isinstance(u, dict) for u in usage):
+        return [found]
+    return [{"analyst": found.get("analyst"), **u, "dataset": u.get("dataset") or "(all)"} for u in usage]
 
 
 @app.command("history", short_help="Your own requests: when, what, cost and outcome.")
