@@ -5,6 +5,11 @@
 -- move it. pcor_sql.ledger.store runs this script (idempotent) with the ledger's database
 -- in use, before it reads or charges.
 --
+-- The current layout is read from this script (pcor_sql.ledger.layout): a ledger whose tables
+-- lack a column made here is refused until `pcor-sql budget migrate`, which fills the column
+-- with its DEFAULT, else NULL (else pcor_sql.ledger.migration.FILLS). So a NOT NULL column added
+-- here needs a DEFAULT, and a table added here goes into charge_rules.TABLE_NAMES (a test says so).
+--
 -- A privacy unit is a base table or a file (`memory.main.salaries`, `file:/data/x.parquet`,
 -- `bundled:salaries`): every release is charged to each unit its relation reads, however it
 -- is spelled. The three privacy notions hold under different neighbour relations, so each

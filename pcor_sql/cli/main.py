@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
+from pcor_sql.cli import analyst_commands
 from pcor_sql.cli import remote_commands
 from pcor_sql.cli import serve_command
 from pcor_sql.cli.console import write_error
@@ -117,6 +118,7 @@ for _name, _short, _function in _COMMANDS:
 app.add_typer(budget.app, name="budget")
 app.add_typer(bundled_commands.app, name="datasets")
 app.add_typer(dataset_commands.app, name="dataset")
+app.add_typer(analyst_commands.app, name="analyst")
 app.add_typer(remote_commands.app, name="remote")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Callable
 
 import duckdb
 
@@ -24,15 +25,19 @@ from pcor_sql.resources import sql_text
 
 #: Where a connection's ledger lives when it is kept with the data (the connection's default
 #: database: a fresh cursor starts there whatever `USE` did), its file, whether it is
-#: read-only, the columns of its `pcor` tables, and the tables of a pre-`pcor` ledger.
+#: read-only, and (schema, table, column count) of its `pcor` tables and of a pre-`pcor`
+#: ledger's — one scan of duckdb_tables(); the columns' names are read only when the counts
+#: are not the current layout's (`COLUMNS_SQL`), since duckdb_columns() costs about half as
+#: much again as the whole location query.
 LOCATION_SQL = (
     "SELECT d.database_name, d.path, d.readonly,"
-    " (SELECT list((c.table_name, c.column_name)) FROM duckdb_columns() c"
-    " WHERE c.database_name = d.database_name AND c.schema_name = 'pcor'),"
-    " (SELECT list(t.schema_name || '.' || t.table_name ORDER BY t.schema_name, t.table_name) FROM duckdb_tables() t"
-    " WHERE t.database_name = d.database_name AND t.table_name IN ('pcor_budget', 'pcor_release_history'))"
+    " (SELECT list((t.schema_name, t.table_name, t.column_count) ORDER BY t.schema_name, t.table_name)"
+    " FROM duckdb_tables() t WHERE t.database_name = d.database_name"
+    " AND (t.schema_name = 'pcor' OR t.table_name IN ('pcor_budget', 'pcor_release_history')))"
     " FROM duckdb_databases() d WHERE d.database_name = current_database()"
 )
+COLUMNS_SQL = ("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = $1 AND schema_name = 'pcor'"
+               " ORDER BY table_name, column_index")
 
 LEGACY_TABLES = ("pcor_budget", "pcor_release_history")
 
@@ -76,12 +81,24 @@ class Layout:
     legacy: tuple[str, ...]
 
     @classmethod
-    def from_location(cls, columns: object, legacy: object) -> "Layout":
+    def from_location(cls, tables: object, columns: Callable[[], list[tuple]], *, exact: bool = False) -> "Layout":
+        """The layout from LOCATION_SQL's list of (schema, table, column count); `columns()`
+        reads COLUMNS_SQL's rows, called only when the counts are not the current layout's, or
+        when `exact` (a column renamed by hand keeps the count: reading fails then, as damage)."""
+        pcor, legacy = {}, []
+        for entry in tables or []:  # type: ignore[union-attr]
+            schema, table, count = entry.values() if isinstance(entry, dict) else entry
+            if schema == "pcor":
+                pcor[table] = count
+            elif table in LEGACY_TABLES:
+                legacy.append(f"{schema}.{table}")
+        expected = expected_layout()
+        if not exact and not legacy and all(pcor.get(t) == len(c) for t, c in expected.items()):
+            return cls({t: tuple(col.name for col in c) for t, c in expected.items()}, ())
         found: dict[str, list[str]] = {}
-        for entry in columns or []:  # type: ignore[union-attr]
-            table, column = entry.values() if isinstance(entry, dict) else entry
+        for table, column in (columns() if pcor else []):
             found.setdefault(table, []).append(column)
-        return cls({t: tuple(c) for t, c in found.items()}, tuple(legacy or []))  # type: ignore[arg-type]
+        return cls({t: tuple(c) for t, c in found.items()}, tuple(legacy))
 
     @property
     def absent(self) -> bool:
@@ -110,6 +127,13 @@ class Layout:
         return out
 
     @property
+    def newer(self) -> bool:
+        """Columns this version does not know and none missing: a newer version's ledger (a
+        newer version only adds columns; unknown and missing ones together are damage, which
+        `migrate` mends, dropping the unknown ones)."""
+        return bool(self.unknown()) and not self.missing() and not self.legacy
+
+    @property
     def current(self) -> bool:
         return not self.legacy and not self.missing() and not self.unknown()
 
@@ -118,7 +142,7 @@ class Layout:
         or if there is no ledger yet)."""
         if self.absent or self.current:
             return None
-        if self.unknown():
+        if self.newer:
             table, extra = next(iter(self.unknown().items()))
             return UserError(
                 f"the budget ledger of {label} was written by a newer pcor-sql (pcor.{table} has {', '.join(extra)})",

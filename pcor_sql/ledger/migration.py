@@ -97,7 +97,8 @@ def migrate(cur: Any, tables: Tables, database: str, layout: Layout, legacy_rows
             units_of: dict[str, tuple[str, ...]]) -> MigrationReport:
     """The body of the migration's transaction (see the module docstring)."""
     expected = expected_layout()
-    rebuild = {t: c for t, c in layout.missing().items() if t in layout.columns}
+    missing, unknown = layout.missing(), layout.unknown()
+    rebuild = {t: missing.get(t, ()) for t in expected if t in layout.columns and (t in missing or t in unknown)}
     created = tuple(t for t in expected if t not in layout.columns)
     for table, lacking in rebuild.items():
         columns = {c.name: c for c in expected[table]}

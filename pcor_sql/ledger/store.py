@@ -49,7 +49,7 @@ from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.ledger import consistency
 from pcor_sql.ledger.charge_rules import ChargeItem, Tables, check_limits, read_state, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
-from pcor_sql.ledger.layout import LOCATION_SQL, Layout
+from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
 from pcor_sql.ledger.migration import MigrationReport, read_legacy
 from pcor_sql.ledger.migration import migrate as migration_body
 from pcor_sql.ledger.pending import COSTS, PendingCharge, checked_batch, unit_names
@@ -111,7 +111,7 @@ class Ledger:
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
-        database, path, read_only, columns, legacy = location or self._location()
+        database, path, read_only, tables = location or self._location()
         self.database: str = database
         self.path: str | None = path or None
         self.in_memory: bool = self.path is None
@@ -121,7 +121,7 @@ class Ledger:
         self.mismatches: tuple[consistency.Mismatch, ...] = ()
         if self.in_memory:
             warn_privacy(IN_MEMORY_WARNING, warn, stacklevel=4)
-        self._open(Layout.from_location(columns, legacy))
+        self._open(self._layout(tables))
 
     def _open(self, layout: Layout) -> None:
         self.layout_problem = layout.problem(self._label())
@@ -330,7 +330,7 @@ class Ledger:
         layout = self._layout_now()
         if layout.current or layout.absent:
             return MigrationReport(changed=False)
-        if layout.unknown():
+        if layout.newer:
             raise layout.problem(self._label())  # type: ignore[misc]
         read = lambda q, p: self.read_with(lambda cur: cur.execute(q, p).fetchall())  # noqa: E731
         legacy, units_of = read_legacy(read, layout, self.database, resolve)
@@ -353,18 +353,24 @@ class Ledger:
         with self._cursor_lock:
             return self._con.cursor()
 
-    def _location(self) -> tuple:
-        cur = self._cursor()  # plain: the ledger's label is not known yet
+    def _plain(self, query: str, params: Sequence[object] = ()) -> list[tuple]:
+        cur = self._cursor()  # no translation of failures: used before the ledger's label is known
         try:
-            rows = cur.execute(LOCATION_SQL).fetchall()
+            return cur.execute(query, list(params)).fetchall()
         finally:
             cur.close()
+
+    def _location(self) -> tuple:
+        rows = self._plain(LOCATION_SQL)
         if not rows:
             raise InternalError("the default database is not in duckdb_databases()")
         return rows[0]
 
+    def _layout(self, tables: object, exact: bool = False) -> Layout:
+        return Layout.from_location(tables, lambda: self._plain(COLUMNS_SQL, [self.database]), exact=exact)
+
     def _layout_now(self) -> Layout:
-        return Layout.from_location(*self._location()[3:])
+        return self._layout(self._location()[3], exact=True)
 
     def read(self, query: str, params: Sequence[object]) -> list[tuple]:
         """Rows of a query over the ledger's tables (empty while a read-only ledger has none)."""

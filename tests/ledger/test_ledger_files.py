@@ -16,7 +16,8 @@ import pytest
 import pcor_sql
 from pcor_sql.core.accounting import OcdpCost
 from pcor_sql.errors import BudgetExceeded, PrivacyWarning, UserError
-from pcor_sql.ledger.charge_rules import ChargeItem
+from pcor_sql.ledger.charge_rules import TABLE_NAMES, ChargeItem
+from pcor_sql.ledger.layout import expected_layout
 from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.migration import legacy_relation
 from pcor_sql.ledger.records import new_release_id
@@ -226,3 +227,17 @@ def test_a_full_disk_refuses_with_one_line_and_the_ledger_stays_consistent(tmp_p
         con.close()
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=10)
+
+
+def test_a_column_renamed_by_hand_is_damage_that_migrate_mends(con):
+    Ledger(con).reserve("t", [item(0.2)]).answered()
+    con.execute("ALTER TABLE pcor.history RENAME COLUMN reason TO why")  # same column count
+    ledger = Ledger(con)
+    with pytest.raises(UserError, match="damaged"):
+        ledger.history()
+    report = ledger.migrate()
+    assert report.rebuilt == ("history",) and ledger.verify() == [] and ledger.status("t").spent == 0.2
+
+
+def test_the_tables_the_code_names_are_the_tables_ledger_sql_makes():
+    assert set(TABLE_NAMES) == set(expected_layout())

@@ -1,0 +1,242 @@
+"""Analysts, their tokens and quotas (DESIGN.md §6 "Analysts and their quotas").
+
+The owner names analysts; each gets a bearer token of 256 bits from `secrets` (shown once,
+stored only as its SHA-256), may be limited to some registered datasets, and may have an ε
+quota per notion — over all datasets, and per dataset. A charge for an analyst fits both
+their quota and every unit's limit, in one transaction (`quota_rules`, `Ledger.reserve`).
+Revoking stops the token at once: `authenticate` no longer knows it, and a reservation in
+flight conflicts with the revocation and is refused.
+
+`authenticate` compares the token's hash with every analyst's in constant time
+(`hmac.compare_digest`, no early exit), and answers None alike for an unknown, a revoked and a
+malformed token. An analyst sees only their own data: `analyst_usage` (their quotas and spent)
+and `analyst_history` (their requests: no unit names, no other analyst's spend, and no failure
+reason — a reason class such as 'not-found' would tell them about the data).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from pcor_sql.errors import UserError
+from pcor_sql.ledger.dataset_registry import find_dataset
+from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive
+from pcor_sql.ledger.quota_rules import ALL_DATASETS
+from pcor_sql.ledger.store import Ledger
+from pcor_sql.ledger.transactions import utc_now
+
+TOKEN_PREFIX = "pcor_"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}\Z")
+_TOKEN = re.compile(r"pcor_[A-Za-z0-9_-]{43}\Z")
+
+
+@dataclass(frozen=True)
+class AnalystIdentity:
+    """Who a token belongs to: the analyst's name and the registered datasets they may use
+    (None: every one)."""
+
+    name: str
+    datasets: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class QuotaUsage:
+    """An analyst's spent ε under one notion, over all datasets (`dataset` None) or on one;
+    `limit` None: no quota."""
+
+    notion: str
+    dataset: str | None
+    limit: float | None
+    spent: float
+    remaining: float | None
+    releases: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"notion": self.notion, "dataset": self.dataset, "limit": self.limit, "spent": self.spent,
+                "remaining": self.remaining, "releases": self.releases}
+
+
+@dataclass(frozen=True)
+class AnalystInfo:
+    name: str
+    created_at: _dt.datetime
+    revoked_at: _dt.datetime | None
+    datasets: tuple[str, ...] | None
+    usage: tuple[QuotaUsage, ...]
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "created_at": _iso(self.created_at), "revoked_at": _iso(self.revoked_at),
+                "datasets": None if self.datasets is None else list(self.datasets),
+                "usage": [u.as_dict() for u in self.usage]}
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def check_analyst_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise UserError(f"invalid analyst name {name!r}",
+                        "use up to 64 letters, digits and . _ @ -, starting with a letter or digit")
+    return name
+
+
+def add_analyst(ledger: Ledger, name: str, quota: float | None = None, notion: str | None = None,
+                datasets: Sequence[str] | None = None) -> str:
+    """Name an analyst and return their bearer token (shown this once). `quota`: their ε quota
+    under `notion`, or under every notion when `notion` is None; `datasets`: the registered
+    datasets they may use (None: every one)."""
+    ledger.ensure_writable()
+    check_analyst_name(name)
+    notions = _notions(notion, quota)
+    limit = None if quota is None else check_positive(quota, "quota")
+    allowed = None if datasets is None else _registered(ledger, datasets)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    t = ledger.tables
+
+    def body(cur: Any) -> None:
+        taken = cur.execute(f"SELECT revoked_at FROM {t.analysts} WHERE name = $1", [name]).fetchall()
+        if taken:
+            state = "revoked" if taken[0][0] is not None else "active"
+            raise UserError(f"there is an analyst named {name!r} already ({state})", "choose another name")
+        now = utc_now()
+        cur.execute(f"INSERT INTO {t.analysts} (name, token_hash, datasets, created_at) VALUES ($1, $2, $3, $4)",
+                    [name, token_hash(token), allowed, now])
+        if limit is not None:
+            _set_limits(cur, ledger, name, notions, ALL_DATASETS, limit)
+
+    ledger.transaction(body)
+    return token
+
+
+def set_quota(ledger: Ledger, name: str, epsilon: float | None, *, notion: str | None = None,
+              dataset: str | None = None) -> None:
+    """Set (None: remove) `name`'s quota under `notion` (None: every notion), over all datasets
+    or on the registered `dataset`."""
+    ledger.ensure_writable()
+    notions = _notions(notion, epsilon, clearing=True)
+    limit = None if epsilon is None else check_positive(epsilon, "quota")
+    key = ALL_DATASETS if dataset is None else _registered(ledger, [dataset])[0]
+
+    def body(cur: Any) -> None:
+        _require(cur, ledger, name)
+        _set_limits(cur, ledger, name, notions, key, limit)
+
+    ledger.transaction(body)
+
+
+def revoke_analyst(ledger: Ledger, name: str) -> AnalystInfo:
+    """Stop `name`'s token at once. Their (analyst, notion) quota rows are written too, so a
+    reservation in flight conflicts with this and is re-checked — and refused."""
+    ledger.ensure_writable()
+
+    def body(cur: Any) -> None:
+        _require(cur, ledger, name)
+        cur.execute(f"UPDATE {ledger.tables.analysts} SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL",
+                    [name, utc_now()])
+        _set_limits(cur, ledger, name, NOTIONS, ALL_DATASETS, None, keep_limit=True)
+
+    ledger.transaction(body)
+    return _info(ledger, name)
+
+
+def list_analysts(ledger: Ledger) -> tuple[AnalystInfo, ...]:
+    """Every analyst, by name, with their quota usage."""
+    return tuple(_info(ledger, name) for (name,) in ledger.read(f"SELECT name FROM {ledger.tables.analysts}"
+                                                                 " ORDER BY name", []))
+
+
+def authenticate(ledger: Ledger, token: object) -> AnalystIdentity | None:
+    """The analyst whose token this is, or None — the same for an unknown, a revoked and a
+    malformed token. Every stored hash is compared, in constant time."""
+    well_formed = type(token) is str and _TOKEN.match(token) is not None
+    candidate = token_hash(token if well_formed else "")  # type: ignore[arg-type]
+    found = None
+    for name, stored, revoked, datasets in ledger.read(
+            f"SELECT name, token_hash, revoked_at IS NOT NULL, datasets FROM {ledger.tables.analysts}", []):
+        if hmac.compare_digest(stored.encode("ascii"), candidate.encode("ascii")) and not revoked:
+            found = AnalystIdentity(name, None if datasets is None else tuple(datasets))
+    return found if well_formed else None
+
+
+def analyst_usage(ledger: Ledger, name: str) -> tuple[QuotaUsage, ...]:
+    """`name`'s quota and spent under every notion over all datasets, then per dataset."""
+    rows = {(n, d): (limit, spent, releases) for n, d, limit, spent, releases in ledger.read(
+        f"SELECT notion, dataset, limit_epsilon, spent_epsilon, releases FROM {ledger.tables.quotas}"
+        " WHERE analyst = $1", [name])}
+    keys = [(n, ALL_DATASETS) for n in NOTIONS] + sorted(k for k in rows if k[1] != ALL_DATASETS)
+    out = []
+    for notion, dataset in keys:
+        limit, spent, releases = rows.get((notion, dataset), (None, 0.0, 0))
+        remaining = None if limit is None else max(0.0, limit - spent)
+        out.append(QuotaUsage(notion, dataset or None, limit, spent, remaining, releases))
+    return tuple(out)
+
+
+def analyst_history(ledger: Ledger, name: str, limit: int | None = None) -> tuple[dict[str, Any], ...]:
+    """`name`'s own requests, oldest first (the most recent `limit`), one per release, as plain
+    data: release_id, requested_at (UTC, ISO), notion, epsilon, k, mechanism, dataset, key,
+    outcome."""
+    rows = ledger.read(
+        f"SELECT release_id, min(released_at) AS asked_at, any_value(notion), any_value(epsilon), any_value(k),"
+        f" any_value(mechanism), any_value(dataset), any_value(record_key), any_value(outcome)"
+        f" FROM {ledger.tables.history} WHERE analyst = $1 GROUP BY release_id ORDER BY asked_at DESC, release_id DESC"
+        + (" LIMIT $2" if limit is not None else ""), [name] + ([limit] if limit is not None else []))
+    keys = ("release_id", "requested_at", "notion", "epsilon", "k", "mechanism", "dataset", "key", "outcome")
+    return tuple({k: (_iso(v) if k == "requested_at" else v) for k, v in zip(keys, row)} for row in reversed(rows))
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _notions(notion: str | None, quota: object, *, clearing: bool = False) -> tuple[str, ...]:
+    if notion is not None and quota is None and not clearing:
+        raise UserError("a notion was given without a quota", "give the quota too, e.g. --quota 1.0 --notion ocdp")
+    return NOTIONS if notion is None else (check_notion(notion),)
+
+
+def _registered(ledger: Ledger, datasets: Sequence[str]) -> list[str]:
+    names = [datasets] if isinstance(datasets, str) else list(datasets)
+    for name in names:
+        if not isinstance(name, str) or find_dataset(ledger, name) is None:
+            raise UserError(f"no registered dataset {name!r}", "register it first: pcor-sql dataset add")
+    return sorted(set(names))
+
+
+def _require(cur: Any, ledger: Ledger, name: str) -> None:
+    if not cur.execute(f"SELECT count(*) FROM {ledger.tables.analysts} WHERE name = $1", [name]).fetchall()[0][0]:
+        raise UserError(f"there is no analyst named {name!r}", "see them with: pcor-sql analyst list")
+
+
+def _set_limits(cur: Any, ledger: Ledger, name: str, notions: Sequence[str], dataset: str, limit: float | None,
+                *, keep_limit: bool = False) -> None:
+    """Upsert `name`'s quota rows: the limit (unless `keep_limit`), and always `updated_at` —
+    the write that makes a concurrent charge of `name` conflict."""
+    keep = "limit_epsilon" if keep_limit else "excluded.limit_epsilon"
+    cur.execute(
+        f"INSERT INTO {ledger.tables.quotas} (analyst, notion, dataset, limit_epsilon, updated_at)"
+        " SELECT $1, unnest($2::VARCHAR[]), $3, $4, $5 ON CONFLICT (analyst, notion, dataset) DO UPDATE SET"
+        f" limit_epsilon = {keep}, updated_at = excluded.updated_at",
+        [name, list(notions), dataset, limit, utc_now()])
+
+
+def _info(ledger: Ledger, name: str) -> AnalystInfo:
+    rows = ledger.read(f"SELECT created_at, revoked_at, datasets FROM {ledger.tables.analysts} WHERE name = $1", [name])
+    if not rows:
+        raise UserError(f"there is no analyst named {name!r}", "see them with: pcor-sql analyst list")
+    created, revoked, datasets = rows[0]
+    return AnalystInfo(name, created, revoked, None if datasets is None else tuple(datasets), analyst_usage(ledger, name))
+
+
+def _iso(value: _dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat(sep=" ", timespec="seconds")
