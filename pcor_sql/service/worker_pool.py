@@ -17,6 +17,7 @@ a summary builds it once per worker.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 from typing import Any, Callable, TypeVar
@@ -51,13 +52,16 @@ class WorkerPool:
                 con = con.cursor()
                 self._cursors.append(con)
             self._free.put(Session(con, ledger=owner.ledger, warn=_log_warning, registry=registry))
-        self._limiter: anyio.CapacityLimiter | None = None
+        # One limiter per event loop (an app served by one uvicorn has one; a test client may make several).
+        self._limiters: dict[int, anyio.CapacityLimiter] = {}
 
     async def run(self, work: Callable[[Session], _T]) -> _T:
         """`work(session)` in a worker thread with a Session of its own; waits for a free one."""
-        if self._limiter is None:  # made on the running event loop
-            self._limiter = anyio.CapacityLimiter(self.size)
-        return await anyio.to_thread.run_sync(self._lend, work, limiter=self._limiter)
+        loop = id(asyncio.get_running_loop())
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = anyio.CapacityLimiter(self.size)
+        return await anyio.to_thread.run_sync(self._lend, work, limiter=limiter)
 
     def _lend(self, work: Callable[[Session], _T]) -> _T:
         session = self._free.get()  # the limiter lets in at most `size` threads: one is free

@@ -135,6 +135,16 @@ def test_anomaly_answers_are_the_same_on_both_engines(engines, columns, norm, ra
     assert any(r.owner["true_answer"] for r in a) and not all(r.owner["true_answer"] for r in a)
 
 
+@pytest.mark.parametrize("columns,norm,radius", [(("x",), "l2", 2.0), (("x", "y"), "l1", 3.5), (("x", "y"), "linf", 0.0)])
+def test_point_counts_are_the_same_on_both_engines(engines, columns, norm, radius):
+    """IDENTIFY ANOMALY VALUE: a point in the data, one between values, one far away."""
+    duck, sparks, d_rel, s_rel = engines
+    for point in ([1194.0, 5.0][:len(columns)], [10.5, 3.0][:len(columns)], [-1e6, 0.0][:len(columns)]):
+        a = duck.access.point_counts(d_rel, columns, point, radius, norm)
+        b = sparks.access.point_counts(s_rel, columns, point, radius, norm)
+        assert (a.multiplicity.tolist(), a.ball.tolist()) == (b.multiplicity.tolist(), b.ball.tolist()), point
+
+
 def test_units_are_catalog_identifiers_and_file_paths(spark, engines, data):
     access = engines[1].access
     spark.read.parquet(data).write.mode("overwrite").saveAsTable("emp_table")
@@ -227,7 +237,7 @@ def test_owner_and_analyst_on_spark(spark, data, tmp_path):
     same text whatever the data."""
     owner = pcor_sql.Owner(spark, ledger=str(tmp_path / "owner.duckdb"))
     ds = owner.register("emp", f"parquet.`{data}`", key="id", metric="salary", by="dept,role",
-                        domains=DOMAINS, limit=0.5)
+                        domains=DOMAINS, limit=0.5, releasable=[7, 500, 1001, 99999])
     assert ds.units == (f"file:{data}",)
     assert dict(ds.domains)["dept"] == ("a", "b", "c", "d")  # frozen as declared, absent d kept
     analyst = owner.analyst()
