@@ -21,7 +21,7 @@ def service(
     requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests per analyst.")] = 50,
     workers: Annotated[int, typer.Option("--workers", metavar="N", help="The service's --workers.")] = 4,
     reference: Annotated[int, typer.Option(
-        "--reference", metavar="N", help="In-process requests timed as the reference.")] = 12,
+        "--reference", metavar="N", help="In-process requests timed as the reference, before and after the load.")] = 12,
     workdir: Annotated[Path, typer.Option(
         "--workdir", metavar="DIR", help="Where the database file is made (replaced each run).")]
     = Path("/tmp/pcor-service-bench"),
@@ -122,7 +122,8 @@ def service_tables(result: dict[str, Any]) -> list[Any]:
                 "Latency: from the client's call to its return (pcor_sql.connect over loopback HTTP: JSON, token "
                 "check, the worker pool's wait, the release or answer, the ledger's reservation and outcome).",
                 f"Reference: the same request mix through the in-process analyst handle (Owner.analyst()), one at a "
-                f"time, {len(result['reference'])} requests on the same file before the service started.",
+                f"time on the same file, {len(result['reference'])} requests: half before the service started, half "
+                f"after it stopped.",
                 f"Each request costs ε = {cfg['epsilon']}; each analyst has a quota of {cfg['quota']} per notion and "
                 f"the table an OCDP limit of {cfg['unit_limit']} for the run, so refusals (429, checked before the "
                 "reservation) are part of the load.",
