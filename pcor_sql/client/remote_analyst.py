@@ -5,6 +5,7 @@
     analyst.datasets()                                   # what may be asked, and about what
     analyst.explain_outlier("salaries", 42, epsilon=0.2).context
     analyst.identify_anomaly("salaries", value={"salary": 250000}, beta=5, radius=1000, epsilon=0.5)
+    analyst.cost("explain_outliers", "salaries", [42, 43], epsilon=0.2)   # nothing charged
     analyst.me()                                         # quotas and spent per notion
 
 The same methods as the in-process handle (`Owner.analyst()`), but the data, the session and
@@ -75,37 +76,40 @@ class RemoteAnalyst:
         results = _items(self._transport.post("/v1/explain", body), "results")
         return [RemoteExplanation.from_json(item) for item in results]
 
-    def identify_anomaly(self, dataset: str, value: Any = None, **options: Any) -> RemoteAnswer:
+    def identify_value(self, dataset: str, value: Any, **options: Any) -> RemoteAnswer:
         """The mechanism's randomized bit for the point `value` of the metric space (metric →
-        number, e.g. {"salary": 250000}); `options`: beta, radius, epsilon, privacy, k."""
+        number, e.g. {"salary": 250000}), in the data or not; `options`: beta, radius, epsilon,
+        privacy, k, norm. The same call as the in-process handle's."""
+        [answer] = _answers(self._transport.post("/v1/identify", {"dataset": dataset, "value": value, **options}))
+        return RemoteAnswer.from_json(answer)
+
+    def identify_anomaly(self, dataset: str, value: Any = None, **options: Any) -> RemoteAnswer:
+        """`identify_value` with the point as a keyword: `identify_anomaly(d, value={...}, ...)`.
+        (Over HTTP an analyst asks about points, never about a record by key: DESIGN.md §6.)"""
         if value is None:
             raise UserError("identify_anomaly needs a point of the metric space",
                             "pass value={'metric': number}, e.g. value={'salary': 250000}")
-        [result] = self.identify_anomalies(dataset, [value], **options)
-        return result
+        return self.identify_value(dataset, value, **options)
 
     def identify_anomalies(self, dataset: str, values: Sequence[Any], **options: Any) -> list[RemoteAnswer]:
-        """One answer per point, in the order given, each charged ε."""
+        """One answer per point, in the order given (one request each), each charged ε."""
         if isinstance(values, (str, bytes, dict)) or not isinstance(values, (list, tuple)) or not values:
             raise UserError("values must be a non-empty list of points", "e.g. [{'salary': 250000}]")
-        answers: list[RemoteAnswer] = []
-        for value in values:
-            body = {"dataset": dataset, "value": value, **options}
-            answers.extend(RemoteAnswer.from_json(item) for item in _answers(self._transport.post("/v1/identify", body)))
-        return answers
+        return [self.identify_value(dataset, value, **options) for value in values]
 
-    def cost(self, dataset: str, keys: Sequence[Any] | None = None, *, value: Any = None,
-             **options: Any) -> dict[str, Any]:
-        """What a request would cost, without making it (data independent: the same answer
-        whatever the rows hold). Pass `keys` for an explanation, `value` for an anomaly question,
-        with the same options as the request."""
-        if (keys is None) == (value is None):
-            raise UserError("cost needs keys (an explanation) or value (an anomaly question), not both",
-                            "e.g. cost('salaries', [42], epsilon=0.2) or cost('salaries', value={...}, beta=5, ...)")
-        if keys is not None:
+    def cost(self, method: str, dataset: str, target: Any, **options: Any) -> dict[str, Any]:
+        """What `getattr(self, method)(dataset, target, **options)` would charge, without charging
+        or reading a row (data independent), as the in-process handle's `cost`: `method` is
+        explain_outlier(s) (target: a key or the keys) or identify_value / identify_anomaly
+        (target: the point). Returns {dataset, notion, epsilon, k, count, total}."""
+        if method in ("explain_outlier", "explain_outliers"):
+            keys = [target] if method == "explain_outlier" else target
             body = _explain_body(dataset, keys, options)
+        elif method in ("identify_value", "identify_anomaly"):
+            body = {"dataset": dataset, "value": target, **options}
         else:
-            body = {"dataset": dataset, "value": value, **options}
+            raise UserError(f"no cost preview for {method!r}",
+                            "use explain_outlier, explain_outliers, identify_value or identify_anomaly")
         return self._transport.post("/v1/cost", body)
 
 
@@ -132,6 +136,9 @@ def _items(payload: Any, name: str) -> list[Any]:
 
 
 def _answers(payload: Any) -> list[Any]:
-    if isinstance(payload, dict) and isinstance(payload.get("results"), list):
-        return payload["results"]
-    return [payload]
+    """The one answer of `POST /v1/identify` (`{"results": [answer]}`)."""
+    results = _items(payload, "results")
+    if len(results) != 1:
+        raise UserError(f"the service sent {len(results)} answers for one point",
+                        "the client and the service may be different versions of pcor-sql")
+    return results

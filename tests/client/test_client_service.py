@@ -56,16 +56,22 @@ def test_identify_answers_points_present_or_absent(alice):
     assert [a.value for a in answers] == [{"pay": 5007.0}, {"pay": 104.0}, {"pay": -1e6}]
     one = alice.identify_anomaly("staff", value={"pay": 5007.0}, beta=2, radius=5, epsilon=0.1, privacy="dp")
     assert one.privacy == "dp" and one.epsilon == pytest.approx(0.1)
+    same = alice.identify_value("staff", {"pay": 5007.0}, beta=2, radius=5, epsilon=0.1, k=2)
+    assert (same.value, same.k) == ({"pay": 5007.0}, 2)
 
 
 def test_cost_is_a_preview_that_charges_nothing(served, alice):
     before = served.state()
-    explain = alice.cost("staff", [OUTLIERS[0], OUTLIERS[1]], **FAST)
-    identify = alice.cost("staff", value={"pay": 1.0}, beta=2, radius=5, epsilon=0.1)
+    explain = alice.cost("explain_outliers", "staff", [OUTLIERS[0], OUTLIERS[1]], **FAST)
+    one = alice.cost("explain_outlier", "staff", OUTLIERS[0], **FAST)
+    identify = alice.cost("identify_value", "staff", {"pay": 1.0}, beta=2, radius=5, epsilon=0.1, privacy="dp")
     assert served.state() == before
-    assert explain["dataset"] == identify["dataset"] == "staff"
-    with pytest.raises(UserError, match="keys .* or value"):
-        alice.cost("staff", [1], value={"pay": 1.0})
+    assert (explain["notion"], explain["count"], explain["total"]) == ("ocdp", 2, pytest.approx(0.2))
+    assert (one["count"], identify["notion"], identify["count"]) == (1, "dp", 1)
+    with pytest.raises(UserError, match="no cost preview"):
+        alice.cost("coe", "staff", 1)
+    with pytest.raises(Refused):  # the same checks as the request: a key outside the releasable set
+        alice.cost("explain_outlier", "staff", 100_000, **FAST)
 
 
 def test_me_and_history_are_the_analysts_own_and_agree(served):

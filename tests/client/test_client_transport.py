@@ -110,9 +110,15 @@ def test_identify_sends_one_point_per_request_and_keeps_the_order():
     def handler(request):
         body = json.loads(request.content)
         sent.append(body["value"])
-        return httpx.Response(200, json={"dataset": "d", "value": body["value"], "anomaly": body["value"]["m"] > 5,
-                                         "epsilon": 0.5, "privacy": "sp"})
+        return httpx.Response(200, json={"results": [{"dataset": "d", "value": body["value"],
+                                                      "anomaly": body["value"]["m"] > 5, "epsilon": 0.5,
+                                                      "privacy": "sp"}]})
 
     answers = analyst_with(handler).identify_anomalies("d", [{"m": 9}, {"m": 1}], beta=2, radius=1, epsilon=0.5)
     assert sent == [{"m": 9}, {"m": 1}]
     assert [(a.value, a.anomaly) for a in answers] == [({"m": 9}, True), ({"m": 1}, False)]
+
+
+def test_an_identify_answer_must_be_one():
+    with pytest.raises(UserError, match="2 answers for one point"):
+        answering(200, {"results": [{}, {}]}).identify_value("d", {"m": 1}, beta=1, radius=1, epsilon=0.1)
