@@ -27,7 +27,8 @@ from pcor_sql.errors import UserError
 
 class RemoteAnalyst:
     """An analyst's connection to a pcor-sql service (see the module docstring). Use it as a
-    context manager, or call `close()`, to release the HTTP connection pool."""
+    context manager, or call `close()`, to release the HTTP connection pool. `client`: a
+    prepared `httpx.Client` to send through (a proxy, a custom CA bundle for HTTPS)."""
 
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT, client: Any = None):
         self._transport = Transport(url, token, timeout=timeout, client=client)

@@ -46,8 +46,8 @@ class Transport:
             raise UserError("the token is malformed (spaces or non-ASCII characters)",
                             "pass the token exactly as `pcor-sql analyst add` printed it")
         headers = {"Authorization": f"Bearer {token.strip()}", "Accept": "application/json"}
-        # `client` lets an owner's app (or a test) route requests through an ASGI transport.
-        self._http = client if client is not None else httpx.Client(base_url=self.url, timeout=timeout)
+        # `client`: a prepared httpx.Client (a proxy, a custom CA bundle, a test's mock transport).
+        self._http = client if client is not None else httpx.Client(timeout=timeout)
         self._headers = headers
 
     def close(self) -> None:
@@ -65,7 +65,7 @@ class Transport:
         if content is not None:
             headers["Content-Type"] = "application/json"
         try:
-            response = self._http.request(method, path, content=content, headers=headers)
+            response = self._http.request(method, self.url + path, content=content, headers=headers)
         except httpx.TimeoutException:
             raise UserError(f"the pcor-sql service at {self.url} did not answer in time",
                             "try again, or pass a larger timeout= to pcor_sql.connect") from None

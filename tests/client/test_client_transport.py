@@ -17,7 +17,7 @@ URL = "http://127.0.0.1:1"
 
 
 def analyst_with(handler) -> RemoteAnalyst:
-    return RemoteAnalyst(URL, "tok-en", client=httpx.Client(base_url=URL, transport=httpx.MockTransport(handler)))
+    return RemoteAnalyst(URL, "tok-en", client=httpx.Client(transport=httpx.MockTransport(handler)))
 
 
 def answering(status: int, body) -> RemoteAnalyst:
@@ -29,12 +29,12 @@ def test_the_request_carries_the_token_and_plain_json():
     seen = {}
 
     def handler(request: httpx.Request) -> httpx.Response:
-        seen.update(path=request.url.path, auth=request.headers["authorization"], body=json.loads(request.content))
+        seen.update(path=str(request.url), auth=request.headers["authorization"], body=json.loads(request.content))
         return httpx.Response(200, json={"results": [{"dataset": "d", "key": 42, "context": {"a": ["x"]},
                                                       "predicate": "a IN ('x')", "epsilon": 0.2, "verifier": "grubbs"}]})
 
     result = analyst_with(handler).explain_outlier("d", 42, epsilon=0.2, by=("a",))
-    assert seen == {"path": "/v1/explain", "auth": "Bearer tok-en",
+    assert seen == {"path": URL + "/v1/explain", "auth": "Bearer tok-en",
                     "body": {"dataset": "d", "keys": [42], "epsilon": 0.2, "by": ["a"]}}
     assert (result.key, result.context, result.epsilon, result.verifier) == (42, {"a": ["x"]}, 0.2, "grubbs")
     assert result.as_dict()["predicate"] == "a IN ('x')"
