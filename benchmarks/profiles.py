@@ -26,7 +26,6 @@ three starts read validity only, so all are free under OCDP.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -34,14 +33,14 @@ from typing import Any
 import numpy as np
 
 from pcor_sql.core.start import random_descents
-from pcor_sql.requests import OutlierRequest
+from pcor_sql.requests import OutlierRequest, request_options
 
 PROFILE_NAMES = ("paper", "engine")
 
 
 def request_default(name: str) -> Any:
-    """The default of an `OutlierRequest` field (the engine's own setting)."""
-    return {f.name: f.default for f in dataclasses.fields(OutlierRequest)}[name]
+    """The default of an `OutlierRequest` option (the engine's own setting, from its spec)."""
+    return request_options(OutlierRequest)[name].default
 
 
 @dataclass(frozen=True)

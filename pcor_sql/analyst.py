@@ -9,7 +9,7 @@ What an analyst may send: `EXPLAIN OUTLIER` and `IDENTIFY ANOMALY` over a regist
 picking records by key equality (`WHERE id = 42`, `WHERE id IN (42, 43)`), with the options
 that shape the mechanism (ε, verifier, search, samples, utility, start, BY among the
 registered attributes, accounting unless the owner fixed it, β, r, k, norm, privacy).
-Refused: ordinary SQL, owner options (owner_view, seed, dataset, domains, max_contexts).
+Refused: ordinary SQL, owner options (owner_view, seed, dataset, domains, bins, max_contexts).
 
 Reserve, then read. Everything checked before the reservation depends only on the request and
 the registry. Then the cost (ε per key) is charged to the dataset's units; only after that is
@@ -199,13 +199,14 @@ class Analyst:
             options["start"] = parse_start_predicate(session.access.parser, options["start"], None)
         if registered.accounting is not None:
             options["accounting"] = registered.accounting
-        frozen = dict(registered.domains)
+        frozen, binned = dict(registered.domains), dict(registered.bins)
         if options.get("start") is not None:
             _check_start(options["start"], by, frozen)
         request = OutlierRequest(
             relation=registered.relation, metric=quote_identifier(metric), selector=_selector(keyed),
             select_list=quote_identifier(metric), statement=statement, by=by,
-            domains=tuple((b, frozen[b]) for b in by), **options,
+            domains=tuple((b, frozen[b]) for b in by if b not in binned),
+            bins=tuple((b, binned[b]) for b in by if b in binned) or None, **options,
         )
         session.verifier(request.verifier)  # an unknown verifier is the request's fault: before the charge
         results = self._run(ReleaseJob(request, registered.name, registered.units), keyed)

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
+from pcor_sql.core.bins import declared_bins, edge_text
 from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
 from pcor_sql.ledger.records import BudgetStatus
 from pcor_sql.ledger.dataset_registry import (
@@ -54,10 +55,13 @@ class Owner:
         registry: Any = None,
         allow_seeded: bool = False,
         per_user_ledger: bool = False,
+        lazy_ledger: bool = False,
     ):
         self.session = Session(con, ledger=ledger, warn=warn, registry=registry, allow_seeded=allow_seeded,
                                per_user_ledger=per_user_ledger)
         self.con = con
+        if not lazy_ledger:  # opened now: a bad ledger path or the in-memory warning shows at once
+            self.session.ledger()
 
     @property
     def ledger(self) -> Ledger:
@@ -67,15 +71,17 @@ class Owner:
     @classmethod
     @contextmanager
     def open(cls, db: Any = None, ledger: str | None = None, *, reads: str | None = None, engine: str = "duckdb",
-             spark_master: str = "local[*]", warn: Warn | None = None, allow_seeded: bool = False) -> Iterator["Owner"]:
+             spark_master: str = "local[*]", warn: Warn | None = None, allow_seeded: bool = False,
+             lazy_ledger: bool = False) -> Iterator["Owner"]:
         """The owner's handle on the data a command names — a DuckDB file `db`, else an in-memory
         database with the bundled tables `reads` names, else (engine "spark") a SparkSession —
         with the ledger where it lives (`ledger.location`: the file's own, else `ledger`,
-        `$PCOR_SQL_LEDGER` or the per-user file); closed at the end of the block."""
+        `$PCOR_SQL_LEDGER` or the per-user file; `lazy_ledger`: opened only if a job needs it);
+        closed at the end of the block."""
         from pcor_sql.backends.opening import open_data
 
         with open_data(db, engine, spark_master, reads) as con:
-            owner = cls(con, ledger, warn=warn, allow_seeded=allow_seeded, per_user_ledger=True)
+            owner = cls(con, ledger, warn=warn, allow_seeded=allow_seeded, per_user_ledger=True, lazy_ledger=lazy_ledger)
             try:
                 yield owner
             finally:
@@ -92,6 +98,7 @@ class Owner:
         metric: str | Sequence[str],
         by: str | Sequence[str],
         domains: Mapping[str, Sequence[Any]] | None = None,
+        bins: Mapping[str, Any] | None = None,
         limit: float | Mapping[str, float] | None = None,
         accounting: str | None = None,
         replace: bool = False,
@@ -100,7 +107,8 @@ class Owner:
         """Register `relation` as dataset `name` for analysts: its record `key` column, the
         metric column(s) analysts may ask about, the context attributes `by` with their domains
         frozen now (declared here, else from ENUM types, else — with a PrivacyWarning — from
-        the values present), and optionally limits (one ε for every notion, or notion → ε) on
+        the values present; `bins` makes numeric or date attributes ordinal: attribute → edges,
+        or 'auto:K', quantiles frozen now, with a PrivacyWarning), and optionally limits (one ε for every notion, or notion → ε) on
         each unit it reads and an accounting rule analysts may not change. `releasable`: the keys
         analysts may ask about by key — a list, or a SQL predicate over the relation evaluated
         once now — frozen (None: analysts may ask about no key; DESIGN.md §6)."""
@@ -124,6 +132,9 @@ class Owner:
                 raise UserError(f"the metric {m!r} has type {columns[m]}, not a number", "register numeric columns")
         if key in attributes or key in metrics:
             raise UserError(f"the key {key!r} cannot also be a metric or a context attribute", "name another key column")
+        binned, domains = declared_bins(bins, domains)
+        if binned:
+            domains = {**dict(domains or {}), **dict(binned)}  # Bins: an ordinal attribute's domain
         schema = access.schema(
             relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
             warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=6), described=described,
@@ -132,6 +143,7 @@ class Owner:
             name, relation, key, metrics, attributes,
             tuple((a.name, tuple(str(v) for v in a.domain)) for a in schema.attributes),
             self.session.units(relation), accounting,
+            bins=tuple((a.name, tuple(edge_text(e) for e in a.edges)) for a in schema.attributes if a.ordinal),
         )
         keys = None if releasable is None else releasable_keys(access, relation, key, releasable)
         add_dataset(self.ledger, dataset, replace=replace, releasable=keys)

@@ -142,7 +142,7 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
     quoted = quote(session, job, policy, keys=keys, single=single, announce=announce, progress=progress)
     rows, count = quoted.rows, len(quoted.items)
     report_phase(progress, "charging the budget ledger")
-    reservation = _reserve(session.ledger(), quoted.units, quoted.items, policy.analyst)
+    reservation = session.ledger().reserve(quoted.units, quoted.items, analyst=policy.analyst)
     try:
         if rows is None:
             rows = job.read(session, None)
@@ -186,25 +186,3 @@ def _reason(exc: BaseException) -> str:
         return "internal"
     return "error"
 
-
-class _Committed:
-    """Interim: a committed charge without outcomes (until the ledger's reservations land)."""
-
-    def __init__(self, pending: Any):
-        self.spent, self.limit = pending.spent, pending.limit
-
-    def answered(self) -> None:
-        pass
-
-    def failed(self, reason: str, *, refund: bool) -> None:
-        pass
-
-    def interrupted(self, *, refund: bool) -> None:
-        pass
-
-
-def _reserve(ledger: Any, units: Any, items: list, analyst: str | None) -> Any:
-    if hasattr(ledger, "reserve"):
-        return ledger.reserve(units, items, analyst=analyst)
-    with ledger.open_charge(units, items) as pending:
-        return _Committed(pending.commit())

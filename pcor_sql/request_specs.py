@@ -36,6 +36,10 @@ BY = OptionSpec("by", Kind.STRUCTURED, None, "context attributes (default: the E
                 "a, b", sql="BY")
 DOMAINS = OptionSpec("domains", Kind.STRUCTURED, None, "declared domains: attribute → values",
                      "a IN ('x', 'y')", who=Who.OWNER, sql="DOMAIN", cli="--domain")
+BINS = OptionSpec("bins", Kind.STRUCTURED, None,
+                  "ordinal attributes: attribute → bin edges, e.g. {'age': [18, 25, 35, 45, 55, 65, 81]} "
+                  "(or 'auto:5': quantile bins from the data, with a privacy warning)",
+                  "age BINS (18, 25, 35, 45, 55, 65, 81)", who=Who.OWNER, sql="DOMAIN", cli="--bins")
 VERIFIER = OptionSpec("verifier", Kind.STRUCTURED, "lof", "outlier test: grubbs, histogram, lof or zscore, with options",
                       "lof(k=20)", sql="USING")
 EPSILON_RELEASE = OptionSpec("epsilon", Kind.NUMBER, 0.2, "total privacy cost ε of each release (> 0)", "0.2",
@@ -68,7 +72,7 @@ NORM = OptionSpec("norm", Kind.STRING, "l2", "l1, l2 or linf, for several column
 def explain_specs() -> dict[str, OptionSpec]:
     """Every option of a release, request-wide ones first, then the searches' own."""
     searches = search_option_specs()
-    ordered = (BY, DOMAINS, VERIFIER, EPSILON_RELEASE, SEARCH, searches["samples"], UTILITY, START, ACCOUNTING, SEED,
+    ordered = (BY, DOMAINS, BINS, VERIFIER, EPSILON_RELEASE, SEARCH, searches["samples"], UTILITY, START, ACCOUNTING, SEED,
                DATASET, OWNER_VIEW, *searches.values())
     return {s.name: s for s in ordered}
 

@@ -25,9 +25,10 @@ from pcor_sql.anomaly.mechanisms import validate_norm, validate_params
 from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
 from pcor_sql.core.option_spec import OptionSpec
 from pcor_sql.core.searches import search_option_specs, search_spec
+from pcor_sql.core.bins import Bins, declared_bins
 from pcor_sql.errors import UserError
 from pcor_sql.request_specs import (
-    ACCOUNTING, BY, DATASET, DOMAINS, EPSILON_ANSWER, EPSILON_RELEASE, MONOTONE_UTILITIES, NORM, OWNER_VIEW, PRIVACY,
+    ACCOUNTING, BINS, BY, DATASET, DOMAINS, EPSILON_ANSWER, EPSILON_RELEASE, MONOTONE_UTILITIES, NORM, OWNER_VIEW, PRIVACY,
     SEARCH, SEED, START, UTILITIES, UTILITY, VERIFIER, BETA, RADIUS, K, Job, explain_specs, identify_specs,
 )
 
@@ -75,6 +76,7 @@ class OutlierRequest:
     statement: str | None = None
     by: tuple[str, ...] | None = option(BY)
     domains: Selection | None = option(DOMAINS)
+    bins: tuple[tuple[str, Bins], ...] | None = option(BINS)
     verifier: Any = option(VERIFIER, VerifierSpec("lof"))
     epsilon: float = option(EPSILON_RELEASE)
     search: str = option(SEARCH)
@@ -113,7 +115,9 @@ class OutlierRequest:
             _require_text(getattr(self, name), name)
         _set(self, "select_list", self.select_list or self.metric)
         _set(self, "by", _names(self.by, "by"))
-        _set(self, "domains", _selection(self.domains, "domains"))
+        bins, domains = declared_bins(self.bins, self.domains)  # DOMAIN (age BINS (...)) joins the bins
+        _set(self, "bins", bins)
+        _set(self, "domains", _selection(domains, "domains"))
         _set(self, "start", _selection(self.start, "start"))
         _set(self, "verifier", _verifier(self.verifier))
         if self.utility not in UTILITIES:

@@ -217,10 +217,12 @@ class Session:
         return self._ledger
 
     def schema(self, request: OutlierRequest) -> Schema:
-        key = (request.relation, request.metric, request.by, request.domains)
+        key = (request.relation, request.metric, request.by, request.domains, request.bins)
         if key not in self._schemas:
             described, _ = self.access.describe(request.relation, request.metric)
             domains = None if request.domains is None else {k: list(v) for k, v in request.domains}
+            if request.bins:  # a declared Bins is an ordinal attribute's domain (`engine.schema`)
+                domains = {**(domains or {}), **dict(request.bins)}
             self._schemas[key] = self.access.schema(
                 request.relation, request.metric, by=request.by, domains=domains,
                 warn=lambda message: warn_privacy(message, self.warn, stacklevel=7), described=described,

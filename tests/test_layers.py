@@ -40,7 +40,7 @@ LOWER = {
     "ledger": {"sqltext", "core"},
     "engine": {"sqltext", "core", "requests", "request_specs"},
     "anomaly": {"sqltext", "core", "requests", "engine"},
-    "backends": {"sqltext", "core", "requests", "engine", "anomaly"},
+    "backends": {"sqltext", "core", "requests", "engine", "anomaly", "ledger"},
     "pipeline": {"core", "engine"},
     "readable": set(),
     "client": set(),

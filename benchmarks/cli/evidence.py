@@ -22,7 +22,7 @@ from rich.text import Text
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_line
-from pcor_sql.backends.opening import open_database
+from pcor_sql.owner import Owner
 from pcor_sql.cli.render import json_text
 from pcor_sql.errors import UserError
 
@@ -263,7 +263,8 @@ def anomaly_evidence(
     for run in runs:
         check_ks(run, warn)
     results = []
-    with open_database(db) as con:
+    with Owner.open(db, reads=" ".join(r.relation for r in runs), lazy_ledger=True) as owner:
+        con = owner.con
         for run in runs:
             started = time.perf_counter()
             rows = anomaly_error_table(

@@ -20,7 +20,7 @@ from pcor_sql.request_specs import Job
 TABLE_DEFAULT_LIMIT = 20
 _LABEL = "OWNER ONLY — NOT FOR RELEASE"
 #: The release options that shape a COE (the rest choose how a release samples from it).
-COE_OPTIONS = ("by", "domains", "verifier", "utility", "start", "max_contexts")
+COE_OPTIONS = ("by", "domains", "bins", "verifier", "utility", "start", "max_contexts")
 
 
 @o.spec_options(Job.EXPLAIN, only=COE_OPTIONS)

@@ -17,7 +17,7 @@ from pcor_sql.owner import Owner
 
 @contextmanager
 def open_owner(db: Path | None, ledger: str | None = None, *, reads: str | None = None, allow_seeded: bool = False,
-               engine: str = "duckdb", spark_master: str = "local[*]") -> Iterator[Owner]:
+               engine: str = "duckdb", spark_master: str = "local[*]", lazy_ledger: bool = False) -> Iterator[Owner]:
     """The owner's handle, warnings printed on stderr; closed at the end of the block. `reads`:
     the command's text (query, relation or unit), which names the bundled tables to load."""
     from pcor_sql.cli.console import make_warn
@@ -28,7 +28,7 @@ def open_owner(db: Path | None, ledger: str | None = None, *, reads: str | None 
             "drop --ledger (a second ledger would let the same data be spent twice)",
         )
     with Owner.open(db, ledger, reads=reads, engine=engine, spark_master=spark_master, warn=make_warn(),
-                    allow_seeded=allow_seeded) as owner:
+                    allow_seeded=allow_seeded, lazy_ledger=lazy_ledger) as owner:
         yield owner
 
 
@@ -39,5 +39,5 @@ def open_session(db: Path | None, engine: str = "duckdb", spark_master: str = "l
     if db is not None and engine == "spark":
         raise UserError("--db names a DuckDB database, and with --engine spark the rows are read by Spark",
                         "drop --db (the relation names Spark tables or files)")
-    with open_owner(db, None, reads=reads, engine=engine, spark_master=spark_master) as owner:
+    with open_owner(db, None, reads=reads, engine=engine, spark_master=spark_master, lazy_ledger=True) as owner:
         yield owner

@@ -38,6 +38,7 @@ def add(
                                         show_default=False)],
     by: Annotated[str, typer.Option("--by", metavar="A,B", help="The context attributes.", show_default=False)],
     domain: o.Domain = None,
+    bins: o.BinsFlag = None,
     limit: Annotated[Optional[str], typer.Option("--limit", help="ε limit of each unit, for every notion.")] = None,
     accounting: Annotated[Optional[str], typer.Option(
         "--accounting", help="Fix the accounting rule (tight or paper); analysts may not change it.")] = None,
@@ -57,6 +58,9 @@ def add(
     \b
     Example:
         pcor-sql dataset add salaries salaries --key id --metric salary --by job_title,year --limit 1.0 --db salaries.duckdb
+        pcor-sql dataset add people people --key id --metric salary --by dept,age --bins age=18,25,35,45,55,65,81
+
+    Bins are frozen with the domains (`auto:K` edges too, computed now from the data).
     """
     from pcor_sql.cli.budget import _number
 
@@ -66,8 +70,8 @@ def add(
     keys = releasable if releasable_keys is None else [k.strip() for k in releasable_keys.split(",") if k.strip()]
     with open_owner(db, ledger, reads=relation) as owner:
         found = owner.register(
-            name, relation, key=key, metric=metric, by=by, domains=o.domains(domain), limit=epsilon,
-            accounting=accounting, replace=replace, releasable=keys,
+            name, relation, key=key, metric=metric, by=by, domains=o.domains(domain), bins=o.bins_option(bins),
+            limit=epsilon, accounting=accounting, replace=replace, releasable=keys,
         )
     keys_note = "no releasable keys" if found.releasable is None else f"{found.releasable} releasable keys"
     stdout_console().print(
@@ -118,8 +122,12 @@ def show(name: Name, db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.D
                          ("units", ", ".join(d.units)), ("accounting", d.accounting or "analyst's choice"),
                          ("releasable keys", "none declared" if d.releasable is None else d.releasable)):
         console.print(f"{label}: {value}", markup=False)
+    binned = dict(d.bins)
     for attribute, values in d.domains:
-        console.print(f"domain {attribute}: {' | '.join(values)}", markup=False)
+        if attribute in binned:
+            console.print(f"bins {attribute}: {','.join(binned[attribute])} = {' '.join(values)}", markup=False)
+        else:
+            console.print(f"domain {attribute}: {' | '.join(values)}", markup=False)
     for s in budgets:
         limit = "none" if s.limit is None else f"{s.limit:.6g}"
         console.print(f"budget {s.unit} {s.notion}: spent ε = {s.spent:.6g} of limit {limit}", markup=False)

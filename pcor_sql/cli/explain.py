@@ -13,7 +13,8 @@ from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_explanations
 from pcor_sql.request_specs import Job
 
-
+# The ordinal attributes' bins (the lead regenerates the flags from a spec table; until then
+# coe and dataset add share this one).
 @o.spec_options(Job.EXPLAIN)
 def explain_outlier(
     query: Annotated[

@@ -14,9 +14,8 @@ import typer
 from typer.core import TyperGroup
 
 from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
-from pcor_sql.cli import analyst_commands
+from pcor_sql.cli import analyst_commands, serve_command
 from pcor_sql.cli import remote_commands
-from pcor_sql.cli import serve_command
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller

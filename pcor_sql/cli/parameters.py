@@ -153,6 +153,9 @@ _STRUCTURED = {
     "domains": (Optional[List[str]], "ATTR=V1|V2", "Declare an attribute's domain, e.g. 'job_title=Nurse|Professor' "
                 "(repeatable; quote values holding | ; = in single quotes). Undeclared non-ENUM attributes take the "
                 "values present in the data, with a warning."),
+    "bins": (Optional[List[str]], "ATTR=E1,E2,...", "Bin a numeric or date attribute into ranges, e.g. "
+             "age=18,25,35,45,55,65,81 (bins [18, 25), ..., the last closed; -inf/inf allowed at the ends; repeatable). "
+             "age=auto:5 takes quantiles of the data (a privacy warning says what leaks)."),
     "verifier": (Optional[str], "SPEC", "Outlier test: grubbs, histogram, lof or zscore, with options, e.g. "
                  "'lof(k=10, threshold=2)'. Default lof."),
     "start": (Optional[str], "PREDICATE", "Starting context, e.g. \"job_title IN ('Nurse') AND year = '2019'\" "
@@ -219,11 +222,23 @@ def outlier_options(options: dict[str, Any], *, verifier_option: list[str] | Non
     options.update(named_values(search_option, "--search-option"))  # it wins over a flag's default
     if options.get("domains"):
         options["domains"] = domains(options["domains"])
+    if options.get("bins"):
+        options["bins"] = bins_option(options["bins"])
     options["verifier"], options["verifier_options"] = verifier_args(options.get("verifier") or "lof", verifier_option)
     for name in ("max_contexts",):
         if name in options:
             options[name] = positive_count(options[name], "--max-contexts")
     return options
+
+
+BinsFlag = Annotated[Optional[List[str]], typer.Option("--bins", metavar="ATTR=E1,E2,...", help=_STRUCTURED["bins"][2])]
+
+
+def bins_option(texts: list[str] | None) -> dict | None:
+    """`--bins` flags as a request's `bins` (None when not given)."""
+    from pcor_sql.frontend.compact import parse_bins_declarations
+
+    return parse_bins_declarations(texts) if texts else None
 
 
 def domains(texts: list[str] | None) -> dict[str, list[str]] | None:

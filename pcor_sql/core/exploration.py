@@ -16,7 +16,9 @@ Where it looks — from the top of the lattice down, then back up to the largest
    on a context no one or two values larger is valid: the top of COE around it, where the
    largest populations are. Descents repeat until `patience` of them in a row end on a top
    already met (the tops reachable this way are, most likely, all met), or a cap is reached.
-2. When the whole lattice fits in the budget (2^(t − m) ≤ `max_checks`): every admissible
+   On an ordinal attribute a value removed or added is a bin at one end of its run, so every
+   context met is admissible (`ContextSpace.shrink_bits`, `grow_bits`, `grow_pairs`).
+2. When the whole lattice fits in the budget (n_admissible ≤ `max_checks`): every admissible
    context not yet checked, by size in domain values, largest first, uniformly random order
    among equals. Then every valid context is collected: the collected set is COE(D, V).
 
@@ -36,7 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -101,21 +103,15 @@ class _Explorer:
 
     # -- 1. descents and climbs --------------------------------------------------------
     def descend(self) -> int | None:
-        mask = self.space.full
-        while not self.valid(mask):
-            selected = [b for b in self.space.free_bits if (mask >> b) & 1]
-            if not selected:
-                return None
-            mask &= ~(1 << selected[int(self.source.integers(0, len(selected)))])
-        return mask
+        return descend(self.space, self.valid, self.source)
 
     def climb(self, mask: int) -> int:
         while True:
-            missing = [b for b in self.space.free_bits if not (mask >> b) & 1]
+            missing = self.space.grow_bits(mask)
             up = self.step_up(mask, [1 << missing[i] for i in self.permutation(len(missing))])
             if up is None:
-                pairs = list(itertools.combinations(missing, 2))
-                up = self.step_up(mask, [(1 << pairs[i][0]) | (1 << pairs[i][1]) for i in self.permutation(len(pairs))])
+                pairs = self.space.grow_pairs(mask)
+                up = self.step_up(mask, [pairs[i] for i in self.permutation(len(pairs))])
             if up is None:
                 return mask
             mask = up
@@ -141,10 +137,28 @@ class _Explorer:
     def sweep(self) -> None:
         """Every admissible context by size in domain values, largest first, uniformly random
         order within a size (those already checked cost nothing)."""
+        if self.space.ordinal:
+            self.sweep_index()
+            return
         full, bits = self.space.full, list(self.space.free_bits)
         for k in range(len(bits) + 1):
             for removed in self.level(bits, k):
                 self.valid(full & ~removed)
+
+    def sweep_index(self) -> None:
+        """The sweep on a space with ordinal attributes, whose removal sets are mostly not
+        admissible (a gap in a run of bins): list the admissible contexts by index (the sweep
+        runs only when they fit the budget), group them by size, largest first, and shuffle
+        within a size."""
+        space = self.space
+        by_size: dict[int, list[int]] = {}
+        for w in range(space.n_admissible):
+            mask = space.from_free(w)
+            by_size.setdefault(mask.bit_count(), []).append(mask)
+        for size in sorted(by_size, reverse=True):
+            level = by_size[size]
+            for i in self.permutation(len(level)):
+                self.valid(level[i])
 
     def level(self, bits: Sequence[int], k: int) -> Iterator[int]:
         """The removal sets of size k over `bits` as masks, in uniformly random order."""
@@ -161,6 +175,34 @@ class _Explorer:
             if removed not in seen:
                 seen.add(removed)
                 yield removed
+
+
+def descend(space: ContextSpace, is_valid: Callable[[int], bool], source: Source) -> int | None:
+    """From the full context, remove one uniformly random removable value (a selected free
+    value; on an ordinal attribute, the bin at one end of its run) until the context is valid;
+    None if V's own cell is reached and invalid. Reads validity and coins only."""
+    mask = space.full
+    while not is_valid(mask):
+        removable = space.shrink_bits(mask)
+        if not removable:
+            return None
+        mask &= ~(1 << removable[int(source.integers(0, len(removable)))])
+    return mask
+
+
+def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[int]:
+    """Up to `count` valid contexts, each the first valid one met by a `descend`.
+
+    Every step reads validity only, and the coins come from `source` independently of the
+    data, so the law of the result is a function of COE(D, V) alone: equal on OCDP
+    neighbours, hence free. The contexts are large (few values removed), which is where the
+    utilities point; BFS adds them to its starting frontier."""
+    found: dict[int, None] = {}
+    for _ in range(count):
+        mask = descend(oracle.space, oracle.is_valid, source)
+        if mask is not None:
+            found[mask] = None
+    return list(found)
 
 
 def collect(

@@ -27,12 +27,12 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from pcor_sql.core.exploration import collect
+from pcor_sql.core.exploration import collect, random_descents
 from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
-from pcor_sql.core.randomness import Source, uniform_open
+from pcor_sql.core.randomness import Source
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.start import DEFAULT_DESCENTS, random_descents
+from pcor_sql.core.start import DEFAULT_DESCENTS
 from pcor_sql.errors import InternalError, NoValidContext, UserError, option_hint, option_name
 
 DEFAULT_SAMPLES = 50
@@ -169,17 +169,16 @@ def uniform(
     samples: int = DEFAULT_SAMPLES,
     max_draws: int = DEFAULT_MAX_DRAWS,
 ) -> SearchResult:
-    """Algorithm 2: draw admissible contexts uniformly (each free bit w.p. 1/2) until `samples`
+    """Algorithm 2: draw admissible contexts uniformly (each free bit w.p. 1/2, each ordinal
+    attribute's run uniformly: `ContextSpace.random_admissible`) until `samples`
     distinct valid ones are found or `max_draws` draws are spent, then one EM. Cost ε1."""
     space = oracle.space
     trace = Trace()
     found: dict[int, None] = {}
-    nfree = len(space.free_bits)
     draws = 0
     while len(found) < samples and draws < max_draws:
         draws += 1
-        coins = uniform_open(source, nfree) < 0.5
-        mask = space.from_free(sum(1 << i for i in np.flatnonzero(coins).tolist()))
+        mask = space.random_admissible(source)
         if mask not in found and _valid(oracle, mask, trace):
             found[mask] = None
     if len(found) < samples:
@@ -249,7 +248,7 @@ def bfs(
     the visited set. Cost ≤ (n+1)ε1.
 
     With `descents` > 0, C_M also starts with the valid contexts found by that many
-    validity-only random descents from the full context (`start.random_descents`). Their law
+    validity-only random descents from the full context (`exploration.random_descents`). Their law
     depends on COE(D, V) only, so the cost is unchanged: for each fixed starting frontier the
     run is (n+1)ε1-OCDP, and so is the mixture. `descents=0` is the paper's algorithm."""
     trace = Trace()

@@ -10,21 +10,37 @@ admissible context — `direct` and the owner's COE — stop at a size (`engine.
 There is no separate fast path for ≤ 64 bits because none is needed: `neighbours()` costs
 ~60 ns per free bit at 57 bits and ~90–160 ns at 66 and 497 (`python -m benchmarks scale`,
 lattice table), against ~10² µs for one verifier check.
+
+An ordinal attribute (declared bins, DESIGN.md §2) selects a contiguous run of bins holding
+V's bin: admissibility checks the run, and the moves (`neighbours`, `grow_bits`,
+`shrink_bits`, `grow_pairs`) flip only the bins at its ends. A space without ordinal
+attributes takes exactly the plain bitset paths (same contexts, same order, same draws).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+import numpy as np
+
+from pcor_sql.core.bins import bin_labels, bin_of, check_edges, edge_text
+from pcor_sql.core.randomness import uniform_open
 from pcor_sql.errors import InternalError, UserError, option_hint
+
 
 @dataclass(frozen=True)
 class Attribute:
-    """A context attribute: a column name and its declared, ordered domain."""
+    """A context attribute: a column name and its declared, ordered domain.
+
+    An ordinal attribute (`edges` set: DESIGN.md §2) has the bins between its edges as its
+    domain, one label per bin (`Attribute.binned`); its contexts keep contiguous runs of bins."""
 
     name: str
     domain: tuple[Any, ...]
+    edges: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.domain:
@@ -37,13 +53,63 @@ class Attribute:
                 f"the domain of {self.name!r} lists a value twice",
                 "declare each value once",
             )
+        if self.edges is not None:
+            check_edges(self.edges)
+            if tuple(self.domain) != bin_labels(self.edges):
+                raise InternalError(f"the domain of the ordinal attribute {self.name} is not its bin list")
+
+    @classmethod
+    def binned(cls, name: str, edges: Sequence[Any]) -> "Attribute":
+        """The ordinal attribute over the bins between `edges` (checked: increasing, ±inf at the ends)."""
+        edges = tuple(edges)
+        check_edges(edges)
+        return cls(name, bin_labels(edges), edges)
+
+    @property
+    def ordinal(self) -> bool:
+        return self.edges is not None
+
+    def position(self, value: Any) -> int:
+        """The domain index of a record's value: its bin for an ordinal attribute."""
+        j = bin_of(self.edges, value) if self.edges is not None else _index(self.domain, value)
+        if j is None:
+            raise self.outside(value, "the record has")
+        return j
+
+    def outside(self, value: Any, who: str = "the data has") -> UserError:
+        """The input error for a value outside the declared domain (or bins)."""
+        if self.edges is not None:
+            span = f"its bins [{edge_text(self.edges[0])}, {edge_text(self.edges[-1])}]"
+            fix = "widen the first or last edge (-inf and inf are allowed there)"
+            if who == "the record has":
+                return UserError(f"the record has {self.name} = {value!r}, outside {span}", f"{fix}, or pick another record")
+            return UserError(f"the data has {self.name} values outside {span}", f"{fix}, or filter those rows out")
+        if who == "the record has":
+            return UserError(f"the record has {self.name} = {value!r}, outside its declared domain",
+                             f"add {value!r} to the declared domain of {self.name}")
+        return UserError(
+            f"the data has {self.name} = {value!r}, which is outside its declared domain",
+            f"add {value!r} to the declared domain of {self.name}, or filter those rows out",
+        )
+
+
+def _index(domain: Sequence[Any], value: Any) -> int | None:
+    return domain.index(value) if value in domain else None
 
 
 class ContextSpace:
     """The lattice of contexts over some attributes, anchored at a record V.
 
     `anchor[i]` is the index of V's value in dom(A_i). Admissible contexts contain every
-    anchor bit; the search moves by flipping one of the t − m free bits.
+    anchor bit and, on an ordinal attribute, select a contiguous run of bins; the search moves
+    by flipping one bit that keeps the context admissible — any of the t − m free bits of a
+    categorical attribute, one end of an ordinal attribute's run (grow or shrink it by one bin).
+
+    Admissible contexts are numbered 0 … n_admissible − 1 by a mixed-radix index (`from_free`,
+    `to_free`; attribute 0 is the lowest digit). A categorical attribute's digit is its free-bit
+    word (radix 2^(|dom| − 1)), so on a space without ordinal attributes the index is the
+    free-bit word. An ordinal attribute with B bins and V in bin a has digit
+    (a − lo) + (a + 1)·(hi − a) for the run [lo, hi]: radix (a + 1)(B − a), 0 = V's bin alone.
     """
 
     def __init__(self, attributes: Sequence[Attribute], anchor: Sequence[int]):
@@ -67,19 +133,91 @@ class ContextSpace:
         self.free_bits = tuple(b for b in range(total) if not (self.v_mask >> b) & 1)
         self._free_values = tuple(1 << b for b in self.free_bits)  # neighbours() XORs these
         self._attr_masks = tuple(((1 << len(a.domain)) - 1) << o for a, o in zip(self.attributes, self.offsets))
+        #: The ordinal attributes' positions; a space without any keeps the plain bitset paths.
+        self.ordinal = tuple(i for i, a in enumerate(self.attributes) if a.ordinal)
+        self.radices = tuple(
+            (a + 1) * (len(attr.domain) - a) if attr.ordinal else 1 << (len(attr.domain) - 1)
+            for attr, a in zip(self.attributes, self.anchor)
+        )
+        self._attr_free = tuple(tuple(b for b in self.free_bits if self._attr_masks[i] >> b & 1) for i in range(self.m))
 
     # -- lattice -------------------------------------------------------------------------
     @property
     def n_admissible(self) -> int:
-        """Number of admissible contexts, 2^(t − m)."""
-        return 1 << len(self.free_bits)
+        """Number of admissible contexts: 2^(t − m) without ordinal attributes; each ordinal
+        attribute contributes (a + 1)(B − a) runs instead of 2^(B − 1) subsets."""
+        if not self.ordinal:
+            return 1 << len(self.free_bits)
+        return math.prod(self.radices)
 
     def is_admissible(self, mask: int) -> bool:
-        return mask & self.v_mask == self.v_mask and 0 <= mask <= self.full
+        if not (mask & self.v_mask == self.v_mask and 0 <= mask <= self.full):
+            return False
+        for i in self.ordinal:
+            run = self.attribute_bits(mask, i)
+            run >>= (run & -run).bit_length() - 1
+            if run & (run + 1):  # not one block of ones: a gap in the run of bins
+                return False
+        return True
+
+    def run(self, mask: int, i: int) -> tuple[int, int]:
+        """(first, last) bin index selected on attribute i (the run of an admissible context)."""
+        bits = self.attribute_bits(mask, i)
+        return (bits & -bits).bit_length() - 1, bits.bit_length() - 1
 
     def neighbours(self, mask: int) -> list[int]:
-        """The admissible contexts connected to `mask` (one free bit flipped), in bit order."""
-        return [mask ^ bit for bit in self._free_values]
+        """The admissible contexts connected to `mask` (one bit flipped), in bit order."""
+        if not self.ordinal:
+            return [mask ^ bit for bit in self._free_values]
+        return [mask ^ (1 << b) for b in self._moves(mask, grow=True, shrink=True)]
+
+    def grow_bits(self, mask: int) -> list[int]:
+        """The bits whose addition keeps `mask` admissible (one value more), in bit order."""
+        if not self.ordinal:
+            return [b for b in self.free_bits if not (mask >> b) & 1]
+        return self._moves(mask, grow=True, shrink=False)
+
+    def shrink_bits(self, mask: int) -> list[int]:
+        """The bits whose removal keeps `mask` admissible (one value less), in bit order."""
+        if not self.ordinal:
+            return [b for b in self.free_bits if (mask >> b) & 1]
+        return self._moves(mask, grow=False, shrink=True)
+
+    def grow_pairs(self, mask: int) -> list[int]:
+        """The additions of two values that keep `mask` admissible, as masks of the two bits, in
+        lexicographic bit order (on an ordinal attribute: the two bins beyond one end, or one
+        beyond each end)."""
+        if not self.ordinal:
+            missing = [b for b in self.free_bits if not (mask >> b) & 1]
+            return [(1 << x) | (1 << y) for x, y in itertools.combinations(missing, 2)]
+        reach: list[int] = []
+        for i in range(self.m):
+            if i not in self.ordinal:
+                reach.extend(b for b in self._attr_free[i] if not (mask >> b) & 1)
+                continue
+            o, size = self.offsets[i], len(self.attributes[i].domain)
+            lo, hi = self.run(mask, i)
+            reach.extend(o + j for j in (lo - 2, lo - 1, hi + 1, hi + 2) if 0 <= j < size)
+        pairs = ((1 << x) | (1 << y) for x, y in itertools.combinations(reach, 2))
+        return [p for p in pairs if self.is_admissible(mask | p)]
+
+    def _moves(self, mask: int, *, grow: bool, shrink: bool) -> list[int]:
+        out: list[int] = []
+        for i in range(self.m):
+            if i not in self.ordinal:
+                out.extend(b for b in self._attr_free[i] if grow and not (mask >> b) & 1 or shrink and (mask >> b) & 1)
+                continue
+            o, a, last = self.offsets[i], self.anchor[i], len(self.attributes[i].domain) - 1
+            lo, hi = self.run(mask, i)
+            if grow and lo > 0:
+                out.append(o + lo - 1)
+            if shrink and lo < a:
+                out.append(o + lo)
+            if shrink and hi > a:
+                out.append(o + hi)
+            if grow and hi < last:
+                out.append(o + hi + 1)
+        return out
 
     @staticmethod
     def weight(mask: int) -> int:
@@ -89,7 +227,11 @@ class ContextSpace:
         return (b for b in self.free_bits if (mask >> b) & 1)
 
     def from_free(self, free_word: int) -> int:
-        """The admissible context whose free bits are the bits of `free_word` (bit i → free_bits[i])."""
+        """The admissible context with index `free_word` (see the class docstring); without
+        ordinal attributes, the context whose free bits are the bits of `free_word` (bit i →
+        free_bits[i])."""
+        if self.ordinal:
+            return self._from_index(free_word)
         mask = self.v_mask
         free_bits = self.free_bits
         while free_word:
@@ -99,12 +241,76 @@ class ContextSpace:
         return mask
 
     def to_free(self, mask: int) -> int:
-        """The free-bit word of an admissible context (the inverse of `from_free`)."""
+        """The index of an admissible context (the inverse of `from_free`)."""
+        if self.ordinal:
+            return self._to_index(mask)
         word = 0
         for i, b in enumerate(self.free_bits):
             if (mask >> b) & 1:
                 word |= 1 << i
         return word
+
+    def digit_bits(self, i: int, digit: int) -> int:
+        """Attribute i's selection (|dom(A_i)| bits, unshifted) for its index digit `digit`."""
+        a = self.anchor[i]
+        if i in self.ordinal:
+            lo, hi = a - digit % (a + 1), a + digit // (a + 1)
+            return ((1 << (hi - lo + 1)) - 1) << lo
+        bits, j = 1 << a, 0
+        while digit:
+            if j == a:
+                j += 1
+            if digit & 1:
+                bits |= 1 << j
+            digit >>= 1
+            j += 1
+        return bits
+
+    def digit(self, mask: int, i: int) -> int:
+        """Attribute i's index digit in admissible context `mask` (the inverse of `digit_bits`)."""
+        a = self.anchor[i]
+        if i in self.ordinal:
+            lo, hi = self.run(mask, i)
+            return (a - lo) + (a + 1) * (hi - a)
+        bits, out, k = self.attribute_bits(mask, i), 0, 0
+        for j in range(len(self.attributes[i].domain)):
+            if j == a:
+                continue
+            if (bits >> j) & 1:
+                out |= 1 << k
+            k += 1
+        return out
+
+    def _from_index(self, index: int) -> int:
+        mask = 0
+        for i, radix in enumerate(self.radices):
+            index, d = divmod(index, radix)
+            mask |= self.digit_bits(i, d) << self.offsets[i]
+        return mask
+
+    def _to_index(self, mask: int) -> int:
+        index, stride = 0, 1
+        for i, radix in enumerate(self.radices):
+            index += self.digit(mask, i) * stride
+            stride *= radix
+        return index
+
+    def random_admissible(self, source: Any) -> int:
+        """A uniformly random admissible context: each free bit of a categorical attribute a
+        fair coin, each ordinal attribute's run uniform among its (a + 1)(B − a) runs."""
+        coins = uniform_open(source, sum(len(self._attr_free[i]) for i in range(self.m) if i not in self.ordinal)) < 0.5
+        if not self.ordinal:
+            return self.from_free(sum(1 << i for i in np.flatnonzero(coins).tolist()))
+        mask, k = self.v_mask, 0
+        for i in range(self.m):
+            if i in self.ordinal:
+                mask |= self.digit_bits(i, int(source.integers(0, self.radices[i]))) << self.offsets[i]
+                continue
+            for b in self._attr_free[i]:
+                if coins[k]:
+                    mask |= 1 << b
+                k += 1
+        return mask
 
     # -- per attribute -------------------------------------------------------------------
     def attribute_bits(self, mask: int, i: int) -> int:
@@ -142,7 +348,10 @@ class ContextSpace:
             wanted = list(selection[a.name])
             if not wanted:
                 raise UserError(f"no value selected for {a.name!r}", "select at least one value")
-            for j in domain_indices(a.name, a.domain, wanted):
+            chosen = sorted(set(domain_indices(a.name, a.domain, wanted)))
+            if a.ordinal and chosen != list(range(chosen[0], chosen[-1] + 1)):
+                raise UserError(f"the bins selected for {a.name!r} are not one run", "select consecutive bins")
+            for j in chosen:
                 mask |= 1 << (self.offsets[i] + j)
         return mask
 

@@ -1,9 +1,11 @@
 """Exact enumeration of COE(D, V): every valid context of V and its utility.
 
-Verifiers decided by moments (Grubbs, z-score) are checked for all 2^(t−m) admissible
-contexts at once: per attribute, a subset-sum ("zeta") transform turns the per-value cell
-statistics into statistics for every subset containing V's value, so the whole lattice's
-counts, centred sums, minima and maxima are dense arrays indexed by the free-bit word. Other
+Verifiers decided by moments (Grubbs, z-score) are checked for all admissible contexts at
+once: per attribute, a subset-sum ("zeta") transform turns the per-value cell statistics into
+statistics for every subset containing V's value — on an ordinal attribute, for every run of
+bins containing V's bin (prefix combinations outward from it) — so the whole lattice's counts,
+centred sums, minima and maxima are dense arrays indexed by the context index
+(`ContextSpace.from_free`: the free-bit word when no attribute is ordinal). Other
 verifiers are asked context by context through the evaluator (with its cache).
 """
 
@@ -45,8 +47,10 @@ MAX_ENUMERABLE = 1 << 40
 
 
 def _admissible(n: int) -> str:
-    """A count of admissible contexts (a power of two: 2^(free bits)): digits while short."""
-    return f"{n:,}" if n <= MAX_ENUMERABLE else f"2^{n.bit_length() - 1} (about {float(n):.1e})"
+    """A count of admissible contexts: digits while short."""
+    if n <= MAX_ENUMERABLE:
+        return f"{n:,}"
+    return f"2^{n.bit_length() - 1} (about {float(n):.1e})" if n & (n - 1) == 0 else f"about {float(n):.1e}"
 
 
 def check_size(n_admissible: int, max_admissible: int) -> None:
@@ -83,10 +87,19 @@ def enumerate_coe(
 
 
 def words_to_masks(space, words: np.ndarray) -> np.ndarray:
-    """Context masks of free-bit words: uint64 when the context fits 64 bits, else Python ints."""
+    """Context masks of indices (free-bit words without ordinal attributes): uint64 when the
+    context fits 64 bits, else Python ints."""
     words = np.asarray(words, dtype=np.uint64)
     if space.t > 64:
         return np.array([space.from_free(int(w)) for w in words], dtype=object)
+    if space.ordinal:
+        masks = np.zeros(words.shape, dtype=np.uint64)
+        stride = 1
+        for i, radix in enumerate(space.radices):
+            table = np.array([space.digit_bits(i, d) << space.offsets[i] for d in range(radix)], dtype=np.uint64)
+            masks |= table[((words // np.uint64(stride)) % np.uint64(radix)).astype(np.int64)]
+            stride *= radix
+        return masks
     masks = np.full(words.shape, space.v_mask, dtype=np.uint64)
     for i, bit in enumerate(space.free_bits):
         masks |= ((words >> np.uint64(i)) & np.uint64(1)) << np.uint64(bit)
@@ -94,7 +107,7 @@ def words_to_masks(space, words: np.ndarray) -> np.ndarray:
 
 
 def lattice_moments(ev: LatticeOracle) -> dict[str, np.ndarray]:
-    """n, s1, s2, lo, hi for every admissible context, indexed by its free-bit word."""
+    """n, s1, s2, lo, hi for every admissible context, indexed by its index (`from_free`)."""
     summary, space = ev.summary, ev.space
     sizes = [len(a.domain) for a in space.attributes]
     dense = {
@@ -116,7 +129,8 @@ def lattice_moments(ev: LatticeOracle) -> dict[str, np.ndarray]:
         # Axes reversed so that the C-order flat index equals the free-bit word (attribute 0 lowest).
         arr = np.transpose(arr, tuple(reversed(range(space.m))))
         for i in range(space.m):
-            arr = _zeta_axis(arr, space.m - 1 - i, space.anchor[i], ops[key])
+            axis_transform = _interval_axis if i in space.ordinal else _zeta_axis
+            arr = axis_transform(arr, space.m - 1 - i, space.anchor[i], ops[key])
         out[key] = np.ascontiguousarray(arr).reshape(-1)
     return out
 
@@ -130,6 +144,24 @@ def _zeta_axis(arr: np.ndarray, axis: int, anchor: int, op: np.ufunc) -> np.ndar
     for j in free:
         out = np.concatenate([out, op(out, arr[j][None, ...])], axis=0)
     return np.moveaxis(out, 0, axis)
+
+
+def _interval_axis(arr: np.ndarray, axis: int, anchor: int, op: np.ufunc) -> np.ndarray:
+    """Along `axis` (one bin per slot) of an ordinal attribute, the combination over every run
+    of bins [lo, hi] holding `anchor`; output slot (anchor − lo) + (anchor + 1)·(hi − anchor)
+    holds that run (`ContextSpace.digit_bits`)."""
+    arr = np.moveaxis(arr, axis, 0)
+    rows = []
+    upward = arr[anchor]
+    for hi in range(anchor, arr.shape[0]):
+        if hi > anchor:
+            upward = op(upward, arr[hi])
+        run = upward
+        rows.append(run)
+        for lo in range(anchor - 1, -1, -1):
+            run = op(run, arr[lo])
+            rows.append(run)
+    return np.moveaxis(np.stack(rows), 0, axis)
 
 
 def _vectorized(ev: LatticeOracle, progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -147,14 +179,36 @@ def _vectorized(ev: LatticeOracle, progress: Callable[[int, int], None] | None) 
     words = np.flatnonzero(valid)
     if ev.utility_name == "population":
         utilities = n[words]
-    else:
+    elif not ev.space.ordinal:
         start_word = _free_word(ev, ev.start)
         utilities = n[words & start_word]
+    else:
+        utilities = n[meet_indices(ev.space, words, ev.start)]
     return words, utilities.astype(np.float64)
 
 
 def _free_word(ev: LatticeOracle, mask: int) -> int:
     return sum(1 << i for i, b in enumerate(ev.space.free_bits) if (mask >> b) & 1)
+
+
+def meet_indices(space: ContextSpace, indices: np.ndarray, other: int) -> np.ndarray:
+    """The index of C ∩ `other` for each admissible context C given by its index (the overlap
+    utility's population): per attribute, the common free values of a categorical one (its
+    digits ANDed) and the common run of an ordinal one (the shorter reach on each side)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    out = np.zeros_like(indices)
+    stride = 1
+    for i, radix in enumerate(space.radices):
+        digit = (indices // stride) % radix
+        mine = space.digit(other, i)
+        if i in space.ordinal:
+            width = space.anchor[i] + 1
+            met = np.minimum(digit % width, mine % width) + width * np.minimum(digit // width, mine // width)
+        else:
+            met = digit & mine
+        out += met * stride
+        stride *= radix
+    return out
 
 
 def _one_by_one(ev: LatticeOracle, progress: Callable[[int, int], None] | None) -> tuple[np.ndarray, np.ndarray]:

@@ -2,18 +2,22 @@
 
 Domains come, in this order of preference, from an explicit declaration, from the column's
 ENUM type, or — with a warning that names what leaks — from the values present in the data
-(DESIGN.md §2: enumerating only present values reveals which values exist).
+(DESIGN.md §2: enumerating only present values reveals which values exist). A numeric column
+with more than 16 distinct values, or any column with more than 64, is refused as a set of
+labels: it needs declared bins (an ordinal attribute, `binned_relation`) or a domain.
 """
 
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import duckdb
 
+from pcor_sql.core.bins import Bins, check_edges, edge_text, is_infinite
 from pcor_sql.core.space import Attribute
-from pcor_sql.errors import UserError, option_hint, option_name
+from pcor_sql.errors import UserError, option_hint, option_name, warn_privacy
 from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, describe, distinct_values, select_from
 from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
@@ -143,6 +147,10 @@ def resolve_schema(
                 raise UserError(f"the metric {name!r} cannot also be a context attribute", f"name other columns in {option_name('by')}")
     attributes, derived, cast_varchar = [], [], set()
     for name in names:
+        if isinstance(declared.get(name), Bins):
+            edges = _bin_edges(con, relation_sql, name, columns[name], declared[name], warn, distinct)
+            attributes.append(Attribute.binned(name, edges))
+            continue
         if name in declared:
             values = _typed_values(con, declared[name], columns[name], name)
             if name in enum_cols and not set(values) <= set(enum_labels(columns[name])):
@@ -151,6 +159,7 @@ def resolve_schema(
             values = enum_labels(columns[name])
         else:
             values = _data_domain(con, relation_sql, name) if distinct is None else _present(distinct(name), name)
+            _refuse_as_labels(name, columns[name], len(values))
             derived.append(name)
             if warn is not None:
                 warn(
@@ -158,7 +167,141 @@ def resolve_schema(
                     f"which {name} values exist; declare it (e.g. {_domain_hint(name, [str(v) for v in values[:4]], more=len(values) > 4)}) or use an ENUM column"
                 )
         attributes.append(Attribute(name, tuple(values)))
+    if any(a.ordinal for a in attributes):
+        relation_sql, metric_sql = binned_relation(relation_sql, metric_sql, attributes)
     return Schema(relation_sql, metric_sql, tuple(attributes), tuple(derived), frozenset(cast_varchar), not_null)
+
+
+#: Most distinct values a column's data-derived domain may have: a numeric column, and any column.
+MAX_NUMERIC_LABELS = 16
+MAX_LABELS = 64
+#: What the binned relation holds for a value outside its attribute's bins (never a bin label).
+OUTSIDE_BINS = "outside the bins"
+_BINNED_ALIAS = "__pcor_binned"
+
+
+def _refuse_as_labels(name: str, type_name: str, distinct: int) -> None:
+    """DESIGN.md §2: a numeric column with more than 16 distinct values, or any column with
+    more than 64, is never silently a set of labels (a release would list values, not ranges,
+    and a large domain makes the lattice explode). Raised while the schema is resolved, so
+    before any charge."""
+    numeric = is_numeric(type_name)
+    if distinct <= (MAX_NUMERIC_LABELS if numeric else MAX_LABELS):
+        return
+    kind = "numeric column" if numeric else "column"
+    bins = option_hint("bins", f"'{name}=e1,e2,e3,...'", python=f"{{{name!r}: [e1, e2, e3, ...]}}",
+                       sql=f"{quote_identifier(name)} BINS (e1, e2, e3, ...)")
+    auto = option_hint("bins", f"{name}=auto:5", python=f"{{{name!r}: 'auto:5'}}",
+                       sql=f"{quote_identifier(name)} BINS 'auto:5'")
+    raise UserError(
+        f"{name} is a {kind} with {distinct:,} distinct values and no declared bins or domain: as a set of "
+        f"labels a context would list values, not ranges",
+        f"declare bins, e.g. {bins} (ranges [e1, e2), ..., the last closed; {auto} takes quantiles of the data, "
+        f"with a privacy warning), or a domain if labels are really meant ({_domain_hint(name, ['a', 'b'], more=True)})",
+    )
+
+
+def binned_relation(relation_sql: str, metric_sql: str, attributes: Sequence[Attribute]) -> tuple[str, str]:
+    """(relation, metric) through which the engine reads a schema with ordinal attributes:
+    `(SELECT <metric> AS <metric text>, <attributes> FROM <relation>)`, where an ordinal
+    attribute's column holds its bin's label (`OUTSIDE_BINS` outside the edges; NULL stays
+    NULL). Everything that groups, windows or filters by attribute values then sees bins as
+    labels, as for any declared domain; the metric is computed inside, so that qualified
+    references (`s.salary` over `salaries s`) keep resolving. The released predicate is a range
+    over the raw column of the request's own relation (`compile.context_predicate`)."""
+    metric_alias = metric_sql  # the metric's column is named for its SQL, as messages show it
+    plain = metric_sql[1:-1].replace('""', '"')
+    if plain and quote_identifier(plain) == metric_sql:  # a quoted name: named for the name
+        metric_alias = plain
+    items = [aliased(metric_sql, metric_alias)]
+    items += [_bin_case(a) if a.ordinal else quote_identifier(a.name) for a in attributes]
+    return f"({select_from(items, relation_sql)}) AS {quote_identifier(_BINNED_ALIAS)}", quote_identifier(metric_alias)
+
+
+def _bin_case(attr: Attribute) -> str:
+    """`CASE ... END AS "<attr>"`: each row's bin label (see `binned_relation`)."""
+    col = quote_identifier(attr.name)
+    edges, labels = attr.edges, attr.domain
+    outside = quote_literal(OUTSIDE_BINS)
+    whens = [f"WHEN {col} IS NULL THEN NULL"]
+    if any(isinstance(e, float) for e in edges):
+        whens.append(f"WHEN isnan({col}) THEN {outside}")  # NaN compares above every number
+    if not is_infinite(edges[0]):
+        whens.append(f"WHEN {col} < {quote_literal(edges[0])} THEN {outside}")
+    for j, label in enumerate(labels):
+        hi = edges[j + 1]
+        last = j == len(labels) - 1
+        if last and is_infinite(hi):
+            whens.append(f"ELSE {quote_literal(label)}")
+            break
+        whens.append(f"WHEN {col} {'<=' if last else '<'} {quote_literal(hi)} THEN {quote_literal(label)}")
+    else:
+        whens.append(f"ELSE {outside}")
+    return f"CASE {' '.join(whens)} END AS {col}"
+
+
+_DATE_TYPES = ("DATE", "TIMESTAMP")
+
+
+def _bin_edges(
+    con: duckdb.DuckDBPyConnection, relation_sql: str, name: str, type_name: str, bins: Bins, warn: Warn | None,
+    distinct: Callable[[str], list[Any]] | None,
+) -> tuple[Any, ...]:
+    """The edges of `name`'s declared bins, in the column's terms: numbers for a numeric
+    column, values of the column's type for a date or timestamp column (converted as declared
+    values are); `auto:K` bins from the data's quantiles, with a PrivacyWarning."""
+    numeric = is_numeric(type_name)
+    temporal = type_name.upper().startswith(_DATE_TYPES)
+    if not numeric and not temporal:
+        raise UserError(
+            f"bins are declared for {name}, which has type {type_name}, not a number or a date",
+            f"declare a domain of labels for it instead ({_domain_hint(name, ['a', 'b'], more=True)})",
+        )
+    if bins.auto is not None:
+        return _quantile_edges(con, relation_sql, name, bins.auto, warn, distinct)
+    finite = [e for e in bins.edges if not is_infinite(e)]
+    if numeric:
+        bad = next((e for e in bins.edges if isinstance(e, bool) or not isinstance(e, (int, float, decimal.Decimal))), None)
+        if bad is not None:
+            raise UserError(f"the bin edge {bad!r} of {name} is not a number", f"declare numbers for the numeric column {name}")
+        edges = tuple(bins.edges)
+    else:
+        if len(finite) != len(bins.edges):
+            raise UserError(f"the bins of {name} have an infinite edge, which a {type_name} column cannot compare with",
+                            "declare dates as the first and last edges")
+        edges = tuple(_typed_values(con, [str(e) for e in bins.edges], type_name, name))
+    check_edges(edges)
+    return edges
+
+
+def _quantile_edges(
+    con: duckdb.DuckDBPyConnection, relation_sql: str, name: str, count: int, warn: Warn | None,
+    distinct: Callable[[str], list[Any]] | None,
+) -> tuple[Any, ...]:
+    """`auto:K` edges: the data's 0, 1/K, …, 1 quantiles (values of the column; ties merged),
+    only because the caller asked, and with a PrivacyWarning naming what they reveal."""
+    if distinct is not None:
+        raise UserError(f"auto bins for {name} are computed on DuckDB only", f"declare {name}'s edges instead")
+    col = quote_identifier(name)
+    points = ", ".join(repr(k / count) for k in range(count + 1))
+    try:
+        [(found,)] = con.execute(select_from(f"quantile_disc({col}, [{points}])", relation_sql,
+                                             where=f"{col} IS NOT NULL")).fetchall()
+    except duckdb.Error as exc:
+        raise _user_sql_error(exc, f"check the column {name}") from None
+    edges = tuple(dict.fromkeys(found or ()))  # ties in the data merge quantiles
+    if len(edges) < 2:
+        raise UserError(f"{name} has fewer than two distinct values, so it has no quantile bins",
+                        f"declare {name}'s edges, or drop it from the attributes")
+    shown = ",".join(edge_text(e) for e in edges)
+    warn_privacy(  # always: without the caller's `warn`, as a PrivacyWarning
+        f"{name} is binned by the data's quantiles (auto:{count}): the edges {shown} are values of the data — "
+        f"its minimum, maximum and {count}-quantiles — and every release over {name} shows some of them; "
+        f"declare edges chosen without looking at the data instead (e.g. "
+        f"{option_hint('bins', f'{name}={shown}', python=f'{{{name!r}: [{shown}]}}', sql=f'{name} BINS ({shown})')})",
+        warn,
+    )
+    return edges
 
 
 def _domain_hint(name: str, values: Sequence[str], *, more: bool = False) -> str:

@@ -198,11 +198,7 @@ def _domain_codes(table: pa.Table, schema: Schema) -> np.ndarray:
         codes[:, i] = lookup[raw]
         outside = np.flatnonzero(codes[:, i] == -2)
         if outside.size:
-            value = dictionary[int(raw[outside[0]])]
-            raise UserError(
-                f"the data has {attr.name} = {value!r}, which is outside its declared domain",
-                f"add {value!r} to the declared domain of {attr.name}, or filter those rows out",
-            )
+            raise attr.outside(dictionary[int(raw[outside[0]])])  # (an ordinal one's: outside its bins)
     return codes
 
 
@@ -387,11 +383,5 @@ def record_cell(schema: Schema, row: dict[str, Any]) -> list[int]:
                 f"the record has NULL {attr.name}, so it is in no population",
                 f"pick another record or drop {attr.name} from the attributes ({option_name('by')})",
             )
-        try:
-            anchor.append(attr.domain.index(value))
-        except ValueError:
-            raise UserError(
-                f"the record has {attr.name} = {value!r}, outside its declared domain",
-                f"add {value!r} to the declared domain of {attr.name}",
-            ) from None
+        anchor.append(attr.position(value))  # an ordinal attribute's: the bin holding the value
     return anchor

@@ -1,4 +1,5 @@
-"""Compact text forms the CLI takes: `--by a,b,c` and `--domain 'job_title=Nurse|Professor'`.
+"""Compact text forms the CLI takes: `--by a,b,c`, `--domain 'job_title=Nurse|Professor'` and
+`--bins age=18,25,35,45` (bin edges of an ordinal attribute, or `age=auto:5`).
 
 `--by`: names separated by commas; a name with a comma or surrounding spaces is written in
 double quotes ("" for a quote inside). `--domain`: `attr=v1|v2|...`, several declarations
@@ -6,7 +7,10 @@ separated by `;`; a value holding `|`, `;`, `=` or surrounding spaces is written
 quotes ('' for a quote inside), an attribute name in double quotes. Values stay strings: the
 engine converts them to the column's type.
 
-Both forms are read with the SQL tokenizer, item by item (a name and a value quote
+`--bins`: `attr=e1,e2,...` (several separated by `;`), edges as numbers, dates or
+-inf/inf at the ends; `attr=auto:K` asks for K quantile bins from the data.
+
+The forms are read with the SQL tokenizer, item by item (a name and a value quote
 differently), so a quoted item follows SQL's quoting rules.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterable, Sequence
 
+from pcor_sql.core.bins import Bins, parse_bins
 from pcor_sql.errors import UserError, option_hint, option_name
 from pcor_sql.sqltext.tokens import (
     QUOTED_IDENT,
@@ -98,6 +103,8 @@ class _Form:
 
 _BY = _Form(lambda: option_name("by").removesuffix("=..."), _by_fix, ",")
 _DOMAIN = _Form(lambda: "--domain", lambda: _DOMAIN_FIX, "=|;")  # a form only the command line takes
+_BINS_FIX = "write attr=e1,e2,e3 (edges in increasing order, -inf/inf allowed at the ends; several: a=1,2,3;b=0,10) or attr=auto:5"
+_BINS = _Form(lambda: "--bins", lambda: _BINS_FIX, "=,;")
 
 
 def parse_by(text: str) -> tuple[str, ...]:
@@ -168,4 +175,36 @@ def parse_domain_declarations(texts: str | Iterable[str]) -> dict[str, list[str]
             if name in out:
                 raise UserError(f"--domain: the domain of {name!r} is declared twice", "declare each attribute once")
             out[name] = values
+    return out
+
+
+def parse_bins_declarations(texts: str | Iterable[str]) -> dict[str, Bins]:
+    """One or more texts, each `age=18,25,35[;b=0,10...]` or `age=auto:5`, merged into
+    attribute → Bins (edges as text: numbers become numbers, dates stay text for the engine)."""
+    if isinstance(texts, str):
+        texts = [texts]
+    out: dict[str, Bins] = {}
+    for text in texts:
+        if not isinstance(text, str) or not text.strip():
+            raise _BINS.error("it is empty")
+        pos = 0
+        while text[pos:].strip():
+            name, _, separator, pos = _BINS.item(text, pos, '"')
+            if not name:
+                raise _BINS.error("an attribute name is missing")
+            if separator != "=":
+                raise _BINS.error(f"expected '=' after the attribute {name!r}")
+            if name in out:
+                raise UserError(f"--bins: the bins of {name!r} are declared twice", "declare each attribute once")
+            edges: list[str] = []
+            while separator in ("=", ","):
+                edge, quoted, separator, pos = _BINS.item(text, pos, "'")
+                if separator == "=":
+                    raise _BINS.error(f"unexpected '=' in the edges of {name!r}")
+                if not edge and not quoted:
+                    raise _BINS.error(f"an empty edge in the bins of {name!r} (two ',', or one at an end)")
+                edges.append(edge)
+            out[name] = parse_bins(edges[0] if len(edges) == 1 else edges, name)
+        if not out:
+            raise _BINS.error("no declaration")
     return out

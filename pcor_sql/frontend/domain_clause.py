@@ -10,19 +10,30 @@ order the domain lists them. It means what the CLI's `--domain 'dept=Admin|Nursi
 and the API's `domains={...}` mean: the values a context may select, including values the
 data may not hold (enumerating only present values would reveal which exist). The engine
 converts them to the column's type and refuses a data value outside its declared domain.
+
+`attr BINS (e1, e2, ...)` declares an ordinal attribute instead (DESIGN.md §2): bins
+[e1, e2), [e2, e3), ..., the last closed, '-inf'/'inf' allowed at the ends; contexts keep a
+run of bins, released as a range (`age >= 25 AND age < 45`). It means what `--bins
+age=18,25,35` and `bins={'age': [18, 25, 35]}` mean; its declaration is a `core.bins.Bins`,
+which the request moves to its bins. `attr BINS 'auto:5'` asks for quantile bins from the
+data (the edges are data: a privacy warning says so).
+
+    EXPLAIN OUTLIER SELECT salary FROM people WHERE id = 7
+        BY age, dept DOMAIN (age BINS (18, 25, 35, 45, 55, 65, 81))
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from pcor_sql.core.bins import Bins, parse_bins
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.option_lists import OptionValue, parse_literal
 from pcor_sql.sqltext.tokens import QUOTED_IDENT, WORD, Token, unquote_identifier
 
 DOMAIN_EXAMPLE = "DOMAIN (dept IN ('Admin', 'Nursing'), year IN (2019, 2020))"
 
-Domains = tuple[tuple[str, tuple[OptionValue, ...]], ...]
+Domains = tuple[tuple[str, "tuple[OptionValue, ...] | Bins"], ...]
 
 
 def parse_domain_clause(tokens: Sequence[Token], i: int) -> tuple[Domains, int]:
@@ -68,31 +79,54 @@ def _declaration(tokens: Sequence[Token], j: int) -> tuple[str, tuple[OptionValu
     if nxt is not None and nxt.text == "=":
         value, j = parse_literal(tokens, j + 2, name)
         return name, (value,), j
+    if nxt is not None and nxt.is_word("BINS"):
+        return _bins(tokens, j + 2, name)
     if nxt is None or not nxt.is_word("IN"):
         found = "nothing" if nxt is None else repr(nxt.text)
-        raise UserError(f"expected IN after {name} in DOMAIN, found {found}", f"write {name} IN ('a', 'b')")
-    paren = tokens[j + 2] if j + 2 < len(tokens) else None
+        raise UserError(f"expected IN after {name} in DOMAIN (or BINS, for ranges), found {found}",
+                        f"write {name} IN ('a', 'b'), or {name} BINS (18, 25, 35) for ranges")
+    values, k = _literals(tokens, j + 2, name, f"{name} IN ('a', 'b')", "the domain")
+    return name, values, k
+
+
+def _bins(tokens: Sequence[Token], k: int, name: str) -> tuple[str, Bins, int]:
+    """`BINS (e1, e2, ...)` — edges, numbers or date strings, '-inf'/'inf' at the ends — or
+    `BINS 'auto:5'` (quantile bins from the data, with a privacy warning)."""
+    example = f"{name} BINS (18, 25, 35, 45)"
+    tok = tokens[k] if k < len(tokens) else None
+    if tok is not None and not tok.is_punct("("):
+        value, k = parse_literal(tokens, k, name)
+        if not isinstance(value, str):
+            raise UserError(f"expected '(' after {name} BINS in DOMAIN", f"write {example}, or {name} BINS 'auto:5'")
+        return name, parse_bins(value, name), k
+    edges, k = _literals(tokens, k, name, example, "the bins")
+    return name, parse_bins(list(edges), name), k
+
+
+def _literals(tokens: Sequence[Token], k: int, name: str, example: str, what: str) -> tuple[tuple[OptionValue, ...], int]:
+    """`(v1, v2, ...)` opening at tokens[k]: distinct literals, and the index after ')'."""
+    paren = tokens[k] if k < len(tokens) else None
     if paren is None or not paren.is_punct("("):
-        raise UserError(f"expected '(' after {name} IN in DOMAIN", f"write {name} IN ('a', 'b')")
+        raise UserError(f"expected '(' in {what} of {name} in DOMAIN", f"write {example}")
     values: list[OptionValue] = []
-    k = j + 3
+    k += 1
     while True:
         gap = tokens[k] if k < len(tokens) else None
         if gap is None or gap.is_punct(")") or gap.is_punct(","):
             if not values and gap is not None and gap.is_punct(")"):
-                raise UserError(f"the domain of {name} is empty", "declare at least one value")
-            raise UserError(f"a value is missing in the domain of {name}", f"write {name} IN ('a', 'b')")
+                raise UserError(f"{what} of {name} is empty", "declare at least one value")
+            raise UserError(f"a value is missing in {what} of {name}", f"write {example}")
         value, k = parse_literal(tokens, k, name)
         if any(type(v) is type(value) and v == value for v in values):
-            raise UserError(f"the value {value!r} is listed twice in the domain of {name}", "list each value once")
+            raise UserError(f"the value {value!r} is listed twice in {what} of {name}", "list each value once")
         values.append(value)
         sep = tokens[k] if k < len(tokens) else None
         if sep is not None and sep.is_punct(")"):
-            return name, tuple(values), k + 1
+            return tuple(values), k + 1
         if sep is None or not sep.is_punct(","):
             found = "the end of DOMAIN" if sep is None else repr(sep.text)
             raise UserError(
-                f"expected ',' or ')' in the domain of {name}, found {found}",
+                f"expected ',' or ')' in {what} of {name}, found {found}",
                 "values are single literals separated by commas: 'a', 'b', 2019",
             )
         k += 1

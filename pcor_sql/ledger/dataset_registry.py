@@ -28,7 +28,9 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 @dataclass(frozen=True)
 class RegisteredDataset:
     """One registered dataset (see the module docstring). `domains` is attribute → the frozen
-    values as text, in domain order."""
+    values as text, in domain order; for an ordinal attribute its bin labels. `bins` is
+    ordinal attribute → its frozen bin edges as text (`core.bins.edge_text`: `18`, `-inf`,
+    `2020-01-01`), what an analyst's request declares as its bins."""
 
     name: str
     relation: str
@@ -39,6 +41,7 @@ class RegisteredDataset:
     units: tuple[str, ...]
     accounting: str | None
     created_at: _dt.datetime | None = None
+    bins: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: How many keys analysts may ask about (frozen at registration; None: none declared).
     releasable: int | None = None
 
@@ -46,10 +49,20 @@ class RegisteredDataset:
         return {
             "name": self.name, "relation": self.relation, "key": self.key, "metrics": list(self.metrics),
             "attributes": list(self.attributes), "domains": {a: list(v) for a, v in self.domains},
+            "bins": {a: list(e) for a, e in self.bins},
             "units": list(self.units), "accounting": self.accounting,
             "created_at": None if self.created_at is None else self.created_at.isoformat(sep=" ", timespec="seconds"),
             "releasable_keys": self.releasable,
         }
+
+
+def _frozen_json(dataset: RegisteredDataset) -> str:
+    """The `domains` column: attribute → values (a list), or for an ordinal attribute
+    {"bins": edges, "domain": bin labels} (an object: a domain is always a list, so the two
+    never mix up, and rows written before bins existed read unchanged)."""
+    binned = dict(dataset.bins)
+    return json.dumps({a: {"bins": list(binned[a]), "domain": list(v)} if a in binned else list(v)
+                       for a, v in dataset.domains})
 
 
 def check_name(name: object) -> str:
@@ -82,7 +95,7 @@ def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = F
             f"INSERT INTO {table} (name, relation, key_column, metrics, attributes, domains, units, accounting,"
             " created_at, releasable) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             [dataset.name, dataset.relation, dataset.key, list(dataset.metrics), list(dataset.attributes),
-             json.dumps({a: list(v) for a, v in dataset.domains}), list(dataset.units), dataset.accounting,
+             _frozen_json(dataset), list(dataset.units), dataset.accounting,
              utc_now(), None if releasable is None else sorted(set(releasable))],
         )
 
@@ -95,9 +108,12 @@ _COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, acc
 def _from_row(row: tuple) -> RegisteredDataset:
     name, relation, key, metrics, attributes, domains, units, accounting, created, releasable = row
     frozen = json.loads(domains)
+    binned = {a: v for a, v in frozen.items() if isinstance(v, dict)}
     return RegisteredDataset(
         name, relation, key, tuple(metrics), tuple(attributes),
-        tuple((a, tuple(frozen[a])) for a in attributes), tuple(units), accounting, created, releasable,
+        tuple((a, tuple(binned[a]["domain"] if a in binned else frozen[a])) for a in attributes), tuple(units),
+        accounting, created, tuple((a, tuple(binned[a]["bins"])) for a in attributes if a in binned),
+        releasable,
     )
 
 

@@ -128,7 +128,7 @@ class Service:
         """One message for a dataset that does not exist and one this analyst may not use."""
         names = [d.name for d in self.visible(identity)]
         if name not in names:
-            raise UserError(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
+            raise Refused(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
 
     async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any]) -> Any:
         def work(session: Any) -> Any:

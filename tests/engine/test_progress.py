@@ -79,12 +79,12 @@ def test_a_batch_reports_records_done_and_a_single_release_its_search():
     recorder = Recorder()
     pcor_sql.explain_outliers(con, "SELECT salary FROM salaries WHERE id IN (42, 171)", verifier="grubbs", seed=1,
                               progress=recorder)
-    assert recorder.phases == ["building the summary", "releasing records"]
+    assert recorder.phases == ["charging the budget ledger", "building the summary", "releasing records"]
     assert recorder.counts[-2:] == [(1, 2), (2, 2)]
     single = Recorder()
     pcor_sql.explain_outlier(con, "SELECT salary FROM salaries WHERE id = 42", verifier="grubbs", seed=1,
                              search="direct", by="job_title,year", progress=single)
-    assert single.phases == ["building the summary", "searching"]
+    assert single.phases == ["charging the budget ledger", "building the summary", "searching"]
     assert single.counts and single.counts[-1][0] == single.counts[-1][1]  # direct enumerated every context
     answers = Recorder()
     pcor_sql.identify_anomalies(con, "SELECT salary FROM salaries WHERE id < 4", beta=5, radius=1, epsilon=0.1,

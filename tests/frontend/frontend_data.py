@@ -33,6 +33,18 @@ PEOPLE = [
     (8, "it's WITH (x) BY y", "Rome"),
 ]
 
+AGES = [
+    # id, age, dept, salary — age is binned in the BINS golden cases (81: on the closed last edge)
+    (1, 22, "Admin", 40000.0),
+    (2, 25, "Nursing", 45000.0),
+    (3, 34, "Nursing", 120000.0),
+    (4, 41, "Nursing", 52000.0),
+    (5, 47, "Admin", 50000.0),
+    (6, 58, "Nursing", 60000.0),
+    (7, 63, "Admin", 58000.0),
+    (8, 81, "Admin", 61000.0),
+]
+
 ODD = [
     # "pay rate", "dept's", "sel""ect"
     (10.0, "a'b", "plain"),
@@ -50,6 +62,8 @@ def make_connection(folder: Path) -> duckdb.DuckDBPyConnection:
     con.executemany("INSERT INTO staff VALUES (?, ?, ?, ?, ?)", STAFF)
     con.execute('CREATE TABLE people (id INTEGER, "full name" VARCHAR, city VARCHAR)')
     con.executemany("INSERT INTO people VALUES (?, ?, ?)", PEOPLE)
+    con.execute("CREATE TABLE ages (id INTEGER, age INTEGER, dept VARCHAR, salary DOUBLE)")
+    con.executemany("INSERT INTO ages VALUES (?, ?, ?, ?)", AGES)
     con.execute("CREATE VIEW senior AS SELECT id, name, dept, year, salary FROM staff WHERE salary >= 41000")
     con.execute('CREATE TABLE "odd ""table""" ("pay rate" DOUBLE, "dept\'s" VARCHAR, "sel""ect" VARCHAR)')
     con.executemany('INSERT INTO "odd ""table""" VALUES (?, ?, ?)', ODD)

@@ -18,6 +18,8 @@ Format of tests/frontend/golden/*.sql — cases separated by `-- case:` lines:
     [...]
     -- expect: domains                  (optional, JSON: the DOMAIN clause's declarations)
     {"dept": [...], ...}
+    -- expect: bins                     (optional, JSON: its BINS declarations, as resolved)
+    {"age": {"edges": [...], "labels": [...], "ranges": ["<released range of bins i..j>", ...]}}
 
 Besides comparing the text, each case runs on the fixture database and checks that
 - the record query returns exactly the input query's rows (metric columns, as a multiset);
@@ -25,7 +27,10 @@ Besides comparing the text, each case runs on the fixture database and checks th
   context (every attribute IN its whole domain), i.e. the whole relation;
 - each rewrite parses back to the same metric and relation;
 - with a DOMAIN clause: the Session resolves those domains on DuckDB (values converted to
-  the column types), and the full declared context selects the whole relation.
+  the column types), and the full declared context selects the whole relation;
+- with BINS declarations: the Session resolves the edges and labels; the released range of
+  every run of bins holding the record's bin is the expected text and selects exactly the rows
+  whose value lies in those bins.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ from pathlib import Path
 
 import pytest
 
+from pcor_sql.core.bins import Bins, edge_text
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.engine.compile import context_predicate
 from pcor_sql.frontend import (
     ExplainOutlier,
     IdentifyAnomaly,
@@ -53,7 +61,7 @@ from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 GOLDEN = Path(__file__).parent / "golden"
 SECTIONS = ("population", "explanation", "record", "population rows", "record rows")
-OPTIONAL = ("domains",)
+OPTIONAL = ("domains", "bins")
 
 
 @dataclass
@@ -157,8 +165,9 @@ def test_golden_rewrite(con, case):
     assert multiset(rows(con, explanation)) == multiset(rows(con, population_sql(q, full)))
     assert len(rows(con, explanation)) == rows(con, f"SELECT count(*) FROM {q.relation_sql}")[0][0]
 
-    if "domains" in case.expect:
-        _check_declared_domains(con, stmt, q, json.loads(case.expect["domains"]))
+    if "domains" in case.expect or "bins" in case.expect:
+        _check_declared_domains(con, stmt, q, json.loads(case.expect.get("domains", "{}")),
+                                json.loads(case.expect.get("bins", "{}")))
 
     # Each rewrite reads back as the same metric over the same relation.
     for text in (population, explanation):
@@ -166,15 +175,37 @@ def test_golden_rewrite(con, case):
         assert (again.metric_sql, again.relation_sql) == (q.metric_sql, q.relation_sql)
 
 
-def _check_declared_domains(con, stmt, q, expected):
+def _check_declared_domains(con, stmt, q, expected, expected_bins):
     """The DOMAIN clause parsed as written, resolved by the Session on DuckDB, and the full
-    declared context (values absent from the data included) selecting every row."""
+    declared context (values absent from the data included) selecting every row; BINS
+    declarations resolved to their edges and labels, each run's released range checked."""
     assert isinstance(stmt, ExplainOutlier)
-    assert {name: list(values) for name, values in stmt.domains} == expected
+    declared = dict(stmt.domains)
+    assert {name: list(v) for name, v in declared.items() if not isinstance(v, Bins)} == expected
+    assert {name for name, v in declared.items() if isinstance(v, Bins)} == set(expected_bins)
     request = outlier_from_select(con, q, {"by": list(stmt.by), "domains": dict(stmt.domains)})
+    assert {name for name, _ in request.bins or ()} == set(expected_bins)
     schema = Session(con).schema(request)
-    assert {a.name: list(a.domain) for a in schema.attributes} == expected
+    assert {a.name: list(a.domain) for a in schema.attributes if not a.ordinal} == expected
     full = " AND ".join(
         f"{quote_identifier(a)} IN ({', '.join(quote_literal(v) for v in vals)})" for a, vals in expected.items()
-    )
+    ) or "TRUE"
     assert len(rows(con, population_sql(q, full))) == rows(con, f"SELECT count(*) FROM {q.relation_sql}")[0][0]
+    [record] = rows(con, record_sql(q, stmt.by))
+    for attr in (a for a in schema.attributes if a.ordinal):
+        want = expected_bins[attr.name]
+        assert [edge_text(e) for e in attr.edges] == [str(e) for e in want["edges"]]
+        assert list(attr.domain) == want["labels"]
+        value = record[len(q.metric_sql) + list(stmt.by).index(attr.name)]
+        space = ContextSpace([attr], [attr.position(value)])
+        ranges = []
+        for w in range(space.n_admissible):
+            mask = space.from_free(w)
+            first, last = space.run(mask, 0)
+            where = context_predicate(space, mask)
+            ranges.append(where)
+            selected = rows(con, population_sql(q, where))
+            inside = [v for v in rows(con, f"SELECT {quote_identifier(attr.name)} FROM {q.relation_sql}")
+                      if v[0] is not None and first <= attr.position(v[0]) <= last]
+            assert len(selected) == len(inside), where
+        assert ranges == want["ranges"]

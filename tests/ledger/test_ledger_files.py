@@ -129,7 +129,8 @@ def test_a_pcor_ledger_without_outcomes_is_migrated_with_its_history(tmp_path):
     assert "pcor.history lacks" in str(refused.value) and "outcome" in str(refused.value)
     assert "pcor.analysts is missing" in str(refused.value)
     report = ledger.migrate()
-    assert report.rebuilt == ("history",) and set(report.created) == {"analysts", "quotas"}
+    # datasets gains its releasable column, history its outcome columns.
+    assert report.rebuilt == ("datasets", "history") and set(report.created) == {"analysts", "quotas"}
     assert [(r.release_id, r.outcome, r.epsilon) for r in ledger.history("u")] == [
         ("r0", "charged", 0.25), ("r1", "charged", 0.25)]
     assert ledger.status("u").spent == 0.5 and ledger.status("u").limit == 1.0 and ledger.verify() == []

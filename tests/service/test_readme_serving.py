@@ -31,6 +31,17 @@ def blocks(fence: str) -> list[str]:
     return re.findall(rf"```{fence}\n(.*?)```", section(), re.DOTALL)
 
 
+def documents(text: str) -> list:
+    """The JSON documents curl printed one after another (without newlines between them)."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while i < len(text.strip()):
+        doc, i = decoder.raw_decode(text, i)
+        out.append(doc)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return out
+
+
 def bash(script: str, cwd: pathlib.Path, env: dict[str, str]) -> str:
     done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
@@ -60,8 +71,8 @@ def test_the_serving_analysts_examples_run_against_a_live_server(tmp_path):
     con = duckdb.connect(str(tmp_path / "salaries.duckdb"))
     owner = pcor_sql.Owner(con, warn=lambda message: None)
     with live_server(pcor_sql.service.app(owner)) as url:
-        out = bash(curl.replace(README_URL, url), tmp_path, env).splitlines()
-        datasets, explained = json.loads(out[0]), json.loads(out[1])
+        out = bash(curl.replace(README_URL, url), tmp_path, env)
+        datasets, explained = documents(out)
         assert [d["name"] for d in datasets["datasets"]] == ["payroll"]
         assert explained["results"][0]["key"] == 42 and explained["results"][0]["context"]
         namespace: dict = {}

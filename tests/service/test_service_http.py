@@ -40,6 +40,8 @@ def served(tmp_path_factory):
     owner.register("closed", "staff", key="id", metric="pay", by="dept")
     owner.register("capped", "capped", key="id", metric="pay", by="dept,year", limit=0.5, releasable=list(OUTLIERS))
     tokens = {name: add_analyst(owner.ledger, name) for name in ("alice", "bob", "carol")}
+    tokens["dave"] = add_analyst(owner.ledger, "dave", quota=0.25, notion="ocdp")
+    tokens["erin"] = add_analyst(owner.ledger, "erin", datasets=["capped"])
     revoke_analyst(owner.ledger, "carol")
     app = pcor_sql.service.app(owner, max_keys=10, max_body=16384, workers=8)
     with live_server(app) as url:
@@ -252,3 +254,30 @@ def test_eight_concurrent_requests_all_answered_and_the_limit_never_overspent(se
     codes = sorted(r.status_code for r in out.values())
     assert codes == [200] * 5 + [429] * 3, [r.text for r in out.values()]
     assert owner.spent("capped") == pytest.approx(0.5)
+
+
+def test_a_quota_is_kept_and_the_analyst_sees_only_their_own(served):
+    owner, client, tokens = served
+    body = {**EXPLAIN, "keys": [41]}
+    codes = [post(client, "/v1/explain", tokens["dave"], body).status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    me = client.get("/v1/me", headers=auth(tokens["dave"])).json()
+    [ocdp] = [u for u in me["usage"] if u["notion"] == "ocdp" and u["dataset"] is None]
+    assert ocdp["limit"] == 0.25 and ocdp["spent"] == pytest.approx(0.2) and ocdp["remaining"] == pytest.approx(0.05)
+    history = client.get("/v1/history", headers=auth(tokens["dave"])).json()["history"]
+    assert [(h["key"], h["outcome"], h["epsilon"]) for h in history] == [("key = 41", "answered", 0.1)] * 2
+    assert sum(h["epsilon"] for h in history) == pytest.approx(ocdp["spent"])
+    assert all("unit" not in h for h in history)
+    assert {h.analyst for h in owner.ledger.history() if h.record_key == "key = 41" and h.analyst == "dave"} == {"dave"}
+
+
+def test_an_analyst_limited_to_some_datasets_sees_and_uses_only_those(served):
+    owner, client, tokens = served
+    before = state(owner)
+    names = [d["name"] for d in client.get("/v1/datasets", headers=auth(tokens["erin"])).json()["datasets"]]
+    assert names == ["capped"]
+    other = post(client, "/v1/explain", tokens["erin"], {**EXPLAIN, "keys": [10]})
+    missing = post(client, "/v1/explain", tokens["erin"], {**EXPLAIN, "dataset": "nosuch", "keys": [10]})
+    assert other.status_code == missing.status_code == 403
+    assert other.json()["fix"] == missing.json()["fix"] == "yours: capped"
+    assert state(owner) == before
