@@ -30,6 +30,8 @@ _EXPORTS = {
     "Session": "pcor_sql.session",
     "Owner": "pcor_sql.owner",
     "Analyst": "pcor_sql.analyst",
+    "connect": "pcor_sql.client.remote_analyst",
+    "RemoteAnalyst": "pcor_sql.client.remote_analyst",
     "AnalystExplanation": "pcor_sql.results",
     "AnalystAnswer": "pcor_sql.results",
     "RegisteredDataset": "pcor_sql.ledger.dataset_registry",

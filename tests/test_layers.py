@@ -13,6 +13,7 @@ is still a dependency, and a cycle through one is still a cycle), and no import 
     anomaly   anomaly identification   sqltext, core, requests, engine, errors
     backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
     readable, notebook                 plain words, HTML of results: nothing but each other
+    client    an analyst's HTTP handle  errors only (no DuckDB: an analyst holds no data)
     pipeline  the one release path    core, engine.progress, errors
     jobs      the two measurements     sqltext, core, requests, engine, ledger, anomaly, results, pipeline
     results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
@@ -42,6 +43,7 @@ LOWER = {
     "backends": {"sqltext", "core", "requests", "engine", "anomaly", "ledger"},
     "pipeline": {"core", "engine"},
     "readable": set(),
+    "client": set(),
     "notebook": {"readable"},
     "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook"},
     "jobs": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"},
@@ -100,9 +102,9 @@ def test_each_layer_imports_only_the_layers_below_it(name):
     assert not bad, bad
 
 
-def test_core_and_requests_import_no_duckdb_and_no_ui():
+def test_core_requests_and_client_import_no_duckdb_and_no_ui():
     for module in MODULES:
-        if layer(module) in ("core", "requests"):
+        if layer(module) in ("core", "requests", "client"):
             third_party = {t.split(".")[0] for t in imports(module)}
             assert not third_party & {"duckdb", "pyarrow", "typer", "rich"}, module
 

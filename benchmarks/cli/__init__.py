@@ -2,8 +2,8 @@
 
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
-error rates), `scale` (large tables, wide spaces) and `verifiers` (rows each verifier flags among
-all rows). Errors behave as in `pcor-sql` — one
+error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifier flags among
+all rows) and `service` (concurrent analysts over HTTP). Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -17,6 +17,7 @@ from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.explore import explore
 from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
+from benchmarks.cli.service import service
 from benchmarks.cli.spark import spark_scale
 from benchmarks.cli.verifiers import verifiers
 from pcor_sql.cli.main import _Group, _options
@@ -44,6 +45,8 @@ _COMMANDS = (
     ("anomaly-evidence", "Show SP vs DP error rates on true anomalies (the sensitive-privacy paper's claim).",
      anomaly_evidence),
     ("scale", "Time releases on 10M-100M-row tables and on context spaces past 64 free bits.", scale),
+    ("service", "Concurrent analysts on one pcor-sql serve: latency, throughput, quotas and history checked.",
+     service),
     ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
      spark_scale),
     ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",

@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
 from pcor_sql.cli import analyst_commands, serve_command
+from pcor_sql.cli import remote_commands
 from pcor_sql.cli.console import write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
@@ -122,6 +123,7 @@ app.add_typer(budget.app, name="budget")
 app.add_typer(bundled_commands.app, name="datasets")
 app.add_typer(dataset_commands.app, name="dataset")
 app.add_typer(analyst_commands.app, name="analyst")
+app.add_typer(remote_commands.app, name="remote")
 
 
 def run() -> None:

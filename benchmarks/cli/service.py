@@ -1,0 +1,139 @@
+"""`python -m benchmarks service`: concurrent analysts on one `pcor-sql serve` — latency,
+throughput, and the ledger's invariants under load. The work is in `benchmarks.service_load`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from benchmarks.cli.bench import (
+    DEFAULT_BENCHMARKS, DEFAULT_OUT, BenchmarksFile, BenchmarksSection, UpdateBenchmarks, command_line,
+    print_tables, progress_reporter, save_raw, section_name, write_results,
+)
+from pcor_sql.errors import UserError
+
+
+def service(
+    rows: Annotated[int, typer.Option("--rows", metavar="N", help="Rows of the registered table.")] = 1_000_000,
+    analysts: Annotated[int, typer.Option("--analysts", metavar="N", help="Concurrent analysts.")] = 8,
+    requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests per analyst.")] = 50,
+    workers: Annotated[int, typer.Option("--workers", metavar="N", help="The service's --workers.")] = 4,
+    reference: Annotated[int, typer.Option(
+        "--reference", metavar="N", help="In-process requests timed as the reference, before and after the load.")] = 12,
+    workdir: Annotated[Path, typer.Option(
+        "--workdir", metavar="DIR", help="Where the database file is made (replaced each run).")]
+    = Path("/tmp/pcor-service-bench"),
+    out_dir: Annotated[Path, typer.Option("--out-dir", metavar="DIR", help="Where service.md and service.json go.")]
+    = DEFAULT_OUT,
+    from_json: Annotated[Optional[Path], typer.Option(
+        "--from-json", metavar="PATH", help="Render a saved service.json again instead of measuring.")] = None,
+    update_benchmarks: UpdateBenchmarks = False,
+    benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
+    benchmarks_section: BenchmarksSection = "service",
+) -> None:
+    """Serve a generated table with `pcor-sql serve` (child process, 127.0.0.1) and send it
+    ANALYSTS × REQUESTS requests from concurrent analysts (explain and identify, ε = 0.1
+    each, quotas and the table's limit running out on the way); report p50/p95 latency and
+    requests per second next to the same requests in-process, and check that no quota or
+    limit is exceeded, that spent equals the sum of the history, and that nothing answered 5xx.
+
+    \b
+    Example:
+        python -m benchmarks service --update-benchmarks
+
+    Exit code 1 if a check fails. Writes OUT_DIR/service.md and OUT_DIR/service.json.
+    """
+    from benchmarks.service_load import LoadConfig, run_service
+
+    section = section_name(benchmarks_section)
+    for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers, "--workers"),
+                        (reference, "--reference")):
+        if value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 4")
+    command = command_line("service", [
+        ("--rows", rows, 1_000_000), ("--analysts", analysts, 8), ("--requests", requests, 50),
+        ("--workers", workers, 4), ("--reference", reference, 12), ("--benchmarks-section", benchmarks_section, "service"),
+    ])
+    if from_json is not None:
+        import json
+
+        result = json.loads(from_json.read_text(encoding="utf-8"))
+        command = result.get("command", command)
+    else:
+        cfg = LoadConfig(rows=rows, analysts=analysts, requests=requests, workers=workers, reference=reference,
+                         workdir=workdir)
+        with progress_reporter() as report:
+            result = run_service(cfg, report)
+        result["command"] = command
+        save_raw(out_dir, "service", result)
+    tables = service_tables(result)
+    print_tables(tables)
+    write_results(out_dir, "service", "python -m benchmarks service", command, result, tables, update_benchmarks,
+                  benchmarks_file, section=section)
+    if not all(v["met"] for v in result["verdicts"]):
+        raise typer.Exit(1)
+
+
+def service_tables(result: dict[str, Any]) -> list[Any]:
+    from benchmarks.report import target_table
+    from benchmarks.service_load import percentile
+    from benchmarks.tables import make_table, seconds
+
+    records, cfg = result["records"], result["config"]
+    reference = {kind: [r["seconds"] for r in result["reference"] if r["kind"] == kind]
+                 for kind in ("explain", "identify")}
+
+    def row(label: str, chosen: list[dict[str, Any]], kind: str | None) -> tuple[str, ...]:
+        xs = sorted(r["seconds"] for r in chosen)
+        p50, p95 = percentile(xs, 0.5), percentile(xs, 0.95)
+        ref = percentile(sorted(reference.get(kind) or []), 0.5) if kind else None
+        return (label, f"{len(xs):,}", seconds(p50) if xs else "—", seconds(p95) if xs else "—",
+                seconds(xs[-1]) if xs else "—", seconds(ref) if ref else "—",
+                f"{p50 / ref:.2f}×" if ref and p50 else "—")
+
+    answered = [r for r in records if r["status"] == 200]
+    refused = [r for r in records if r["status"] == 429]
+    other = [r for r in records if r["status"] not in (200, 429)]
+    rows = [
+        row("explain, answered (Grubbs, 1 key)", [r for r in answered if r["kind"] == "explain"], "explain"),
+        row("identify, answered (SP or DP, 1 point)", [r for r in answered if r["kind"] == "identify"], "identify"),
+        row("refused: quota or limit reached (429)", refused, None),
+        row("other 4xx", other, None),
+        row("all requests", records, None),
+    ]
+    load_s = result["load_s"]
+    # One at a time in-process, the reference answers 1 / (its mean latency) requests per second.
+    serial = [r["seconds"] for r in result["reference"]]
+    serial_rate = len(serial) / sum(serial) if serial else None
+    throughput = [(f"{cfg['analysts']} × {cfg['requests']}", f"{len(records):,}", seconds(load_s),
+                   f"{len(records) / load_s:.1f}", f"{len(answered) / load_s:.1f}",
+                   f"{serial_rate:.1f}" if serial_rate else "—",
+                   f"{len(answered) / load_s / serial_rate:.2f}×" if serial_rate else "—")]
+    statuses: dict[str, int] = {}
+    for r in records:
+        statuses[f"{r['kind']} {r['status']}"] = statuses.get(f"{r['kind']} {r['status']}", 0) + 1
+    return [
+        make_table(
+            f"Latency per request, {cfg['analysts']} concurrent analysts on {cfg['rows']:,} rows "
+            f"(service --workers {cfg['workers']})",
+            ("requests", "count", "p50", "p95", "max", "in-process p50 (reference)", "p50 / reference"), rows, (
+                "Latency: from the client's call to its return (pcor_sql.connect over loopback HTTP: JSON, token "
+                "check, the worker pool's wait, the release or answer, the ledger's reservation and outcome).",
+                f"Reference: the same request mix through the in-process analyst handle (Owner.analyst()), one at a "
+                f"time on the same file, {len(result['reference'])} requests: half before the service started, half "
+                f"after it stopped.",
+                f"Each request costs ε = {cfg['epsilon']}; each analyst has a quota of {cfg['quota']} per notion and "
+                f"the table an OCDP limit of {cfg['unit_limit']} for the run, so refusals (429, checked before the "
+                "reservation) are part of the load.",
+            )),
+        make_table("Throughput", ("analysts × requests", "requests", "wall time", "requests / s", "answered / s",
+                                  "in-process, one at a time: answered / s (reference)", "answered / s / reference"),
+                   throughput, ("Wall time: from the analysts' common start to the last answer. The reference "
+                                "answers the same mix one request at a time in-process (no HTTP, no concurrency).",)),
+        make_table("Responses by kind and status", ("kind and status", "count"),
+                   sorted((k, str(v)) for k, v in statuses.items())),
+        target_table([{"name": v["check"], "goal": "holds", "measured": v["measured"], "met": v["met"]}
+                      for v in result["verdicts"]]),
+    ]

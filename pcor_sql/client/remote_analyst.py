@@ -1,0 +1,145 @@
+"""`pcor_sql.connect(url, token)`: an analyst's handle on a data owner's service, over HTTP.
+
+    import pcor_sql
+    analyst = pcor_sql.connect("http://127.0.0.1:8000", token)
+    analyst.datasets()                                   # what may be asked, and about what
+    analyst.explain_outlier("salaries", 42, epsilon=0.2).context
+    analyst.identify_anomaly("salaries", value={"salary": 250000}, beta=5, radius=1000, epsilon=0.5)
+    analyst.cost("explain_outliers", "salaries", [42, 43], epsilon=0.2)   # nothing charged
+    analyst.me()                                         # quotas and spent per notion
+
+The same methods as the in-process handle (`Owner.analyst()`), but the data, the session and
+the ledger stay in the service's process (DESIGN.md §8): this object holds a URL and a token,
+sends JSON and receives JSON. The service checks every input (exact types, sizes, releasable
+keys, the minimum ε) and charges before it reads a row; its refusals come back as
+`pcor_sql.errors` exceptions with the service's message and fix. Importing or using this module
+loads no DuckDB: an analyst needs no data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pcor_sql.client.remote_results import RemoteAnswer, RemoteExplanation
+from pcor_sql.client.transport import DEFAULT_TIMEOUT, Transport
+from pcor_sql.errors import UserError
+
+
+class RemoteAnalyst:
+    """An analyst's connection to a pcor-sql service (see the module docstring). Use it as a
+    context manager, or call `close()`, to release the HTTP connection pool. `client`: a
+    prepared `httpx.Client` to send through (a proxy, a custom CA bundle for HTTPS)."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT, client: Any = None):
+        self._transport = Transport(url, token, timeout=timeout, client=client)
+
+    @property
+    def url(self) -> str:
+        return self._transport.url
+
+    def __repr__(self) -> str:  # never the token
+        return f"RemoteAnalyst({self.url!r})"
+
+    def __enter__(self) -> "RemoteAnalyst":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._transport.close()
+
+    # ---- what may be asked ---------------------------------------------------------------
+
+    def datasets(self) -> list[dict[str, Any]]:
+        """The registered datasets: name, key, metrics, attributes and their frozen domains."""
+        return _items(self._transport.get("/v1/datasets"), "datasets")
+
+    def me(self) -> dict[str, Any]:
+        """This analyst's quotas and what they have spent, per notion."""
+        return self._transport.get("/v1/me")
+
+    def history(self) -> list[dict[str, Any]]:
+        """This analyst's own requests, with their cost and outcome."""
+        return _items(self._transport.get("/v1/history"), "history")
+
+    # ---- requests ------------------------------------------------------------------------
+
+    def explain_outlier(self, dataset: str, key: Any, **options: Any) -> RemoteExplanation:
+        """The private explanation of the record with `key` (one of the dataset's releasable
+        keys); `options`: epsilon, verifier, search, samples, utility, start, by."""
+        [result] = self.explain_outliers(dataset, [key], **options)
+        return result
+
+    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[RemoteExplanation]:
+        """One explanation per key, in the order given, each charged ε; all or nothing."""
+        body = _explain_body(dataset, keys, options)
+        results = _items(self._transport.post("/v1/explain", body), "results")
+        return [RemoteExplanation.from_json(item) for item in results]
+
+    def identify_value(self, dataset: str, value: Any, **options: Any) -> RemoteAnswer:
+        """The mechanism's randomized bit for the point `value` of the metric space (metric →
+        number, e.g. {"salary": 250000}), in the data or not; `options`: beta, radius, epsilon,
+        privacy, k, norm. The same call as the in-process handle's."""
+        [answer] = _answers(self._transport.post("/v1/identify", {"dataset": dataset, "value": value, **options}))
+        return RemoteAnswer.from_json(answer)
+
+    def identify_anomaly(self, dataset: str, value: Any = None, **options: Any) -> RemoteAnswer:
+        """`identify_value` with the point as a keyword: `identify_anomaly(d, value={...}, ...)`.
+        (Over HTTP an analyst asks about points, never about a record by key: DESIGN.md §6.)"""
+        if value is None:
+            raise UserError("identify_anomaly needs a point of the metric space",
+                            "pass value={'metric': number}, e.g. value={'salary': 250000}")
+        return self.identify_value(dataset, value, **options)
+
+    def identify_anomalies(self, dataset: str, values: Sequence[Any], **options: Any) -> list[RemoteAnswer]:
+        """One answer per point, in the order given (one request each), each charged ε."""
+        if isinstance(values, (str, bytes, dict)) or not isinstance(values, (list, tuple)) or not values:
+            raise UserError("values must be a non-empty list of points", "e.g. [{'salary': 250000}]")
+        return [self.identify_value(dataset, value, **options) for value in values]
+
+    def cost(self, method: str, dataset: str, target: Any, **options: Any) -> dict[str, Any]:
+        """What `getattr(self, method)(dataset, target, **options)` would charge, without charging
+        or reading a row (data independent), as the in-process handle's `cost`: `method` is
+        explain_outlier(s) (target: a key or the keys) or identify_value / identify_anomaly
+        (target: the point). Returns {dataset, notion, epsilon, k, count, total}."""
+        if method in ("explain_outlier", "explain_outliers"):
+            keys = [target] if method == "explain_outlier" else target
+            body = _explain_body(dataset, keys, options)
+        elif method in ("identify_value", "identify_anomaly"):
+            body = {"dataset": dataset, "value": target, **options}
+        else:
+            raise UserError(f"no cost preview for {method!r}",
+                            "use explain_outlier, explain_outliers, identify_value or identify_anomaly")
+        return self._transport.post("/v1/cost", body)
+
+
+def connect(url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteAnalyst:
+    """An analyst's handle on the pcor-sql service at `url`, authenticated by `token` (the one
+    `pcor-sql analyst add` printed). No request is sent until a method is called."""
+    return RemoteAnalyst(url, token, timeout=timeout)
+
+
+def _explain_body(dataset: str, keys: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple)):
+        raise UserError("keys must be a list of key values", "e.g. [42, 43]")
+    return {"dataset": dataset, "keys": list(keys), **options}
+
+
+def _items(payload: Any, name: str) -> list[Any]:
+    """A list the service sent, bare or under `name` (`{"results": [...]}`)."""
+    if isinstance(payload, dict) and isinstance(payload.get(name), list):
+        return payload[name]
+    if isinstance(payload, list):
+        return payload
+    raise UserError(f"the service's answer has no {name!r} list",
+                    "the client and the service may be different versions of pcor-sql")
+
+
+def _answers(payload: Any) -> list[Any]:
+    """The one answer of `POST /v1/identify` (`{"results": [answer]}`)."""
+    results = _items(payload, "results")
+    if len(results) != 1:
+        raise UserError(f"the service sent {len(results)} answers for one point",
+                        "the client and the service may be different versions of pcor-sql")
+    return results

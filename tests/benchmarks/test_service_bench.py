@@ -1,0 +1,66 @@
+"""`python -m benchmarks service` at tiny sizes: it serves, loads, checks and writes its
+section; a broken invariant fails its verdicts."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.service_load import LoadConfig, percentile, request_plan, verdicts
+from tests.benchmarks.app_helpers import assert_error, invoke as run
+
+
+def test_service_smoke(tmp_path):
+    bench_md = tmp_path / "BENCHMARKS.md"
+    bench_md.write_text("# benchmarks\n", encoding="utf-8")
+    result = run("service", "--rows", "3000", "--analysts", "3", "--requests", "6", "--reference", "2",
+                 "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"), "--update-benchmarks",
+                 "--benchmarks-file", str(bench_md))
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    saved = json.loads((tmp_path / "out" / "service.json").read_text(encoding="utf-8"))
+    assert len(saved["records"]) == 18 and {r["status"] for r in saved["records"]} <= {200, 422, 429}
+    assert all(v["met"] for v in saved["verdicts"]), saved["verdicts"]
+    assert saved["command"].startswith("python -m benchmarks service --rows 3000")
+    text = bench_md.read_text(encoding="utf-8")
+    assert "## python -m benchmarks service" in text and "requests / s" in text and "load average" in text
+    again = run("service", "--from-json", str(tmp_path / "out" / "service.json"), "--out-dir", str(tmp_path / "o2"))
+    assert again.exit_code == 0 and "p50 / reference" in again.stdout
+
+
+def test_quotas_and_the_plan():
+    cfg = LoadConfig(requests=8)
+    plan = request_plan(cfg, 0)
+    assert [p["kind"] for p in plan] == ["explain", "identify"] * 4
+    assert [p["notion"] for p in plan[1::2]] == ["sp", "dp", "sp", "dp"]
+    assert plan == request_plan(cfg, 0) != request_plan(cfg, 1)
+
+
+def test_a_broken_invariant_fails_its_verdict():
+    ok = {"limit": 2.0, "spent": 1.0, "history_sum": 1.0, "answered_responses": 3, "answered_rows": 3}
+    base = {"records": [{"status": 200}], "analysts": {"a": {"ocdp": ok}}, "verify": [],
+            "units_after": {"t (ocdp)": {"spent": 1.0, "limit": 14.0}}}
+    assert all(v["met"] for v in verdicts(base))
+    broken = [
+        {**base, "records": [{"status": 500}]},
+        {**base, "analysts": {"a": {"ocdp": {**ok, "spent": 2.1, "history_sum": 2.1}}}},
+        {**base, "analysts": {"a": {"ocdp": {**ok, "history_sum": 0.9}}}},
+        {**base, "analysts": {"a": {"ocdp": {**ok, "answered_rows": 2}}}},
+        {**base, "units_after": {"t (ocdp)": {"spent": 14.5, "limit": 14.0}}},
+        {**base, "verify": ["t ocdp 1.0 != 0.9"]},
+    ]
+    for result in broken:
+        assert sum(not v["met"] for v in verdicts(result)) == 1, result
+
+
+def test_percentile_interpolates():
+    assert percentile([], 0.5) is None and percentile([3.0], 0.95) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.5) == 3.0
+    assert abs(percentile([float(x) for x in range(1, 101)], 0.95) - 95.05) < 1e-9
+
+
+def test_bad_sizes_are_one_line():
+    assert_error(run("service", "--analysts", "0"), "--analysts")
+
+
+def test_help_has_an_example():
+    result = run("service", "--help")
+    assert result.exit_code == 0 and "python -m benchmarks service --update-benchmarks" in result.stdout

@@ -1,0 +1,97 @@
+"""`pcor-sql remote ...` through typer's CliRunner against the real service on a real uvicorn:
+the analyst's requests from the shell, token from $PCOR_SQL_TOKEN, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pcor_sql.cli.main import app
+from pcor_sql.cli.remote_commands import key_value, point
+from pcor_sql.errors import UserError
+from tests.cli.cli_helpers import assert_clean_stderr, assert_error
+from tests.client.served_dataset import OUTLIERS, TEXT_KEYS, served_dataset
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    with served_dataset(tmp_path_factory.mktemp("remote-cli") / "staff.duckdb") as s:
+        yield s
+
+
+def remote(served, *args: str, token: str | None = "alice", url: str | None = None):
+    env = {"PCOR_SQL_TOKEN": served.tokens.get(token, token) if token else ""}
+    return CliRunner().invoke(app, ["remote", *args, "--url", url or served.url], env=env)
+
+
+def json_lines(result) -> list[dict]:
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert_clean_stderr(result)
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_datasets_me_and_history_as_json(served):
+    assert {d["name"] for d in json_lines(remote(served, "datasets", "--format", "json"))} == {"staff", "tagged"}
+    [me] = json_lines(remote(served, "me", "--format", "json"))
+    assert me["analyst"] == "alice"
+    history = json_lines(remote(served, "history", "--format", "json"))
+    assert all(set(h) >= {"notion", "epsilon", "outcome"} for h in history)
+
+
+def test_tables_are_the_default(served):
+    for command in ("datasets", "me", "history"):
+        result = remote(served, command)
+        assert result.exit_code == 0, result.stderr
+        assert_clean_stderr(result)
+    assert "staff" in remote(served, "datasets").stdout
+    assert "ocdp" in remote(served, "me").stdout
+
+
+def test_explain_outlier_keys_in_order_with_options(served):
+    keys = [OUTLIERS[2], OUTLIERS[0]]
+    out = json_lines(remote(served, "explain-outlier", "staff", *map(str, keys), "--epsilon", "0.1",
+                            "--verifier", "grubbs", "--by", "dept,year", "--format", "json"))
+    assert [r["key"] for r in out] == keys and all(r["verifier"].startswith("grubbs") for r in out)
+    [text] = json_lines(remote(served, "explain-outlier", "tagged", TEXT_KEYS[0], "--epsilon", "0.1",
+                               "--verifier", "grubbs", "--format", "json"))
+    assert text["key"] == TEXT_KEYS[0]
+    table = remote(served, "explain-outlier", "staff", str(OUTLIERS[1]), "--epsilon", "0.1", "--verifier", "grubbs")
+    assert table.exit_code == 0 and "privacy" in table.stdout
+    sql = remote(served, "explain-outlier", "staff", str(OUTLIERS[1]), "--epsilon", "0.1", "--verifier", "grubbs",
+                 "--format", "sql")
+    assert sql.exit_code == 0 and sql.stdout.strip().endswith(";") and "pay" in sql.stdout
+
+
+def test_identify_anomaly_by_value(served):
+    [answer] = json_lines(remote(served, "identify-anomaly", "staff", "--value", "pay=5007", "--beta", "2",
+                                 "--radius", "5", "--epsilon", "0.1", "--privacy", "dp", "--format", "json"))
+    assert answer["value"] == {"pay": 5007} and type(answer["anomaly"]) is bool and answer["privacy"] == "dp"
+    table = remote(served, "identify-anomaly", "staff", "--value", "pay=1.5", "--beta", "2", "--radius", "5",
+                   "--epsilon", "0.1")
+    assert table.exit_code == 0 and "anomaly" in table.stdout
+
+
+@pytest.mark.parametrize(("args", "token", "needles"), [
+    (("me",), None, ("PCOR_SQL_TOKEN is not set",)),
+    (("me",), "carol", ("not authenticated",)),  # revoked
+    (("explain-outlier", "staff", "100000", "--epsilon", "0.1"), "alice", ("releasable",)),
+    (("explain-outlier", "staff", "7", "--epsilon", "1e-300"), "alice", ("ε",)),
+    (("identify-anomaly", "staff", "--value", "pay", "--beta", "2", "--radius", "5", "--epsilon", "0.1"), "alice",
+     ("METRIC=NUMBER",)),
+])
+def test_errors_are_one_line_and_exit_2(served, args, token, needles):
+    assert_error(remote(served, *args, token=token), *needles)
+
+
+def test_no_service_is_one_line(served):
+    assert_error(remote(served, "datasets", url="http://127.0.0.1:1"), "cannot reach the pcor-sql service")
+
+
+def test_key_and_point_parsing():
+    assert [key_value(t) for t in ("42", "-3", "0", "007", "a17", "4.5")] == [42, -3, 0, "007", "a17", "4.5"]
+    assert point(["pay=5007", "age=4.5", "x=-2"]) == {"pay": 5007, "age": 4.5, "x": -2}
+    for bad in (["pay"], ["pay=abc"], ["pay=1", "pay=2"], []):
+        with pytest.raises(UserError):
+            point(bad)

@@ -1,0 +1,140 @@
+"""Kill -9 the service in the middle of a burst, then restart it (issue 19 "Bad input", DESIGN.md
+§8 "A service killed mid-request shows nothing uncharged; on restart the history shows the
+request as interrupted").
+
+`pcor-sql serve` runs as a child process on a DuckDB file; six analysts fire slow requests
+(LOF, four keys each) at once; once some answers have come back and the history shows requests
+still running, the process gets SIGKILL. A new `pcor-sql serve` on the same file then shows:
+- every key answered with a 200 has an answered, charged history row (nothing shown uncharged);
+- the requests that were running are 'interrupted' (charged), none is left 'running';
+- each analyst's spent equals the sum of their history;
+and once it has stopped, `pcor-sql budget verify --db FILE` passes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import duckdb
+import pytest
+
+import pcor_sql
+from benchmarks.service_process import start
+from pcor_sql.errors import PcorError
+
+pytestmark = pytest.mark.slow
+
+ROWS = 200_000
+ANALYSTS = 6
+REQUESTS = 4
+KEYS = list(range(24))  # planted outliers, all releasable
+OPTIONS = {"epsilon": 0.05, "verifier": "lof(k=10)"}
+WAIT_S = 120.0
+
+
+def make_database(path) -> dict[str, str]:
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("CREATE TYPE dept AS ENUM ('a', 'b', 'c', 'd'); CREATE TYPE yr AS ENUM ('2020', '2021', '2022')")
+        con.execute(
+            f"CREATE TABLE staff AS SELECT i AS id, (['a', 'b', 'c', 'd'])[i % 4 + 1]::dept AS dept,"
+            f" (['2020', '2021', '2022'])[i % 3 + 1]::yr AS year,"
+            f" CASE WHEN i < {len(KEYS)} THEN 9000.0 + i ELSE 100.0 + (hash(i) % 1000) / 10.0 END AS pay"
+            f" FROM range({ROWS}) t(i)")
+        owner = pcor_sql.Owner(con, warn=lambda message: None)
+        owner.register("staff", "staff", key="id", metric="pay", by="dept,year", limit=1000.0, releasable=KEYS)
+        return {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=100.0) for i in range(ANALYSTS)}
+    finally:
+        con.close()
+
+
+def burst(url: str, tokens: dict[str, str], answered: dict[str, list], lost: Counter, stop: threading.Event) -> list:
+    """Each analyst's requests in a thread; 200s (their keys) and lost requests recorded."""
+    def analyst(index: int, name: str, token: str) -> None:
+        with pcor_sql.connect(url, token, timeout=WAIT_S) as handle:
+            for j in range(REQUESTS):
+                if stop.is_set():
+                    return
+                keys = [KEYS[(index * REQUESTS + j) * 4 % len(KEYS) + n] for n in range(4)]
+                try:
+                    results = handle.explain_outliers("staff", keys, **OPTIONS)
+                except PcorError:
+                    lost[name] += 1  # the connection died with the process
+                    return
+                answered[name].extend(r.key for r in results)
+
+    threads = [threading.Thread(target=analyst, args=(i, n, t), daemon=True) for i, (n, t) in enumerate(tokens.items())]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def histories(url: str, tokens: dict[str, str]) -> dict[str, list[dict]]:
+    out = {}
+    for name, token in tokens.items():
+        with pcor_sql.connect(url, token, timeout=60) as handle:
+            out[name] = handle.history()
+    return out
+
+
+def test_kill_9_mid_burst_shows_nothing_uncharged_and_marks_the_running_interrupted(tmp_path):
+    db = tmp_path / "staff.duckdb"
+    tokens = make_database(db)
+    answered: dict[str, list] = {name: [] for name in tokens}
+    lost: Counter = Counter()
+    stop = threading.Event()
+    service = start(db, args=["--workers", "4"])
+    try:
+        threads = burst(service.url, tokens, answered, lost, stop)
+        deadline = time.monotonic() + WAIT_S
+        running: set[str] = set()
+        while time.monotonic() < deadline:
+            if any(answered.values()):
+                seen = histories(service.url, tokens)
+                running = {h["release_id"] for rows in seen.values() for h in rows if h["outcome"] == "running"}
+                if running:
+                    break
+            time.sleep(0.05)
+        assert running and any(answered.values()), "the burst never had answers and running requests at once"
+        service.kill()
+    finally:
+        stop.set()
+        service.stop()
+    for t in threads:
+        t.join(timeout=WAIT_S)
+    shown = {name: list(keys) for name, keys in answered.items()}  # what clients saw before the kill
+
+    restarted = start(db, args=["--workers", "4"])
+    try:
+        after = histories(restarted.url, tokens)
+        usage = {}
+        for name, token in tokens.items():
+            with pcor_sql.connect(restarted.url, token) as handle:
+                usage[name] = {u["notion"]: u["spent"] for u in handle.me()["usage"] if u["dataset"] is None}
+    finally:
+        restarted.stop()
+
+    outcomes = Counter(h["outcome"] for rows in after.values() for h in rows)
+    assert "running" not in outcomes, outcomes
+    by_id = {h["release_id"]: h["outcome"] for rows in after.values() for h in rows}
+    assert {by_id[r] for r in running} <= {"interrupted", "answered", "failed"}
+    assert outcomes["interrupted"] >= 1 and "interrupted" in {by_id[r] for r in running}, outcomes
+    for name, rows in after.items():
+        charged = Counter(h["key"] for h in rows if h["outcome"] == "answered")
+        assert not Counter(f"key = {k!r}" for k in shown[name]) - charged, (name, shown[name], rows)
+        assert usage[name]["ocdp"] == pytest.approx(sum(h["epsilon"] for h in rows), abs=1e-9)
+        assert all(h["epsilon"] == pytest.approx(OPTIONS["epsilon"]) for h in rows)
+    assert sum(lost.values()) >= 1  # some requests were cut off by the kill
+
+    verify = subprocess.run([sys.executable, "-m", "pcor_sql", "budget", "verify", "--db", str(db)],
+                            capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    con = duckdb.connect(str(db))
+    try:
+        assert pcor_sql.Owner(con, warn=lambda message: None).verify_ledger() == ()
+    finally:
+        con.close()
