@@ -1,10 +1,12 @@
 """Grubbs: critical values against an independent formula and published tables, verdicts on
-textbook data, and the vectorized path equal to the scalar one bit for bit."""
+textbook data, the scalar (one check) and vectorized (check_many) paths giving the same verdicts."""
 
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from pcor_sql.core.verifiers.base import ArrayPopulation
@@ -126,3 +128,29 @@ def test_scalar_critical_value_matches_the_vectorized_one_up_to_large_population
                 assert math.isnan(got) and math.isnan(want)
             else:
                 assert got == pytest.approx(want, rel=1e-13)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 6), min_size=1, max_size=80),
+    pick=st.integers(0, 79),
+    alpha=st.sampled_from([0.2, 0.05, 0.01]),
+    scale=st.sampled_from([1.0, 0.1, 1e6]),
+)
+def test_tie_heavy_populations_get_the_reference_verdict(values, pick, alpha, scale):
+    # Few distinct values, many copies: the one-check path agrees with check_many and with
+    # the definition computed through scipy's t.ppf (compared away from the threshold only).
+    x = np.array(values, dtype=np.float64) * scale
+    v = float(x[pick % x.size])
+    pop = ArrayPopulation.of(x, v)
+    got = Grubbs(alpha).check(pop)
+    assert got == bool(grubbs_check_many(pop.n, pop.mean, pop.m2, v, alpha))
+    n = x.size
+    if n < 3 or x.min() == x.max():
+        assert not got
+        return
+    g = abs(v - x.mean()) / x.std(ddof=1)
+    t = stats.t.ppf(1 - alpha / (2 * n), n - 2)
+    crit = (n - 1) / math.sqrt(n) * math.sqrt(t * t / (n - 2 + t * t))
+    if abs(g - crit) > 1e-9 * crit:
+        assert got == (g > crit)
