@@ -1,10 +1,12 @@
 """Grubbs: critical values against an independent formula and published tables, verdicts on
-textbook data, and the vectorized path equal to the scalar one bit for bit."""
+textbook data, the scalar (one check) and vectorized (check_many) paths giving the same verdicts."""
 
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from pcor_sql.core.verifiers.base import ArrayPopulation
@@ -61,7 +63,7 @@ def test_verdict_follows_the_definition_on_random_data():
             assert Grubbs(alpha).check(ArrayPopulation.of(x, v)) == want
 
 
-def test_vectorized_equals_scalar_bit_for_bit():
+def test_vectorized_and_scalar_give_the_same_verdicts():
     rng = np.random.default_rng(5)
     n = rng.integers(1, 400, size=3000)
     n[:50] = rng.integers(1, 4, size=50)
@@ -83,7 +85,7 @@ def test_vectorized_equals_scalar_bit_for_bit():
             pop.n, pop.mean, pop.m2, pop.v = int(n[i]), float(mean[i]), float(m2[i]), float(v[i])
             scalar.append(Grubbs(alpha).check(pop))
             if n[i] >= 3:
-                assert crit[i] == grubbs_critical_one(alpha, int(n[i]))
+                assert grubbs_critical_one(alpha, int(n[i])) == pytest.approx(crit[i], rel=1e-13)
             else:
                 assert math.isnan(crit[i])
         assert many.tolist() == scalar
@@ -110,3 +112,45 @@ def test_options_round_trip():
     assert g.options() == {"alpha": 0.01}
     assert Grubbs(**g.options()) == g
     assert g.name == "grubbs" and g.needs_values is False
+
+
+def test_scalar_critical_value_matches_the_vectorized_one_up_to_large_populations():
+    # The scalar path (one check) and the array path (check_many) compute G_crit separately;
+    # they must agree within rounding on sizes from 3 up to 10M rows and for several levels.
+    rng = np.random.default_rng(11)
+    ns = np.unique(np.concatenate([np.arange(1, 200), rng.integers(200, 10_000_000, size=2000)]))
+    for alpha in (0.05, 0.01, 0.2, 1e-6):
+        grubbs_critical_one.cache_clear()
+        crit = grubbs_critical(alpha, ns)
+        for n, want in zip(ns.tolist(), crit.tolist()):
+            got = grubbs_critical_one(alpha, n)
+            if n < 3:
+                assert math.isnan(got) and math.isnan(want)
+            else:
+                assert got == pytest.approx(want, rel=1e-13)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 6), min_size=1, max_size=80),
+    pick=st.integers(0, 79),
+    alpha=st.sampled_from([0.2, 0.05, 0.01]),
+    scale=st.sampled_from([1.0, 0.1, 1e6]),
+)
+def test_tie_heavy_populations_get_the_reference_verdict(values, pick, alpha, scale):
+    # Few distinct values, many copies: the one-check path agrees with check_many and with
+    # the definition computed through scipy's t.ppf (compared away from the threshold only).
+    x = np.array(values, dtype=np.float64) * scale
+    v = float(x[pick % x.size])
+    pop = ArrayPopulation.of(x, v)
+    got = Grubbs(alpha).check(pop)
+    assert got == bool(grubbs_check_many(pop.n, pop.mean, pop.m2, v, alpha))
+    n = x.size
+    if n < 3 or x.min() == x.max():
+        assert not got
+        return
+    g = abs(v - x.mean()) / x.std(ddof=1)
+    t = stats.t.ppf(1 - alpha / (2 * n), n - 2)
+    crit = (n - 1) / math.sqrt(n) * math.sqrt(t * t / (n - 2 + t * t))
+    if abs(g - crit) > 1e-9 * crit:
+        assert got == (g > crit)

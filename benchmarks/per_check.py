@@ -1,0 +1,131 @@
+"""Microseconds per validity check (issue 22's targets: LOF ≤ 12 µs, Grubbs ≤ 6 µs at 1,200 cells).
+
+A table of the scale benchmark's `base` shape (50 × 6 × 4 = 1,200 cells, `benchmarks.scale_tables`)
+is generated in an in-memory DuckDB; the per-cell summary is built once; then each verifier
+checks the same random admissible contexts of the planted record (a fixed seed), each on a fresh
+`Evaluator`, so no verdict is served from a cache. A check is what a search pays per context:
+the context's membership over cells, its population, and the verdict. For the moment-only
+verifiers the parts are timed apart too, which is the profile of what a check spends.
+
+Figures are CPU time per check (`time.process_time`), with the 1-minute load average beside
+them: a check is single-threaded, so CPU time is close to a quiet machine's wall time, while wall
+time at load 10 on 2 cores reads several times more. Cache and frequency effects of the load
+remain: compare figures measured in the same run or at the same load.
+
+    PYTHONPATH=. python -m benchmarks.per_check --rows 1000000 --contexts 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from benchmarks.scale_tables import generation_sql
+
+VERIFIERS = ("grubbs", "zscore", "histogram", "lof")
+
+
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _per_item_us(fn: Callable[[Any], Any], items: Sequence[Any]) -> float:
+    """CPU µs per item (process time: a check is single-threaded, so on a loaded machine this
+    reads close to a quiet machine's wall time, where wall time reads several times more)."""
+    started = time.process_time()
+    for item in items:
+        fn(item)
+    return (time.process_time() - started) / max(len(items), 1) * 1e6
+
+
+def _verifier(name: str) -> Any:
+    from pcor_sql.core.verifiers.grubbs import Grubbs
+    from pcor_sql.core.verifiers.histogram import Histogram
+    from pcor_sql.core.verifiers.lof import Lof
+    from pcor_sql.core.verifiers.zscore import ZScore
+
+    return {"grubbs": Grubbs, "zscore": ZScore, "histogram": Histogram, "lof": Lof}[name]()
+
+
+def measure(rows: int, contexts: int, verifiers: Sequence[str], seed: int = 1) -> dict[str, Any]:
+    """{verifier: {"us": per check, "valid": count, "load": load before}, "parts": {...}}."""
+    import duckdb
+
+    from pcor_sql.core.space import ContextSpace
+    from pcor_sql.engine.evaluator import Evaluator
+    from pcor_sql.engine.schema import resolve_schema
+    from pcor_sql.engine.summary import SummaryPopulation, build_summary, record_cell
+
+    con = duckdb.connect()
+    for statement in generation_sql("base", rows):
+        con.execute(statement)
+    schema = resolve_schema(con, "t", '"v"', by=["state", "product", "channel"])
+    summary = build_summary(con, schema)
+    # Row 0 is the planted record (`scale_tables`): every attribute at its first value, v = 120.
+    space = ContextSpace(schema.attributes, record_cell(schema, {"state": "s000", "product": "p000", "channel": "c000"}))
+    rng = np.random.default_rng(seed)
+    masks = [space.random_admissible(rng) for _ in range(contexts)]
+    v = 120.0
+    for mask in masks:  # builds and keeps the membership rows, so the first verifier pays no more
+        summary.member(space, mask)
+    out: dict[str, Any] = {"rows": rows, "cells": int(len(summary.count)), "contexts": contexts}
+    for name in verifiers:
+        verifier = _verifier(name)
+        Evaluator(con, summary, space, v, verifier)._verify(masks[0])  # lazy loads (runs, tables)
+        evaluator = Evaluator(con, summary, space, v, verifier)
+        load = _load()
+        verdicts: list[bool] = []
+        us = _per_item_us(lambda m: verdicts.append(evaluator._verify(m)), masks)
+        out[name] = {"us": round(us, 2), "valid": int(sum(verdicts)), "load": load}
+    # The parts of a moment-only check, each over the same contexts.
+    members = [summary.member(space, m) for m in masks]
+    pops = [SummaryPopulation.of(summary, member, v) for member in members]
+    parts = {
+        "membership": _per_item_us(lambda m: summary.member(space, m), masks),
+        "population (n, min, max)": _per_item_us(lambda member: SummaryPopulation.of(summary, member, v), members),
+        "moments (mean, m2)": _per_item_us(lambda pop: pop._centred(), pops),
+    }
+    for name in ("grubbs", "zscore"):
+        if name in verifiers:
+            verifier = _verifier(name)
+            if name == "grubbs":  # its critical values are cached by N: time them as a search meets them
+                from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
+
+                grubbs_critical_one.cache_clear()
+            parts[f"{name} verdict"] = _per_item_us(verifier.check, pops)
+    out["parts"] = {key: round(value, 2) for key, value in parts.items()}
+    out["parts_load"] = _load()
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.per_check", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--contexts", type=int, default=3000)
+    parser.add_argument("--verifiers", default=",".join(VERIFIERS), help=f"among {','.join(VERIFIERS)}")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    names = [n for n in args.verifiers.split(",") if n]
+    unknown = [n for n in names if n not in VERIFIERS]
+    if unknown:
+        parser.error(f"unknown verifier {unknown[0]!r}: use some of {','.join(VERIFIERS)}")
+    result = measure(args.rows, args.contexts, names, args.seed)
+    print(f"{result['rows']:,} rows, {result['cells']:,} cells, {result['contexts']:,} random contexts")
+    for name in names:
+        r = result[name]
+        print(f"  {name:<10} {r['us']:>8.1f} CPU µs/check   valid {r['valid']:,}   load {r['load']}")
+    print(f"parts of a moment-only check (load {result['parts_load']}):")
+    for key, us in result["parts"].items():
+        print(f"  {key:<26} {us:>8.1f} µs")
+    return result
+
+
+if __name__ == "__main__":
+    main()
