@@ -24,7 +24,8 @@ def owner():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         o = Owner(con, ":memory:")
-    o.register("salaries", "salaries", key="id", metric="salary", by="job_title,year", limit=5.0)
+    o.register("salaries", "salaries", key="id", metric="salary", by="job_title,year", limit=5.0,
+               releasable=[42, 171])
     yield o
     con.close()
 
