@@ -37,7 +37,9 @@ import pyarrow.compute as pc
 
 from pcor_sql.engine.window import WindowReader
 from pcor_sql.errors import InternalError
-from pcor_sql.sqltext.build import METRIC_ALIAS, all_not_null, as_double, cell_windows, double_literal, quoted, select_from
+from pcor_sql.sqltext.build import (
+    METRIC_ALIAS, all_not_null, as_double, cell_windows, double_literal, quoted, select_from,
+)
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 _GROWTH = 4  # a refetch reads at least this many times more rows per side
@@ -62,7 +64,8 @@ def two_scan_sql(names: Sequence[str], metric_sql: str, relation_sql: str, v: fl
     rung = (f"CASE WHEN pcor_d = 0 THEN {_OWN} "
             "ELSE CAST(floor(least(greatest(log2(pcor_d), -1100.0), 1100.0)) AS INT) END")
     rungs = select_from(f"{cols}, side, {rung} AS pcor_rung", f"({sided})")
-    hist = select_from(f"{cols}, side, pcor_rung, count(*) AS pcor_k", f"({rungs})", group_by=f"{cols}, side, pcor_rung")
+    hist = select_from(f"{cols}, side, pcor_rung, count(*) AS pcor_k", f"({rungs})",
+                       group_by=f"{cols}, side, pcor_rung")
     part = f"PARTITION BY {cols}, side"
     cum = select_from(
         f"{cols}, side, pcor_rung, sum(pcor_k) OVER ({part} ORDER BY pcor_rung ROWS BETWEEN UNBOUNDED PRECEDING "

@@ -77,9 +77,9 @@ def find_start(
 
     Whenever the sweep from the top meets a valid context within the checks step 2 allows, the
     start is the one the search before issue 22 returned (a top-down sweep of up to 2,000
-    checks, then a lockstep with a sweep up from V's cell): the same sweep in the same order. When it does not, the
-    start is the record's near context — on the scale tables V's own cell, as before, but
-    after ≤ 300 checks instead of 2,001 (BENCHMARKS.md, scale). No search with fewer checks
+    checks, then a lockstep with a sweep up from V's cell): the same sweep in the same order.
+    When it does not, the start is the record's near context — on the scale tables V's own
+    cell, as before, but after 300 checks instead of 2,001 (BENCHMARKS.md, scale). No search with fewer checks
     returns the old start on every COE: if it leaves out one context of the old sweep's first
     2,000 while all of them are invalid, the COE that makes that context valid as well answers
     every question it asked the same way, so it returns the same start, while the old search
