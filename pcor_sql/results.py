@@ -94,7 +94,7 @@ class Explanation(_Shown):
     def summary(self) -> str:
         """What was concluded, in plain words, from released values only: `salary of the record
         where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) among the rows where ...`."""
-        return outlier_sentence(self.metric, record_words(self.selector), self.verifier, self.context,
+        return outlier_sentence(self.metric, record_words(self.selector, self.record), self.verifier, self.context,
                                 self.full_attributes)
 
     @property
