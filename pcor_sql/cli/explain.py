@@ -29,9 +29,10 @@ def explain_outlier(
     ledger: o.Ledger = None,
     allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
-        o.ExplainFormat,
-        typer.Option("--format", help="table, json (one object per record) or sql (the explanation query)."),
-    ] = o.ExplainFormat.table,
+        o.ReleaseFormat,
+        typer.Option("--format", help="table, json (one document: a list, one object per record), jsonl (one "
+                                      "object per line), csv (flat columns) or sql (the explanation query)."),
+    ] = o.ReleaseFormat.table,
     options: Any = None,
 ) -> None:
     """Release, under ε-differential privacy (OCDP), a context in which the record is an outlier.
