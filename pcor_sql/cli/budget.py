@@ -8,6 +8,8 @@ PCOR releases, dp and sp for anomaly answers); a UNIT may be spelled any way tha
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -15,7 +17,7 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_error, write_line
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.render import json_text, print_table, write_csv, write_json
+from pcor_sql.cli.render import draw_budget, json_text, print_table, write_csv, write_json
 from pcor_sql.errors import UserError
 
 app = typer.Typer(
@@ -65,6 +67,9 @@ def status(
     db: o.Db = None,
     ledger: o.Ledger = None,
     fmt: Rows = o.RowsFormat.table,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE.png",
+                                                 help="Also draw a bar per unit and notion: ε spent / limit (the plot extra; "
+                                                      "notions with nothing spent and no limit left out).")] = None,
 ) -> None:
     """Spent ε, limit and remaining budget per unit and per privacy notion (never added up).
 
@@ -81,6 +86,9 @@ def status(
          "remaining": s.remaining, "releases": s.releases, "public": s.public}
         for s in sorted(found, key=lambda s: (s.unit, s.notion))
     ]
+    if plot is not None:
+        draw_budget([r for r in rows if r["spent"] or r["limit"] is not None] or rows, plot)
+        sys.stderr.write(f"drew {plot}\n")
     if fmt in (o.RowsFormat.json, o.RowsFormat.jsonl):
         write_json(rows, fmt.value)
         return

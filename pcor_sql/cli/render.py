@@ -301,3 +301,10 @@ def print_table(
     console.print(table)
     if len(rows) > TABLE_ROWS:
         console.print(Text(f"… {len(rows) - TABLE_ROWS:,} more rows (use --format json for all)", style="dim"))
+
+
+def draw_budget(rows: Sequence[Mapping[str, Any]], path: Any) -> None:
+    """`budget status --plot FILE`: a bar per unit and notion, ε spent against its limit."""
+    from pcor_sql.plots import budget_figure
+
+    budget_figure([dict(r) for r in rows], path)
