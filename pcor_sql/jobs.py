@@ -118,9 +118,20 @@ def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress:
             explanation_sql=session.access.render(over_context(request.select_list, request.relation, predicate)),
             em_calls=run.trace.n_em_calls, verifier=prepared.verifier_label, start_source=run.start_source,
             seeded=seeded, charge=charge, full_attributes=_whole(run.space, run.mask),
-            owner=run.owner if request.owner_view else None,
+            owner=run.owner if request.owner_view else None, values=_values(session.access, request, predicate),
         ))
     return out
+
+
+def _values(access: Any, request: OutlierRequest, predicate: str) -> Callable[[], tuple[list[Any], list[Any]]]:
+    """The data behind `Explanation.plot()`, read only when asked: the metric over the released
+    context and over the whole relation (the owner's view; nothing of it is released)."""
+    def read() -> tuple[list[Any], list[Any]]:
+        column = f"{request.metric} AS v"
+        context = access.arrow(over_context(column, request.relation, predicate)).column(0).to_pylist()
+        return context, access.arrow(select_from(column, request.relation)).column(0).to_pylist()
+
+    return read
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from pcor_sql.readable import round_epsilon
+from pcor_sql.readable import round_epsilon, selector_key, selector_words
 
 #: At most this many valid contexts in a CoeResult's table (the rest is counted).
 COE_ROWS = 20
@@ -35,8 +35,15 @@ def _rows(pairs: Sequence[tuple[str, str]]) -> str:
                    for k, v in pairs)
 
 
+def _charged(units: Sequence[str], dataset: str | None) -> str:
+    """`bundled:salaries (dataset payroll)`: the privacy units a result was charged to."""
+    return (", ".join(units) or "—") + (f" (dataset {dataset})" if dataset else "")
+
+
 def _explanation_pairs(e: Any) -> list[tuple[str, str]]:
-    pairs = [(attribute, "{" + _values(values) + "}") for attribute, values in e.context.items()]
+    key = selector_key(e.selector, e.record)
+    pairs = [("record", f"{key[0]} = {key[1]}" if key else selector_words(e.selector))]
+    pairs += [(attribute, "{" + _values(values) + "}") for attribute, values in e.context.items()]
     pairs += [
         ("explanation", e.explanation_sql),
         ("privacy", e.privacy_summary),
@@ -44,9 +51,10 @@ def _explanation_pairs(e: Any) -> list[tuple[str, str]]:
         ("start", _START_SOURCES.get(e.start_source, e.start_source)),
     ]
     if e.budget_limit is not None:
-        pairs.append(("budget", f"dataset {e.dataset}: spent ε = {round_epsilon(e.budget_spent):g} of limit {e.budget_limit:g}"))
+        pairs.append(("charged to", f"{_charged(e.units, e.dataset)}: spent ε = {round_epsilon(e.budget_spent):g} "
+                                    f"of limit {e.budget_limit:g}"))
     else:
-        pairs.append(("dataset", f"{e.dataset} (no budget limit set)"))
+        pairs.append(("charged to", f"{_charged(e.units, e.dataset)} (no budget limit set)"))
     return pairs
 
 
@@ -117,7 +125,7 @@ def coe_markdown(r: Any) -> str:
 
 def _answer_pairs(a: Any) -> list[tuple[str, str]]:
     pairs = [(str(k), str(v)) for k, v in a.record.items()]
-    pairs += [("answer", a.summary), ("privacy", a.privacy_summary), ("dataset", a.dataset)]
+    pairs += [("answer", a.summary), ("privacy", a.privacy_summary), ("charged to", _charged(a.units, a.dataset))]
     if a.seeded:
         pairs.append(("seeded", "not for real releases"))
     return pairs

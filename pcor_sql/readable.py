@@ -124,8 +124,38 @@ def conditions_words(context: Mapping[str, Sequence[Any]], whole: Sequence[str] 
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
-def record_words(selector: str) -> str:
-    """The record as the caller picked it: `the record where id = 42`."""
+_KEYED = re.compile(r'\s*("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)\s*(?:=|IN\s*\()', re.IGNORECASE)
+_JOINED = re.compile(r"\b(AND|OR)\b", re.IGNORECASE)
+
+
+def selector_key(selector: str, record: Mapping[str, Any] | None) -> tuple[str, Any] | None:
+    """The key column and this record's value in it, when the selector is `col = v` or
+    `col IN (...)` over a column the record has; None otherwise."""
+    if not record:
+        return None
+    text = selector_words(selector)
+    match = _KEYED.match(text)
+    # Only a selector by that one column: `id = 1 AND x = 2` would lose its second condition.
+    if match is None or _JOINED.search(re.sub(r"'(?:[^']|'')*'", "''", text[match.end():])):
+        return None
+    name = match.group(1)
+    name = name[1:-1].replace('""', '"') if name.startswith('"') else name
+    for column, value in record.items():
+        if column == name or (not match.group(1).startswith('"') and column.lower() == name.lower()):
+            return column, value
+    return None
+
+
+def record_words(selector: str, record: Mapping[str, Any] | None = None) -> str:
+    """The record as the caller picked it: `the record where id = 42`. When the selector picks by
+    one column (`id IN (44, 365, 250)`), each record is named by its own value in it (`id = 365`):
+    the owner sees the record, and the key is what the caller gave."""
+    key = selector_key(selector, record)
+    if key is not None:
+        column, value = key
+        column = column if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", column) else '"' + column.replace('"', '""') + '"'
+        shown = "'" + value.replace("'", "''") + "'" if isinstance(value, str) else str(value)
+        return f"the record where {column} = {shown}"
     return f"the record where {selector_words(selector)}"
 
 

@@ -69,6 +69,8 @@ class Explanation(_Shown):
     #: Attributes the context keeps whole (every declared value): they restrict nothing.
     full_attributes: tuple[str, ...] = field(default=(), repr=False)
     owner: OwnerView | None = field(default=None, repr=False)
+    #: The owner's reader of the data behind `plot()`: () → (context's values, all values).
+    values: Callable[[], tuple[list[Any], list[Any]]] | None = field(default=None, repr=False, compare=False)
 
     # ---- the request's parameters, as the result reports them ------------------------------
     epsilon = property(lambda self: self.request.budget.epsilon)
@@ -94,7 +96,7 @@ class Explanation(_Shown):
     def summary(self) -> str:
         """What was concluded, in plain words, from released values only: `salary of the record
         where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) among the rows where ...`."""
-        return outlier_sentence(self.metric, record_words(self.selector), self.verifier, self.context,
+        return outlier_sentence(self.metric, record_words(self.selector, self.record), self.verifier, self.context,
                                 self.full_attributes)
 
     @property
@@ -115,6 +117,23 @@ class Explanation(_Shown):
         if self.owner is not None:
             out["owner"] = self.owner.as_dict()
         return out
+
+    def plot(self, path: Any = None) -> Any:
+        """The record's value against the distribution of its released context and of the whole
+        table (matplotlib: the `plot` extra). Owner only: it reads and shows the data, and the
+        picture says "NOT FOR RELEASE". Saved to `path` (PNG, ...) when given; returns the Figure."""
+        from pcor_sql.errors import UserError
+        from pcor_sql.plots import explanation_figure
+
+        if self.values is None:
+            raise UserError("this explanation has no data to draw", "plot it from the session that released it")
+        context_values, all_values = self.values()
+        value = self.record.get(self.metric, None)
+        if value is None:  # the metric is an expression: its value is the record's in the context
+            value = next((v for k, v in self.record.items() if k.lower() == self.metric.lower()), None)
+        if value is None:
+            raise UserError(f"the record has no column {self.metric}", "plot a release over a column metric")
+        return explanation_figure(self.metric, float(value), context_values, all_values, self.summary, path)
 
     _display = "explanation"
 

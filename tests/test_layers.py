@@ -14,9 +14,10 @@ is still a dependency, and a cycle through one is still a cycle), and no import 
     backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
     readable, notebook                 plain words, HTML of results: nothing but each other
     client    an analyst's HTTP handle  errors only (no DuckDB: an analyst holds no data)
+    plots     owner's pictures         nothing of pcor_sql (matplotlib)
     pipeline  the one release path    core, engine.progress, errors
     jobs      the two measurements     sqltext, core, requests, engine, ledger, anomaly, results, pipeline
-    results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook — never the front end
+    results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook, plots — never the front end
     api, statements                    everything above but the CLI
     service   the analyst service (HTTP) everything above but the CLI
     cli       the only printing        anything in the package
@@ -45,7 +46,8 @@ LOWER = {
     "readable": set(),
     "client": set(),
     "notebook": {"readable"},
-    "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook"},
+    "plots": set(),
+    "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook", "plots"},
     "jobs": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"},
     "session": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable", "notebook",
                 "pipeline", "jobs"},

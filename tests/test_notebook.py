@@ -34,6 +34,11 @@ def test_an_explanation_shows_its_summary_context_and_privacy(con):
     assert "NOT FOR RELEASE" in owner._repr_html_() and "NOT FOR RELEASE" in owner._repr_markdown_()
     text = e._repr_markdown_()
     assert text.startswith(f"**{e.summary}**") and "| privacy |" in text
+    # The record's key, the charged units and the privacy cost (issue 21, item 3); no "None".
+    assert "<th style='text-align:left'>record</th><td style='text-align:left'>id = 42</td>" in page
+    assert "| record | id = 42 |" in text
+    assert "<th style='text-align:left'>charged to</th><td style='text-align:left'>bundled:salaries" in page
+    assert "| charged to | bundled:salaries (no budget limit set) |" in text and "None" not in page
 
 
 def test_values_are_escaped():
@@ -54,3 +59,4 @@ def test_coe_and_answers(con):
     answer = pcor_sql.identify_anomaly(con, Q, beta=5, radius=100, epsilon=0.5, seed=1)
     assert html.escape(answer.summary, quote=True) in answer._repr_html_()
     assert answer.privacy_summary in answer._repr_markdown_()
+    assert "| charged to | bundled:salaries |" in answer._repr_markdown_()

@@ -26,8 +26,9 @@ def identify_anomaly(
     ledger: o.Ledger = None,
     allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
-        o.DataFormat, typer.Option("--format", help="table or json (JSON Lines, one object per answered row).")
-    ] = o.DataFormat.table,
+        o.RowsFormat, typer.Option("--format", help="table, json (one document: a list), jsonl (one object per "
+                                                    "answered row and line) or csv (flat columns).")
+    ] = o.RowsFormat.table,
     options: Any = None,
 ) -> None:
     """Answer, with a randomized bit, whether each selected record is a (β, r)-anomaly.

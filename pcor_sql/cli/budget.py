@@ -8,6 +8,8 @@ PCOR releases, dp and sp for anomaly answers); a UNIT may be spelled any way tha
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -15,7 +17,7 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_error, write_line
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.render import json_text, print_table
+from pcor_sql.cli.render import draw_budget, json_text, print_table, write_csv, write_json
 from pcor_sql.errors import UserError
 
 app = typer.Typer(
@@ -25,6 +27,8 @@ app = typer.Typer(
 )
 
 Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
+Rows = Annotated[o.RowsFormat, typer.Option("--format", help="table, json (one document: a list), jsonl (one object "
+                                                             "per line) or csv (flat columns).")]
 Unit = Annotated[
     Optional[str],
     typer.Argument(help="A table, view, file or registered dataset (default: every unit in the ledger).",
@@ -62,7 +66,10 @@ def status(
     notion: o.Notion = "all",
     db: o.Db = None,
     ledger: o.Ledger = None,
-    fmt: Format = o.DataFormat.table,
+    fmt: Rows = o.RowsFormat.table,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE.png",
+                                                 help="Also draw a bar per unit and notion: ε spent / limit (the plot extra; "
+                                                      "notions with nothing spent and no limit left out).")] = None,
 ) -> None:
     """Spent ε, limit and remaining budget per unit and per privacy notion (never added up).
 
@@ -79,9 +86,14 @@ def status(
          "remaining": s.remaining, "releases": s.releases, "public": s.public}
         for s in sorted(found, key=lambda s: (s.unit, s.notion))
     ]
-    if fmt is o.DataFormat.json:
-        for row in rows:
-            write_line(json_text(row))
+    if plot is not None:
+        draw_budget([r for r in rows if r["spent"] or r["limit"] is not None] or rows, plot)
+        sys.stderr.write(f"drew {plot}\n")
+    if fmt in (o.RowsFormat.json, o.RowsFormat.jsonl):
+        write_json(rows, fmt.value)
+        return
+    if fmt is o.RowsFormat.csv:
+        write_csv(rows)
         return
     print_table(
         stdout_console(),
@@ -98,7 +110,7 @@ def history(
     limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", help="Only the N most recent charges.")] = None,
     db: o.Db = None,
     ledger: o.Ledger = None,
-    fmt: Format = o.DataFormat.table,
+    fmt: Rows = o.RowsFormat.table,
 ) -> None:
     """The charged releases, oldest first: unit, notion, time, mechanism, ε, who asked (owner or
     a named analyst), the outcome (answered, failed, interrupted; "not charged" when the ε was
@@ -112,15 +124,18 @@ def history(
         units = owner.units(unit) if unit else (None,)
         records = sorted((r for u in units for r in owner.ledger.history(u, limit=limit)),
                          key=lambda r: (r.released_at, r.unit, r.seq))
-    if fmt is o.DataFormat.json:
-        for r in records:
-            write_line(json_text({
-                "release_id": r.release_id, "unit": r.unit, "notion": r.notion, "seq": r.seq,
-                "released_at": r.released_at, "mechanism": r.mechanism, "epsilon": r.epsilon, "k": r.k,
-                "record_key": r.record_key, "statement": r.statement, "spent_after": r.spent_after,
-                "seeded": r.seeded, "role": r.role, "dataset": r.dataset, "analyst": r.analyst,
-                "outcome": r.outcome, "reason": r.reason, "refunded": r.refunded,
-            }))
+    if fmt is not o.RowsFormat.table:
+        rows = ({
+            "release_id": r.release_id, "unit": r.unit, "notion": r.notion, "seq": r.seq,
+            "released_at": r.released_at, "mechanism": r.mechanism, "epsilon": r.epsilon, "k": r.k,
+            "record_key": r.record_key, "statement": r.statement, "spent_after": r.spent_after,
+            "seeded": r.seeded, "role": r.role, "dataset": r.dataset, "analyst": r.analyst,
+            "outcome": r.outcome, "reason": r.reason, "refunded": r.refunded,
+        } for r in records)
+        if fmt is o.RowsFormat.csv:
+            write_csv(list(rows))
+        else:
+            write_json(rows, fmt.value)
         return
     print_table(
         stdout_console(),

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from pcor_sql.cli import parameters as o
-from pcor_sql.cli.console import stdout_console, write_line
-from pcor_sql.cli.render import json_text, print_table
+from pcor_sql.cli.console import stdout_console
+from pcor_sql.cli.render import print_table, write_json
 
 app = typer.Typer(
     name="datasets",
@@ -20,7 +20,8 @@ app = typer.Typer(
 
 @app.command("list", short_help="The bundled datasets: metric, attributes, planted outliers.")
 def list_(
-    fmt: Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")] = o.DataFormat.table,
+    fmt: Annotated[o.ListFormat, typer.Option("--format", help="table, json (one document: a list) or jsonl (one "
+                                                               "object per line).")] = o.ListFormat.table,
 ) -> None:
     """The bundled datasets with their metric, context attributes and planted outliers.
 
@@ -31,13 +32,12 @@ def list_(
     from pcor_sql.api import bundled_datasets as list_datasets, planted_outliers
 
     infos = [(info, planted_outliers(info.name)) for info in list_datasets()]
-    if fmt is o.DataFormat.json:
-        for info, planted in infos:
-            write_line(json_text({
-                "name": info.name, "rows": info.rows, "id_column": info.id_column, "metric": info.metric,
-                "attributes": list(info.attributes), "planted_outliers": planted,
-                "description": info.description, "source": info.source, "licence": info.licence,
-            }))
+    if fmt is not o.ListFormat.table:
+        write_json(({
+            "name": info.name, "rows": info.rows, "id_column": info.id_column, "metric": info.metric,
+            "attributes": list(info.attributes), "planted_outliers": planted,
+            "description": info.description, "source": info.source, "licence": info.licence,
+        } for info, planted in infos), fmt.value)
         return
     rows = []
     for info, planted in infos:

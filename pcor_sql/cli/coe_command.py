@@ -12,9 +12,9 @@ import typer
 from rich.text import Text
 
 from pcor_sql.cli import parameters as o
-from pcor_sql.cli.console import ProgressBar, stdout_console, write_line
+from pcor_sql.cli.console import ProgressBar, stdout_console
 from pcor_sql.cli.database import open_session
-from pcor_sql.cli.render import context_lines, json_text, number, record_text
+from pcor_sql.cli.render import JsonOut, context_lines, json_text, number, record_text
 from pcor_sql.request_specs import Job
 
 TABLE_DEFAULT_LIMIT = 20
@@ -40,7 +40,7 @@ def coe(
     engine: o.Engine = o.EngineName.duckdb,
     spark_master: o.SparkMaster = "local[*]",
     fmt: Annotated[
-        o.CoeFormat, typer.Option("--format", help="table, json (JSON Lines, one valid context per line) or csv.")
+        o.CoeFormat, typer.Option("--format", help="table, json (one document: a list of valid contexts), jsonl (one valid context per line) or csv.")
     ] = o.CoeFormat.table,
     options: Any = None,
 ) -> None:
@@ -64,12 +64,12 @@ def coe(
         # Only the shown contexts are rendered (a COE can hold millions).
         _print_tables([(result, result.ranked(shown)) for result in results])
         return
-    # JSON Lines and CSV stream: each context is rendered as it is written, so the first line
+    # JSON and CSV stream: each context is rendered as it is written, so the first line
     # comes at once however large COE is (a failure midway leaves the lines before it).
     total = sum(min(r.size, shown) if shown is not None else r.size for r in results)
     with ProgressBar("writing contexts", when=not sys.stdout.isatty()) as bar:  # a bar amid lines on a terminal garbles them
-        if fmt is o.CoeFormat.json:
-            _write_json(results, shown, _every(bar.callback, total))
+        if fmt in (o.CoeFormat.json, o.CoeFormat.jsonl):
+            _write_json(results, shown, _every(bar.callback, total), fmt.value)
         else:
             _write_csv(results, shown, _every(bar.callback, total))
 
@@ -99,19 +99,21 @@ def _every(callback: Callable[[int, int], None] | None, total: int) -> Tick:
     return tick
 
 
-def _write_json(results: list[Any], shown: int | None, tick: Tick) -> None:
-    """One JSON object per valid context. The record is encoded once per result and each domain
-    value once (`_values_json`): rendering a million contexts is the cost of this command."""
-    for result in results:
-        head = '{"record": ' + json_text(result.record) + ', "context": '
-        encode = _values_json()
-        for c in result.iter_ranked(shown):
-            context = ", ".join(f"{json.dumps(a, ensure_ascii=False)}: {encode(v)}" for a, v in c.context.items())
-            write_line(
-                f"{head}{{{context}}}, \"predicate\": {json.dumps(c.predicate, ensure_ascii=False)}, "
-                f"\"utility\": {json_text(c.utility)}, \"not_for_release\": true}}"
-            )
-            tick()
+def _write_json(results: list[Any], shown: int | None, tick: Tick, fmt: str) -> None:
+    """One JSON object per valid context, in one list (json) or one a line (jsonl). The record
+    is encoded once per result and each domain value once (`_values_json`): rendering a million
+    contexts is the cost of this command."""
+    with JsonOut(fmt) as out:
+        for result in results:
+            head = '{"record": ' + json_text(result.record) + ', "context": '
+            encode = _values_json()
+            for c in result.iter_ranked(shown):
+                context = ", ".join(f"{json.dumps(a, ensure_ascii=False)}: {encode(v)}" for a, v in c.context.items())
+                out.write(text=(
+                    f"{head}{{{context}}}, \"predicate\": {json.dumps(c.predicate, ensure_ascii=False)}, "
+                    f"\"utility\": {json_text(c.utility)}, \"not_for_release\": true}}"
+                ))
+                tick()
 
 
 def _values_json() -> Callable[[list[Any]], str]:
@@ -132,19 +134,23 @@ def _values_json() -> Callable[[list[Any]], str]:
 
 
 def _write_csv(results: list[Any], shown: int | None, tick: Tick) -> None:
-    """The header names every context attribute (the same for every record of one request)."""
+    """Flat columns, no JSON in a cell: the record's columns (`record.id`, ...), utility,
+    predicate, then every context attribute (the same for every record of one request), its
+    values joined with '|'."""
     attributes: list[str] = []
+    columns: list[str] = []
     for result in results:
+        columns.extend(k for k in result.record if k not in columns)
         best = result.best()
         if best is not None:
             attributes.extend(a for a in best.context if a not in attributes)
     writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(["record", "utility", "predicate", *attributes])
+    writer.writerow([*(f"record.{k}" for k in columns), "utility", "predicate", *attributes])
     for result in results:
-        record = json_text(result.record)
+        record = ["" if result.record.get(k) is None else str(result.record[k]) for k in columns]
         for c in result.iter_ranked(shown):
             values = ["|".join(_compact(v) for v in c.context.get(a, [])) for a in attributes]
-            writer.writerow([record, _plain_number(c.utility), c.predicate, *values])
+            writer.writerow([*record, _plain_number(c.utility), c.predicate, *values])
             tick()
 
 

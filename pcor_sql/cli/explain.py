@@ -3,7 +3,9 @@ generated from their specs (`parameters.spec_options`); this file adds only what
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -11,6 +13,7 @@ from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar
 from pcor_sql.cli.database import open_owner
 from pcor_sql.cli.render import print_explanations
+from pcor_sql.plots import require_pyplot
 from pcor_sql.request_specs import Job
 
 # The ordinal attributes' bins (the lead regenerates the flags from a spec table; until then
@@ -29,9 +32,16 @@ def explain_outlier(
     ledger: o.Ledger = None,
     allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
-        o.ExplainFormat,
-        typer.Option("--format", help="table, json (one object per record) or sql (the explanation query)."),
-    ] = o.ExplainFormat.table,
+        o.ReleaseFormat,
+        typer.Option("--format", help="table, json (one document: a list, one object per record), jsonl (one "
+                                      "object per line), csv (flat columns) or sql (the explanation query)."),
+    ] = o.ReleaseFormat.table,
+    plot: Annotated[
+        Optional[Path],
+        typer.Option("--plot", metavar="FILE.png", help="Also draw the record against its released context and the "
+                                                         "whole table (owner only: NOT FOR RELEASE; needs the plot extra); "
+                                                         "several records: FILE-1.png, FILE-2.png, ..."),
+    ] = None,
     options: Any = None,
 ) -> None:
     """Release, under ε-differential privacy (OCDP), a context in which the record is an outlier.
@@ -44,9 +54,23 @@ def explain_outlier(
     the budget ledger (of the --db file, else --ledger / the per-user ledger), before the search
     runs; if anything fails after that (even printing), the release has still been charged.
     """
+    if plot is not None:
+        require_pyplot()  # before anything is charged: a missing extra must not cost a release
     options = o.outlier_options(options or {}, verifier_option=verifier_option, search_option=search_option)
     with ProgressBar("reading the data") as bar, open_owner(
         db, ledger, reads=query, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
     ) as owner:
         results = owner.explain_outliers(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
+        drawn = _draw(results, plot) if plot is not None else []  # reads the data: while the connection is open
     print_explanations(results, fmt.value)
+    for path in drawn:
+        sys.stderr.write(f"drew {path} (NOT FOR RELEASE: it shows the data)\n")
+
+
+def _draw(results: list[Any], plot: Path) -> list[Path]:
+    paths = []
+    for i, result in enumerate(results):
+        path = plot if len(results) == 1 else plot.with_name(f"{plot.stem}-{i + 1}{plot.suffix}")
+        result.plot(path)
+        paths.append(path)
+    return paths

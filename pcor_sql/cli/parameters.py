@@ -21,15 +21,39 @@ class ExplainFormat(str, Enum):
     sql = "sql"
 
 
+class ReleaseFormat(str, Enum):
+    """explain-outlier: json is one document (a list), jsonl one object per line."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    sql = "sql"
+
+
 class CoeFormat(str, Enum):
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     csv = "csv"
 
 
 class DataFormat(str, Enum):
     table = "table"
     json = "json"
+
+
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class RowsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
 
 
 class ExportFormat(str, Enum):

@@ -1,17 +1,22 @@
 """How results look: released explanations, anomaly answers and query results as text
-tables (rich), JSON Lines, or SQL.
+tables (rich), one JSON document, JSON Lines, CSV, or SQL.
 
-JSON output is one object per line (JSON Lines) with the library's stable keys
+`json` is one JSON document, a list with one object per result (`python -m json.tool` reads
+it); `jsonl` is the same objects one per line. Both carry the library's stable keys
 (`Explanation.as_dict()`); values DuckDB returns that JSON lacks are converted: decimals to
-numbers, dates and times to ISO 8601 text, bytes to hex, NaN and ±inf to null.
+numbers, dates and times to ISO 8601 text, bytes to hex, NaN and ±inf to null. `csv` has flat
+columns: a nested mapping's keys joined with '.' (`record.id`, `context.year`), a list's items
+joined with '|', so no cell holds JSON.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import decimal
 import json
 import math
+import sys
 import uuid
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -24,6 +29,7 @@ from pcor_sql.readable import round_epsilon
 
 TABLE = "table"
 JSON = "json"
+JSONL = "jsonl"
 SQL = "sql"
 CSV = "csv"
 
@@ -68,6 +74,75 @@ def json_text(obj: Any) -> str:
     return json.dumps(jsonable(obj), ensure_ascii=False, allow_nan=False)
 
 
+class JsonOut:
+    """Writes objects as one JSON list (`json`) or one per line (`jsonl`), streaming either way:
+    each object is written when it is given, so the first comes before the last is made."""
+
+    def __init__(self, fmt: str) -> None:
+        self.lines = fmt == JSONL
+        self.count = 0
+
+    def __enter__(self) -> "JsonOut":
+        return self
+
+    def write(self, obj: Any = None, *, text: str | None = None) -> None:
+        """One object (or its JSON `text`, already made)."""
+        body = json_text(obj) if text is None else text
+        if self.lines:
+            write_line(body)
+        else:
+            sys.stdout.write(("[\n" if self.count == 0 else ",\n") + body)
+        self.count += 1
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if self.lines or kind is not None:  # a failure midway leaves what was written, unclosed
+            return
+        write_line("[]" if self.count == 0 else "\n]")
+
+
+def write_json(objects: Iterable[Any], fmt: str) -> None:
+    """`objects` as one JSON document (a list) or as JSON Lines."""
+    with JsonOut(fmt) as out:
+        for obj in objects:
+            out.write(obj)
+
+
+def flat(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A mapping with nested mappings' keys joined by '.' and lists as 'a|b' (CSV cells)."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flat(value, f"{name}."))
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            out[name] = "|".join(_cell(v) for v in value)
+        else:
+            out[name] = value
+    return out
+
+
+def _cell(value: Any) -> str:
+    value = jsonable(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else (json_text(value) if isinstance(value, (list, dict)) else str(value))
+
+
+def write_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> None:
+    """Rows (mappings, flattened with `flat`) as CSV with a header of every column met."""
+    flats = [flat(row) for row in rows]
+    if columns is None:
+        columns = []
+        for row in flats:
+            columns.extend(k for k in row if k not in columns)
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+    for row in flats:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+
+
 def show_value(value: Any) -> str:
     """A value as a person reads it; text that could be misread (commas, braces, quotes,
     outer spaces, empty) is quoted SQL-style."""
@@ -108,10 +183,12 @@ def context_lines(context: Mapping[str, Sequence[Any]]) -> list[Text]:
 # ---- explanations ------------------------------------------------------------------------
 
 def print_explanations(explanations: Sequence[Any], fmt: str, console: Console | None = None) -> None:
-    """Released explanations: a text block each, one JSON object per line, or their SQL."""
-    if fmt == JSON:
-        for e in explanations:
-            write_line(json_text(e.as_dict()))
+    """Released explanations: a text block each, one JSON list, JSON Lines, CSV or their SQL."""
+    if fmt in (JSON, JSONL):
+        write_json((e.as_dict() for e in explanations), fmt)
+        return
+    if fmt == CSV:
+        write_csv([e.as_dict() for e in explanations])
         return
     if fmt == SQL:
         for e in explanations:
@@ -166,50 +243,35 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
 
 # ---- anomaly answers ---------------------------------------------------------------------
 
-def answer_rows(answers: Iterable[Any], owner_view: bool) -> list[dict[str, Any]]:
-    """Each answer's `as_dict(owner_view)` flattened for a table: the record's columns first,
-    then the other keys (a nested mapping's keys joined with '.'); the sentences, which the
-    table's caption says once, are left out."""
-    rows = []
-    for answer in answers:
-        flat: dict[str, Any] = {}
-        for key, value in answer.as_dict(owner_view).items():
-            if key in ("summary", "privacy_summary"):
-                continue
-            if key == "record" and isinstance(value, Mapping):
-                flat.update(value)
-            elif isinstance(value, Mapping):
-                flat.update({f"{key}.{k}": v for k, v in value.items()})
-            else:
-                flat[key] = value
-        rows.append(flat)
-    return rows
-
-
 def print_answers(answers: Sequence[Any], fmt: str, owner_view: bool, console: Console | None = None) -> None:
-    """Anomaly answers: one JSON object per answered row, or a table (owner columns marked)."""
-    if fmt == JSON:
-        for answer in answers:
-            write_line(json_text(answer.as_dict(owner_view)))
+    """Anomaly answers: a JSON list, JSON Lines, CSV, or one line per record — which record, and
+    the answer in words — with its details indented below it (owner fields marked)."""
+    if fmt in (JSON, JSONL):
+        write_json((answer.as_dict(owner_view) for answer in answers), fmt)
+        return
+    if fmt == CSV:
+        write_csv([answer.as_dict(owner_view) for answer in answers])
         return
     console = console or stdout_console()
-    rows = answer_rows(answers, owner_view)
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(k for k in row if k not in columns)
-    title = f"{len(rows)} answer{'s' if len(rows) != 1 else ''}"
-    if rows and "epsilon" in rows[0]:
-        total = round_epsilon(sum(float(r.get("epsilon") or 0) for r in rows))
-        title += f", total ε = {total:.6g} (sequential composition)"
-    if answers:
-        first = answers[0]
-        title += (
-            f"\nanomaly = true: at most β = {first.beta:g} records (itself included) lie within r = {first.radius:g} "
-            f"(each answer is randomized); each answer's {first.privacy_summary}"
-        )
-    print_table(console, columns, [[row.get(c) for c in columns] for row in rows], title=title)
-    if owner_view:
-        console.print(Text("owner columns (true answer, counts, λ, flip probability): NOT FOR RELEASE", style="bold red"))
+    for i, answer in enumerate(answers[:TABLE_ROWS]):
+        head = Text(f"{i + 1} of {len(answers)}: " if len(answers) > 1 else "", style="bold")
+        head.append(f"{record_text(answer.record)}: ", style="bold")
+        head.append(answer.summary, style="bold")
+        console.print(head)
+        _field(console, "privacy", answer.privacy_summary)
+        _field(console, "test", f"β = {answer.beta:g}, r = {answer.radius:g}, norm {answer.norm}")
+        units = ", ".join(answer.units) + (f" (dataset {answer.dataset})" if answer.dataset else "")
+        _field(console, "charged to", units or "—")
+        if answer.seeded:
+            console.print(Text("  seeded: not for real releases", style="bold yellow"))
+        if owner_view and answer.owner is not None:
+            console.print(Text("  NOT FOR RELEASE — owner: " + ", ".join(
+                f"{k.replace('_', ' ')} {show_value(v)}" for k, v in answer.owner.items() if k != "not_for_release"), style="red"))
+    if len(answers) > TABLE_ROWS:
+        console.print(Text(f"… {len(answers) - TABLE_ROWS:,} more answers (use --format json for all)", style="dim"))
+    if len(answers) > 1:
+        total = round_epsilon(sum(float(a.epsilon or 0) for a in answers))
+        console.print(Text(f"{len(answers)} answers, total ε = {total:.6g} (sequential composition)", style="dim"))
 
 
 # ---- ordinary query results --------------------------------------------------------------
@@ -239,3 +301,10 @@ def print_table(
     console.print(table)
     if len(rows) > TABLE_ROWS:
         console.print(Text(f"… {len(rows) - TABLE_ROWS:,} more rows (use --format json for all)", style="dim"))
+
+
+def draw_budget(rows: Sequence[Mapping[str, Any]], path: Any) -> None:
+    """`budget status --plot FILE`: a bar per unit and notion, ε spent against its limit."""
+    from pcor_sql.plots import budget_figure
+
+    budget_figure([dict(r) for r in rows], path)

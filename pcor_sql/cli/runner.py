@@ -100,11 +100,13 @@ def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
                 raise StatementError(_first_line(exc)) from None
             bar.stop()
             count += 1
+            # A script's results are a stream of statements: its json stays one object a line.
+            lines = "jsonl" if fmt == "json" else fmt
             if step.kind == EXPLAIN:
-                print_explanations(step.value, fmt)
+                print_explanations(step.value, lines)
             elif step.kind == IDENTIFY:
                 own = getattr(step.statement, "owner_view", None)
-                print_answers(step.value, fmt, bool(settings.get("owner_view") if own is None else own))
+                print_answers(step.value, lines, bool(settings.get("owner_view") if own is None else own))
             else:
                 print_relation(_fetched(step), "json" if fmt == "json" else "table")
     return count

@@ -108,11 +108,25 @@ def start_with_checks(
     mask, checks = ev.find_start(max_checks)
     if mask is None:
         raise NoValidContext(
-            f"the record is an outlier in none of the {checks:,} contexts searched for a start",
+            f"the record is an outlier in none of the {checks:,} contexts searched for a start"
+            + _population_needed(ev.verifier, ev.summary),
             f"try another verifier or options (e.g. a lower LOF threshold), other attributes ({option_name('by')}), "
             f"or give {option_name('start')}",
         )
     return mask, "search", checks
+
+
+def _population_needed(verifier: Any, summary: Any) -> str:
+    """Why a histogram finds nothing on a small table: V's own bin holds V, and it is an outlier
+    only when its bin holds fewer than rel·N rows, so a context needs N > 1/rel rows."""
+    rel = getattr(verifier, "rel", None)
+    if getattr(verifier, "name", None) != "histogram" or not rel:
+        return ""
+    needed = math.floor(1 / rel) + 1
+    rows = getattr(summary, "n_rows", None)
+    has = f"; the whole table has {rows:,}" if isinstance(rows, int) else ""
+    return (f" (histogram, rel = {rel:g}: the record's bin holds at least itself, so a context needs "
+            f"more than 1/rel = {1 / rel:g} rows, N ≥ {needed:,}{has}; a larger rel needs fewer rows)")
 
 
 def release_one(

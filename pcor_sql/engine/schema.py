@@ -316,7 +316,12 @@ def _domain_hint(name: str, values: Sequence[str], *, more: bool = False) -> str
 
 
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
-    return _present([r[0] for r in con.execute(distinct_values(relation_sql, name)).fetchall()], name)
+    values = [r[0] for r in con.execute(distinct_values(relation_sql, name)).fetchall()]
+    if not values and not con.execute(select_from("1", relation_sql) + " LIMIT 1").fetchall():
+        # An empty table is the thing to fix, not a column's missing values.
+        raise UserError("the table is empty: it has no rows to explain or derive a domain from",
+                        "load data into it first, or query the table that holds it")
+    return _present(values, name)
 
 
 def _present(values: list[Any], name: str) -> list[Any]:

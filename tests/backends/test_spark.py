@@ -209,7 +209,7 @@ def test_the_cli_runs_on_spark(spark, data, tmp_path):
 
     ledger = tmp_path / "ledger.duckdb"
     args = ["explain-outlier", "--by", "dept,role", "--domain", "dept=a|b|c|d", "--domain", "role=x|y|z",
-            "--verifier", "grubbs", "--seed", "7", "--format", "json", "--ledger", str(ledger)]
+            "--verifier", "grubbs", "--seed", "7", "--format", "jsonl", "--ledger", str(ledger)]
     spark_args = ["--engine", "spark", "--spark-master", "local[2]"]
     # A seed on a persistent ledger is refused on Spark as on DuckDB, before anything is charged.
     refused = CliRunner().invoke(app, [*args, f"SELECT salary FROM parquet.`{data}` WHERE id = 7", *spark_args])

@@ -32,7 +32,7 @@ def people_db(tmp_path):
 
 def test_explain_outlier_with_bins_releases_a_range(people_db):
     result = invoke("explain-outlier", QUERY, "--db", str(people_db), "--by", "age,dept", "--domain", "dept=a|b",
-                    "--bins", "age=18,30,45,65,81", "--verifier", "grubbs", "--format", "json")
+                    "--bins", "age=18,30,45,65,81", "--verifier", "grubbs", "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
     assert first_json(result.stdout)["predicate"].count('"age" >= ') == 1
 
@@ -48,7 +48,7 @@ def first_json(text):
 
 def test_coe_with_bins(people_db):
     result = invoke("coe", QUERY, "--db", str(people_db), "--by", "age", "--bins", "age=-inf,30,45,inf",
-                    "--verifier", "grubbs", "--format", "json")
+                    "--verifier", "grubbs", "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
     contexts = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert contexts and all("inf" not in json.dumps(c.get("predicate", "")) for c in contexts)

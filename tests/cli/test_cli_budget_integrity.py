@@ -36,7 +36,7 @@ def test_verify_repair_after_a_hand_edit(db):
     assert "nothing to repair" in _ok("budget", "repair", "--db", str(db)).stdout
     _ok("budget", "verify", "--db", str(db))
     _ok("explain-outlier", QUERY, *FAST, "--db", str(db))
-    status = json.loads(_ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db), "--format", "json").stdout)
+    status = json.loads(_ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db), "--format", "jsonl").stdout)
     assert status["spent"] == 0.4
 
 
@@ -44,7 +44,7 @@ def test_history_shows_outcome_and_analyst(db):
     _ok("explain-outlier", QUERY, *FAST, "--db", str(db))
     table = _ok("budget", "history", "--db", str(db)).stdout
     assert "outcome" in table and "analyst" in table
-    [row] = [json.loads(line) for line in _ok("budget", "history", "--db", str(db), "--format", "json").stdout.splitlines()]
+    [row] = [json.loads(line) for line in _ok("budget", "history", "--db", str(db), "--format", "jsonl").stdout.splitlines()]
     assert {k: row[k] for k in ("analyst", "outcome", "reason", "refunded")} == {
         "analyst": None, "outcome": row["outcome"], "reason": None, "refunded": False}
     assert row["outcome"] in ("answered", "charged")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
 
 import duckdb
 import pytest
@@ -33,7 +32,7 @@ COE = ("coe", QUERY, "--by", "job_title,year", "--verifier", "grubbs")
 
 
 def test_coe_json_lines_one_valid_context_each(salaries_file):
-    result = _ok(*COE, "--db", str(salaries_file), "--format", "json")
+    result = _ok(*COE, "--db", str(salaries_file), "--format", "jsonl")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     summary = result.stderr.strip().splitlines()[-1]
     assert summary.startswith("coe: OWNER ONLY — NOT FOR RELEASE")
@@ -57,7 +56,8 @@ def test_coe_json_streams_exactly_the_library_ranking(salaries_file):
 
     import pcor_sql
 
-    rows = [json.loads(line) for line in _ok(*COE, "--db", str(salaries_file), "--format", "json").stdout.splitlines()]
+    rows = [json.loads(line) for line in _ok(*COE, "--db", str(salaries_file), "--format", "jsonl").stdout.splitlines()]
+    assert json.loads(_ok(*COE, "--db", str(salaries_file), "--format", "json").stdout) == rows  # one document
     con = duckdb.connect(str(salaries_file), read_only=True)
     try:
         [result] = pcor_sql.coe(con, QUERY, by="job_title,year", verifier="grubbs")
@@ -70,7 +70,9 @@ def test_coe_json_streams_exactly_the_library_ranking(salaries_file):
     ]
     assert rows == json.loads(json.dumps(expected))
     csv_rows = list(csv.reader(io.StringIO(_ok(*COE, "--db", str(salaries_file), "--format", "csv").stdout)))
-    assert [r[2] for r in csv_rows[1:]] == [c.predicate for c in result.ranked()]
+    column = csv_rows[0].index("predicate")
+    assert [r[column] for r in csv_rows[1:]] == [c.predicate for c in result.ranked()]
+    assert [r[csv_rows[0].index("record.id")] for r in csv_rows[1:]] == [str(result.record["id"])] * result.size
 
 
 def test_coe_limit_table_and_csv(salaries_file):
@@ -78,9 +80,10 @@ def test_coe_limit_table_and_csv(salaries_file):
     assert "OWNER ONLY — NOT FOR RELEASE" in table and "#2  utility" in table and "#3" not in table
     assert "more (use --limit N or --format json)" in table
     rows = list(csv.reader(io.StringIO(_ok(*COE, "--db", str(salaries_file), "--format", "csv", "--limit", "3").stdout)))
-    assert rows[0] == ["record", "utility", "predicate", "job_title", "year"]
+    assert rows[0] == ["record.id", "record.job_title", "record.employer", "record.year", "record.salary",
+                       "utility", "predicate", "job_title", "year"]
     assert len(rows) == 4
-    assert "Registered Nurse" in rows[1][3].split("|")
+    assert "Registered Nurse" in rows[1][-2].split("|")
     assert_error(invoke(*COE, "--db", str(salaries_file), "--limit", "0"), "--limit")
 
 
@@ -159,17 +162,25 @@ def test_budget_set_limit_status_history(db):
     assert change == {"unit": "bundled:salaries", "notion": "ocdp", "limit": 1.5, "previous_limit": None,
                       "spent": 0.0, "below_spent": False}
     _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.5")
-    status = [json.loads(line) for line in _ok("budget", "status", "--db", str(db), "--format", "json").stdout.splitlines()]
+    status = [json.loads(line) for line in _ok("budget", "status", "--db", str(db), "--format", "jsonl").stdout.splitlines()]
     assert [(s["unit"], s["notion"], s["limit"], s["spent"], s["remaining"]) for s in status] == [
         ("bundled:salaries", "dp", None, 0.0, None), ("bundled:salaries", "ocdp", 1.5, 0.5, 1.0),
         ("bundled:salaries", "sp", None, 0.0, None)]
     one = [json.loads(line) for line in _ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db),
-                                            "--format", "json").stdout.splitlines()]
+                                            "--format", "jsonl").stdout.splitlines()]
     assert [(s["unit"], s["spent"]) for s in one] == [("bundled:salaries", 0.5)]
-    history = [json.loads(line) for line in _ok("budget", "history", "salaries", "--db", str(db), "--format", "json").stdout.splitlines()]
+    history = [json.loads(line) for line in _ok("budget", "history", "salaries", "--db", str(db), "--format", "jsonl").stdout.splitlines()]
     assert len(history) == 1
     assert history[0]["epsilon"] == 0.5 and history[0]["mechanism"] == "pcor/bfs/tight" and history[0]["seeded"]
     assert history[0]["statement"] == QUERY and history[0]["seq"] == 1 and history[0]["role"] == "owner"
+    # json is one document (a list), which json.loads reads whole; csv has flat columns.
+    assert json.loads(_ok("budget", "status", "--db", str(db), "--format", "json").stdout) == status
+    assert json.loads(_ok("budget", "history", "salaries", "--db", str(db), "--format", "json").stdout) == history
+    [row] = csv.DictReader(io.StringIO(_ok("budget", "history", "salaries", "--db", str(db), "--format", "csv").stdout))
+    assert row["epsilon"] == "0.5" and row["statement"] == QUERY and row["seeded"] == "true" and row["unit"] == "bundled:salaries"
+    status_csv = list(csv.DictReader(io.StringIO(_ok("budget", "status", "--db", str(db), "--format", "csv").stdout)))
+    assert [(r["notion"], r["limit"], r["spent"]) for r in status_csv] == [("dp", "", "0.0"), ("ocdp", "1.5", "0.5"),
+                                                                           ("sp", "", "0.0")]
     assert "bundled:salaries" in _ok("budget", "status", "--db", str(db)).stdout
     assert "seeded, not private" in _ok("budget", "history", "--db", str(db)).stdout
     lowered = _ok("budget", "set-limit", "salaries", "0.1", "--db", str(db))
@@ -188,7 +199,7 @@ def test_budget_default_limit_and_public_units(db):
     refused = invoke("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.6")
     assert_error(refused, "would exceed")
     status = [json.loads(line) for line in _ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db),
-                                               "--format", "json").stdout.splitlines()]
+                                               "--format", "jsonl").stdout.splitlines()]
     assert status[0]["limit"] == 0.5 and status[0]["limit_source"] == "default"
     _ok("budget", "public", "salaries", "--db", str(db))
     _ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--epsilon", "0.6")  # public: not charged
@@ -209,7 +220,7 @@ def test_registered_datasets_on_the_cli(db):
     assert_error(invoke("dataset", "add", "payroll", "salaries", "--key", "id", "--metric", "salary", "--by", "year",
                         "--db", str(db)), "already")
     assert_error(invoke("dataset", "show", "nope", "--db", str(db)), "no registered dataset 'nope'")
-    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--dataset", "payroll", "--db", str(db), "--format", "json").stdout)
+    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--dataset", "payroll", "--db", str(db), "--format", "jsonl").stdout)
     assert e["dataset"] == "payroll" and e["budget"]["limit"] == 1.0
     _ok("dataset", "remove", "payroll", "--db", str(db))
     assert _ok("dataset", "list", "--db", str(db), "--format", "json").stdout == ""
@@ -228,7 +239,8 @@ def test_seeds_need_allow_seeded_on_a_persistent_ledger(db, ledger_file):
 # ---- datasets ----------------------------------------------------------------------------
 
 def test_datasets_list_and_export(tmp_path):
-    listed = [json.loads(line) for line in _ok("datasets", "list", "--format", "json").stdout.splitlines()]
+    listed = [json.loads(line) for line in _ok("datasets", "list", "--format", "jsonl").stdout.splitlines()]
+    assert json.loads(_ok("datasets", "list", "--format", "json").stdout) == listed
     assert [d["name"] for d in listed] == ["salaries", "homicides", "diamonds"]
     assert 42 in listed[0]["planted_outliers"] and listed[0]["metric"] == "salary"
     assert "salaries" in _ok("datasets", "list").stdout
@@ -251,20 +263,12 @@ def test_datasets_list_and_export(tmp_path):
 
 # ---- identify-anomaly --------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _FakeAnswer:
-    record: dict
-    anomaly: bool
-    epsilon: float
-    beta: float = 5.0
-    radius: float = 1.0
-    privacy_summary: str = "privacy cost ε = 0.5 under ε-differential privacy"
+def _FakeAnswer(record: dict, anomaly: bool, epsilon: float):  # noqa: N802 - a stand-in result
+    from pcor_sql.results import AnomalyResult
 
-    def as_dict(self, owner_view: bool = False) -> dict:
-        out = {"record": self.record, "anomaly": self.anomaly, "epsilon": self.epsilon, "privacy": "sp", "k": 1}
-        if owner_view:
-            out["owner"] = {"true_answer": self.anomaly, "ball_count": 3}
-        return out
+    return AnomalyResult(record=record, anomaly=anomaly, epsilon=epsilon, privacy="sp", k=1, beta=5.0, radius=1.0,
+                         norm="l2", seeded=True, dataset="h", units=("bundled:homicides",),
+                         owner={"not_for_release": True, "true_answer": anomaly, "ball_count": 3})
 
 
 def test_identify_anomaly_wiring_and_output(monkeypatch):
@@ -280,7 +284,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
     monkeypatch.setattr(pcor_sql.api, "identify_anomalies", fake)
     args = ("identify-anomaly", "SELECT victim_age FROM homicides WHERE id < 3", "--beta", "5", "--radius", "1",
             "--epsilon", "0.5", "--privacy", "dp", "--k", "2", "--norm", "l1", "--seed", "9", "--allow-seeded", "--dataset", "h")
-    lines = _ok(*args, "--format", "json").stdout.splitlines()
+    lines = _ok(*args, "--format", "jsonl").stdout.splitlines()
     assert [json.loads(line)["anomaly"] for line in lines] == [True, False]
     query, kwargs = calls[0]
     assert query == "SELECT victim_age FROM homicides WHERE id < 3"
@@ -288,14 +292,23 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
                       "seed": 9, "dataset": "h", "session": kwargs["session"], "progress": None,
                       "max_records": 1}  # unset flags: left out
     table = _ok(*args, "--owner-view").stdout
-    assert "2 answers, total ε = 1" in table and "owner.ball_count" in table and "NOT FOR RELEASE" in table
+    assert "2 answers, total ε = 1" in table and "ball count 3" in table and "NOT FOR RELEASE" in table
+    # One line per record says which record and the answer; its details are indented below it.
+    heads = [line for line in table.splitlines() if not line.startswith(" ")]
+    assert heads[0].startswith("1 of 2: id=1, victim_age=30: anomaly: at most β = 5")
+    assert heads[1].startswith("2 of 2: id=2, victim_age=31: not an anomaly: more than β = 5")
+    document = json.loads(_ok(*args, "--format", "json").stdout)  # one document: a list
+    assert [a["anomaly"] for a in document] == [True, False]
+    rows = list(csv.DictReader(io.StringIO(_ok(*args, "--format", "csv").stdout)))
+    assert [(r["record.id"], r["anomaly"]) for r in rows] == [("1", "true"), ("2", "false")]
+    assert all("{" not in cell for r in rows for cell in r.values())
     assert_error(invoke("identify-anomaly", "SELECT victim_age FROM homicides", "--radius", "1", "--epsilon", "1"), "--beta")
 
 
 @pytest.mark.skipif(not hasattr(pcor_sql.api, "identify_anomaly"), reason="pcor_sql.api.identify_anomaly is not there yet")
 def test_identify_anomaly_on_the_library(db):
-    result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--max-records", "2",
-                 "--beta", "5", "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--allow-seeded", "--db", str(db), "--format", "json")
+    result = _ok("identify-anomaly", "SELECT salary FROM salaries WHERE id IN (42, 43)", "--max-records", "2", "--beta", "5",
+                 "--radius", "1000", "--epsilon", "0.5", "--seed", "1", "--allow-seeded", "--db", str(db), "--format", "jsonl")
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [a["record"]["id"] for a in answers] == [42, 43]
     for a in answers:

@@ -124,9 +124,9 @@ def test_read_only_database_refuses_releases_but_can_be_read(db):
     try:
         refused = invoke("explain-outlier", QUERY, *FAST, "--db", str(db))
         assert_error(refused, "read-only", "budget ledger")
-        status = invoke("budget", "status", "--db", str(db), "--format", "json")
+        status = invoke("budget", "status", "--db", str(db), "--format", "jsonl")
         assert status.exit_code == 0 and status.stdout == "", status.stderr
-        owner = invoke("coe", QUERY, "--by", "job_title,year", "--verifier", "grubbs", "--limit", "1", "--db", str(db), "--format", "json")
+        owner = invoke("coe", QUERY, "--by", "job_title,year", "--verifier", "grubbs", "--limit", "1", "--db", str(db), "--format", "jsonl")
         assert owner.exit_code == 0, owner.stderr
     finally:
         os.chmod(db, 0o644)
@@ -170,8 +170,8 @@ def test_sql_injection_attempts_are_inert(db):
     job_titles = "|".join([*declared_domains("salaries")["job_title"], _quoted_for_domain(INJECTION)])
     attempts = [
         # A declared domain value holding SQL: released contexts may contain it, quoted.
-        (["coe", QUERY, "--by", "job_title,year", "--verifier", "grubbs", "--domain", f"job_title={job_titles}", "--format", "json"], 0),
-        (["explain-outlier", QUERY, *FAST, "--by", "job_title,year", "--domain", f"job_title={job_titles}", "--format", "json"], 0),
+        (["coe", QUERY, "--by", "job_title,year", "--verifier", "grubbs", "--domain", f"job_title={job_titles}", "--format", "jsonl"], 0),
+        (["explain-outlier", QUERY, *FAST, "--by", "job_title,year", "--domain", f"job_title={job_titles}", "--format", "jsonl"], 0),
         # A start value holding SQL.
         (["explain-outlier", QUERY, *FAST, "--start", "job_title IN ('Registered Nurse', 'x''); DROP TABLE salaries; --')"], 2),
         # Identifiers holding SQL.

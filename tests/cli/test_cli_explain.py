@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import duckdb
@@ -45,9 +47,9 @@ def test_table_format_shows_the_released_context_and_the_privacy_parameters():
 
 
 def test_owner_view_only_with_the_flag():
-    plain = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json").stdout)
+    plain = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "jsonl").stdout)
     assert "owner" not in plain
-    owner = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json", "--owner-view").stdout)
+    owner = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "jsonl", "--owner-view").stdout)
     assert owner["owner"]["not_for_release"] is True
     assert owner["owner"]["population"] >= 1
     table = _ok("explain-outlier", QUERY, *FAST, "--owner-view").stdout
@@ -55,7 +57,7 @@ def test_owner_view_only_with_the_flag():
 
 
 def test_json_keys_and_values():
-    result = _ok("explain-outlier", QUERY, *FAST, "--format", "json", "--search", "dfs", "--samples", "7")
+    result = _ok("explain-outlier", QUERY, *FAST, "--format", "jsonl", "--search", "dfs", "--samples", "7")
     lines = result.stdout.splitlines()
     assert len(lines) == 1
     e = json.loads(lines[0])
@@ -73,8 +75,8 @@ def test_json_keys_and_values():
 
 
 def test_seed_makes_the_release_reproducible():
-    first = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json").stdout)
-    second = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "json").stdout)
+    first = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "jsonl").stdout)
+    second = json.loads(_ok("explain-outlier", QUERY, *FAST, "--format", "jsonl").stdout)
     assert first["context"] == second["context"]
 
 
@@ -93,12 +95,18 @@ def test_sql_format_is_the_runnable_explanation_query():
 
 
 def test_several_records_give_several_json_lines():
-    result = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST, "--max-records", "2",
-                 "--format", "json")
+    several = ("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", "--max-records", "2", *FAST)
+    result = _ok(*several, "--format", "jsonl")
     objects = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["record"]["id"] for o in objects] == [42, 171]
-    table = _ok("explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171)", *FAST, "--max-records", "2").stdout
-    assert "1 of 2: salary of the record where id IN (42, 171) is an outlier" in table and "2 of 2: salary" in table
+    assert json.loads(_ok(*several, "--format", "json").stdout) == objects  # one document: a list
+    table = _ok(*several).stdout
+    assert "1 of 2: salary of the record where id = 42 is an outlier" in table
+    assert "2 of 2: salary of the record where id = 171 is an outlier" in table
+    rows = list(csv.DictReader(io.StringIO(_ok(*several, "--format", "csv").stdout)))
+    assert [r["record.id"] for r in rows] == ["42", "171"]
+    assert rows[0]["context.job_title"].split("|") == objects[0]["context"]["job_title"]
+    assert rows[0]["units"] == "bundled:salaries" and all("{" not in v for r in rows for v in r.values())
 
 
 def test_options_reach_the_library(db):
@@ -109,7 +117,7 @@ def test_options_reach_the_library(db):
         "explain-outlier", QUERY, "--verifier", "grubbs", "--verifier-option", "alpha=0.1", "--seed", "3", "--allow-seeded",
         "--by", "job_title,year", "--search", "random-walk", "--samples", "5", "--utility", "overlap",
         "--start", start, "--accounting", "paper",
-        "--epsilon", "0.5", "--dataset", "payroll", "--max-contexts", "100000", "--db", str(db), "--format", "json",
+        "--epsilon", "0.5", "--dataset", "payroll", "--max-contexts", "100000", "--db", str(db), "--format", "jsonl",
     )
     e = json.loads(result.stdout)
     assert e["verifier"] == "grubbs(alpha=0.1)"
@@ -123,7 +131,7 @@ def test_options_reach_the_library(db):
 
 def test_budget_is_shown_once_a_limit_is_set(db):
     assert invoke("budget", "set-limit", "main.salaries", "2", "--db", str(db)).exit_code == 0
-    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--format", "json").stdout)
+    e = json.loads(_ok("explain-outlier", QUERY, *FAST, "--db", str(db), "--format", "jsonl").stdout)
     assert e["budget"] == {"spent": 0.2, "limit": 2.0} and e["units"] == ["bundled:salaries"]
     table = _ok("explain-outlier", QUERY, *FAST, "--db", str(db)).stdout
     assert "spent ε = 0.4 of limit 2" in table
@@ -131,7 +139,7 @@ def test_budget_is_shown_once_a_limit_is_set(db):
 
 def test_search_option_sets_any_request_option_by_name():
     result = invoke("explain-outlier", QUERY, *FAST, "--search-option", "descents=0", "--search-option", "samples=5",
-                    "--format", "json")
+                    "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
     assert (out["descents"], out["samples"]) == (0, 5)

@@ -45,7 +45,7 @@ def _transactions(statements: list[str]) -> int:
 
 @pytest.mark.parametrize("verifier", ["lof", "grubbs"])
 def test_a_release_on_the_bundled_data(statements, verifier):
-    result = invoke("explain-outlier", QUERY, "--verifier", verifier, "--seed", "7", "--allow-seeded", "--format", "json")
+    result = invoke("explain-outlier", QUERY, "--verifier", verifier, "--seed", "7", "--allow-seeded", "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
     assert len(statements) <= 11, statements
     assert _transactions(statements) == 0  # the ledger is the per-user file: its own connection
@@ -58,7 +58,7 @@ def test_a_release_on_a_database_file(statements, tmp_path):
     Ledger(con).set_limit("bundled:salaries", 5.0)
     con.close()
     result = invoke(
-        "explain-outlier", QUERY, "--db", str(path), "--seed", "7", "--allow-seeded", "--format", "json"
+        "explain-outlier", QUERY, "--db", str(path), "--seed", "7", "--allow-seeded", "--format", "jsonl"
     )
     assert result.exit_code == 0, result.stderr
     assert len(statements) <= 20, statements  # + the outcome (BEGIN, UPDATE history, COMMIT)

@@ -15,7 +15,7 @@ def test_python_dash_m_explains_a_planted_outlier():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "pcor_sql", "explain-outlier", "SELECT salary FROM salaries WHERE id = 42",
-         "--verifier", "grubbs", "--seed", "1", "--ledger", ":memory:", "--format", "json"],
+         "--verifier", "grubbs", "--seed", "1", "--ledger", ":memory:", "--format", "jsonl"],
         capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
@@ -70,7 +70,7 @@ def _run_with_terminal_stderr(*args: str) -> tuple[subprocess.CompletedProcess, 
 def test_progress_shows_on_a_terminal_and_never_in_the_json():
     done, terminal = _run_with_terminal_stderr(
         "explain-outlier", "SELECT salary FROM salaries WHERE id IN (42, 171, 1777)", "--max-records", "3", "--verifier", "grubbs",
-        "--seed", "1", "--ledger", ":memory:", "--format", "json",
+        "--seed", "1", "--ledger", ":memory:", "--format", "jsonl",
     )
     assert done.returncode == 0, terminal
     assert [json.loads(line)["record"]["id"] for line in done.stdout.splitlines()] == [42, 171, 1777]
@@ -84,7 +84,7 @@ def test_coe_lines_stay_on_stdout_while_the_bar_runs():
     """A bar on the terminal while JSON goes down a pipe: every line reaches the pipe."""
     done, terminal = _run_with_terminal_stderr(
         "coe", "SELECT salary FROM salaries WHERE id = 42", "--by", "job_title,year", "--verifier", "grubbs",
-        "--format", "json",
+        "--format", "jsonl",
     )
     assert done.returncode == 0, terminal
     lines = done.stdout.splitlines()
