@@ -42,8 +42,8 @@ import pcor_sql
 from benchmarks import coe_match
 from benchmarks._sql import id_list
 from benchmarks.exact import ExactMax, best_first_max, utilities_by_word
-from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_down, start_up
-from pcor_sql.core.searches import SEARCH_SPECS
+from benchmarks.profiles import PROFILE_NAMES, Profile, request_default, start_down, start_up, verifier_of
+from pcor_sql.core.search_specs import SEARCH_SPECS
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.errors import PcorError, UserError
@@ -143,6 +143,10 @@ GROUPS: tuple[Group, ...] = (
            verifier="histogram", table="reduced"),
         _r("Histogram on the full table", "—", "—", ("paper",), verifier="histogram"),
     ), (("Outlier", "verifier"),)),
+    Group("duplicates", "not in the paper", "LOF's rule for duplicates (DESIGN.md §2)", "Rule", (
+        _r("distinct (Breunig et al.; the engine's default)", "—", "—", verifier="lof(duplicates='distinct')"),
+        _r("plain (scikit-learn's)", "—", "—", verifier="lof(duplicates='plain')"),
+    ), (("ε", "epsilon"), ("Sampling", "search"))),
     Group("samples", "Tables 10–11", "Effect of the number of samples n", "# Samples", (
         _r("25", "1m / 14m / 7m", "0.85 (0.81, 0.88)", samples=25),
         _r("50", "3m / 29m / 16m", "0.88 (0.85, 0.91)", samples=50),
@@ -173,6 +177,8 @@ def cell_of(group: Group, row: Row, dataset: str, prof: Profile) -> Cell | None:
     if group.key == "overlap" and prof.start == "cell":
         fields["start"] = "descent"  # see `profiles`: V's cell would make every context overlap it wholly
     fields.update(changes)
+    if fields.get("verifier", "lof") == "lof":
+        fields["verifier"] = prof.lof  # the profile's rule for duplicates
     return Cell(dataset, **fields)
 
 
@@ -271,7 +277,9 @@ class DatasetRun:
 
     def prepared(self, **changes: Any) -> Any:
         """The OutlierRun of this table's records with some request fields changed (the
-        session keeps the summary, so only the records are read again)."""
+        session keeps the summary, so only the records are read again); a verifier as its text."""
+        if isinstance(changes.get("verifier"), str):
+            changes["verifier"] = verifier_of(changes["verifier"])
         return self.session.prepare(self.request.replace(**changes))
 
     def start(self, rec: Record, verifier: str, kind: str) -> int | None:
@@ -334,7 +342,9 @@ class DatasetRun:
                 saved()
 
     def exact_key(self, rec: Record, verifier: str, utility: str, start: int | None) -> str:
-        """`dataset|table|record|verifier|utility|start mask` (start '-' for population)."""
+        """`dataset|table|record|verifier|utility|start mask` (start '-' for population); bare `lof`
+        spelled with its rule, so a cache from when it meant the plain rule never answers."""
+        verifier = "lof(duplicates='distinct')" if verifier == "lof" else verifier
         return f"{self.name}|{self.table}|{rec.id}|{verifier}|{utility}|{'-' if start is None else start}"
 
     def check_against_enumeration(self) -> None:

@@ -33,7 +33,8 @@ from benchmarks import coe_match
 from benchmarks._sql import id_list
 from pcor_sql.core.accounting import derive_budget
 from pcor_sql.core.exploration import collect
-from pcor_sql.core.searches import DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES, DEFAULT_SAMPLES, run_search
+from pcor_sql.core.searches import DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES, DEFAULT_SAMPLES
+from pcor_sql.core.search_specs import run_search
 from pcor_sql.core.start import DEFAULT_DESCENTS, find_start
 from pcor_sql.core.space import ContextSpace
 

@@ -15,9 +15,11 @@ The verifiers are written here independently of `pcor_sql.core.verifiers`:
 - histogram: `numpy.histogram` with ⌈√N⌉ bins; V's bin is found by histogramming the
   population with and without one copy of V over the same range (numpy's own bin arithmetic);
 - lof: `sklearn.neighbors.LocalOutlierFactor(n_neighbors=min(k, N−1))`, V's
-  `-negative_outlier_factor_`. scikit-learn breaks ties at a k-distance arbitrarily, while
-  DESIGN.md includes every tied point, so on metrics with duplicates a few verdicts can differ
-  from the engine's; the benchmark reports how often the two releases coincide.
+  `-negative_outlier_factor_`. That is the plain rule for duplicates, with scikit-learn breaking
+  ties at a k-distance arbitrarily; the engine's default is Breunig et al.'s distinct rule
+  (DESIGN.md §2) and includes every tied point. Without ties all three agree; on metrics with
+  duplicates some verdicts differ from the engine's, and the benchmark reports how often the
+  two releases coincide.
 
 Privacy: this is a measuring instrument for the data owner; the searches it feeds are the
 library's own (`run_search`), so a release made with it has the same cost as the engine's.
@@ -35,7 +37,7 @@ from typing import Any, Callable, Mapping
 import duckdb
 import numpy as np
 
-from pcor_sql.core.searches import run_search, search_spec
+from pcor_sql.core.search_specs import run_search, search_spec
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import InternalError, NoValidContext, UserError
 

@@ -46,11 +46,13 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
 
 def explain_outliers(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
                      progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
-                     **options: Any) -> list[Explanation]:
+                     max_records: int | None = None, **options: Any) -> list[Explanation]:
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
-    charges in one transaction before anything is returned."""
+    charges in one transaction before anything is returned. `max_records`: refuse (before any
+    charge) a selector picking more rows than that."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    return session.explain(outlier_request(session.access.parser, query, **options), progress=progress)
+    return session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
+                           max_records=max_records)
 
 
 def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -79,12 +81,13 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
 
 def identify_anomalies(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
                        progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
-                       **options: Any) -> list[AnomalyResult]:
+                       max_records: int | None = None, **options: Any) -> list[AnomalyResult]:
     """As `identify_anomaly` for every selected row (no WHERE: every row). Each answer costs ε
     (sequential composition): the batch total is announced through `warn`, refused up front
     past the dataset's limit, and charged before any answer is drawn."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), progress=progress)
+    return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options),
+                            progress=progress, max_records=max_records)
 
 
 def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, allow_seeded: bool) -> Session:

@@ -44,6 +44,15 @@ class RequestFailed(Refused):
     tell the analyst about them for free."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a charged job, after its outcome was recorded: `message` says whether the
+    cost stays charged (an analyst's) or was given back (an owner's)."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
 class PrivacyWarning(UserWarning):
     """An output or a ledger protects less than it may seem to: domains derived from the data
     (their values are released as they are), a seeded run (a deterministic function of the

@@ -11,6 +11,7 @@ Each states its cost per record (`items`) before anything is reserved, reads wha
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -24,7 +25,8 @@ from pcor_sql.ledger.records import new_release_id
 from pcor_sql.pipeline import Policy
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation
-from pcor_sql.sqltext.build import over_context, select_from
+from pcor_sql.sqltext.build import over_context, quoted, select_from
+from pcor_sql.core.choices import Privacy
 
 Progress = Callable[[int, int], None]
 
@@ -37,19 +39,47 @@ def release_mechanism(request: OutlierRequest) -> str:
 def answer_mechanism(request: AnomalyRequest) -> str:
     """`anomaly/<privacy>`, with `/k=<k>` under (ε, k)-SP."""
     parts = ["anomaly", str(request.privacy)]
-    if request.privacy == "sp":
+    if request.privacy == Privacy.SP:
         parts.append(f"k={request.k}")
     return "/".join(parts)
 
 
+class _Measurement(abc.ABC):
+    """What both jobs share: one charge per record, each of the job's declared cost."""
+
+    request: Any
+    label: str | None
+
+    @abc.abstractmethod
+    def cost(self) -> Any:
+        """The typed privacy cost of one record's output (its notion and ε)."""
+
+    @abc.abstractmethod
+    def mechanism(self) -> str:
+        """The mechanism's name in the history."""
+
+    def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
+        """The cost, stated before anything runs: one item per record, with fresh release ids."""
+        r, cost, mechanism = self.request, self.cost(), self.mechanism()
+        return [ChargeItem(new_release_id(), cost, mechanism, key, r.statement, seeded=r.seed is not None,
+                           role=str(policy.role), dataset=self.label) for key in keys]
+
+
 @dataclass
-class ReleaseJob:
-    """PCOR releases of `request` (one per selected record)."""
+class ReleaseJob(_Measurement):
+    """PCOR releases of `request` (one per selected record), each costing the request's ε
+    under OCDP."""
 
     request: OutlierRequest
     label: str | None = None
     #: Units charged besides those the statement reads now (a registered dataset's, frozen at registration).
     extra_units: tuple[str, ...] = ()
+
+    def cost(self) -> Any:
+        return self.request.budget.cost
+
+    def mechanism(self) -> str:
+        return release_mechanism(self.request)
 
     def units_sql(self) -> str:
         r = self.request
@@ -57,11 +87,6 @@ class ReleaseJob:
 
     def key_label(self) -> str:
         return self.request.selector
-
-    def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
-        r = self.request
-        return [ChargeItem(new_release_id(), r.budget.cost, release_mechanism(r), key, r.statement,
-                           seeded=r.seed is not None, role=str(policy.role), dataset=self.label) for key in keys]
 
     def read(self, session: Any, progress: Progress | None) -> Any:
         r = self.request
@@ -99,25 +124,27 @@ def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress:
 
 
 @dataclass
-class AnswerJob:
-    """Anomaly answers of `request` (one per selected record)."""
+class AnswerJob(_Measurement):
+    """Anomaly answers of `request` (one per selected record), each costing ε under ε-DP or
+    (ε, k)-SP."""
 
     request: AnomalyRequest
     label: str | None = None
     extra_units: tuple[str, ...] = ()
 
+    def cost(self) -> Any:
+        r = self.request
+        return SpCost(r.epsilon, r.k) if r.privacy == Privacy.SP else DpCost(r.epsilon)
+
+    def mechanism(self) -> str:
+        return answer_mechanism(self.request)
+
     def units_sql(self) -> str:
         r = self.request
-        return select_from(list(r.columns), r.relation, where=r.selector)
+        return select_from(quoted(r.columns), r.relation, where=r.selector)
 
     def key_label(self) -> str:
         return self.request.selector or "all rows"
-
-    def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
-        r = self.request
-        typed = SpCost(r.epsilon, r.k) if r.privacy == "sp" else DpCost(r.epsilon)
-        return [ChargeItem(new_release_id(), typed, answer_mechanism(r), key, r.statement,
-                           seeded=r.seed is not None, role=str(policy.role), dataset=self.label) for key in keys]
 
     def read(self, session: Any, progress: Progress | None) -> Any:
         from pcor_sql.anomaly.batch import prepare_anomaly_queries

@@ -38,6 +38,7 @@ from pcor_sql.errors import UserError, warn_privacy
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.session import Session, Warn
 from pcor_sql.sqltext.quoting import quote_identifier
+from pcor_sql.backends.base import Engine
 
 
 class Owner:
@@ -171,7 +172,7 @@ class Owner:
             raise UserError(f"invalid unit {spelling!r}", "name a table, a file or a registered dataset")
         if (found := find_dataset(self.ledger, spelling)) is not None:
             return found.units
-        if self.session.access.engine != "duckdb":  # Spark: a table name or a relation it reads
+        if self.session.access.engine != Engine.DUCKDB:  # Spark: a table name or a relation it reads
             return self.session.units(spelling)
         from pcor_sql.engine.units import resolve_spelling
 
@@ -288,7 +289,7 @@ class Owner:
                 if spelling is None:
                     continue
                 try:
-                    if self.session.access.engine != "duckdb":
+                    if self.session.access.engine != Engine.DUCKDB:
                         return self.session.units(spelling)
                     from pcor_sql.engine.units import resolve_spelling
 

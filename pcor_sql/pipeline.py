@@ -26,9 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
-from pcor_sql.errors import Refused, RequestFailed, UserError
+from pcor_sql.errors import Interrupted, Refused, RequestFailed, UserError, option_hint, register_spelling, warn_privacy
 
 Progress = Callable[[int, int], None]
+
+#: Above this ε a release protects almost nothing (e^10 ≈ 22,000: any likelihood ratio up to that).
+WARN_EPSILON = 10.0
+register_spelling("max_records", "--max-records", None)
 
 #: The smallest ε an analyst may ask for by default (DESIGN.md §6: probing at ε = 1e-300 is refused, not free).
 DEFAULT_MIN_EPSILON = 0.01
@@ -104,7 +108,8 @@ class Quote:
 
 
 def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
-          announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> Quote:
+          max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
+          progress: Progress | None = None) -> Quote:
     """Everything `run` does before the reservation: units from the catalog, the policy's checks
     and the cost. For an analyst it reads no row, so it is also the data-independent cost
     preview (`Analyst.cost`). Arguments as for `run`."""
@@ -121,6 +126,17 @@ def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None 
             if not single.endswith("y") else
             f"narrow the WHERE clause, or call pcor_sql.{single[:-1]}ies (one result per row, each charged)",
         )
+    if max_records is not None and count > max_records:
+        epsilon = job.request.epsilon
+        raise UserError(
+            f"the selector picks {count:,} rows: {count:,} releases of ε = {epsilon:g}, {count * epsilon:g} in total, "
+            f"more than the {max_records:,} allowed",
+            f"narrow the WHERE clause, or allow them: {option_hint('max_records', str(count))}",
+        )
+    if job.request.epsilon > WARN_EPSILON:
+        warn_privacy(f"ε = {job.request.epsilon:g} protects almost nothing: outputs may be up to "
+                     f"e^{job.request.epsilon:g} times likelier on one dataset than on its neighbour",
+                     getattr(session, "warn", None))
     if announce is not None:
         announce(count, rows)
     shown = list(keys) if keys is not None else [f"{job.key_label()} #{i + 1}" for i in range(count)]
@@ -130,16 +146,20 @@ def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None 
 
 
 def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
-        announce: Callable[[int, Any], None] | None = None, progress: Progress | None = None) -> list:
+        max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
+        progress: Progress | None = None) -> list:
     """Run `job` for `policy`: charged before any result exists, refused before anything is
     charged when the policy or a limit says no. `keys`: what the analyst asked about, in their
     order (one charge each, read after the reservation); None: the owner's selector, whose
     rows are read first. `single`: the function name when exactly one record must be selected
     (a UserError naming the batch function otherwise, before any charge). `announce(count,
-    rows)` hears the batch size (and the owner's rows) before the reservation."""
+    rows)` hears the batch size (and the owner's rows) before the reservation. `max_records`:
+    a selector picking more rows is refused before any charge, with the count and the total ε
+    (nothing is multiplied silently)."""
     from pcor_sql.engine.progress import report_phase
 
-    quoted = quote(session, job, policy, keys=keys, single=single, announce=announce, progress=progress)
+    quoted = quote(session, job, policy, keys=keys, single=single, max_records=max_records, announce=announce,
+                   progress=progress)
     rows, count = quoted.rows, len(quoted.items)
     report_phase(progress, "charging the budget ledger")
     reservation = session.ledger().reserve(quoted.units, quoted.items, analyst=policy.analyst)
@@ -153,6 +173,9 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
         interrupted = isinstance(exc, KeyboardInterrupt)
         if interrupted:
             reservation.interrupted(refund=policy.refunds_failures)
+            total = count * job.request.epsilon
+            raise Interrupted("interrupted: not charged" if policy.refunds_failures
+                              else f"interrupted: ε = {total:g} stays charged") from None
         else:
             reservation.failed(_reason(exc), refund=policy.refunds_failures)
         if policy.generic_failures and isinstance(exc, Exception):

@@ -10,14 +10,8 @@ from __future__ import annotations
 from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES
 from pcor_sql.core.accounting import ACCOUNTINGS
 from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
-from pcor_sql.core.searches import SEARCH_SPECS, search_option_specs
-
-
-class Utility(StrEnum):
-    """A context's utility (sensitivity 1; both monotone: adding a row never lowers either)."""
-
-    POPULATION = "population"
-    OVERLAP = "overlap"
+from pcor_sql.core.search_specs import SEARCH_SPECS, search_option_specs
+from pcor_sql.core.choices import Utility
 
 
 UTILITIES = Utility.names()

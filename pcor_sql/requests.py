@@ -24,9 +24,10 @@ from typing import Any, Mapping, Sequence
 from pcor_sql.anomaly.mechanisms import validate_norm, validate_params
 from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
 from pcor_sql.core.option_spec import OptionSpec
-from pcor_sql.core.searches import search_option_specs, search_spec
+from pcor_sql.core.search_specs import search_option_specs, search_spec
 from pcor_sql.core.bins import Bins, declared_bins
 from pcor_sql.errors import UserError
+from pcor_sql.core.choices import Privacy
 from pcor_sql.request_specs import (
     ACCOUNTING, BINS, BY, DATASET, DOMAINS, EPSILON_ANSWER, EPSILON_RELEASE, MONOTONE_UTILITIES, NORM, OWNER_VIEW, PRIVACY,
     SEARCH, SEED, START, UTILITIES, UTILITY, VERIFIER, BETA, RADIUS, K, Job, explain_specs, identify_specs,
@@ -205,7 +206,7 @@ class AnomalyRequest:
             _require_text(self.selector, "selector")
         params = validate_params(self.beta, self.radius, self.epsilon, self.privacy, self.k)
         _set(self, "norm", validate_norm(self.norm))
-        _set(self, "k", params.k if params.privacy == "sp" else self.k)
+        _set(self, "k", params.k if params.privacy == Privacy.SP else self.k)
         _common(self)
 
     def replace(self, **changes: Any) -> "AnomalyRequest":

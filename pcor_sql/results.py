@@ -23,6 +23,23 @@ from pcor_sql.readable import (
     round_epsilon,
 )
 
+class _Shown:
+    """Jupyter's display of a result: `notebook.<_display>_html` / `_markdown` (imported late:
+    the notebook module is for display only)."""
+
+    _display = ""
+
+    def _repr_html_(self) -> str:
+        from pcor_sql import notebook
+
+        return getattr(notebook, f"{self._display}_html")(self)
+
+    def _repr_markdown_(self) -> str:
+        from pcor_sql import notebook
+
+        return getattr(notebook, f"{self._display}_markdown")(self)
+
+
 @dataclass(frozen=True)
 class Charge:
     """What the ledger charged for one result: the units, the registered dataset it went
@@ -35,7 +52,7 @@ class Charge:
 
 
 @dataclass(frozen=True)
-class Explanation:
+class Explanation(_Shown):
     """One released explanation: the context in which the record is an outlier. It holds the
     request it answers and the charge it cost; the privacy parameters are the request's."""
 
@@ -99,22 +116,14 @@ class Explanation:
             out["owner"] = self.owner.as_dict()
         return out
 
-    def _repr_html_(self) -> str:
-        from pcor_sql.notebook import explanation_html
-
-        return explanation_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from pcor_sql.notebook import explanation_markdown
-
-        return explanation_markdown(self)
+    _display = "explanation"
 
 
 SEEDED_WARNING = "seeded run: reproducible, not for real releases"
 
 
 def _search_options_shown() -> tuple[str, ...]:
-    from pcor_sql.core.searches import search_option_specs
+    from pcor_sql.core.search_specs import search_option_specs
 
     return tuple(name for name, spec in search_option_specs().items() if spec.in_result)
 
@@ -147,7 +156,7 @@ class ValidContext:
 
 
 @dataclass(frozen=True)
-class CoeResult:
+class CoeResult(_Shown):
     """The owner's exact enumeration of one record's valid contexts. NOT a private release."""
 
     record: dict[str, Any]
@@ -189,22 +198,14 @@ class CoeResult:
         for i in order.tolist():
             yield self._context(int(self._masks[i]), float(self._utilities[i]))
 
-    def _repr_html_(self) -> str:
-        from pcor_sql.notebook import coe_html
-
-        return coe_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from pcor_sql.notebook import coe_markdown
-
-        return coe_markdown(self)
+    _display = "coe"
 
     def _context(self, mask: int, utility: float) -> ValidContext:
         return ValidContext(self._space.values(mask), self._predicate(mask), utility)
 
 
 @dataclass(frozen=True)
-class AnomalyResult:
+class AnomalyResult(_Shown):
     """One private answer to "is this record a (β, r)-anomaly?" (DESIGN.md §3)."""
 
     record: dict[str, Any]
@@ -237,15 +238,7 @@ class AnomalyResult:
             out["owner"] = self.owner
         return out
 
-    def _repr_html_(self) -> str:
-        from pcor_sql.notebook import answer_html
-
-        return answer_html(self)
-
-    def _repr_markdown_(self) -> str:
-        from pcor_sql.notebook import answer_markdown
-
-        return answer_markdown(self)
+    _display = "answer"
 
 @dataclass(frozen=True)
 class AnalystExplanation:

@@ -32,6 +32,7 @@ from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.store import Ledger
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+from pcor_sql.backends.base import Engine
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -64,7 +65,7 @@ class Session:
         per_user_ledger: bool = False,
     ):
         self.access = open_access(con)
-        self._per_user_ledger = per_user_ledger or self.access.engine != "duckdb"
+        self._per_user_ledger = per_user_ledger or self.access.engine != Engine.DUCKDB
         self.con = con
         self.warn = warn
         self.registry = registry or default_registry()
@@ -72,13 +73,13 @@ class Session:
         self._ledger_choice = ledger
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
-        self._units: dict[str, tuple[str, ...]] = {}
         self._ledger: Ledger | None = None
 
     # ---- the jobs ------------------------------------------------------------------------
 
     def explain(
-        self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False
+        self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False,
+        max_records: int | None = None,
     ) -> list[Explanation]:
         """One private release per selected record, through the pipeline under the owner's
         policy (`pcor_sql.pipeline`): bad input raises UserError and a refused charge
@@ -90,7 +91,7 @@ class Session:
         job = ReleaseJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
         return pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
-                            progress=progress)
+                            max_records=max_records, progress=progress)
 
     def prepare_records(self, request: OutlierRequest, records: Any, progress: Progress | None = None) -> OutlierRun:
         """What the releases of `request` read for the given selected `records`: the schema,
@@ -130,7 +131,8 @@ class Session:
         return out
 
     def identify(
-        self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None
+        self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None,
+        max_records: int | None = None,
     ) -> list[AnomalyResult]:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
         composition) under its own notion (ε-DP or (ε, k)-SP): announced as a warning for a
@@ -146,17 +148,15 @@ class Session:
                              f"({cost.guarantee})", self.warn)
 
         return pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
-                            announce=announce, progress=progress)
+                            max_records=max_records, announce=announce, progress=progress)
 
     # ---- the trust model -----------------------------------------------------------------
 
     def units(self, relation: str) -> tuple[str, ...]:
-        """The privacy units (base tables and files) `relation` reads, resolved by the engine's
-        binder/analyzer from the catalog alone (no rows read); cached per Session."""
-        if relation not in self._units:
-            text = f"({relation})" if relation.lstrip()[:6].upper() == "SELECT" else relation
-            self._units[relation] = tuple(u.name for u in self.access.units(text))
-        return self._units[relation]
+        """The privacy units (base tables and files) `relation` — or a whole SELECT statement —
+        reads, resolved by the engine's binder/analyzer from the catalog alone (no rows read),
+        afresh for every request: a view redefined since the last one charges its new tables."""
+        return tuple(u.name for u in self.access.units(relation))
 
     def dataset_label(self, name: str | None) -> str | None:
         """`dataset=` only labels a registered dataset; it never opens an account of its own."""

@@ -29,14 +29,21 @@ from typing import Any, Callable, Iterator
 
 import duckdb
 
+from pcor_sql.core.option_spec import StrEnum
 from pcor_sql.errors import SQL, InternalError, UserError, caller
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
 
-EXPLAIN = "explain"
-IDENTIFY = "identify"
-ORDINARY = "sql"
+class StatementKind(StrEnum):
+    """What a statement of a script was: a release, anomaly answers, or ordinary SQL."""
+
+    EXPLAIN = "explain"
+    IDENTIFY = "identify"
+    ORDINARY = "sql"
+
+
+EXPLAIN, IDENTIFY, ORDINARY = StatementKind.EXPLAIN, StatementKind.IDENTIFY, StatementKind.ORDINARY
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,23 @@ def test_the_budget_and_analyst_commands_go_through_the_owner(module):
     allowed = ("pcor_sql.cli", "pcor_sql.owner", "pcor_sql.session", "pcor_sql.api", "pcor_sql.errors")
     bad = [t for t in imports(module) if t.startswith("pcor_sql.") and not t.startswith(allowed)]
     assert not bad, bad
+
+
+def test_the_cli_imports_only_the_public_api():
+    """The CLI is a thin shell over the owner/session/api layer: never the engine, the pure
+    core, the backends, the anomaly package or the SQL text layer."""
+    forbidden = ("pcor_sql.engine", "pcor_sql.core", "pcor_sql.backends", "pcor_sql.anomaly", "pcor_sql.sqltext")
+    bad = [f"{m} imports {t}" for m in MODULES if layer(m) == "cli"
+           for t in _all_imports(m) if t.startswith(forbidden)]
+    assert not bad, bad
+
+
+def _all_imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out

@@ -33,7 +33,7 @@ def owner():
 
 def register(owner, **kw):
     return owner.register("people", "people", key="id", metric="pay", by="age,dept", domains={"dept": ["a", "b"]},
-                          limit=5.0, **kw)
+                          limit=5.0, releasable=[9], **kw)
 
 
 def test_bins_are_frozen_with_the_domains(owner):

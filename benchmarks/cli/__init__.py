@@ -2,9 +2,9 @@
 
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
-error rates), `scale` (large tables, wide spaces) and `service` (concurrent analysts over
-HTTP). Errors behave as in `pcor-sql` — one `error: <problem> — <fix>` line on stderr, exit
-code 2 (bad input) or 1 —
+error rates), `scale` (large tables, wide spaces), `service` (concurrent analysts over HTTP)
+and `verifiers` (rows each verifier flags among all rows). Errors behave as in `pcor-sql` —
+one `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
 
@@ -19,6 +19,7 @@ from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
 from benchmarks.cli.service import service
 from benchmarks.cli.spark import spark_scale
+from benchmarks.cli.verifiers import verifiers
 from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
@@ -48,6 +49,8 @@ _COMMANDS = (
      service),
     ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
      spark_scale),
+    ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",
+     verifiers),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

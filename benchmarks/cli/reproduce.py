@@ -105,7 +105,7 @@ def reproduce(
         Optional[str],
         typer.Option(
             "--groups", metavar="G,...",
-            help="Among sampling,overlap,verifiers,epsilon,samples (default all).",
+            help="Among sampling,overlap,verifiers,epsilon,deviations,duplicates,samples (default all).",
         ),
     ] = None,
     match: Annotated[

@@ -45,6 +45,10 @@ def scale(
     update_benchmarks: UpdateBenchmarks = False,
     benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
     benchmarks_section: BenchmarksSection = "scale",
+    force: Annotated[
+        bool, typer.Option("--force", help="Write BENCHMARKS.md even when the 1-minute load exceeded 1.5 (the "
+                           "section then says so).")
+    ] = False,
 ) -> None:
     """Time BFS releases (ε = 0.2, n = 50) on generated tables: 10M rows of 1,200 cells with
     LOF (fresh: summary included; warm: Session reused), 70- and 500-value context spaces with
@@ -57,9 +61,12 @@ def scale(
         python -m benchmarks scale --update-benchmarks
         python -m benchmarks scale --cases huge --update-benchmarks --benchmarks-section scale-huge
 
-    Writes OUT_DIR/scale.md and OUT_DIR/scale.json; progress goes to stderr.
+    Writes OUT_DIR/scale.md and OUT_DIR/scale.json; progress goes to stderr. Every ratio is
+    shown with the 1-minute load average read before its samples; --update-benchmarks refuses
+    to write BENCHMARKS.md when the load exceeds 1.5 (before measuring, and if it did during the
+    run) unless --force, and a forced section says so.
     """
-    from benchmarks.scale import CASE_NAMES, ScaleConfig, run_scale
+    from benchmarks.scale import CASE_NAMES, MAX_LOAD, ScaleConfig, busiest_load, load_now, run_scale
 
     section = section_name(benchmarks_section)
     for value, flag in ((rows, "--rows"), (repeats, "--repeats"), (wide_repeats, "--wide-repeats"),
@@ -80,18 +87,33 @@ def scale(
         result = json.loads(from_json.read_text(encoding="utf-8"))
         command = result.get("command", command)
     else:
+        now = load_now()
+        if update_benchmarks and not force and now is not None and now > MAX_LOAD:
+            raise UserError(f"the 1-minute load average is {now:.2f}, above {MAX_LOAD}: ratios measured now are not "
+                            "comparable with a quiet machine's",
+                            "wait until the machine is quieter, or pass --force (the BENCHMARKS.md section then says so)")
         result = run_scale(cfg, progress_reporter())
         result["command"] = command
         save_raw(out_dir, "scale", result)
     tables = scale_tables(result)
     print_tables(tables)
-    write_results(out_dir, "scale", "python -m benchmarks scale", command, result, tables, update_benchmarks,
-                  benchmarks_file, section=section)
+    busiest = busiest_load(result)
+    busy = busiest is not None and busiest > MAX_LOAD
+    extra = (f"**Written with --force at a busy machine: the 1-minute load average reached {busiest:.2f} during the "
+             f"run (above {MAX_LOAD}).** The ratios below are not comparable with a quiet machine's.\n"
+             if busy and force else "")
+    write_results(out_dir, "scale", "python -m benchmarks scale", command, result, tables,
+                  update_benchmarks and (force or not busy), benchmarks_file, extra=extra, section=section)
+    if update_benchmarks and busy and not force:
+        raise UserError(f"BENCHMARKS.md not written: the 1-minute load average reached {busiest:.2f} during the run "
+                        f"(above {MAX_LOAD})",
+                        f"measure again on a quieter machine, or write this run with --from-json "
+                        f"{out_dir / 'scale.json'} --update-benchmarks --force (the section then says so)")
 
 
 def scale_tables(result: dict[str, Any]) -> list[Any]:
     from benchmarks.report import target_table
-    from benchmarks.scale import median
+    from benchmarks.scale import load_text, median, ratio_loads
     from benchmarks.tables import make_table, mib, seconds
 
     def t(xs: list[float]) -> str:
@@ -103,17 +125,23 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
     separate = {c["name"].removesuffix("-reference"): c.get("reference_s") or [] for c in result["cases"]
                 if c["name"].endswith("-reference")}
 
+    separate_cases = {c["name"].removesuffix("-reference"): c for c in result["cases"] if c["name"].endswith("-reference")}
+
     def r(case: dict[str, Any], key: str) -> str:
+        """The ratio of medians, with the 1-minute load read before the samples it divides."""
         ref = median(case.get("reference_s") or separate.get(case["name"]) or [])
         x = median(case.get(key) or [])
-        return f"{x / ref:.2f}×" if ref and x is not None else "—"
+        if not ref or x is None:
+            return "—"
+        reference = None if case.get("reference_s") else separate_cases.get(case["name"])
+        return f"{x / ref:.2f}× ({load_text(ratio_loads(case, key, reference))})"
 
     rows, memory = [], []
     for c in result["cases"]:
         label = f"{c['name']} ({c['rows']:,} rows, {c.get('cells', '—'):,} cells, {c['free_bits']} free bits)" \
             if isinstance(c.get("cells"), int) else f"{c['name']} ({c['rows']:,} rows)"
         if "error" in c:
-            rows.append((label, c["verifier"], "error: " + c["error"], *[""] * 11))
+            rows.append((label, c["verifier"], "error: " + c["error"], *[""] * 12))
             continue
 
         def checks(key: str) -> str:
@@ -122,7 +150,8 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
 
         warm = [x for key in ("warm_same_s", "warm_s", "warm_other_s") for x in (t(c.get(key) or []), r(c, key))]
         rows.append((label, c["verifier"], t(c["reference_s"]), t(c["fresh_s"]), r(c, "fresh_s"), *warm,
-                     t(c["summary_build_s"]), checks("contexts_verified"), checks("warm_other_contexts_verified")))
+                     t(c["summary_build_s"]), checks("start_checks"), checks("contexts_verified"),
+                     checks("warm_other_contexts_verified")))
         if c.get("fresh_s"):
             n = c["rows"]
             memory.append((label, c["verifier"], mib(c.get("summary_bytes")),
@@ -135,7 +164,7 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
                    "into numpy", ("case", "verifier", "reference", "fresh release", "fresh / ref",
                                   "warm, same request", "/ ref", "warm, new seeds", "/ ref",
                                   "warm, another record", "/ ref", "summary build (in fresh)",
-                                  "contexts verified", "contexts verified (other records)"), rows, (
+                                  "start-search checks", "contexts verified", "contexts verified (other records)"), rows, (
             "Times: median (min–max) over the repeats, all measured in the same child process; fresh and reference "
             "alternate. fresh = `explain_outlier` end to end on a new Session (parse, schema, record, per-cell "
             "summary with the sorted runs, start search, search, in-memory ledger charge). warm = the same on one "
@@ -145,6 +174,11 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
             "the verdicts are cached (those of every release before it); *another record* releases each of the "
             "rows furthest above their cell's mean (benchmarks/scale.py: other_records) once — the summary is "
             "reused, its verdicts are not.",
+            "Each ratio (median over median) carries the 1-minute load average read just before its samples and "
+            "the reference's (lowest–highest): the reference uses both cores and halves when one is free, a "
+            "release uses one, so a ratio depends on the load (issue 22). start-search checks: the contexts the "
+            "deterministic start search checked in a fresh release (`OwnerView.start_checks`), within contexts "
+            "verified.",
             "Tables generated by DuckDB SQL (benchmarks/scale_tables.py: generation_sql) into a DuckDB file, ATTACHed "
             "read-only to an in-memory connection; row 0 is the planted record (v = 120 in cell 0).",
             "The huge case runs once under nice 10; its reference runs in a separate process (its ratio divides "

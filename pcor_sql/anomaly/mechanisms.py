@@ -59,8 +59,9 @@ import numpy as np
 
 from pcor_sql.core.randomness import Source, bernoulli
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.core.choices import Privacy
 
-PRIVACY_MODES = ("dp", "sp")
+PRIVACY_MODES = (Privacy.DP.value, Privacy.SP.value)
 NORMS = ("l1", "l2", "linf")
 
 
@@ -128,7 +129,7 @@ def validate_params(beta: object, radius: object, epsilon: object, privacy: obje
     if mode not in PRIVACY_MODES:
         raise UserError(f"unknown privacy mode {privacy!r}", "use 'dp' (ε-DP) or 'sp' (sensitive privacy, with k)")
     beta_int = int(math.floor(b))
-    if mode == "dp":
+    if mode == Privacy.DP:
         return AnomalyParams(beta_int, b, r, eps, mode, None)
     if isinstance(k, bool) or not isinstance(k, numbers.Real) or not float(k).is_integer():
         raise UserError(f"k must be an integer, got {k!r}", f"pass k between 1 and {beta_int + 1}")
@@ -195,7 +196,7 @@ def lambda_k(multiplicity: object, ball: object, beta: int, k: int) -> np.ndarra
 
 def mechanism_lambda(multiplicity: object, ball: object, params: AnomalyParams) -> np.ndarray:
     """λ of the chosen mechanism: Δ_G for "dp", λ_k for "sp"."""
-    if params.privacy == "dp":
+    if params.privacy == Privacy.DP:
         return mdd_dp(multiplicity, ball, params.beta)
     if params.k is None:
         raise InternalError("sensitive privacy needs k")
@@ -261,9 +262,9 @@ def anomaly_privacy_cost(epsilon: float, answers: int, privacy: str, k: int | No
     if not isinstance(answers, numbers.Integral) or answers < 0:
         raise InternalError(f"answers must be a count, got {answers!r}")
     total = float(epsilon) * int(answers)
-    if privacy == "dp":
+    if privacy == Privacy.DP:
         guarantee = f"{total:g}-differential privacy (sequential composition of {answers} × ε = {epsilon:g})"
-    elif privacy == "sp":
+    elif privacy == Privacy.SP:
         guarantee = (
             f"({total:g}, {k})-sensitive privacy (sequential composition of {answers} × ε = {epsilon:g})"
         )

@@ -26,15 +26,24 @@ from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.engine.release import SelectedRecord
 from pcor_sql.engine.schema import Described, Schema
 from pcor_sql.engine.summary import CellSummary
+from pcor_sql.core.option_spec import StrEnum
 
 Warn = Callable[[str], None]
 Records = tuple[dict[str, Any], ...]
 
 
+
+class Engine(StrEnum):
+    """Where rows are read."""
+
+    DUCKDB = "duckdb"
+    SPARK = "spark"
+
+
 class DataAccess(Protocol):
     """Where a Session's rows are read."""
 
-    engine: str  # "duckdb" or "spark"
+    engine: "Engine"
     source: Any  # what the caller gave: the DuckDB connection or the SparkSession
     parser: duckdb.DuckDBPyConnection  # DuckDB, to parse request text; never reads rows
     # The DuckDB connection `open_ledger` anchors the ledger on: DuckDB's own (the ledger is
@@ -76,8 +85,9 @@ class DataAccess(Protocol):
         """x_i and B_x(i, r) of one point of the metric space (in the data or not) against every row."""
         ...
 
-    def units(self, relation_sql: str) -> tuple[Any, ...]:
-        """The privacy units `relation_sql` reads (each with a `name`), from the catalog alone."""
+    def units(self, sql: str) -> tuple[Any, ...]:
+        """The privacy units a whole SELECT statement reads — relation, select list, WHERE,
+        subqueries — or a relation alone (each unit with a `name`), from the catalog alone."""
         ...
 
     def watch(self, progress: Any, label: str) -> ContextManager[None]:

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.anomaly.points import load_points, load_values, point_ball_counts, relation_ball_counts
-from pcor_sql.backends.base import Records, Warn
+from pcor_sql.backends.base import Engine, Records, Warn
 from pcor_sql.engine.progress import watch_query
 from pcor_sql.engine.release import SelectedRecord, load_records
 from pcor_sql.engine.schema import Described, Schema, describe_with_metric, resolve_schema
@@ -25,13 +25,14 @@ from pcor_sql.sqltext.build import describe
 class DuckDBAccess:
     """Rows read by DuckDB on `con`, the caller's connection (also the ledger's database)."""
 
-    engine = "duckdb"
+    engine = Engine.DUCKDB
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.source = con
         self.con = con
         self.parser = con
         self.ledger_con = con
+        self._home: Any = None
 
     def describe(self, relation_sql: str, metric_sql: str, *, along: str | None = None) -> tuple[Described, tuple | None]:
         return describe_with_metric(self.con, relation_sql, metric_sql, along=along)
@@ -63,10 +64,21 @@ class DuckDBAccess:
                      norm: str) -> BallCounts:
         return point_ball_counts(load_values(self.con, relation_sql, columns), point, radius, norm)
 
-    def units(self, relation_sql: str) -> tuple[Any, ...]:
+    def units(self, sql: str) -> tuple[Any, ...]:
+        """The units a SELECT statement, or a relation alone, reads (`pcor_sql.engine.units`),
+        resolved afresh from the catalog on every call; only the connection's default database
+        (which never changes) is kept."""
         from pcor_sql.engine.units import resolve_units
 
-        return resolve_units(self.con, relation_sql)
+        return resolve_units(self.con, sql, home=self.home)
+
+    def home(self) -> Any:
+        """The connection's default database (`engine.unit_names.Home`), read once."""
+        if self._home is None:
+            from pcor_sql.engine.unit_names import home_database
+
+            self._home = home_database(self.con)
+        return self._home
 
     def watch(self, progress: Any, label: str) -> ContextManager[None]:
         return watch_query(self.con, progress, label)

@@ -26,6 +26,7 @@ from pcor_sql.engine.datasets import BUNDLED, load_dataset
 from pcor_sql.errors import UserError
 from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.sqltext.tokens import QUOTED_IDENT, WORD, significant, tokenize
+from pcor_sql.backends.base import Engine
 
 MAKE_ONE = "give an existing DuckDB file, e.g. one made by `pcor-sql datasets export salaries FILE --format duckdb`"
 SPARK_DB = "--db names a DuckDB database, and with --engine spark the rows are read by Spark"
@@ -83,11 +84,11 @@ def _connect_file(path: Path) -> duckdb.DuckDBPyConnection:
 
 
 @contextmanager
-def open_data(db: Path | None, engine: str = "duckdb", spark_master: str = "local[*]", reads: str | None = None,
+def open_data(db: Path | None, engine: str = Engine.DUCKDB, spark_master: str = "local[*]", reads: str | None = None,
               ) -> Iterator[Any]:
     """What holds the rows: the DuckDB connection of `open_database`, or a SparkSession on
     `spark_master` (one already running in this process is reused, and left running)."""
-    if engine == "duckdb":
+    if engine == Engine.DUCKDB:
         with open_database(db, reads) as con:
             yield con
         return

@@ -6,7 +6,9 @@ What each job reads, and what leaves the cluster (`rows_pulled` counts it):
 - the selected records: the rows the WHERE clause picks;
 - the per-cell summary: one GROUP BY (one row per cell: count, mean, variance, min, max);
 - LOF and histogram: per record, the per-cell windows around its value (at most
-  cells × (2·depth + 1) rows, `pcor_sql.engine.window`) and, rarely, per-cell range counts;
+  cells × (2·depth + 1) rows, `pcor_sql.engine.window`), read in two scans that shuffle only
+  the rows near the value (`pcor_sql.backends.spark_windows`), and, rarely, per-cell range
+  counts;
 - anomaly identification: the selected records and one (x_i, B_x(i, r)) pair per distinct
   selected point (`pcor_sql.backends.spark_balls`).
 None of these grows with the table's size except the records a request itself selects.
@@ -29,13 +31,13 @@ import duckdb
 import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
-from pcor_sql.backends.base import Records, Warn
+from pcor_sql.backends.base import Engine, Records, Warn
+from pcor_sql.backends.spark_windows import TwoScanWindowReader
 from pcor_sql.backends.spark_session import require_spark, spark_error
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import SelectedRecord, records_sql, selected_records
 from pcor_sql.engine.schema import Described, Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, summary_from_moments
-from pcor_sql.engine.window import WindowReader
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, as_double, double_literal, distinct_values, quoted, select_from
 from pcor_sql.sqltext.dialect import spark_sql
@@ -51,7 +53,7 @@ _LEDGERS: "weakref.WeakKeyDictionary[Any, duckdb.DuckDBPyConnection]" = weakref.
 class SparkAccess:
     """Rows read by Spark through `spark` (a pyspark SparkSession)."""
 
-    engine = "spark"
+    engine = Engine.SPARK
 
     def __init__(self, spark: Any):
         require_spark()
@@ -126,7 +128,7 @@ class SparkAccess:
         started = time.perf_counter()
         table = self.arrow(_group_by_cells(schema))
         summary = summary_from_moments(schema, table, started, None)
-        summary.windows = WindowReader(self.arrow, schema, summary.coords, summary.vmin, summary.vmax)
+        summary.windows = TwoScanWindowReader(self.arrow, schema, summary.coords, summary.vmin, summary.vmax)
         return summary
 
     def columns(self, select_sql: str) -> list[str]:

@@ -19,6 +19,7 @@ def identify_anomaly(
         str,
         typer.Argument(help="SELECT <column(s)> FROM <relation> [WHERE <selector>] (no WHERE: every row).", show_default=False),
     ],
+    max_records: o.MaxRecords = 1,
     db: o.Db = None,
     engine: o.Engine = o.EngineName.duckdb,
     spark_master: o.SparkMaster = "local[*]",
@@ -45,5 +46,5 @@ def identify_anomaly(
     with ProgressBar("reading the data") as bar, open_owner(
         db, ledger, reads=query, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
     ) as owner:
-        answers = owner.identify_anomalies(query, progress=bar.callback, **options)
+        answers = owner.identify_anomalies(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
     print_answers(answers, fmt.value, bool(options.get("owner_view")))

@@ -22,6 +22,7 @@ def explain_outlier(
     ],
     verifier_option: o.VerifierOption = None,
     search_option: o.SearchOption = None,
+    max_records: o.MaxRecords = 1,
     db: o.Db = None,
     engine: o.Engine = o.EngineName.duckdb,
     spark_master: o.SparkMaster = "local[*]",
@@ -47,5 +48,5 @@ def explain_outlier(
     with ProgressBar("reading the data") as bar, open_owner(
         db, ledger, reads=query, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
     ) as owner:
-        results = owner.explain_outliers(query, progress=bar.callback, **options)
+        results = owner.explain_outliers(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
     print_explanations(results, fmt.value)

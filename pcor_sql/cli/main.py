@@ -20,6 +20,8 @@ from pcor_sql.cli.console import write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, caller
 
+#: The shell's code for a process ended by SIGINT (128 + 2).
+INTERRUPTED_EXIT = 130
 _PASS_THROUGH = (typer.TyperException, typer.Exit, typer.Abort, BrokenPipeError)
 
 
@@ -32,6 +34,9 @@ class _Group(TyperGroup):
                 return super().invoke(ctx)
         except _PASS_THROUGH:
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C: say what the ledger kept
+            write_error(getattr(exc, "message", "interrupted: not charged"))
+            raise typer.Exit(INTERRUPTED_EXIT) from None
         except Exception as exc:
             raise typer.Exit(report(exc, debug=bool(ctx.params.get("debug")))) from None
 

@@ -83,14 +83,6 @@ Notion = Annotated[
     str,
     typer.Option("--notion", help="Privacy notion: ocdp (PCOR releases), dp or sp (anomaly answers), or all."),
 ]
-By = Annotated[
-    Optional[str],
-    typer.Option(
-        "--by", metavar="A,B,C",
-        help="Context attributes, comma-separated (quote odd names: '\"job, title\"'). "
-        "Default: the ENUM / declared-domain columns.",
-    ),
-]
 Domain = Annotated[
     Optional[List[str]],
     typer.Option(
@@ -98,13 +90,6 @@ Domain = Annotated[
         help="Declare an attribute's domain, e.g. 'job_title=Nurse|Professor' (repeatable; "
         "quote values holding | ; = in single quotes). Undeclared non-ENUM attributes take the "
         "values present in the data, with a warning.",
-    ),
-]
-Verifier = Annotated[
-    str,
-    typer.Option(
-        "--verifier", metavar="SPEC",
-        help="Outlier test: grubbs, histogram, lof or zscore, with options, e.g. 'lof(k=10, threshold=2)'.",
     ),
 ]
 SearchOption = Annotated[
@@ -117,30 +102,6 @@ SearchOption = Annotated[
 VerifierOption = Annotated[
     Optional[List[str]],
     typer.Option("--verifier-option", metavar="NAME=VALUE", help="One verifier option, e.g. k=10 (repeatable)."),
-]
-Utility = Annotated[str, typer.Option("--utility", help="Utility of a context: population or overlap.")]
-Start = Annotated[
-    Optional[str],
-    typer.Option(
-        "--start", metavar="PREDICATE",
-        help="Starting context, e.g. \"job_title IN ('Nurse') AND year = '2019'\" (omitted attributes: whole domain). "
-        "Default: found by a validity-only search.",
-    ),
-]
-Seed = Annotated[
-    Optional[int],
-    typer.Option(
-        "--seed", help="Reproducible randomness for tests and benchmarks; output is labelled not for real releases."
-    ),
-]
-OwnerView = Annotated[
-    bool,
-    typer.Option("--owner-view", help="Also show the owner's private diagnostics, marked NOT FOR RELEASE."),
-]
-Dataset = Annotated[
-    Optional[str],
-    typer.Option("--dataset", help="Label the release with a registered dataset's name (charges still go to "
-                 "the tables and files the query reads)."),
 ]
 
 
@@ -211,6 +172,13 @@ def spec_options(job: Job, only: tuple[str, ...] | None = None) -> Callable[[Cal
         return wrapper
 
     return decorate
+
+
+MaxRecords = Annotated[
+    int,
+    typer.Option("--max-records", metavar="N", help="Refuse, before any charge, a selector picking more than N rows "
+                 "(each row is a release of ε: say how many you mean to pay for)."),
+]
 
 
 def outlier_options(options: dict[str, Any], *, verifier_option: list[str] | None = None,

@@ -18,7 +18,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Union
 
-from pcor_sql.core.searches import SEARCH_SPECS, search_spec
+from pcor_sql.core.search_specs import SEARCH_SPECS, search_spec
 
 from pcor_sql.errors import UserError, option_hint
 
@@ -92,6 +92,9 @@ def validate_epsilon(epsilon: float) -> float:
         raise UserError(f"epsilon must be a number, got {epsilon!r}", f"pass e.g. {option_hint('epsilon', '0.2')}")
     try:
         eps = float(epsilon)
+    except OverflowError:
+        raise UserError(f"epsilon is too large to be a privacy cost, got {epsilon!r}",
+                        f"pass e.g. {option_hint('epsilon', '0.2')}") from None
     except (TypeError, ValueError):
         raise UserError(f"epsilon must be a number, got {epsilon!r}", f"pass e.g. {option_hint('epsilon', '0.2')}") from None
     if math.isnan(eps) or math.isinf(eps) or eps <= 0:

@@ -122,11 +122,14 @@ class OptionSpec:
                 raise UserError(f"{name} is too large: {got}", f"e.g. {self.hint()}") from None
             if not math.isfinite(value):
                 raise UserError(f"{name} must be finite, got {got}", f"e.g. {self.hint()}")
-        if self.minimum is not None:
-            low = self.minimum
-            if value < low or (value == low and not self.minimum_inclusive):
-                bound = f"≥ {low:g}" if self.minimum_inclusive else f"> {low:g}"
-                raise UserError(f"{name} must be {bound}, got {value!r}", f"e.g. {self.hint()}")
+        return self.bounded(value, f"e.g. {self.hint()}")
+
+    def bounded(self, value: Any, fix: str) -> Any:
+        """`value` if it respects the spec's lower bound, else a UserError with `fix`."""
+        low = self.minimum
+        if low is not None and (value < low or (value == low and not self.minimum_inclusive)):
+            bound = f"≥ {low:g}" if self.minimum_inclusive else f"> {low:g}"
+            raise UserError(f"{self.name} must be {bound}, got {value!r}", fix)
         return value
 
     def hint(self) -> str:

@@ -15,10 +15,11 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from pcor_sql.core.searches import SEARCH_SPECS
+from pcor_sql.core.search_specs import SEARCH_SPECS
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import UserError, option_hint, option_name
+from pcor_sql.core.choices import Utility
 
 _PROGRESS_STEPS = 100
 
@@ -177,7 +178,7 @@ def _vectorized(ev: LatticeOracle, progress: Callable[[int, int], None] | None) 
     if progress is not None:
         progress(len(n), len(n))
     words = np.flatnonzero(valid)
-    if ev.utility_name == "population":
+    if ev.utility_name == Utility.POPULATION:
         utilities = n[words]
     elif not ev.space.ordinal:
         start_word = _free_word(ev, ev.start)

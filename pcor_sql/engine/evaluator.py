@@ -22,6 +22,7 @@ from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.requests import UTILITIES
 from pcor_sql.sqltext.build import METRIC_ALIAS, metric_values, select_from
+from pcor_sql.core.choices import Utility
 
 
 def plain_population_sql(summary_or_schema: Any, space: ContextSpace, mask: int) -> str:
@@ -42,14 +43,14 @@ class Evaluator:
         v: float,
         verifier: Any,
         *,
-        utility: str = "population",
+        utility: str = Utility.POPULATION,
         start: int | None = None,
         plain: bool = False,
         remember: bool = False,
     ):
         if utility not in UTILITIES:
             raise UserError(f"unknown utility {utility!r}", f"use one of: {', '.join(UTILITIES)}")
-        if utility == "overlap" and start is None:
+        if utility == Utility.OVERLAP and start is None:
             raise InternalError("overlap utility without a starting context")
         self.con = con
         self.summary = summary
@@ -144,7 +145,7 @@ class Evaluator:
         return bool(rows.column(0)[0].as_py())
 
     def utility(self, mask: int) -> float:
-        if self.utility_name == "population":
+        if self.utility_name == Utility.POPULATION:
             return float(self.population_size(mask))
         return float(self.population_size(mask & self.start))
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from pcor_sql.core.accounting import Budget
 from pcor_sql.core.randomness import Source
-from pcor_sql.core.searches import SearchResult, Trace, run_search, search_spec
+from pcor_sql.core.searches import SearchResult, Trace
+from pcor_sql.core.search_specs import run_search, search_spec
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS
 from pcor_sql.engine.coe_enumeration import lattice_moments
@@ -28,6 +29,7 @@ from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
 from pcor_sql.errors import InternalError, NoValidContext, UserError, option_name
 from pcor_sql.requests import OutlierRequest
+from pcor_sql.core.choices import Utility
 
 METRIC_COLUMN = "__pcor_metric"
 
@@ -44,6 +46,7 @@ class OwnerView:
     contexts_verified: int
     visited: int
     notes: tuple[str, ...] = ()
+    start_checks: int = 0  # contexts the start search checked (0: the start was given, or none was needed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,7 @@ class OwnerView:
             "validity_checks": self.validity_checks,
             "contexts_verified": self.contexts_verified,
             "visited": self.visited,
+            "start_checks": self.start_checks,
             "notes": list(self.notes),
         }
 
@@ -79,6 +83,14 @@ def resolve_start(
     ev: Evaluator, start: Mapping[str, Sequence[Any]] | None, max_checks: int = DEFAULT_MAX_CHECKS
 ) -> tuple[int, str]:
     """(start mask, "user" | "search"). A user start must contain V and be valid."""
+    mask, source, _ = start_with_checks(ev, start, max_checks)
+    return mask, source
+
+
+def start_with_checks(
+    ev: Evaluator, start: Mapping[str, Sequence[Any]] | None, max_checks: int = DEFAULT_MAX_CHECKS
+) -> tuple[int, str, int]:
+    """`resolve_start` and the contexts the start search checked (0 for a user start)."""
     space = ev.space
     if start is not None:
         mask = space.from_values(start)
@@ -92,7 +104,7 @@ def resolve_start(
                 "the record is not an outlier in the start context",
                 f"give a context where it is one, or omit {option_name('start')} to let pcor-sql find one",
             )
-        return mask, "user"
+        return mask, "user", 0
     mask, checks = ev.find_start(max_checks)
     if mask is None:
         raise NoValidContext(
@@ -100,7 +112,7 @@ def resolve_start(
             f"try another verifier or options (e.g. a lower LOF threshold), other attributes ({option_name('by')}), "
             f"or give {option_name('start')}",
         )
-    return mask, "search"
+    return mask, "search", checks
 
 
 def release_one(
@@ -117,13 +129,13 @@ def release_one(
     search declares), verified and checked against its budget, uncharged."""
     search, utility, budget = request.search, request.utility, request.budget
     space = prepare_space(summary, record.record)
-    ev = Evaluator(con, summary, space, record.value, verifier, utility="population", remember=True)
-    if not search_spec(search).graph and start is None and utility == "population":
+    ev = Evaluator(con, summary, space, record.value, verifier, utility=Utility.POPULATION, remember=True)
+    if not search_spec(search).graph and start is None and utility == Utility.POPULATION:
         # The search does not walk from a start (direct, uniform): none is looked for.
-        start_mask, start_source = space.v_mask, "none"
+        start_mask, start_source, start_checks = space.v_mask, "none", 0
     else:
-        start_mask, start_source = resolve_start(ev, start)
-    if utility != "population":
+        start_mask, start_source, start_checks = start_with_checks(ev, start)
+    if utility != Utility.POPULATION:
         ev = Evaluator(con, summary, space, record.value, verifier, utility=utility, start=start_mask, remember=True)
     result: SearchResult = run_search(
         search, ev, budget.epsilon1, source, start=start_mask, progress=progress, **request.search_options()
@@ -132,11 +144,11 @@ def release_one(
         raise InternalError("a search released a context in which the record is not an outlier")
     if result.trace.n_em_calls > budget.max_em_calls:
         raise InternalError(f"{search} made {result.trace.n_em_calls} EM calls, more than the {budget.max_em_calls} accounted for")
-    owner = _owner_view(ev, result, start_mask) if request.owner_view else None
+    owner = _owner_view(ev, result, start_mask, start_checks) if request.owner_view else None
     return RecordRelease(space, result.mask, start_mask, start_source, result.trace, owner)
 
 
-def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerView:
+def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int, start_checks: int) -> OwnerView:
     return OwnerView(
         population=ev.population_size(result.mask),
         utility=ev.utility(result.mask),
@@ -146,6 +158,7 @@ def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int) -> OwnerVi
         contexts_verified=ev.n_verified,
         visited=len(result.trace.visited),
         notes=tuple(result.trace.notes),
+        start_checks=start_checks,
     )
 
 
@@ -216,13 +229,13 @@ class OutlierRun:
         """The lattice of contexts admissible for record i (those holding its cell)."""
         return prepare_space(self.summary, self.records[i].record)
 
-    def oracle(self, i: int, *, utility: str = "population", plain: bool = False) -> Evaluator:
+    def oracle(self, i: int, *, utility: str = Utility.POPULATION, plain: bool = False) -> Evaluator:
         """Validity and utility of record i's contexts (`plain`: one DuckDB query per context,
         the naive path). The overlap utility is measured against the resolved start."""
         rec = self.records[i]
         space = self.space(i)
         ev = Evaluator(self.con, self.summary, space, rec.value, self.verifier, plain=plain)
-        if utility == "population":
+        if utility == Utility.POPULATION:
             return ev
         start, _ = resolve_start(ev, self.start_selection)
         return Evaluator(self.con, self.summary, space, rec.value, self.verifier, utility=utility, start=start, plain=plain)

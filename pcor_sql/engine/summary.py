@@ -6,19 +6,18 @@ cells, so its moments combine exactly (Chan et al.'s parallel formula, through s
 on the global mean). Verifiers that need the values themselves (LOF, histogram, user Python
 verifiers) read the metric as per-cell sorted runs (`cellruns.CellRuns`: 8 bytes per row plus
 one index entry per cell). For them the GROUP BY lists each cell's values instead
-(`cell_lists`: DuckDB only partitions the rows), numpy sorts each cell's list — cells spread
-over the cores, nothing sorts the whole table — and the moments come from the sorted runs.
+(`cell_lists`: DuckDB only partitions the rows) — or, when every attribute is an ENUM, one
+flat scan partitions them by a counting sort (`counting_runs`, no GROUP BY) — numpy sorts each
+cell's list — cells spread over the cores, nothing sorts the whole table — and the moments
+come from the sorted runs.
 Range queries around the record's value then cost O(cells in the context + values
 returned), whatever the table's size.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,9 @@ import pyarrow.compute as pc
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
-from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments, sorted_runs
+from pcor_sql.engine.counting_runs import read_cells, writable_view
+from pcor_sql.engine.value_counts import DistinctQueries
 from pcor_sql.engine.verdicts import VerdictCache
 from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
 
@@ -38,8 +39,6 @@ from pcor_sql.sqltext.build import cell_lists, group_by_cells, select_from
 _TABLE_MAX_BITS = 16
 _TABLE_MAX_CELLS = 1 << 24
 _ROWS_BYTES = 32 << 20  # remembered memberships of wide attributes: at most 32 MiB of them
-_SORT_THREADS = max(1, min(8, os.cpu_count() or 1))
-_PARALLEL_SORT_ROWS = 1 << 20  # below this, one thread sorts faster than a pool starts
 _NO_VALUES = np.empty(0, dtype=np.float64)
 
 
@@ -138,13 +137,24 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values
     `CellSummary.runs`."""
     started = time.perf_counter()
     if with_values:
+        rows = read_cells(con, schema)
+        if rows is not None:
+            # ENUM attributes: one flat scan and a counting sort by cell (`counting_runs`).
+            _check_metric(schema, rows.bad_metric)
+            if rows.outside is not None:
+                name, value = rows.outside
+                raise next(a for a in schema.attributes if a.name == name).outside(value)
+            present, runs, (count, mean, var, lo, hi) = rows.runs()
+            coords = rows.coords(present)
+            del rows  # the scanned batches: the runs are a copy
+            return _summary(schema, coords, count, mean, var, lo, hi, started, con, runs)
         table = _run(con, cell_lists(schema.names, schema.metric_sql, schema.relation_sql))
         values, lengths = _lists(table)
         _check_metric(schema, int(values.size - np.count_nonzero(np.isfinite(values))))  # NULL is NaN here
         codes = _domain_codes(table, schema)
         del table
         keep = np.all(codes >= 0, axis=1)  # rows with a NULL attribute are in no population
-        runs, (count, mean, var, lo, hi) = _sorted_runs(values, lengths, np.flatnonzero(keep))
+        runs, (count, mean, var, lo, hi) = sorted_runs(values, lengths, np.flatnonzero(keep))
         return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con, runs)
     table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql))
     return summary_from_moments(schema, table, started, con)
@@ -227,50 +237,9 @@ def _lists(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     ).astype(np.int64)
     flat = [c.flatten() for c in lists.chunks]
     if len(flat) == 1 and flat[0].null_count == 0 and flat[0].type == pa.float64() and len(flat[0]):
-        return _writable_view(flat[0]), lengths
+        return writable_view(flat[0]), lengths
     parts = [f.to_numpy(zero_copy_only=False) for f in flat] or [_NO_VALUES]
     return np.concatenate(parts).astype(np.float64, copy=False), lengths  # concatenate copies: writable
-
-
-def _writable_view(values: pa.Array) -> np.ndarray:
-    """A writable float64 ndarray on a DoubleArray's own buffer. Its `base` is a ctypes array
-    that holds the Arrow array, so the memory lives as long as any view of it."""
-    n = len(values)
-    raw = (ctypes.c_double * n).from_address(values.buffers()[1].address + values.offset * 8)
-    raw.owner = values
-    return np.frombuffer(raw, dtype=np.float64)
-
-
-def _sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> tuple[CellRuns, tuple]:
-    """The per-cell sorted runs (cell i = list groups[i]) and per cell (count, mean, population
-    variance, min, max), each cell sorted and summed in a few threads (numpy releases the GIL)."""
-    if not np.array_equal(groups, np.arange(lengths.size)):
-        offsets = np.concatenate(([0], np.cumsum(lengths)))
-        values = gather_segments(values, offsets[groups], offsets[groups + 1])
-        lengths = lengths[groups]
-    starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    cells = len(lengths)
-    mean, var = np.empty(cells), np.empty(cells)
-    bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
-
-    def sort_cells(block: range) -> None:
-        for c in block:
-            run = values[bounds[c][0] : bounds[c][1]]
-            run.sort()
-            mean[c] = mu = run.sum() / run.size
-            var[c] = np.square(run - mu).sum() / run.size
-
-    workers = min(_SORT_THREADS, cells)
-    if workers <= 1 or values.size < _PARALLEL_SORT_ROWS:
-        sort_cells(range(cells))
-    else:
-        # Contiguous blocks of cells with about equal numbers of rows, a few per thread.
-        edges = np.searchsorted(starts, np.linspace(0, values.size, 4 * workers + 1)).tolist()
-        blocks = [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(sort_cells, blocks))
-    lo, hi = values[starts[:-1]], values[starts[1:] - 1]  # a sorted run starts at its minimum
-    return CellRuns(values, starts), (lengths.astype(np.int64), mean, var, lo, hi)
 
 
 def _summary(
@@ -291,6 +260,16 @@ def _summary(
 
 def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> CellRuns:
     """The per-cell sorted runs of a summary built without them, in its cell order."""
+    rows = read_cells(con, schema)
+    if rows is not None:  # ENUM attributes: the counting sort (`counting_runs`), cells in key order
+        present, runs, _ = rows.runs()
+        cell_key = _row_keys(coords, [len(a.domain) for a in schema.attributes])
+        pos = np.minimum(np.searchsorted(present, cell_key), max(present.size - 1, 0))
+        if present.size != cell_key.size or not np.array_equal(present[pos], cell_key):
+            raise InternalError("the cells of the per-cell summary and of its sorted runs differ")
+        starts = runs.starts
+        values = gather_segments(runs.values, starts[pos], starts[pos + 1])
+        return CellRuns(values, np.concatenate(([0], np.cumsum(starts[pos + 1] - starts[pos]))).astype(np.int64))
     table = _run(con, cell_lists(schema.names, schema.metric_sql, schema.relation_sql))
     values, lengths = _lists(table)
     codes = _domain_codes(table, schema)
@@ -302,14 +281,15 @@ def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarra
     pos = np.minimum(np.searchsorted(group_key[by_key], cell_key), max(len(by_key) - 1, 0))
     if len(group_key) != len(cell_key) or not np.array_equal(group_key[by_key][pos], cell_key):
         raise InternalError("the cells of the per-cell summary and of its sorted runs differ")
-    runs, _ = _sorted_runs(values, lengths, kept[by_key[pos]])
+    runs, _ = sorted_runs(values, lengths, kept[by_key[pos]])
     return runs
 
 
-class SummaryPopulation:
+class SummaryPopulation(DistinctQueries):
     """A context's population answered from a CellSummary (implements `Population`): n, min
     and max from the member cells at once; mean and m2 from their centred sums when asked
-    (LOF and the histogram never ask); values through the sorted runs (`cellruns`)."""
+    (LOF and the histogram never ask); values through the sorted runs (`cellruns`), distinct
+    values with their counts through `value_counts` (LOF's distinct rule)."""
 
     __slots__ = ("summary", "member", "v", "cells", "n", "min", "max", "_moments", "_window")
 

@@ -23,6 +23,10 @@ the window, counted by `rows_side`; otherwise one range count per cell is read
 (`sqltext.build.cell_range_counts`, cells rows, cached by interval). `values()` — every value
 of a context, what user Python verifiers read — is refused: it is the table itself.
 
+LOF's distinct rule for duplicates reads `distinct_between` — the context's distinct values
+with their row counts, merged across cells from the fetched pairs — so a value's copies are
+never expanded into rows (the plain rule and the histogram read `between`, which expands them).
+
 `rows_read` counts every row the reader pulled, so callers can show what left the engine.
 """
 
@@ -41,7 +45,8 @@ from pcor_sql.sqltext.build import METRIC_ALIAS, cell_range_counts, cell_windows
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 #: Distinct values per cell and side read first. LOF(k = 20) reads about 2·(2H + k') = 124
-#: values around v in a context (H = k' + 1); a one-cell context needs that many from one cell.
+#: values around v in a context (H = k' + 1) — distinct values under the distinct rule — so a
+#: one-cell context needs that many from one cell.
 START_DEPTH = 128
 _GROWTH = 4
 #: Deepening more than this share of the cells refetches them all (one shorter query).
@@ -231,6 +236,22 @@ class WindowPopulation:
         return self.moments.v
 
     def between(self, lo: float, hi: float) -> np.ndarray:
+        values, counts = self._pairs(lo, hi)
+        return np.repeat(values, counts)
+
+    def distinct_between(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct values in [lo, hi], ascending, with their row counts (float64): what
+        LOF's distinct rule reads (`core.verifiers.lof`), without expanding a value's copies
+        into rows — the windows already hold (value, count) pairs, one per cell."""
+        values, counts = self._pairs(lo, hi)
+        if values.size == 0:
+            return values, counts.astype(np.float64)
+        starts = np.flatnonzero(np.concatenate(((True,), values[1:] != values[:-1])))
+        return values[starts], np.add.reduceat(counts, starts).astype(np.float64)
+
+    def _pairs(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """The context's (value, count) pairs in [lo, hi], ascending by value (a value held by
+        several cells appears once per cell), deepening the windows until they cover it."""
         w = self.reader.window(self.v)
         while True:
             low, high = w.bounds(self.member)
@@ -241,7 +262,7 @@ class WindowPopulation:
         a = np.searchsorted(w.values, lo, side="left")
         b = np.searchsorted(w.values, hi, side="right")
         keep = self.member[w.cells[a:b]]
-        return np.repeat(w.values[a:b][keep], w.counts[a:b][keep])
+        return w.values[a:b][keep], w.counts[a:b][keep]
 
     def count_between(self, lo: float, hi: float, right_closed: bool) -> int:
         w = self.reader.window(self.v)

@@ -163,11 +163,7 @@ def _check_kind(spec: OptionSpec, value: OptionValue) -> OptionValue:
         raise InternalError(f"unknown option kind {kind!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise UserError(f"{spec.name} must be finite, got {value!r}", f"write {example}")
-    if spec.minimum is not None:
-        low = spec.minimum
-        if value < low or (value == low and not spec.minimum_inclusive):
-            bound = f"≥ {low:g}" if spec.minimum_inclusive else f"> {low:g}"
-            raise UserError(f"{spec.name} must be {bound}, got {value!r}", f"write e.g. {example}")
+    spec.bounded(value, f"write e.g. {example}")
     return float(value) if kind == NUMBER_KIND else value
 
 

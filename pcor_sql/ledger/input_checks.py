@@ -6,10 +6,11 @@ import math
 import numbers
 
 from pcor_sql.errors import UserError
+from pcor_sql.core.choices import Notion
 
 #: The privacy notions the ledger keeps apart: OCDP ε (PCOR releases), ε-DP and (ε, k)-SP
 #: (anomaly answers).
-NOTIONS = ("ocdp", "dp", "sp")
+NOTIONS = Notion.names()
 
 
 def check_positive(value: object, what: str) -> float:

@@ -54,7 +54,7 @@ def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[Char
         state = read_state(cur, access.tables, units, notion, [i.release_id for i in batch])
         fresh = fresh_items(state, batch)
         totals = check_limits(state, fresh)
-        quota = None
+        quota, quotas = None, ()
         if analyst is not None:
             quota = read_quota_state(cur, access.tables, analyst, notion, datasets)
             quotas = check_quotas(quota, fresh if totals else [])
@@ -108,7 +108,10 @@ class Reservation:
             # found 'interrupted' (still charged) when the ledger is next opened — never refunded.
             self.outcome = outcome
         tables, ids = self._access.tables, self.release_ids
-        changed = self._access.transaction(lambda cur: record_outcome(cur, tables, ids, outcome, reason, refund))
+        # Without a refund the outcome is one UPDATE, committed on its own; a refund adds the
+        # totals' write, so both go in one transaction.
+        changed = self._access.transaction(lambda cur: record_outcome(cur, tables, ids, outcome, reason, refund),
+                                           single=not refund)
         return changed > 0
 
     def __enter__(self) -> "Reservation":

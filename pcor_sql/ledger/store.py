@@ -393,7 +393,8 @@ class Ledger:
         finally:
             cur.close()
 
-    def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
+    def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T], *, single: bool = False) -> _T:
         """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
-        it again from a fresh snapshot (bounded exponential backoff with jitter)."""
-        return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label())
+        it again from a fresh snapshot (bounded exponential backoff with jitter). `single`: body
+        runs one statement (committed on its own: no BEGIN, no COMMIT)."""
+        return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label(), single=single)

@@ -66,24 +66,27 @@ class LedgerAccess:
     retried transaction, the tables, and the translation of database failures."""
 
     cursor: Callable[[], Any]
-    transaction: Callable[[Callable[[Any], Any]], Any]
+    transaction: Callable[..., Any]  # (body, *, single=False) -> what body returns
     tables: Any
     failure: Callable[[BaseException], "UserError | None"]
 
 
 def run_transaction(cursor: Callable[[], Any], body: Callable[[Any], _T], busy_timeout: float,
-                    jitter: random.Random, label: str) -> _T:
+                    jitter: random.Random, label: str, *, single: bool = False) -> _T:
     """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
     it again from a fresh snapshot (bounded exponential backoff with jitter), for at most
-    `busy_timeout` seconds. Failures a user can cause become one-line UserErrors."""
+    `busy_timeout` seconds. Failures a user can cause become one-line UserErrors. `single`:
+    `body` runs one statement, which DuckDB commits on its own (no BEGIN and COMMIT)."""
     deadline = time.monotonic() + busy_timeout
     delay = 0.001
     while True:
         cur = cursor()
         try:
-            cur.execute("BEGIN TRANSACTION")
+            if not single:
+                cur.execute("BEGIN TRANSACTION")
             result = body(cur)
-            cur.execute("COMMIT")
+            if not single:
+                cur.execute("COMMIT")
             return result
         except BaseException as exc:
             rollback_quietly(cur)

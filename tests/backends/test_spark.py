@@ -123,6 +123,22 @@ def test_only_summaries_and_windows_leave_the_cluster(engines):
     assert 0 < windows <= cells * (2 * START_DEPTH + 1) * 5 and windows < 2400
 
 
+def test_two_scan_windows_equal_the_one_query_on_spark(engines):
+    """On Spark, the two-scan window read gives the one-query rows, on tie-heavy columns (x: 50
+    small integers; salary: halves) and at V's own value (its copies)."""
+    from pcor_sql.backends.spark_windows import two_scan_windows
+    from pcor_sql.sqltext.build import cell_windows
+
+    access, rel = engines[1].access, engines[3]
+    for metric, v, depth in (("x", 7.0, 4), ("x", 1000.0, 3), ("salary", 50.0, 6), ("salary", 401.0, 2)):
+        for where in (None, "dept = 'b'"):
+            old = access.arrow(cell_windows(["dept", "role"], metric, rel, v, depth, where))
+            new, queries, _ = two_scan_windows(access.arrow, ["dept", "role"], metric, rel, v, depth, where)
+            rows = [sorted((*r[:-2], min(r[-2], depth + 1), r[-1]) for r in zip(*(c.to_pylist() for c in t.columns)))
+                    for t in (old, new)]
+            assert rows[0] == rows[1] and rows[0], (metric, v, depth, where)
+
+
 @pytest.mark.parametrize("columns,norm,radius", [("x", "l2", 2), ("x, y", "l2", 3.5)])
 def test_anomaly_answers_are_the_same_on_both_engines(engines, columns, norm, radius):
     duck, sparks, d_rel, s_rel = engines
@@ -157,6 +173,11 @@ def test_units_are_catalog_identifiers_and_file_paths(spark, engines, data):
     assert [u.name for u in access.units("local_rows")] == ["object:local_rows"]
     joined = access.units(f"emp_table JOIN parquet.`{data}` AS p USING (id)")
     assert [u.kind for u in joined] == ["file", "table"]
+    # A whole statement: what the select list and WHERE read is charged like the relation.
+    spark.read.parquet(data).createOrReplaceTempView("emp_files")
+    statement = "SELECT (SELECT max(v) FROM local_rows) AS m FROM emp_view WHERE id IN (SELECT id FROM emp_files)"
+    assert access.units(statement) == tuple(sorted({table, Unit(f"file:{data}", "file"), Unit("object:local_rows", "object")}))
+    assert access.units("SELECT id FROM emp_table WHERE id = 1") == access.units("emp_table")
     with pytest.raises(UserError, match="no table or file"):
         access.units("range(10)")
 

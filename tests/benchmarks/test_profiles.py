@@ -69,7 +69,18 @@ def test_paper_profile_runs_algorithm_5_with_paper_accounting_from_vs_cell():
     verifiers = _group("verifiers")
     for row in verifiers.rows:
         c = cell_of(verifiers, row, "salaries", paper)
-        assert (c.search, c.table, c.verifier) == ("bfs", "reduced", row.changes["verifier"])
+        want = paper.lof if row.changes["verifier"] == "lof" else row.changes["verifier"]  # the profile's LOF rule
+        assert (c.search, c.table, c.verifier) == ("bfs", "reduced", want)
+
+
+def test_a_rows_lof_runs_with_the_profiles_rule_for_duplicates():
+    sampling, duplicates = _group("sampling"), _group("duplicates")
+    for prof in (profile("paper"), profile("engine")):
+        assert cell_of(sampling, _row(sampling, "bfs"), "salaries", prof).verifier == prof.lof
+        # The duplicates group names its rules itself, under both profiles.
+        assert [cell_of(duplicates, r, "salaries", prof).verifier for r in duplicates.rows] == [
+            "lof(duplicates='distinct')", "lof(duplicates='plain')"]
+    assert profile("engine").lof == "lof"  # the engine's default: the distinct rule
 
 
 def test_engine_profile_takes_the_engines_defaults():
@@ -118,3 +129,12 @@ def test_merge_results_joins_shards_and_recomputes_targets():
         "python -m benchmarks reproduce --profile paper --datasets salaries --groups epsilon"]
     paper_target = merged["targets"][0]
     assert "paper profile" in paper_target["name"] and paper_target["met"] is True and paper_target["value"] == 0.93
+
+
+def test_verifier_texts_become_verifier_specs():
+    from benchmarks.profiles import verifier_of
+    from pcor_sql.requests import VerifierSpec
+
+    assert verifier_of("grubbs") == VerifierSpec("grubbs")
+    assert verifier_of("lof(duplicates='plain')") == VerifierSpec("lof", (("duplicates", "plain"),))
+    assert verifier_of(profile("paper").lof).name == "lof"

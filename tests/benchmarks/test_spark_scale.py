@@ -6,7 +6,8 @@ from __future__ import annotations
 import duckdb
 
 from benchmarks.spark_scale import DOMAINS, RECORD_ID, generate
-from tests.benchmarks.app_helpers import assert_error, invoke as run
+from tests.benchmarks.app_helpers import assert_error, invoke
+from tests.benchmarks.app_helpers import invoke as run
 
 
 def test_the_table_has_1200_cells_and_a_contextual_outlier(tmp_path):
@@ -29,3 +30,27 @@ def test_the_table_has_1200_cells_and_a_contextual_outlier(tmp_path):
 def test_it_needs_two_sizes():
     assert_error(run("spark-scale", "--rows", "1000000"), "two sizes")
     assert_error(run("spark-scale", "--rows", "10,x"), "integers")
+
+
+def test_a_spark_release_is_shown_against_sparks_own_sort_with_the_load(tmp_path):
+    import json
+
+    from benchmarks.measure import machine
+
+    def saved_run(rows, sort):
+        return {"rows": rows, "verifier": "lof", "same_context": True, "generation_s": 0.0,
+                "duckdb": {"seconds": 1.0, "context": {}, "em_calls": 51, "load": 0.5},
+                "spark": {"seconds": 12.0, "rows_pulled": 170_000, "queries": 3, "context": {}, "em_calls": 51,
+                          "load": 1.3},
+                **({"spark_sort": {"seconds": 4.0, "load": 0.7}} if sort else {})}
+
+    saved = {"started": "2026-01-01 00:00:00", "machine": machine(), "wall_s": 1.0, "master": "local[2]",
+             "spark_start_s": 9.0, "load": {"start": [0.5, 1, 1], "end": [1.0, 1, 1]},
+             "runs": [saved_run(10_000_000, True), saved_run(100_000_000, False)]}
+    path = tmp_path / "spark-scale.json"
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    out = invoke("spark-scale", "--from-json", str(path), "--out-dir", str(tmp_path / "out"))
+    assert out.exit_code == 0, out.stderr
+    text = (tmp_path / "out" / "spark-scale.md").read_text(encoding="utf-8")
+    assert "3.00× of 4.00 s (load 0.7–1.3)" in text
+    assert text.count("| — |") >= 1  # the run saved without a sort

@@ -91,7 +91,7 @@ def test_tight_needs_a_monotone_utility():
     assert b.epsilon1 == 0.2 / 102
 
 
-@pytest.mark.parametrize("eps", [0, 0.0, -0.1, -math.inf, math.nan, math.inf, "abc", None, [0.2]])
+@pytest.mark.parametrize("eps", [0, 0.0, -0.1, -math.inf, math.nan, math.inf, "abc", None, [0.2], 10**400, -(10**400)])
 def test_bad_total_epsilon_is_a_user_error(eps):
     with pytest.raises(UserError):
         validate_epsilon(eps)

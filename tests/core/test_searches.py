@@ -15,7 +15,8 @@ from scipy import stats
 
 from pcor_sql.core import searches
 from pcor_sql.core.mechanism import em_probabilities
-from pcor_sql.core.searches import bfs, dfs, direct, explore, random_walk, run_search, uniform
+from pcor_sql.core.searches import bfs, dfs, direct, explore, random_walk, uniform
+from pcor_sql.core.search_specs import run_search
 from pcor_sql.core.space import Attribute, ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import InternalError, NoValidContext, UserError
@@ -294,54 +295,7 @@ def test_run_search_guards():
             run_search(name, oracle, 0.5, np.random.default_rng(0), start=0)
 
 
-# -- start search ----------------------------------------------------------------------
-
-
-def test_find_start_takes_the_full_context_first():
-    assert find_start(FakeOracle(SPACE, ALL)) == (SPACE.full, 1)
-    assert find_start(FakeOracle(SPACE, {SPACE.full})) == (SPACE.full, 1)
-
-
-def test_find_start_sweeps_down_from_the_full_context_before_trying_vs_cell():
-    near_full = SPACE.full & ~(1 << SPACE.free_bits[0]) & ~(1 << SPACE.free_bits[1])  # two steps down
-    mask, checks = find_start(FakeOracle(SPACE, {SPACE.v_mask, near_full}))
-    assert mask == near_full and checks > 2
-
-
-def test_find_start_falls_back_to_vs_cell_when_the_down_sweep_runs_out():
-    # With a down-sweep budget of 3 contexts, V's cell is the next one checked.
-    assert find_start(FakeOracle(SPACE, {SPACE.v_mask}), down_checks=3) == (SPACE.v_mask, 4)
-
-
-def test_find_start_without_valid_context():
-    oracle = FakeOracle(SPACE, set())
-    assert find_start(oracle) == (None, SPACE.n_admissible)
-    assert all(c == 1 for c in oracle.validity_asked.values())  # each context checked once
-    assert find_start(FakeOracle(SPACE, set()), max_checks=5) == (None, 5)
-
-
-def test_find_start_prefers_the_context_nearest_to_an_end():
-    near_cell = SPACE.v_mask | (1 << SPACE.free_bits[4])  # one step up from V's cell
-    near_full = SPACE.full & ~(1 << SPACE.free_bits[0]) & ~(1 << SPACE.free_bits[1])  # two steps down
-    # After a too-short down-sweep, the lockstep sweeps meet the cell side first.
-    mask, _ = find_start(FakeOracle(SPACE, {near_cell, near_full}), down_checks=1)
-    assert mask == near_cell
-    mask, _ = find_start(FakeOracle(SPACE, {near_full, SPACE.full & ~(1 << SPACE.free_bits[2])}))
-    assert mask == SPACE.full & ~(1 << SPACE.free_bits[2])
-
-
-def test_find_start_reads_validity_only_and_is_deterministic():
-    for seed in range(30):
-        valid = random_valid_set(300 + seed, p=0.15)
-        a = FakeOracle(SPACE, valid, {m: float(seed * m % 11) for m in ALL})
-        b = FakeOracle(SPACE, valid, {m: -float(m) for m in ALL})
-        ra, rb = find_start(a), find_start(b)
-        assert ra == rb
-        assert not a.utility_asked and not b.utility_asked
-        if valid:
-            assert ra[0] in valid
-        else:
-            assert ra[0] is None
+# -- the start search's own tests: tests/core/test_start.py -------------------------
 
 
 def test_bfs_descents_seed_the_frontier_by_validity_only():

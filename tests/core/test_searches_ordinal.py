@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcor_sql.core.exploration import collect, random_descents
-from pcor_sql.core.searches import SEARCH_SPECS, run_search
+from pcor_sql.core.search_specs import SEARCH_SPECS, run_search
 from pcor_sql.core.space import Attribute, ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.errors import NoValidContext

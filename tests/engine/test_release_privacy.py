@@ -23,7 +23,7 @@ from scipy import stats
 from pcor_sql.core.accounting import derive_budget
 from pcor_sql.core.mechanism import em_probabilities
 from pcor_sql.core.randomness import make_source
-from pcor_sql.core.searches import run_search
+from pcor_sql.core.search_specs import run_search
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.zscore import ZScore

@@ -30,7 +30,8 @@ def salaries():
 def test_with_values_summary_runs_one_statement(salaries):
     con, schema = salaries
     summary, statements = statements_run(con, lambda: build_summary(con, schema, with_values=True))
-    assert len(statements) == 1 and "list(m) AS vs" in statements[0], statements
+    # salaries' attributes are ENUMs: one flat scan, partitioned by a counting sort (no GROUP BY).
+    assert len(statements) == 1 and "GROUP BY" not in statements[0], statements
     _, later = statements_run(con, summary.runs)
     assert later == []
     lazy = build_summary(con, schema)

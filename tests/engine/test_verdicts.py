@@ -34,7 +34,7 @@ def _release(con, session, rid, verifier, search, seed):
         warnings.simplefilter("ignore")
         r = pcor_sql.explain_outlier(con if session is None else None, Q.format(rid), session=session,
                                      verifier=verifier, search=search, seed=seed, samples=20, owner_view=True)
-    return r.predicate, r.em_calls, r.start_source, r.owner.population, r.owner.contexts_verified
+    return r.predicate, r.em_calls, r.start_source, r.owner.population, r.owner.contexts_verified, r.owner.start_checks
 
 
 def _summary(session):
@@ -73,6 +73,23 @@ def test_a_repeated_release_checks_nothing_again(con, monkeypatch):
     monkeypatch.setattr(Lof, "check", no_check)
     with pytest.raises(AssertionError, match="recomputed"):
         _release(con, session, 42, "lof", "bfs", 7 + 1000)  # other coins reach other contexts
+
+
+def test_the_owner_view_counts_the_start_search(con):
+    session = pcor_sql.Session(con)
+    searched = _release(con, session, 42, "lof", "bfs", 1)
+    assert searched[2] == "search" and 1 <= searched[-1] <= 300
+    assert _release(con, session, 42, "lof", "bfs", 2)[-1] == searched[-1]  # the remembered start: same count
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        valid = pcor_sql.explain_outlier(con, Q.format(42), verifier="lof", search="bfs", seed=1).context
+        given = pcor_sql.explain_outlier(con, Q.format(42), verifier="lof", search="bfs", seed=1, owner_view=True,
+                                         start=valid)
+        direct = pcor_sql.explain_outlier(con, Q.format(42), verifier="grubbs", search="direct", seed=1,
+                                          owner_view=True, by=["job_title", "year"])
+    assert (given.start_source, given.owner.start_checks) == ("user", 0)
+    assert (direct.start_source, direct.owner.start_checks) == ("none", 0)
+    assert given.owner.as_dict()["start_checks"] == 0
 
 
 def test_verdicts_are_kept_per_record_and_per_verifier_options(con):

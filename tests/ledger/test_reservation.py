@@ -242,3 +242,17 @@ def test_running_rows_of_live_processes_and_other_hosts_are_left_alone(con, ledg
     reopened = Ledger(con)
     assert {r.release_id: r.outcome for r in reopened.history("t")} == {
         "mine": "running", "elsewhere": "running", "dead": "interrupted"}
+
+
+def test_a_reservation_is_five_statements_and_its_outcome_one(con, ledger):
+    ledger.set_limit("t", 1.0)
+    con.execute("CALL enable_logging('QueryLog')")
+    r = ledger.reserve("t", [item(0.1)])
+    reserved = _logged(con)
+    r.answered()
+    assert (len(reserved), len(_logged(con)) - len(reserved)) == (5, 1), _logged(con)
+
+
+def _logged(con) -> list[str]:
+    rows = con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp").fetchall()
+    return [m for (m,) in rows if "duckdb_logs" not in m and "enable_logging" not in m]

@@ -58,3 +58,14 @@ def real_number(
             f"use a value in {interval}, e.g. {verifier}({option}={example!r})",
         )
     return x
+
+
+def one_of(verifier: str, option: str, value: object, choices: tuple[str, ...]) -> str:
+    """`value` as one of the words `choices` (case-insensitive), or a UserError listing them."""
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    listed = ", ".join(f"'{c}'" for c in choices)
+    raise UserError(
+        f"option {option}={value!r} for {verifier} is not one of {listed}",
+        f"write e.g. {verifier}({option}='{choices[-1]}')",
+    )

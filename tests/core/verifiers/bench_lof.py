@@ -1,4 +1,5 @@
-"""Per-check time of the LOF verifier: N = 50,000 values, k = 20, V drawn from the population.
+"""Per-check time of the LOF verifier under both rules for duplicates: N = 50,000 values, k = 20,
+V drawn from the population.
 
 Run from the repository root: python -m tests.core.verifiers.bench_lof [--n 50000] [--checks 3000]
 Prints, for a few seeded value distributions, the median and 90th percentile over V of one
@@ -32,12 +33,16 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=3_000)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--duplicates", choices=("distinct", "plain", "both"), default="both")
     args = parser.parse_args()
+    rules = ("distinct", "plain") if args.duplicates == "both" else (args.duplicates,)
     rng = np.random.default_rng(2024)
-    lof = Lof(k=args.k)
-    for label, values in _populations(args.n, rng).items():
+    cases = [(label, values, rng.choice(values, args.checks)) for label, values in _populations(args.n, rng).items()]
+    for (label, values, vs), rule in ((case, rule) for case in cases for rule in rules):
+        lof = Lof(k=args.k, duplicates=rule)
+        label = f"{label} [{rule}]"
         sorted_values = np.sort(values)
-        pops = [ArrayPopulation(sorted_values, float(v)) for v in rng.choice(values, args.checks)]
+        pops = [ArrayPopulation(sorted_values, float(v)) for v in vs]
         for pop in pops[:50]:  # warm caches
             lof.check(pop)
         single = np.empty(len(pops))
@@ -51,7 +56,7 @@ def main() -> None:
                     single[i] = t
                 best[i] = min(best[i], t)
         print(
-            f"{label:36s} single: median {np.median(single) * 1e6:6.1f} µs, p90 {np.percentile(single, 90) * 1e6:6.1f}"
+            f"{label:47s} single: median {np.median(single) * 1e6:6.1f} µs, p90 {np.percentile(single, 90) * 1e6:6.1f}"
             f"   best of {args.repeat}: median {np.median(best) * 1e6:6.1f} µs, p90 {np.percentile(best, 90) * 1e6:6.1f}"
         )
 

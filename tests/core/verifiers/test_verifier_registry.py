@@ -25,7 +25,7 @@ def test_default_registry_holds_the_four_built_ins():
     assert reg.make("grubbs", alpha=0.01) == Grubbs(0.01)
     assert reg.make("histogram", rel=0.01) == Histogram(0.01)
     assert reg.make("zscore", z=2) == ZScore(2.0)
-    assert reg.option_names("lof") == ("k", "threshold")
+    assert reg.option_names("lof") == ("k", "threshold", "duplicates")
     for name in reg.names():
         v = reg.make(name)
         assert v.name == name
@@ -49,7 +49,7 @@ def test_unknown_option_names_the_options():
     with pytest.raises(UserError) as err:
         default_registry().make("lof", q=1)
     assert err.value.problem == "unknown option 'q' for lof"
-    assert err.value.fix == "lof takes: k, threshold"
+    assert err.value.fix == "lof takes: k, threshold, duplicates"
 
 
 @pytest.mark.parametrize(

@@ -52,8 +52,13 @@ def test_three_rows():
     assert not reg.make("grubbs").check(ArrayPopulation.of([0.0, 0.5, 1.0], 1.0))
     assert reg.make("zscore", z=1.1).check(pop) and not reg.make("zscore").check(pop)
     assert reg.make("histogram", rel=0.5).check(pop)  # bins [0, .5) [.5, 1]: 1 < 1.5
-    # LOF, k = 1: V = 1 has kdist 1 and lrd 1/(1+1e-10); its neighbour 0 has a copy at
-    # distance 0 (lrd 1e10), so LOF(V) ≈ 1e10.
-    assert reg.make("lof", k=1).score(pop) == pytest.approx(1e10, rel=1e-6)
-    assert reg.make("lof", k=1).check(pop)
-    assert not reg.make("lof", k=2).check(pop)  # k' = 2: every point's neighbourhood is everyone
+    # LOF, k = 1, plain rule: V = 1 has kdist 1 and lrd 1/(1+1e-10); its neighbour 0 has a
+    # copy at distance 0 (lrd 1e10), so LOF(V) ≈ 1e10 — the artefact of duplicates.
+    plain = {"k": 1, "duplicates": "plain"}
+    assert reg.make("lof", **plain).score(pop) == pytest.approx(1e10, rel=1e-6)
+    assert reg.make("lof", **plain).check(pop)
+    assert not reg.make("lof", k=2, duplicates="plain").check(pop)  # k' = 2: everyone's neighbourhood is everyone
+    # Distinct rule: k' = min(1, 2 − 1) = 1; every k-distance is 1 (0 ↔ 1), every reach is 1,
+    # every lrd is 1, so LOF(V) = 1 exactly (sums of ones and one division by a whole number).
+    assert reg.make("lof", k=1).score(pop) == 1.0
+    assert not reg.make("lof", k=1, threshold=1.0).check(pop)
