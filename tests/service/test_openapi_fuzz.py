@@ -34,6 +34,7 @@ BUDGET_S = 35.0
 #: Near-valid bodies per endpoint (3 runs): 75 requests, some of them answered.
 NEAR_EXAMPLES = 25
 _clock: list[float] = []
+pytestmark = pytest.mark.slow  # ~30-55 s on this loaded 2-core machine
 
 
 @pytest.fixture(scope="module")
