@@ -15,6 +15,7 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_error, write_line
 from pcor_sql.cli.database import open_owner
+from pcor_sql.cli.listing import print_listing
 from pcor_sql.cli.render import json_text, print_table
 from pcor_sql.errors import UserError
 
@@ -79,16 +80,13 @@ def status(
          "remaining": s.remaining, "releases": s.releases, "public": s.public}
         for s in sorted(found, key=lambda s: (s.unit, s.notion))
     ]
-    if fmt is o.DataFormat.json:
-        for row in rows:
-            write_line(json_text(row))
-        return
-    print_table(
-        stdout_console(),
+    print_listing(
+        fmt,
+        rows,
         ["unit", "notion", "limit ε", "spent ε", "remaining ε", "releases"],
-        [[r["unit"] + (" (public)" if r["public"] else ""), r["notion"],
+        ([r["unit"] + (" (public)" if r["public"] else ""), r["notion"],
           _limit(r["limit"]) + (" (default)" if r["limit_source"] == "default" else ""),
-          f"{r['spent']:.6g}", _limit(r["remaining"]), str(r["releases"])] for r in rows],
+          f"{r['spent']:.6g}", _limit(r["remaining"]), str(r["releases"])] for r in rows),
     )
 
 
