@@ -73,12 +73,12 @@ Privacy: verdicts only decide validity, which OCDP treats as public structure; n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from pcor_sql.core.verifiers.base import Population
 from pcor_sql.core.verifiers.lof_band import FAR, Grow, Widen, distinct_runs, distinct_window_lof, plain_window_lof
-from pcor_sql.core.verifiers.verifier_options import one_of, real_number, whole_number
+from pcor_sql.core.verifiers.verifier_options import fixed, one_of, real_number, whole_number
 from pcor_sql.errors import InternalError, UserError
 
 DISTINCT = "distinct"
@@ -208,9 +208,9 @@ class Lof:
     k: int = 20
     threshold: float = 1.5
     duplicates: str = DISTINCT
-    name: str = field(default="lof", init=False, repr=False)
-    needs_values: bool = field(default=True, init=False, repr=False)
-    needs_sql: bool = field(default=False, init=False, repr=False)
+    name: str = fixed("lof")
+    needs_values: bool = fixed(True)
+    needs_sql: bool = fixed(False)
 
     def __post_init__(self) -> None:
         k = whole_number("lof", "k", self.k, minimum=1, example=20)
