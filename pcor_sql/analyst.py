@@ -338,7 +338,7 @@ def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]
     """A start's attributes and values against the domains frozen at registration — data
     independent, so a typo is refused before the reservation; only whether the start holds the
     record and is valid for it (data) is left to the charged part."""
-    from pcor_sql.core.space import domain_indices, resolve_selection
+    from pcor_sql.core.selection import domain_indices, resolve_selection
 
     if not hasattr(start, "items"):
         raise UserError("start must map attributes to lists of values", "e.g. start={'dept': ['a', 'b']}")

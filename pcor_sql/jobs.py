@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
-from pcor_sql.core.space import resolve_selection
+from pcor_sql.core.selection import resolve_selection
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import OutlierRun, released_predicate
 from pcor_sql.ledger.charge_rules import ChargeItem

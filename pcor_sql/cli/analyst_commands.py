@@ -14,7 +14,7 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import stdout_console, write_line
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.render import json_text, print_table
+from pcor_sql.cli.listing import print_listing
 from pcor_sql.errors import UserError
 
 app = typer.Typer(
@@ -93,16 +93,13 @@ def list_(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.t
     """
     with open_owner(db, ledger) as owner:
         found = owner.analysts()
-    if fmt is o.DataFormat.json:
-        for a in found:
-            write_line(json_text(a.as_dict()))
-        return
-    print_table(
-        stdout_console(),
+    print_listing(
+        fmt,
+        (a.as_dict() for a in found),
         ["analyst", "created (UTC)", "revoked (UTC)", "datasets", "notion", "dataset", "quota ε", "spent ε", "requests"],
-        [[a.name, a.as_dict()["created_at"], a.as_dict()["revoked_at"] or "", ", ".join(a.datasets or ["all"]),
+        ([a.name, a.as_dict()["created_at"], a.as_dict()["revoked_at"] or "", ", ".join(a.datasets or ["all"]),
           u.notion, u.dataset or "all", _quota(u.limit), f"{u.spent:.6g}", str(u.releases)]
-         for a in found for u in a.usage],
+         for a in found for u in a.usage),
     )
 
 

@@ -8,23 +8,20 @@ import typer
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar
-from pcor_sql.cli.database import open_owner
+from pcor_sql.cli.data_options import DataFlags, data_options
 from pcor_sql.cli.render import print_answers
 from pcor_sql.request_specs import Job
 
 
 @o.spec_options(Job.IDENTIFY)
+@data_options()
 def identify_anomaly(
     query: Annotated[
         str,
         typer.Argument(help="SELECT <column(s)> FROM <relation> [WHERE <selector>] (no WHERE: every row).", show_default=False),
     ],
     max_records: o.MaxRecords = 1,
-    db: o.Db = None,
-    engine: o.Engine = o.EngineName.duckdb,
-    spark_master: o.SparkMaster = "local[*]",
-    ledger: o.Ledger = None,
-    allow_seeded: o.AllowSeeded = False,
+    data: DataFlags = None,  # --db, --engine, --spark-master, --ledger, --allow-seeded
     fmt: Annotated[
         o.RowsFormat, typer.Option("--format", help="table, json (one document: a list), jsonl (one object per "
                                                     "answered row and line) or csv (flat columns).")
@@ -44,8 +41,6 @@ def identify_anomaly(
     for required in ("beta", "radius", "epsilon"):
         if required not in options:
             raise typer.BadParameter(f"Missing option '--{required}'.")
-    with ProgressBar("reading the data") as bar, open_owner(
-        db, ledger, reads=query, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
-    ) as owner:
+    with ProgressBar("reading the data") as bar, data.owner(query) as owner:
         answers = owner.identify_anomalies(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
     print_answers(answers, fmt.value, bool(options.get("owner_view")))

@@ -98,9 +98,9 @@ def status(
     print_table(
         stdout_console(),
         ["unit", "notion", "limit ε", "spent ε", "remaining ε", "releases"],
-        [[r["unit"] + (" (public)" if r["public"] else ""), r["notion"],
+        ([r["unit"] + (" (public)" if r["public"] else ""), r["notion"],
           _limit(r["limit"]) + (" (default)" if r["limit_source"] == "default" else ""),
-          f"{r['spent']:.6g}", _limit(r["remaining"]), str(r["releases"])] for r in rows],
+          f"{r['spent']:.6g}", _limit(r["remaining"]), str(r["releases"])] for r in rows),
     )
 
 

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar, stdout_console
-from pcor_sql.cli.database import open_session
+from pcor_sql.cli.data_options import DataFlags, data_options
 from pcor_sql.cli.render import JsonOut, context_lines, json_text, number, record_text
 from pcor_sql.request_specs import Job
 
@@ -24,6 +24,7 @@ COE_OPTIONS = ("by", "domains", "bins", "verifier", "utility", "start", "max_con
 
 
 @o.spec_options(Job.EXPLAIN, only=COE_OPTIONS)
+@data_options(charged=False)
 def coe(
     query: Annotated[
         str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)
@@ -36,9 +37,7 @@ def coe(
             help=f"Show the N contexts of largest utility (table default {TABLE_DEFAULT_LIMIT}; json/csv: all).",
         ),
     ] = None,
-    db: o.Db = None,
-    engine: o.Engine = o.EngineName.duckdb,
-    spark_master: o.SparkMaster = "local[*]",
+    data: DataFlags = None,  # --db, --engine, --spark-master
     fmt: Annotated[
         o.CoeFormat, typer.Option("--format", help="table, json (one document: a list of valid contexts), jsonl (one valid context per line) or csv.")
     ] = o.CoeFormat.table,
@@ -56,7 +55,7 @@ def coe(
     o.positive_count(limit, "--limit")
     options = o.outlier_options(options or {}, verifier_option=verifier_option)
     shown = limit if limit is not None or fmt is not o.CoeFormat.table else TABLE_DEFAULT_LIMIT
-    with ProgressBar("reading the data") as bar, open_session(db, engine.value, spark_master, reads=query) as owner:
+    with ProgressBar("reading the data") as bar, data.session(query) as owner:
         results = owner.coe(query, progress=bar.callback, **options)
     for result in results:
         sys.stderr.write(_summary(result) + "\n")

@@ -14,7 +14,8 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import stdout_console, write_line
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.render import json_text, print_table
+from pcor_sql.cli.listing import print_listing
+from pcor_sql.cli.render import json_text
 from pcor_sql.errors import UserError
 
 app = typer.Typer(
@@ -90,14 +91,11 @@ def list_(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.t
     """
     with open_owner(db, ledger) as owner:
         found = owner.datasets()
-    if fmt is o.DataFormat.json:
-        for d in found:
-            write_line(json_text(d.as_dict()))
-        return
-    print_table(
-        stdout_console(),
+    print_listing(
+        fmt,
+        (d.as_dict() for d in found),
         ["name", "relation", "key", "metrics", "attributes", "units"],
-        [[d.name, d.relation, d.key, ", ".join(d.metrics), ", ".join(d.attributes), ", ".join(d.units)] for d in found],
+        ([d.name, d.relation, d.key, ", ".join(d.metrics), ", ".join(d.attributes), ", ".join(d.units)] for d in found),
     )
 
 

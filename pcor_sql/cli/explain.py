@@ -11,7 +11,7 @@ import typer
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import ProgressBar
-from pcor_sql.cli.database import open_owner
+from pcor_sql.cli.data_options import DataFlags, data_options
 from pcor_sql.cli.render import print_explanations
 from pcor_sql.plots import require_pyplot
 from pcor_sql.request_specs import Job
@@ -19,6 +19,7 @@ from pcor_sql.request_specs import Job
 # The ordinal attributes' bins (the lead regenerates the flags from a spec table; until then
 # coe and dataset add share this one).
 @o.spec_options(Job.EXPLAIN)
+@data_options()
 def explain_outlier(
     query: Annotated[
         str, typer.Argument(help="SELECT <metric> FROM <relation> WHERE <record selector>", show_default=False)
@@ -26,11 +27,7 @@ def explain_outlier(
     verifier_option: o.VerifierOption = None,
     search_option: o.SearchOption = None,
     max_records: o.MaxRecords = 1,
-    db: o.Db = None,
-    engine: o.Engine = o.EngineName.duckdb,
-    spark_master: o.SparkMaster = "local[*]",
-    ledger: o.Ledger = None,
-    allow_seeded: o.AllowSeeded = False,
+    data: DataFlags = None,  # --db, --engine, --spark-master, --ledger, --allow-seeded
     fmt: Annotated[
         o.ReleaseFormat,
         typer.Option("--format", help="table, json (one document: a list, one object per record), jsonl (one "
@@ -57,9 +54,7 @@ def explain_outlier(
     if plot is not None:
         require_pyplot()  # before anything is charged: a missing extra must not cost a release
     options = o.outlier_options(options or {}, verifier_option=verifier_option, search_option=search_option)
-    with ProgressBar("reading the data") as bar, open_owner(
-        db, ledger, reads=query, allow_seeded=allow_seeded, engine=engine.value, spark_master=spark_master
-    ) as owner:
+    with ProgressBar("reading the data") as bar, data.owner(query) as owner:
         results = owner.explain_outliers(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
         drawn = _draw(results, plot) if plot is not None else []  # reads the data: while the connection is open
     print_explanations(results, fmt.value)

@@ -8,14 +8,49 @@ them loads neither DuckDB nor numpy. A field the service adds later is kept in `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Mapping
+
+
+# A field the service may leave out or null, and the empty value it then reads as.
+_EMPTY_WHEN_MISSING = {"context": dict, "predicate": str, "summary": str, "privacy_summary": str}
+
+
+class _FromJson:
+    """Built from one JSON object of the service: each field read by its name (empty where
+    `_EMPTY_WHEN_MISSING` says so), the whole object kept as `data`; any other key of it is
+    read as an attribute."""
+
+    _what: ClassVar[str]
+
+    @classmethod
+    def from_json(cls, item: Any) -> Any:
+        item = _object(item, cls._what)
+        values = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name == "data":
+                continue
+            value = item.get(f.name)
+            values[f.name] = (value or _EMPTY_WHEN_MISSING[f.name]()) if f.name in _EMPTY_WHEN_MISSING else value
+        return cls(**values, data=item)
+
+    def __getattr__(self, name: str) -> Any:
+        data = self.__dict__.get("data") or {}
+        if name in data:
+            return data[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.data)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
-class RemoteExplanation:
+class RemoteExplanation(_FromJson):
     """One released explanation: the key the analyst gave, the context (attribute → values),
-    the predicate and SQL it compiles to, and the privacy parameters."""
+    the predicate and SQL it compiles to, and the privacy parameters; also explanation_sql,
+    verifier, search, samples, ... as the service sent them."""
+
+    _what: ClassVar[str] = "an explanation"
 
     dataset: str
     key: Any
@@ -26,28 +61,13 @@ class RemoteExplanation:
     privacy_summary: str
     data: Mapping[str, Any] = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, item: Any) -> "RemoteExplanation":
-        item = _object(item, "an explanation")
-        return cls(
-            dataset=item.get("dataset"), key=item.get("key"), context=item.get("context") or {},
-            predicate=item.get("predicate") or "", epsilon=item.get("epsilon"),
-            summary=item.get("summary") or "", privacy_summary=item.get("privacy_summary") or "", data=item,
-        )
-
-    def __getattr__(self, name: str) -> Any:  # explanation_sql, verifier, search, samples, ...
-        data = self.__dict__.get("data") or {}
-        if name in data:
-            return data[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.data)
-
 
 @dataclass(frozen=True)
-class RemoteAnswer:
-    """One anomaly answer: the point asked about, the noisy bit and the privacy parameters."""
+class RemoteAnswer(_FromJson):
+    """One anomaly answer: the point asked about, the noisy bit and the privacy parameters; also
+    value, beta, radius, k, norm, ... as the service sent them."""
+
+    _what: ClassVar[str] = "an anomaly answer"
 
     dataset: str
     anomaly: bool
@@ -56,24 +76,6 @@ class RemoteAnswer:
     summary: str
     privacy_summary: str
     data: Mapping[str, Any] = field(repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, item: Any) -> "RemoteAnswer":
-        item = _object(item, "an anomaly answer")
-        return cls(
-            dataset=item.get("dataset"), anomaly=item.get("anomaly"), epsilon=item.get("epsilon"),
-            privacy=item.get("privacy"), summary=item.get("summary") or "",
-            privacy_summary=item.get("privacy_summary") or "", data=item,
-        )
-
-    def __getattr__(self, name: str) -> Any:  # value, beta, radius, k, norm, ...
-        data = self.__dict__.get("data") or {}
-        if name in data:
-            return data[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.data)
 
 
 def _object(item: Any, what: str) -> dict[str, Any]:

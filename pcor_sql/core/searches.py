@@ -185,10 +185,7 @@ def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int
             stack.pop()
         else:
             stack.append(_em(oracle, children, eps1, source, trace, "push"))
-    if len(visited) < samples:
-        trace.notes.append(f"dfs exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
-    trace.visited = list(visited)
-    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+    return _final(oracle, "dfs", visited, samples, eps1, source, trace)
 
 
 def bfs(
@@ -223,8 +220,14 @@ def bfs(
         for c in oracle.space.neighbours(node):
             if c not in visited and c not in frontier and _valid(oracle, c, trace):
                 frontier[c] = oracle.utility(c)
+    return _final(oracle, "bfs", visited, samples, eps1, source, trace)
+
+
+def _final(oracle: Oracle, search: str, visited: dict[int, None], samples: int, eps1: float, source: Source,
+           trace: Trace) -> SearchResult:
+    """The final EM over the visited set, noting when the walk ran out of contexts first."""
     if len(visited) < samples:
-        trace.notes.append(f"bfs exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
+        trace.notes.append(f"{search} exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
     trace.visited = list(visited)
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
 

@@ -29,7 +29,8 @@ import pyarrow.compute as pc
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
-from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments, sorted_runs
+from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.engine.run_sorting import sorted_runs
 from pcor_sql.engine.counting_runs import read_cells, writable_view
 from pcor_sql.engine.value_counts import DistinctQueries
 from pcor_sql.engine.verdicts import VerdictCache

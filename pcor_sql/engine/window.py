@@ -202,6 +202,11 @@ class WindowReader:
         return self._order[pos]
 
 
+def _from_moments(name: str) -> Any:
+    """A read-only attribute of a `WindowPopulation` read from its `moments`."""
+    return property(lambda self: getattr(self.moments, name), doc=f"The population's {name}, from the summary.")
+
+
 @dataclass
 class WindowPopulation:
     """A context's population (the `Population` protocol): moments from the summary, values
@@ -211,29 +216,13 @@ class WindowPopulation:
     reader: WindowReader
     member: np.ndarray
 
-    @property
-    def n(self) -> int:
-        return self.moments.n
-
-    @property
-    def mean(self) -> float:
-        return self.moments.mean
-
-    @property
-    def m2(self) -> float:
-        return self.moments.m2
-
-    @property
-    def min(self) -> float:
-        return self.moments.min
-
-    @property
-    def max(self) -> float:
-        return self.moments.max
-
-    @property
-    def v(self) -> float:
-        return self.moments.v
+    # The moments and V are the summary's own: the population only adds the values.
+    n = _from_moments("n")
+    mean = _from_moments("mean")
+    m2 = _from_moments("m2")
+    min = _from_moments("min")
+    max = _from_moments("max")
+    v = _from_moments("v")
 
     def between(self, lo: float, hi: float) -> np.ndarray:
         values, counts = self._pairs(lo, hi)

@@ -63,6 +63,34 @@ class _Form:
             return value, quoted, "", len(text)
         return value, quoted, tokens[cut].text, tokens[cut].end
 
+    def attribute(self, text: str, pos: int) -> tuple[str, int]:
+        """The attribute name starting at text[pos] and the position after the '=' that must
+        follow it."""
+        name, _, separator, pos = self.item(text, pos, '"')
+        if not name:
+            raise self.error("an attribute name is missing")
+        if separator != "=":
+            raise self.error(f"expected '=' after the attribute {name!r}")
+        return name, pos
+
+    def listed(self, text: str, pos: int, name: str, noun: str, whose: str, equals_fix: str = "",
+               unique: bool = False) -> tuple[list[str], int]:
+        """The values after `name=` up to the end of its declaration (the list separator is the
+        form's second), and the position after them; `unique`: a value listed twice is an error."""
+        between = self.separators[1]
+        out: list[str] = []
+        separator = between
+        while separator == between:
+            value, quoted, separator, pos = self.item(text, pos, "'")
+            if separator == "=":
+                raise self.error(f"unexpected '=' in the {noun}s of {name!r}{equals_fix}")
+            if not value and not quoted:
+                raise self.error(f"an empty {noun} in the {whose} of {name!r} (two '{between}', or one at an end)")
+            if unique and value in out:
+                raise self.error(f"the value {value!r} is listed twice for {name!r}")
+            out.append(value)
+        return out, pos
+
     def _tokens(self, text: str, pos: int, quote: str) -> list[Token]:
         """The SQL tokens of text[pos:], placed in `text`. Only the separators and `quote` mean
         anything here: every other character is lexed as `_`, so that free text such as
@@ -132,21 +160,8 @@ def _declarations(text: str) -> list[tuple[str, list[str]]]:
             if not out:
                 raise _DOMAIN.error("no declaration")
             return out
-        name, _, separator, pos = _DOMAIN.item(text, pos, '"')
-        if not name:
-            raise _DOMAIN.error("an attribute name is missing")
-        if separator != "=":
-            raise _DOMAIN.error(f"expected '=' after the attribute {name!r}")
-        values: list[str] = []
-        while separator in ("=", "|"):
-            value, quoted, separator, pos = _DOMAIN.item(text, pos, "'")
-            if separator == "=":
-                raise _DOMAIN.error(f"unexpected '=' in the values of {name!r}; quote values holding '=': 'a=b'")
-            if not value and not quoted:
-                raise _DOMAIN.error(f"an empty value in the domain of {name!r} (two '|', or one at an end)")
-            if value in values:
-                raise _DOMAIN.error(f"the value {value!r} is listed twice for {name!r}")
-            values.append(value)
+        name, pos = _DOMAIN.attribute(text, pos)
+        values, pos = _DOMAIN.listed(text, pos, name, "value", "domain", "; quote values holding '=': 'a=b'", unique=True)
         out.append((name, values))
 
 
@@ -189,21 +204,10 @@ def parse_bins_declarations(texts: str | Iterable[str]) -> dict[str, Bins]:
             raise _BINS.error("it is empty")
         pos = 0
         while text[pos:].strip():
-            name, _, separator, pos = _BINS.item(text, pos, '"')
-            if not name:
-                raise _BINS.error("an attribute name is missing")
-            if separator != "=":
-                raise _BINS.error(f"expected '=' after the attribute {name!r}")
+            name, pos = _BINS.attribute(text, pos)
             if name in out:
                 raise UserError(f"--bins: the bins of {name!r} are declared twice", "declare each attribute once")
-            edges: list[str] = []
-            while separator in ("=", ","):
-                edge, quoted, separator, pos = _BINS.item(text, pos, "'")
-                if separator == "=":
-                    raise _BINS.error(f"unexpected '=' in the edges of {name!r}")
-                if not edge and not quoted:
-                    raise _BINS.error(f"an empty edge in the bins of {name!r} (two ',', or one at an end)")
-                edges.append(edge)
+            edges, pos = _BINS.listed(text, pos, name, "edge", "bins")
             out[name] = parse_bins(edges[0] if len(edges) == 1 else edges, name)
         if not out:
             raise _BINS.error("no declaration")

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import duckdb
 
-from pcor_sql.core.space import resolve_name
+from pcor_sql.core.selection import resolve_name
 import pcor_sql.frontend.duckdb_ast as ast
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.tokens import significant, tokenize

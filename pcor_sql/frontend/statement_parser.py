@@ -15,7 +15,7 @@ and validated by DuckDB's parser (`parse_select`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import duckdb
 
@@ -195,36 +195,34 @@ def _split(text: str, body: Sequence[Token], end: int, statement: str, grammar: 
 
 
 def _parse_clauses(tokens: Sequence[Token], statement: str, grammar: str) -> _Clauses:
-    by: tuple[str, ...] | None = None
-    verifier: VerifierSpec | None = None
-    with_options: tuple[RawOption, ...] | None = None
-    domains: Domains | None = None
+    # Per clause keyword: the error when it is given twice, and its parser (tokens, index after
+    # the keyword) -> (value, index after the clause).
+    clauses: dict[str, tuple[str, str, Callable[[Sequence[Token], int], tuple[Any, int]]]] = {
+        "BY": ("BY is given twice", "list all attributes in one BY a, b, c", _parse_by_clause),
+        "DOMAIN": ("DOMAIN is given twice", f"declare all domains in one {DOMAIN_EXAMPLE}", parse_domain_clause),
+        "USING": ("USING is given twice", "name one verifier: USING lof(k = 20)", _parse_using),
+        "WITH": ("WITH (...) is given twice", "put all options in one WITH (a = 1, b = 'x')", _parse_with),
+    }
+    found: dict[str, Any] = {}
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok.is_word("BY"):
-            if by is not None:
-                raise UserError("BY is given twice", "list all attributes in one BY a, b, c")
-            by, i = _parse_by_clause(tokens, i + 1)
-        elif tok.is_word("DOMAIN"):
-            if domains is not None:
-                raise UserError("DOMAIN is given twice", f"declare all domains in one {DOMAIN_EXAMPLE}")
-            domains, i = parse_domain_clause(tokens, i + 1)
-        elif tok.is_word("USING"):
-            if verifier is not None:
-                raise UserError("USING is given twice", "name one verifier: USING lof(k = 20)")
-            verifier, i = _parse_using(tokens, i + 1)
-        elif tok.is_word("WITH"):
-            if with_options is not None:
-                raise UserError("WITH (...) is given twice", "put all options in one WITH (a = 1, b = 'x')")
-            inner, i = _parenthesized(tokens, i + 1, "WITH", "WITH (epsilon = 0.2)")
-            with_options = tuple(parse_option_list(inner, "WITH (...)"))
-        else:
+        word = next((w for w in clauses if tok.is_word(w)), None)
+        if word is None:
             raise UserError(
                 f"unexpected {tok.text!r} after the SELECT of {statement}",
                 f"the SELECT may be followed only by its clauses: {grammar}",
             )
-    return _Clauses(by, verifier, with_options, domains)
+        problem, fix, parse = clauses[word]
+        if word in found:
+            raise UserError(problem, fix)
+        found[word], i = parse(tokens, i + 1)
+    return _Clauses(found.get("BY"), found.get("USING"), found.get("WITH"), found.get("DOMAIN"))
+
+
+def _parse_with(tokens: Sequence[Token], i: int) -> tuple[tuple[RawOption, ...], int]:
+    inner, i = _parenthesized(tokens, i, "WITH", "WITH (epsilon = 0.2)")
+    return tuple(parse_option_list(inner, "WITH (...)")), i
 
 
 def _is_clause_keyword(tok: Token, nxt: Token | None = None) -> bool:

@@ -14,7 +14,7 @@ valid, which OCDP treats as public structure (DESIGN.md §2, "validity-only step
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 from scipy import special
 
 from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
-from pcor_sql.core.verifiers.verifier_options import real_number
+from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 
 
 def grubbs_critical(alpha: float, n_array: Any) -> np.ndarray:
@@ -69,16 +69,12 @@ class Grubbs:
     """`grubbs(alpha=0.05)`: two-sided Grubbs test at level alpha; needs moments only."""
 
     alpha: float = 0.05
-    name: str = field(default="grubbs", init=False, repr=False)
-    needs_values: bool = field(default=False, init=False, repr=False)
-    needs_sql: bool = field(default=False, init=False, repr=False)
+    name: str = fixed("grubbs")
+    needs_values: bool = fixed(False)
+    needs_sql: bool = fixed(False)
 
     def __post_init__(self) -> None:
-        alpha = real_number(
-            "grubbs", "alpha", self.alpha,
-            low=0.0, high=1.0, low_closed=False, high_closed=False, example=0.05,
-        )
-        object.__setattr__(self, "alpha", alpha)
+        store_real(self, "alpha", low=0.0, high=1.0, low_closed=False, high_closed=False, example=0.05)
 
     def score(self, pop: Population) -> float:
         """G = |v − mean|/s; NaN when N < 3, 0.0 when s = 0 (a constant population)."""

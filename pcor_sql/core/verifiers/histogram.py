@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from pcor_sql.core.verifiers.base import Population
-from pcor_sql.core.verifiers.verifier_options import real_number
+from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 from pcor_sql.errors import UserError
 
 
@@ -119,16 +119,12 @@ class Histogram:
     """`histogram(rel=0.0025)`: outlier iff V's bin count < rel·N (numpy.histogram's bins)."""
 
     rel: float = 0.0025
-    name: str = field(default="histogram", init=False, repr=False)
-    needs_values: bool = field(default=True, init=False, repr=False)
-    needs_sql: bool = field(default=False, init=False, repr=False)
+    name: str = fixed("histogram")
+    needs_values: bool = fixed(True)
+    needs_sql: bool = fixed(False)
 
     def __post_init__(self) -> None:
-        rel = real_number(
-            "histogram", "rel", self.rel,
-            low=0.0, high=1.0, low_closed=False, high_closed=True, example=0.0025,
-        )
-        object.__setattr__(self, "rel", rel)
+        store_real(self, "rel", low=0.0, high=1.0, low_closed=False, high_closed=True, example=0.0025)
 
     def score(self, pop: Population) -> float:
         """The share of the population in V's bin (compared with rel)."""

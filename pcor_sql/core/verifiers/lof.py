@@ -73,12 +73,12 @@ Privacy: verdicts only decide validity, which OCDP treats as public structure; n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 from pcor_sql.core.verifiers.base import Population
 from pcor_sql.core.verifiers.lof_band import FAR, Grow, Widen, distinct_runs, distinct_window_lof, plain_window_lof
-from pcor_sql.core.verifiers.verifier_options import one_of, real_number, whole_number
+from pcor_sql.core.verifiers.verifier_options import fixed, one_of, real_number, whole_number
 from pcor_sql.errors import InternalError, UserError
 
 DISTINCT = "distinct"
@@ -111,41 +111,53 @@ def local_outlier_factor(pop: Population, k: int, duplicates: str = DISTINCT) ->
 
 def _plain(pop: Population, kk: int, v: float, lo: float, hi: float) -> float:
     h = kk + 1
-    # Points per side: the band's 2H distinct values and the k' beyond them its k-distances read.
-    count = 2 * h + kk
-    a, b = pop.around(count)
-    while True:
-        left_done, right_done = a <= lo, b >= hi
-        if left_done:
-            a = lo
-        if right_done:
-            b = hi
+
+    def window_lof(a: float, b: float, h: int, left_done: bool, right_done: bool) -> float | Grow | Widen:
         w = pop.between(a, b)
         if w.size > 16 * h and pop.count_between(v, v, True) > kk:
             # A big window, maybe of V's own copies: if there are more than k' of them,
             # LOF(V) = 1 exactly (see plain_window_lof) — one count instead of a scan.
             return 1.0
-        result = plain_window_lof(w, v, kk, h, *_outside(a, b, left_done, right_done))
-        if isinstance(result, float):
-            return result
-        if isinstance(result, Widen):
-            h *= 2
-            continue
-        if left_done and right_done:
-            raise InternalError("LOF over the whole population was not proven")
-        count *= 2
-        a, b = _grown(pop.around, a, b, v, count, result.radius)
+        return plain_window_lof(w, v, kk, h, *_outside(a, b, left_done, right_done))
+
+    # Points per side: the band's 2H distinct values and the k' beyond them its k-distances read.
+    return _proven(pop.around, v, lo, hi, 2 * h + kk, h, window_lof)
 
 
 def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
-    kk = k
-    h = kk + 1
+    h = k + 1
     around = getattr(pop, "distinct_around", None)
     # Per side: 2H + k' distinct values. Counted in rows (no `distinct_around`), a quarter more:
     # a few ties near V would otherwise leave the first window a value or two short.
-    count = 2 * h + kk if around is not None else (5 * (2 * h + kk)) // 4
-    around = around or pop.around
+    count = 2 * h + k if around is not None else (5 * (2 * h + k)) // 4
     runs_between = getattr(pop, "distinct_between", None)
+
+    def window_lof(a: float, b: float, h: int, left_done: bool, right_done: bool) -> float | Grow | Widen | _Short:
+        ud, cd = runs_between(a, b) if runs_between is not None else distinct_runs(pop.between(a, b))
+        # The window is the population: k' = min(k, D − 1), D ≥ 2 here.
+        kk = min(k, ud.size - 1) if left_done and right_done else k
+        need = 2 * h + kk  # distinct values per side the band and its k-distances read
+        jv = int(ud.searchsorted(v))
+        short = max(0 if left_done else need - jv, 0 if right_done else need - (ud.size - 1 - jv))
+        if short > 0:
+            return _Short(need, max(1, need - short))
+        return distinct_window_lof(ud, cd, v, kk, h, *_outside(a, b, left_done, right_done))
+
+    return _proven(around or pop.around, v, lo, hi, count, h, window_lof)
+
+
+class _Short(NamedTuple):
+    """Too few distinct values on a side to prove anything: `need` per side, `have` at most."""
+
+    need: int
+    have: int
+
+
+def _proven(around: Callable[[int], tuple[float, float]], v: float, lo: float, hi: float, count: int, h: int,
+            window_lof: Callable[[float, float, int, bool, bool], float | Grow | Widen | _Short]) -> float:
+    """LOF(V) from the first window [a, b] (`count` points per side, cut to the population's
+    [lo, hi]) on which `window_lof` proves it: a wider band (H doubled) when ties ask for one,
+    else a window grown by the count and the reach the failed proof asked for."""
     a, b = around(count)
     while True:
         left_done, right_done = a <= lo, b >= hi
@@ -153,24 +165,17 @@ def _distinct(pop: Population, k: int, v: float, lo: float, hi: float) -> float:
             a = lo
         if right_done:
             b = hi
-        ud, cd = runs_between(a, b) if runs_between is not None else distinct_runs(pop.between(a, b))
-        if left_done and right_done and ud.size - 1 < kk:
-            kk = ud.size - 1  # the window is the population: k' = min(k, D − 1), D ≥ 2 here
-        need = 2 * h + kk  # distinct values per side the band and its k-distances read
-        jv = int(ud.searchsorted(v))
-        short = max(0 if left_done else need - jv, 0 if right_done else need - (ud.size - 1 - jv))
-        if short > 0:
-            # Too few distinct values on a side to prove anything: grow by twice the ratio
-            # lacking (copies per value vary; one round too few costs a whole window).
-            have = max(1, need - short)
-            count = 2 * max(count, -(-count * need // have))
-            a, b = _grown(around, a, b, v, count, 0.0)
-            continue
-        result = distinct_window_lof(ud, cd, v, kk, h, *_outside(a, b, left_done, right_done))
+        result = window_lof(a, b, h, left_done, right_done)
         if isinstance(result, float):
             return result
         if isinstance(result, Widen):
             h *= 2
+            continue
+        if isinstance(result, _Short):
+            # Grow by twice the ratio lacking (copies per value vary; one round too few costs
+            # a whole window).
+            count = 2 * max(count, -(-count * result.need // result.have))
+            a, b = _grown(around, a, b, v, count, 0.0)
             continue
         if left_done and right_done:
             raise InternalError("LOF over the whole population was not proven")
@@ -203,9 +208,9 @@ class Lof:
     k: int = 20
     threshold: float = 1.5
     duplicates: str = DISTINCT
-    name: str = field(default="lof", init=False, repr=False)
-    needs_values: bool = field(default=True, init=False, repr=False)
-    needs_sql: bool = field(default=False, init=False, repr=False)
+    name: str = fixed("lof")
+    needs_values: bool = fixed(True)
+    needs_sql: bool = fixed(False)
 
     def __post_init__(self) -> None:
         k = whole_number("lof", "k", self.k, minimum=1, example=20)

@@ -99,11 +99,7 @@ def plain_window_lof(
         # k' other copies of v: kdist(V) = 0, N_k(V) is V's copies, whose k-distances are 0
         # too, so every lrd involved is 1/1e-10 and LOF(V) = 1 exactly.
         return 1.0
-    ub = w[sb]
-    kdb = _band_kdists(w, sb, ub, k, lay)
-    if kdb[2 * h] == FAR:
-        return Grow(math.inf)
-    return _proven_lof(ub, cb, kdb, v, h, lo_r, hi_r, left_out, right_out, lay, LRD_GUARD)
+    return _band_lof(w, sb, cb, v, k, h, lo_r, hi_r, left_out, right_out, lay, LRD_GUARD)
 
 
 def distinct_window_lof(
@@ -126,11 +122,18 @@ def distinct_window_lof(
     if jv >= ud.size or ud[jv] != v:
         raise InternalError("the record's value is not in its own population")
     sb, cb, lo_r, hi_r = _distinct_band(ud, cd, jv, h, lay)
-    ub = ud[sb]
-    kdb = _band_kdists(ud, sb, ub, k, lay)
+    return _band_lof(ud, sb, cb, v, k, h, lo_r, hi_r, left_out, right_out, lay, 0.0)
+
+
+def _band_lof(values: np.ndarray, sb: np.ndarray, cb: np.ndarray, v: float, k: int, h: int, lo_r: int, hi_r: int,
+              left_out: float, right_out: float, lay: _Layout, guard: float) -> float | Grow | Widen:
+    """LOF(V) from the band's positions `sb` in `values` (points or distinct values) and their
+    multiplicities `cb`, or Grow when V's own k-distance reaches past the window."""
+    ub = values[sb]
+    kdb = _band_kdists(values, sb, ub, k, lay)
     if kdb[2 * h] == FAR:
         return Grow(math.inf)
-    return _proven_lof(ub, cb, kdb, v, h, lo_r, hi_r, left_out, right_out, lay, 0.0)
+    return _proven_lof(ub, cb, kdb, v, h, lo_r, hi_r, left_out, right_out, lay, guard)
 
 
 def distinct_runs(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

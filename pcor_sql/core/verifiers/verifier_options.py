@@ -7,7 +7,9 @@ checked here (a bool is not a number, a float is not a count) rather than truste
 from __future__ import annotations
 
 import math
+from dataclasses import Field, field
 from numbers import Integral, Real
+from typing import Any
 
 from pcor_sql.errors import UserError
 
@@ -69,3 +71,16 @@ def one_of(verifier: str, option: str, value: object, choices: tuple[str, ...]) 
         f"option {option}={value!r} for {verifier} is not one of {listed}",
         f"write e.g. {verifier}({option}='{choices[-1]}')",
     )
+
+
+def fixed(value: Any) -> Field:
+    """A verifier field every instance holds the same value of (its name, what it reads): not a
+    constructor argument, not in the repr."""
+    return field(default=value, init=False, repr=False)
+
+
+def store_real(verifier: Any, option: str, **interval: Any) -> None:
+    """Check the frozen `verifier`'s real-valued `option` (`real_number` with `interval`) and
+    store the checked float in place of what was given."""
+    value = real_number(verifier.name, option, getattr(verifier, option), **interval)
+    object.__setattr__(verifier, option, value)

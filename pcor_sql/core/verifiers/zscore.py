@@ -10,13 +10,13 @@ Privacy: verdicts only decide validity, which OCDP treats as public structure; n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
-from pcor_sql.core.verifiers.verifier_options import real_number
+from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 
 
 def zscore_check_many(n: Any, mean: Any, m2: Any, v: Any, z: float) -> np.ndarray:
@@ -30,16 +30,12 @@ class ZScore:
     """`zscore(z=3.0)`: |v − mean|/s > z; needs moments only; also renders itself as SQL."""
 
     z: float = 3.0
-    name: str = field(default="zscore", init=False, repr=False)
-    needs_values: bool = field(default=False, init=False, repr=False)
-    needs_sql: bool = field(default=False, init=False, repr=False)
+    name: str = fixed("zscore")
+    needs_values: bool = fixed(False)
+    needs_sql: bool = fixed(False)
 
     def __post_init__(self) -> None:
-        z = real_number(
-            "zscore", "z", self.z,
-            low=0.0, high=math.inf, low_closed=False, high_closed=False, example=3.0,
-        )
-        object.__setattr__(self, "z", z)
+        store_real(self, "z", low=0.0, high=math.inf, low_closed=False, high_closed=False, example=3.0)
 
     def score(self, pop: Population) -> float:
         """|v − mean|/s; NaN when N < 2, 0.0 when s = 0 (a constant population)."""
