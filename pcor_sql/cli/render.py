@@ -291,8 +291,9 @@ def print_relation(
 
 
 def print_table(
-    console: Console, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None
+    console: Console, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None
 ) -> None:
+    rows = list(rows)  # any iterable of rows: shown up to TABLE_ROWS, the rest counted
     table = Table(title=Text(title) if title else None, title_justify="left")
     for column in columns:
         table.add_column(Text(str(column)))
