@@ -15,45 +15,20 @@ from pcor_sql.errors import UserError
 from pcor_sql.request_specs import Job, specs_for
 
 
-class ExplainFormat(str, Enum):
-    table = "table"
-    json = "json"
-    sql = "sql"
+def _choices(name: str, *values: str, doc: str = "") -> type[Enum]:
+    """A `--format`-style choice set: members named as their values (the flag's words)."""
+    kind = Enum(name, {v: v for v in values}, type=str)  # type: ignore[misc]
+    kind.__doc__ = doc or f"{name}: {', '.join(values)}"
+    return kind
 
 
-class ReleaseFormat(str, Enum):
-    """explain-outlier: json is one document (a list), jsonl one object per line."""
-
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
-    sql = "sql"
-
-
-class CoeFormat(str, Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
-
-
-class DataFormat(str, Enum):
-    table = "table"
-    json = "json"
-
-
-class ListFormat(str, Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-
-
-class RowsFormat(str, Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
+ExplainFormat = _choices("ExplainFormat", "table", "json", "sql")
+#: explain-outlier: json is one document (a list), jsonl one object per line.
+ReleaseFormat = _choices("ReleaseFormat", "table", "json", "jsonl", "csv", "sql")
+CoeFormat = _choices("CoeFormat", "table", "json", "jsonl", "csv")
+DataFormat = _choices("DataFormat", "table", "json")
+ListFormat = _choices("ListFormat", "table", "json", "jsonl")
+RowsFormat = _choices("RowsFormat", "table", "json", "jsonl", "csv")
 
 
 class ExportFormat(str, Enum):
