@@ -67,7 +67,7 @@ def test_two_scans_give_the_one_query_rows_on_tie_heavy_data(con, values, data, 
 @pytest.mark.parametrize("plain_cells", [0, 1, 3])
 def test_many_copies_are_read_again_until_depth_values_are_known(con, plain_cells):
     # Cell g0: 500 copies of 1.0 above v = 0, then 3, 5, 6 once each: the histogram's first
-    # cut-off (distance ≤ 2^(1/4)) holds 4·depth rows but one distinct value, so the side is read again —
+    # cut-off (distance ≤ 2^(1/4)) holds 8·depth rows but one distinct value, so the side is read again —
     # alone (by a predicate naming its cell) when most cells are fine, else with all of them.
     values = [1.0] * 500 + [3.0, 5.0, 6.0] + [0.0] * 3 + [-1.0] * 40
     cells = [0] * len(values)
