@@ -2,8 +2,9 @@
 
 The file is made by DuckDB SQL (not timed): `rows` rows in 1,200 cells — state (50) × product
 (6) × channel (4), the issue's shape — with `amount` = a per-cell level + noise in [−10, 10]
-from `hash(id)` (deterministic), rounded to cents; record 42 is planted 40 above its cell's
-level, a contextual outlier that is unremarkable in the whole table.
+from `hash(id)` (deterministic), rounded to cents (`--values fine`: on the noise's 0.001 grid,
+few ties); record 42 is planted 40 above its cell's level, a contextual outlier that is
+unremarkable in the whole table.
 
 Each engine gets a fresh Session (the summary is built inside the timed call) and runs one
 seeded `explain_outlier` through the public API, next to Spark's own sort of the metric (the
@@ -29,19 +30,29 @@ DOMAINS = {
 RECORD_ID = 42
 
 
-def generation_sql(rows: int, path: Path) -> str:
+#: How `amount` is written: `cents` rounds it to 0.01 (~4 copies of each value per cell at 10M
+#: rows: tie-heavy, as money is), `fine` keeps the noise's 0.001 grid (few ties).
+VALUES = ("cents", "fine")
+
+
+def generation_sql(rows: int, path: Path, values: str = "cents") -> str:
     rows = int(rows)
     level = "(50 + 3 * (i % 50) + 11 * ((i // 50) % 6) + 7 * ((i // 300) % 4))"
     noise = "(CAST(hash(i) % 20001 AS DOUBLE) / 1000 - 10)"
+    amount = f"CASE WHEN i = {RECORD_ID} THEN {level} + 40 ELSE {level} + {noise} END"
     return (
         "COPY (SELECT i AS id, 's' || lpad(CAST(i % 50 AS VARCHAR), 2, '0') AS state, "
         "'p' || CAST((i // 50) % 6 AS VARCHAR) AS product, 'c' || CAST((i // 300) % 4 AS VARCHAR) AS channel, "
-        f"round(CASE WHEN i = {RECORD_ID} THEN {level} + 40 ELSE {level} + {noise} END, 2) AS amount "
+        f"{f'round({amount}, 2)' if values == 'cents' else amount} AS amount "
         f"FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)"
     )
 
 
-def generate(path: Path, rows: int) -> float:
+def table_file(directory: Path, rows: int, values: str = "cents") -> Path:
+    return directory / (f"pcor_spark_{rows}.parquet" if values == "cents" else f"pcor_spark_{values}_{rows}.parquet")
+
+
+def generate(path: Path, rows: int, values: str = "cents") -> float:
     """Write the file unless it is there already; returns the seconds spent."""
     import duckdb
 
@@ -52,7 +63,7 @@ def generate(path: Path, rows: int) -> float:
     tmp = path.with_suffix(".tmp.parquet")
     con = duckdb.connect()
     try:
-        con.execute(generation_sql(rows, tmp))
+        con.execute(generation_sql(rows, tmp, values))
     finally:
         con.close()
     tmp.rename(path)
@@ -107,7 +118,7 @@ def start_spark(master: str) -> tuple[Any, float]:
 
 
 def run(sizes: Sequence[int], verifiers: Sequence[str], directory: Path, master: str, seed: int,
-        report: Callable[[str], None]) -> dict[str, Any]:
+        report: Callable[[str], None], values: str = "cents") -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
 
     started_at = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -115,9 +126,9 @@ def run(sizes: Sequence[int], verifiers: Sequence[str], directory: Path, master:
     load_start = load_average()
     files = {}
     for rows in sizes:
-        path = directory / f"pcor_spark_{rows}.parquet"
+        path = table_file(directory, rows, values)
         report(f"generating {rows:,} rows into {path} (skipped if present)")
-        files[rows] = (path, generate(path, rows))
+        files[rows] = (path, generate(path, rows, values))
     report(f"starting Spark on {master}")
     spark, spark_start = start_spark(master)
     from benchmarks.scale import load_now
@@ -136,4 +147,4 @@ def run(sizes: Sequence[int], verifiers: Sequence[str], directory: Path, master:
                          "generation_s": gen_s, "same_context": duck["context"] == sp["context"]})
     return {"started": started_at, "machine": machine(), "wall_s": time.perf_counter() - wall,
             "load": {"start": load_start, "end": load_average()}, "master": master, "spark_start_s": spark_start,
-            "runs": runs}
+            "values": values, "runs": runs}

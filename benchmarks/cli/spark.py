@@ -23,6 +23,7 @@ def spark_scale(
     master: Annotated[str, typer.Option("--master", help="Spark master.")] = "local[2]",
     directory: Annotated[Path, typer.Option("--dir", help="Where the Parquet files are made (and reused).")] = Path("/tmp"),
     seed: Annotated[int, typer.Option("--seed")] = 7,
+    values: Annotated[str, typer.Option("--values", help="cents (rounded: tie-heavy) or fine (few ties).")] = "cents",
     out_dir: Annotated[Path, typer.Option("--out-dir")] = DEFAULT_OUT,
     update_benchmarks: UpdateBenchmarks = False,
     benchmarks_file: BenchmarksFile = DEFAULT_BENCHMARKS,
@@ -44,7 +45,7 @@ def spark_scale(
     if from_json is not None:
         result, command = _laid_out(from_json)
     else:
-        result, command = _measured(rows, verifiers, master, directory, seed)
+        result, command = _measured(rows, verifiers, master, directory, seed, values)
         save_raw(out_dir, "spark-scale", result)
     tables = [_table(result)]
     print_tables(tables)
@@ -52,8 +53,9 @@ def spark_scale(
                   update_benchmarks, benchmarks_file)
 
 
-def _measured(rows: str, verifiers: str, master: str, directory: Path, seed: int) -> tuple[dict[str, Any], str]:
-    from benchmarks.spark_scale import run
+def _measured(rows: str, verifiers: str, master: str, directory: Path, seed: int,
+              values: str = "cents") -> tuple[dict[str, Any], str]:
+    from benchmarks.spark_scale import VALUES, run
 
     try:
         sizes = [int(x) for x in rows.split(",") if x.strip()]
@@ -62,11 +64,14 @@ def _measured(rows: str, verifiers: str, master: str, directory: Path, seed: int
     if len(sizes) < 2 or min(sizes) < 1000:
         raise UserError("--rows needs two sizes or more, each ≥ 1000", "pass e.g. --rows 1000000,10000000")
     names = split_list(verifiers, ("grubbs", "lof", "histogram", "zscore"), "--verifiers") or ()
+    if values not in VALUES:
+        raise UserError(f"--values {values!r} is not one of {', '.join(VALUES)}", "pass --values cents or --values fine")
     command = command_line("spark-scale", [
         ("--rows", rows, "1000000,10000000"), ("--verifiers", verifiers, "grubbs,lof"),
         ("--master", master, "local[2]"), ("--dir", str(directory), "/tmp"), ("--seed", seed, 7),
+        ("--values", values, "cents"),
     ])
-    result = run(sizes, names, directory, master, seed, progress_reporter())
+    result = run(sizes, names, directory, master, seed, progress_reporter(), values)
     result["command"] = command
     return result, command
 
@@ -108,7 +113,7 @@ def _table(result: dict[str, Any]) -> Any:
         for r in result["runs"]
     ]
     return make_table(
-        "One release (BFS, ε = 0.2, seed 7, 1,200 cells): DuckDB vs Spark",
+        f"One release (BFS, ε = 0.2, seed 7, 1,200 cells, amounts {result.get('values', 'cents')}): DuckDB vs Spark",
         ("rows", "verifier", "DuckDB (embedded)", f"Spark {result['master']}", "Spark / Spark's sort of the metric",
          "rows to the Spark driver", "Spark queries", "same context"),
         rows,

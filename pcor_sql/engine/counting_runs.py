@@ -16,13 +16,21 @@ a mixed-radix key of small integers, and the rows are partitioned by cell withou
 
 Why Arrow's: numpy's stable argsort of 16-bit keys (a radix sort) and its fancy-index gather
 are each ~5× slower on 10M rows (measured: 1.21 s and 1.21 s against 0.24 s and 0.37 s at
-load 9), and lose to the GROUP BY they replace.
+load 9), and lose to the GROUP BY they replace. Step 3 runs per record batch (`CellRows.runs`):
+the sort and the take stay within the batch, in cache, and each cell's slice is then copied to
+its place.
 
 The runs are each cell's values, sorted: the same as the GROUP BY path gives, so every
 population, window and verdict is the same; cells come in key order (domain indices,
 lexicographic) instead of the hash table's. It applies where the keys are small: `read_cells`
 returns None (the caller keeps the GROUP BY, nothing read) when an attribute is not an ENUM
 (other types come as values, not codes) or there are 2^16 possible cells or more.
+
+Measured (10M rows, 1,200 cells; BENCHMARKS.md, issue 22 items 2–5): 0.55–0.72× the GROUP
+BY's build time under load 8–10 and 0.75× in a warm loop at load 2, a third of its page faults
+and a lower peak RSS; in fresh releases at load 1–1.5 about the same median (454 against
+441 ms), spread 275–476 ms. A compiled counting sort (numba, not a dependency here) measured
+0.62× at load 2: the floor this path stays above.
 """
 
 from __future__ import annotations
@@ -62,23 +70,38 @@ class CellRows:
 
     def runs(self) -> tuple[np.ndarray, CellRuns, tuple]:
         """(the present cells' keys, ascending; their sorted runs; their (count, mean, var, lo, hi)).
-        Consumes the scanned rows: each buffer is let go as soon as it is used, so that the
-        peak is about 26 bytes per row (metric, order, runs, keys)."""
+
+        Batch by batch (DuckDB's record batches, ~123k rows): Arrow's counting sort of the
+        batch's keys and a `take` of its metric — both within the batch, in cache — give its
+        rows cell after cell; each cell's slice is then copied to its place in the output (the
+        cell's start plus its rows in earlier batches). One global `take` instead reads 80 MB
+        at random (1,200 interleaved strides at 10M rows): 70–290 ms by how the pages fall,
+        against a GROUP BY's steady 430 ms (measured in fresh releases at load 0.5)."""
         n_keys = self.n_keys
-        counts = np.bincount(self.key, minlength=n_keys + 1)
-        kept = int(counts[:n_keys].sum())  # rows with a NULL attribute sort last
-        # One contiguous array: `take` across DuckDB's record batches resolves each index's
-        # chunk (3× slower on a 10M-row scan's 82 batches).
-        chunks = [c.to_numpy(zero_copy_only=False) for c in self.values.chunks]
-        self.values = pa.chunked_array([], pa.float64())
-        metric = np.concatenate(chunks) if chunks else np.empty(0)
-        del chunks
-        order = _counting_order(self.key, n_keys).slice(0, kept)
-        self.key = np.empty(0, dtype=np.uint16)
-        values = pc.take(pa.array(metric), order) if kept else pa.array([], pa.float64())
-        del order, metric
+        offsets = np.cumsum([0] + [len(c) for c in self.values.chunks])
+        per_batch = [np.bincount(self.key[a:b], minlength=n_keys + 1) for a, b in zip(offsets[:-1], offsets[1:])]
+        counts = np.sum(per_batch, axis=0) if per_batch else np.zeros(n_keys + 1, dtype=np.int64)
+        starts = np.zeros(n_keys + 2, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        kept = int(starts[n_keys])  # rows with a NULL attribute have the last key: left out
+        out = np.empty(kept, dtype=np.float64)
+        cursor = starts[:-1].copy()  # where each cell's next rows go
+        for chunk, a, b, batch_counts in zip(self.values.chunks, offsets[:-1], offsets[1:], per_batch):
+            key = self.key[a:b]
+            order = _counting_order(key, n_keys)
+            values = pc.take(chunk, order).to_numpy(zero_copy_only=False)
+            rows = batch_counts[:n_keys]
+            cells = np.flatnonzero(rows)
+            # In `values` the cells come in key order, each slice contiguous: slice j goes to
+            # cursor[cell j] onwards. One vectorised scatter of piecewise-contiguous targets.
+            length = int(rows.sum())
+            first = np.cumsum(rows[cells]) - rows[cells]
+            dest = np.repeat(cursor[cells] - first, rows[cells]) + np.arange(length)
+            out[dest] = values[:length]
+            cursor[:n_keys] += rows
+        self.values, self.key = pa.chunked_array([], pa.float64()), np.empty(0, dtype=np.uint16)
         present = np.flatnonzero(counts[:n_keys])
-        runs, moments = sorted_runs(writable_view(values), counts[present], np.arange(present.size))
+        runs, moments = sorted_runs(out, counts[present], np.arange(present.size))
         return present, runs, moments
 
     def coords(self, present: np.ndarray) -> np.ndarray:
@@ -118,13 +141,9 @@ def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellRows | Non
     null = np.zeros(table.num_rows, dtype=bool)
     outside = None
     for i, attr in enumerate(schema.attributes):
-        codes, is_null, found = _domain_codes(table.column(i), attr.domain)
+        found = _add_codes(key, null, table.column(i), attr.domain, sizes[i])
         if outside is None and found is not None:
             outside = (attr.name, found)
-        key *= sizes[i]
-        key += codes
-        if is_null is not None:
-            null |= is_null
     if null.any():
         key[null] = int(np.prod(sizes))
     metric, rows = table.column(len(schema.attributes)), table.num_rows
@@ -133,35 +152,33 @@ def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellRows | Non
     return CellRows(key, metric, sizes, rows - int(finite), outside)
 
 
-def _domain_codes(column: pa.ChunkedArray, domain: tuple) -> tuple[np.ndarray, np.ndarray | None, Any]:
-    """(each row's domain index as uint16, 0 where NULL or outside; where it is NULL, or None
-    if nowhere; the first value used that is outside the domain, or None)."""
+def _add_codes(key: np.ndarray, null: np.ndarray, column: pa.ChunkedArray, domain: tuple, size: int) -> Any:
+    """key ← key·size + each row's domain index (0 where NULL or outside), chunk by chunk in
+    place (a 10M-row scan's fresh temporaries cost page faults: tens of ms each); marks NULLs
+    in `null`. Returns the first value used that is outside the domain, or None."""
     index = {v: j for j, v in enumerate(domain)}
-    codes, nulls, outside = [], [], None
+    outside, start = None, 0
     for chunk in column.chunks:
+        part, flags = key[start : start + len(chunk)], null[start : start + len(chunk)]
+        start += len(chunk)
         labels = chunk.dictionary.to_pylist()
         # An ENUM's dictionary lists every label of the type, used or not; a label outside the
         # declared domain is harmless unless a row uses it.
         lookup = np.array([index.get(v, -1) for v in labels] + [-2], dtype=np.int32)
         indices = chunk.indices
-        null = indices.null_count > 0
-        raw = (pc.fill_null(indices, len(labels)) if null else indices).to_numpy(zero_copy_only=False)
-        if np.array_equal(lookup[:-1], np.arange(len(labels))) and not null:
-            codes.append(raw.astype(np.uint16))  # the domain is the type's labels in order: no lookup
-            nulls.append(None)
+        has_null = indices.null_count > 0
+        raw = (pc.fill_null(indices, len(labels)) if has_null else indices).to_numpy(zero_copy_only=False)
+        part *= size
+        if np.array_equal(lookup[:-1], np.arange(len(labels))) and not has_null:
+            part += raw  # the domain is the type's labels in order: the codes are the indices
             continue
         mapped = lookup[raw]
         bad = np.flatnonzero(mapped == -1)
         if outside is None and bad.size:
             outside = labels[int(raw[bad[0]])]
-        nulls.append(mapped == -2)
-        codes.append(np.maximum(mapped, 0).astype(np.uint16))
-    if not codes:
-        return np.empty(0, dtype=np.uint16), None, None
-    is_null = None
-    if any(n is not None for n in nulls):
-        is_null = np.concatenate([np.zeros(len(c), dtype=bool) if n is None else n for c, n in zip(codes, nulls)])
-    return np.concatenate(codes), is_null, outside
+        flags |= mapped == -2
+        part += np.maximum(mapped, 0).astype(np.uint16)
+    return outside
 
 
 def writable_view(values: pa.Array) -> np.ndarray:

@@ -133,10 +133,12 @@ def test_two_scan_windows_equal_the_one_query_on_spark(engines):
     for metric, v, depth in (("x", 7.0, 4), ("x", 1000.0, 3), ("salary", 50.0, 6), ("salary", 401.0, 2)):
         for where in (None, "dept = 'b'"):
             old = access.arrow(cell_windows(["dept", "role"], metric, rel, v, depth, where))
-            new, queries, _ = two_scan_windows(access.arrow, ["dept", "role"], metric, rel, v, depth, where)
-            rows = [sorted((*r[:-2], min(r[-2], depth + 1), r[-1]) for r in zip(*(c.to_pylist() for c in t.columns)))
-                    for t in (old, new)]
-            assert rows[0] == rows[1] and rows[0], (metric, v, depth, where)
+            listed = None if where is None else [("b", "x"), ("b", "y"), ("b", "z")]  # the same cells, as a list
+            for w, cells in ((where, None), (None, listed)):
+                new, _, _ = two_scan_windows(access.arrow, ["dept", "role"], metric, rel, v, depth, w, cells)
+                rows = [sorted((*r[:-2], min(r[-2], depth + 1), r[-1]) for r in zip(*(c.to_pylist() for c in t.columns)))
+                        for t in (old, new)]
+                assert rows[0] == rows[1] and rows[0], (metric, v, depth, where, cells)
 
 
 @pytest.mark.parametrize("columns,norm,radius", [("x", "l2", 2), ("x, y", "l2", 3.5)])

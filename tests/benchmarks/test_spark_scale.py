@@ -54,3 +54,19 @@ def test_a_spark_release_is_shown_against_sparks_own_sort_with_the_load(tmp_path
     text = (tmp_path / "out" / "spark-scale.md").read_text(encoding="utf-8")
     assert "3.00× of 4.00 s (load 0.7–1.3)" in text
     assert text.count("| — |") >= 1  # the run saved without a sort
+
+
+def test_cents_amounts_are_rounded_and_fine_ones_are_not(tmp_path):
+    # Rounded to cents, a cell of 8,333 rows (10M rows) holds ~4 copies of each of its ~2,000
+    # values; on the 0.001 grid, ~20,000 values: few ties.
+    from benchmarks.spark_scale import table_file
+
+    con = duckdb.connect()
+    off_cents = {}
+    for values in ("cents", "fine"):
+        path = table_file(tmp_path, 24_000, values)
+        generate(path, 24_000, values)
+        off_cents[values] = con.execute(
+            f"SELECT avg(CASE WHEN round(amount, 2) = amount THEN 0 ELSE 1 END) FROM read_parquet('{path}')").fetchall()[0][0]
+    assert off_cents["cents"] == 0 and off_cents["fine"] > 0.8
+    assert_error(run("spark-scale", "--rows", "1000,2000", "--values", "coarse"), "--values")
