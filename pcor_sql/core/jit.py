@@ -36,31 +36,58 @@ def compiled(fn: Callable[..., Any]) -> Any:
         return numba.njit(fn)
 
 
-def mask_words(mask: int, n_words: int) -> np.ndarray:
-    """A context's bitset as `n_words` little-endian uint64 words (bit b → word b // 64)."""
-    return np.frombuffer(mask.to_bytes(8 * n_words, "little"), dtype=np.uint64)
+NO_WORDS = np.empty(0, dtype=np.uint64)
 
 
-def flat_bits(coords: np.ndarray, offsets: Any) -> np.ndarray:
-    """`coords[c, i] + offsets[i]`: the context bit that selects cell c's value of attribute i."""
-    return np.ascontiguousarray(coords + np.asarray(offsets, dtype=np.int64)[None, :], dtype=np.int64)
+def context_words(mask: int, n_words: int) -> tuple[int, np.ndarray]:
+    """(x, words) for `member_cells`: a context below 2^63 travels as one int64 (x), a wider one
+    as little-endian uint64 words (bit b → word b // 64)."""
+    if mask < 1 << 63:
+        return mask, NO_WORDS
+    return 0, np.frombuffer(mask.to_bytes(8 * n_words, "little"), dtype=np.uint64)
+
+
+def flat_bits(coords: np.ndarray, offsets: Any, always: int) -> np.ndarray:
+    """`coords[c, i] + offsets[i]`: the context bit that selects cell c's value of attribute i,
+    padded to a multiple of 4 columns with a bit every checked context has (`always`, one of
+    the record's own values), so that the membership test runs four attributes at a time."""
+    flat = coords + np.asarray(offsets, dtype=np.int64)[None, :]
+    pad = -flat.shape[1] % 4
+    if pad:
+        flat = np.hstack([flat, np.full((flat.shape[0], pad), always, dtype=np.int64)])
+    return np.ascontiguousarray(flat, dtype=np.int64)
 
 
 @compiled
-def member_cells(words: np.ndarray, flat: np.ndarray, out: np.ndarray) -> int:
-    """Writes the indices of the cells inside the context into `out` (ascending); returns how many."""
+def member_cells(x: int, words: np.ndarray, flat: np.ndarray, out: np.ndarray) -> int:
+    """Writes the indices of the cells inside the context into `out` (ascending); returns how
+    many. The context is `x` when `words` is empty, else `words` (`context_words`)."""
     k = 0
-    cells, m = flat.shape
-    for c in range(cells):
-        inside = True
-        for i in range(m):
-            b = flat[c, i]
-            if (words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1) == 0:
-                inside = False
-                break
-        if inside:
+    cells, width = flat.shape
+    # Branch-free, four attributes at a time: whether a random context holds a cell is a coin
+    # flip, which a branch mispredicts half the time (4.6 µs at 1,200 cells against 1.8 µs).
+    if words.size == 0 and width == 4:  # up to 4 attributes: the loop over them unrolled (3× faster)
+        for c in range(cells):
+            inside = (x >> flat[c, 0]) & (x >> flat[c, 1]) & (x >> flat[c, 2]) & (x >> flat[c, 3])
             out[k] = c
-            k += 1
+            k += inside & 1
+        return k
+    if words.size == 0:
+        for c in range(cells):
+            inside = np.int64(1)
+            for g in range(0, width, 4):
+                inside &= (x >> flat[c, g]) & (x >> flat[c, g + 1]) & (x >> flat[c, g + 2]) & (x >> flat[c, g + 3])
+            out[k] = c
+            k += inside & 1
+        return k
+    one = np.uint64(1)
+    for c in range(cells):
+        inside = one
+        for g in range(width):
+            b = flat[c, g]
+            inside &= words[b >> 6] >> np.uint64(b & 63)
+        out[k] = c
+        k += np.int64(inside & one)
     return k
 
 

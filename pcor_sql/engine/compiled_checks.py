@@ -22,12 +22,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcor_sql.core.jit import flat_bits, mask_words
+from pcor_sql.core.jit import context_words, flat_bits
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.verifiers.grubbs import Grubbs, grubbs_critical_one
 from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.histogram_kernel import FALLBACK, histogram_kernel
-from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_kernel, grubbs_table, zscore_kernel
+from pcor_sql.core.verifiers.moment_kernel import (
+    TRUE, UNDECIDED, cell_stats, grubbs_kernel, grubbs_table, table_rows, zscore_kernel,
+)
 from pcor_sql.core.verifiers.zscore import ZScore
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
@@ -40,12 +42,10 @@ def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: 
     kind = type(verifier)
     if kind not in (Grubbs, ZScore, Histogram) or summary.windows is not None:
         return None
-    flat = flat_bits(summary.coords, space.offsets)
+    # The record's own value of attribute 0 is in every context checked (admissible contexts).
+    flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
     n_words = (space.t + 63) // 64
-    scratch = np.empty(len(summary.count), dtype=np.int64)
-    count = np.ascontiguousarray(summary.count, dtype=np.int64)
-    vmin = np.ascontiguousarray(summary.vmin, dtype=np.float64)
-    vmax = np.ascontiguousarray(summary.vmax, dtype=np.float64)
+    stats = cell_stats(summary.count, summary.s1, summary.s2, summary.vmin, summary.vmax)
     v = float(v)
 
     def reference(mask: int) -> bool:
@@ -56,30 +56,28 @@ def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: 
         values, starts, rel = runs.values, np.ascontiguousarray(runs.starts, dtype=np.int64), float(verifier.rel)
 
         def histogram(mask: int) -> tuple[bool, int]:
-            code, n = histogram_kernel(mask_words(mask, n_words), flat, count, vmin, vmax, values, starts, v, rel, scratch)
+            x, words = context_words(mask, n_words)
+            code, n = histogram_kernel(x, words, flat, stats, values, starts, v, rel)
             _nonempty(n)
             return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
         return histogram
-    s1 = np.ascontiguousarray(summary.s1, dtype=np.float64)
-    s2 = np.ascontiguousarray(summary.s2, dtype=np.float64)
     shift = float(summary.shift)
     if kind is ZScore:
         z = float(verifier.z)
 
         def zscore(mask: int) -> tuple[bool, int]:
-            code, n = zscore_kernel(mask_words(mask, n_words), flat, count, s1, s2, vmin, vmax, shift, v, z, scratch)
+            x, words = context_words(mask, n_words)
+            code, n = zscore_kernel(x, words, flat, stats, shift, v, z)
             _nonempty(n)
             return code == TRUE, int(n)
 
         return zscore
-    alpha = float(verifier.alpha)
-    table = grubbs_table(alpha, max(summary.n_rows, 3))
-    table_n, table_crit = table.n, table.crit
+    table = table_rows(grubbs_table(float(verifier.alpha), max(summary.n_rows, 3)))
 
     def grubbs(mask: int) -> tuple[bool, int]:
-        code, n = grubbs_kernel(mask_words(mask, n_words), flat, count, s1, s2, vmin, vmax, shift, v,
-                                table_n, table_crit, scratch)
+        x, words = context_words(mask, n_words)
+        code, n = grubbs_kernel(x, words, flat, stats, shift, v, table)
         _nonempty(n)
         if code == UNDECIDED:
             return reference(mask), int(n)

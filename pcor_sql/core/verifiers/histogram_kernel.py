@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from pcor_sql.core.jit import compiled, member_cells
 
 FALSE, TRUE, FALLBACK = 0, 1, 2
@@ -86,19 +88,22 @@ def _first_above(values, s, e, x):
 
 
 @compiled
-def histogram_kernel(words, flat, count, vmin, vmax, values, starts, v, rel, scratch):
-    """(FALSE, TRUE or FALLBACK, n) of `Histogram(rel).check` on the context."""
-    k = member_cells(words, flat, scratch)
-    n = 0
+def histogram_kernel(x, words, flat, stats, values, starts, v, rel):
+    """(FALSE, TRUE or FALLBACK, n) of `Histogram(rel).check` on the context (x, words:
+    `jit.context_words`; `stats`: `moment_kernel.cell_stats`; values, starts: the sorted runs)."""
+    scratch = np.empty(flat.shape[0], dtype=np.int64)
+    k = member_cells(x, words, flat, scratch)
+    total = 0.0
     lo = math.inf
     hi = -math.inf
     for j in range(k):
         c = scratch[j]
-        n += count[c]
-        if vmin[c] < lo:
-            lo = vmin[c]
-        if vmax[c] > hi:
-            hi = vmax[c]
+        total += stats[0, c]
+        if stats[3, c] < lo:
+            lo = stats[3, c]
+        if stats[4, c] > hi:
+            hi = stats[4, c]
+    n = np.int64(total)
     if n == 0:
         return FALLBACK, n
     if lo == hi:  # one bin holding all n ≥ rel·n values
@@ -106,6 +111,8 @@ def histogram_kernel(words, flat, count, vmin, vmax, values, starts, v, rel, scr
     b = _isqrt_ceil(n)
     step = (hi - lo) / b
     big = max(abs(lo), abs(hi))
+    if big < 1e-290:  # near subnormals the ulp below would be wrong: let the reference decide
+        return FALLBACK, n
     ulp = math.ldexp(1.0, math.frexp(big)[1] - 53)
     if not (math.isfinite(step) and step > 8.0 * ulp):
         return FALLBACK, n
