@@ -22,8 +22,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numba
 import numpy as np
+
+from pcor_sql.errors import UserError
+
+try:
+    import numba
+except ImportError as exc:  # installed but broken (e.g. llvmlite's library missing): one line, not a traceback
+    raise UserError(
+        f"numba, which compiles pcor-sql's validity checks, cannot be imported ({exc})",
+        "reinstall it: pip install --force-reinstall 'numba>=0.60'",
+    ) from None
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
 

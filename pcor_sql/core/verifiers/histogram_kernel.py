@@ -120,13 +120,13 @@ def histogram_kernel(x, words, flat, stats, values, starts, v, rel):
     left = lo
     if i > 0:
         left = _edge(i, b, lo, hi, step)
-        if not (_bin(left, lo, hi, b, step) >= i and _bin(math.nextafter(left, -math.inf), lo, hi, b, step) < i):
+        if not (_bin(left, lo, hi, b, step) >= i and _bin(np.nextafter(left, -math.inf), lo, hi, b, step) < i):
             return FALLBACK, n
     closed = i == b - 1
     right = hi
     if not closed:
         right = _edge(i + 1, b, lo, hi, step)
-        if not (_bin(right, lo, hi, b, step) >= i + 1 and _bin(math.nextafter(right, -math.inf), lo, hi, b, step) <= i):
+        if not (_bin(right, lo, hi, b, step) >= i + 1 and _bin(np.nextafter(right, -math.inf), lo, hi, b, step) <= i):
             return FALLBACK, n
     inside = 0
     for j in range(k):
