@@ -22,14 +22,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcor_sql.core.jit import context_words, flat_bits
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.core.verifiers.grubbs import Grubbs, grubbs_critical_one
+from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
-from pcor_sql.core.verifiers.histogram_kernel import FALLBACK, histogram_kernel
-from pcor_sql.core.verifiers.moment_kernel import (
-    TRUE, UNDECIDED, cell_stats, grubbs_kernel, grubbs_table, table_rows, zscore_kernel,
-)
 from pcor_sql.core.verifiers.zscore import ZScore
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
@@ -42,6 +37,13 @@ def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: 
     kind = type(verifier)
     if kind not in (Grubbs, ZScore, Histogram) or summary.windows is not None:
         return None
+    # The kernels import numba (0.4-1 s): only a run that uses them pays for it.
+    from pcor_sql.core.jit import context_words, flat_bits
+    from pcor_sql.core.verifiers.histogram_kernel import FALLBACK, histogram_kernel
+    from pcor_sql.core.verifiers.moment_kernel import (
+        TRUE, UNDECIDED, cell_stats, grubbs_kernel, grubbs_table, table_rows, zscore_kernel,
+    )
+
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
     n_words = (space.t + 63) // 64

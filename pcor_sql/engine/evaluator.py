@@ -18,6 +18,7 @@ from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
 from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.requests import UTILITIES
@@ -134,9 +135,6 @@ class Evaluator:
         if getattr(self.verifier, "needs_sql", False):
             return self._verify_sql(mask)
         if self._compiled is ...:
-            # Imported here: numba's import takes 0.4-1 s, which runs that never check need not pay.
-            from pcor_sql.engine.compiled_checks import compiled_check
-
             self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
         if self._compiled is not None:
             verdict, self._count[mask] = self._compiled(mask)
