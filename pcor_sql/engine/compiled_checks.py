@@ -55,11 +55,13 @@ def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: 
 
     if kind is Histogram:
         runs = summary.runs()
-        values, starts, rel = runs.values, np.ascontiguousarray(runs.starts, dtype=np.int64), float(verifier.rel)
+        probe = runs.probe(v)  # rungs around v in every run (built once per value, a few kept)
+        values, rel = runs.values, float(verifier.rel)
+        neg_a, rungs, A, B = probe.neg_a, probe.b, probe.A, probe.B
 
         def histogram(mask: int) -> tuple[bool, int]:
             x, words = context_words(mask, n_words)
-            code, n = histogram_kernel(x, words, flat, stats, values, starts, v, rel)
+            code, n = histogram_kernel(x, words, flat, stats, values, neg_a, rungs, A, B, v, rel)
             _nonempty(n)
             return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 

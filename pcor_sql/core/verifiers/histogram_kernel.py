@@ -15,8 +15,11 @@ changes (as the reference checks before bisecting). When either proof fails (a r
 wide, a bisection case), the kernel answers FALLBACK and the caller runs the reference, which
 raises or bisects: the verdicts are the reference's in every case.
 
-Counting: per member run, two binary searches (numpy's `searchsorted` sides: left for L; right
-for a closed U, left for an open one).
+Counting: per member run, the first value ≥ L and the end of [L, U] (or [L, U)) are found by
+binary search inside one shell of the probe of v (`cellruns.Probe`: positions of a ladder of
+rungs around v in every run, built once per value and shared with the reference path), as
+`Probe.count` does; numpy's `searchsorted` sides: left for L; right for a closed U, left for an
+open one.
 
 Privacy: a verifier releases nothing by itself; validity-only steps cost nothing (DESIGN.md §2).
 """
@@ -88,9 +91,36 @@ def _first_above(values, s, e, x):
 
 
 @compiled
-def histogram_kernel(x, words, flat, stats, values, starts, v, rel):
+def _rung_at_or_below(neg_a, x):
+    """The first left rung j with a_j ≤ x (`neg_a` = −a, ascending): searchsorted left of −x."""
+    lo, hi = 0, neg_a.size
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if neg_a[mid] < -x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@compiled
+def _rung_at_or_above(b, x):
+    """The first right rung j with b_j ≥ x (b ascending)."""
+    lo, hi = 0, b.size
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if b[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@compiled
+def histogram_kernel(x, words, flat, stats, values, neg_a, b_rungs, A, B, v, rel):
     """(FALSE, TRUE or FALLBACK, n) of `Histogram(rel).check` on the context (x, words:
-    `jit.context_words`; `stats`: `moment_kernel.cell_stats`; values, starts: the sorted runs)."""
+    `jit.context_words`; `stats`: `moment_kernel.cell_stats`; values: the sorted runs; neg_a,
+    b_rungs, A, B: the runs' probe of v, `cellruns.Probe`)."""
     scratch = np.empty(flat.shape[0], dtype=np.int64)
     k = member_cells(x, words, flat, scratch)
     total = 0.0
@@ -128,13 +158,24 @@ def histogram_kernel(x, words, flat, stats, values, starts, v, rel):
         right = _edge(i + 1, b, lo, hi, step)
         if not (_bin(right, lo, hi, b, step) >= i + 1 and _bin(np.nextafter(right, -math.inf), lo, hi, b, step) <= i):
             return FALLBACK, n
+    if not left <= v <= right:  # (numpy's bin of v holds v; guard the probe's premise anyway)
+        return FALLBACK, n
+    # Count [left, right] (closed) or [left, right) in the member runs from the probe of v:
+    # each end lies in one shell between consecutive rungs (`cellruns` module doc).
+    jl = _rung_at_or_below(neg_a, left)
+    jr = _rung_at_or_above(b_rungs, right)
     inside = 0
     for j in range(k):
         c = scratch[j]
-        s, e = starts[c], starts[c + 1]
-        if e == s or values[e - 1] < left or values[s] > right:
-            continue
-        a = _first_at_least(values, s, e, left)
-        z = _first_above(values, a, e, right) if closed else _first_at_least(values, a, e, right)
-        inside += z - a
+        if jl == 0:
+            first = A[0, c]
+        else:
+            first = _first_at_least(values, A[jl, c], A[jl - 1, c], left)
+        if jr == 0:
+            end = B[0, c] if closed else A[0, c]
+        elif closed:
+            end = _first_above(values, B[jr - 1, c], B[jr, c], right)
+        else:
+            end = _first_at_least(values, B[jr - 1, c], B[jr, c], right)
+        inside += end - first
     return (TRUE if inside < rel * n else FALSE), n
