@@ -46,3 +46,25 @@ def test_member_cells_is_the_context_membership(sizes):
         bits = np.array([(mask >> int(b)) & 1 for b in range(t)], dtype=bool)
         expected = np.flatnonzero(np.all(bits[coords + offsets], axis=1))
         np.testing.assert_array_equal(out[:k], expected)
+
+
+def test_without_a_writable_cache_directory_functions_compile_in_memory(monkeypatch):
+    """numba refuses cache=True when no cache directory is writable (RuntimeError "no locator
+    available"); `compiled` then compiles without the disk cache instead of failing the import."""
+    import numba
+
+    import pcor_sql.core.jit as jit
+
+    real = numba.njit
+
+    def refusing(*args, **kwargs):
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", refusing)
+
+    def double(x):
+        return 2 * x
+
+    assert jit.compiled(double)(21) == 42
