@@ -8,4 +8,5 @@ def test_per_check_reports_each_verifier_and_the_parts():
     assert out["cells"] == 1200 and out["contexts"] == 20
     for name in ("grubbs", "zscore", "histogram", "lof"):
         assert out[name]["us"] > 0 and 0 <= out[name]["valid"] <= 20
+        assert out[name]["reference_us"] > 0 and out[name]["same_verdicts"]
     assert set(out["parts"]) >= {"membership", "population (n, min, max)", "moments (mean, m2)", "grubbs verdict"}
