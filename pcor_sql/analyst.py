@@ -67,7 +67,8 @@ class Analyst:
         self._session = session if session is not None else owner.session
         self._policy = policy or pipeline.analyst_policy()
         self._quote: pipeline.Quote | None = None
-        self._quoting = False
+        #: None: requests run; "cost": only the part before the reservation; "admit": that and the limits.
+        self._quoting: str | None = None
 
     # ---- statements ----------------------------------------------------------------------
 
@@ -161,10 +162,19 @@ class Analyst:
         """What `getattr(self, method)(*args, **options)` would charge, without charging or reading
         a row: the same checks, then the cost the pipeline would reserve (data independent).
         `method`: explain_outliers, identify_anomalies or identify_value."""
+        return self._preview("cost", method, args, options)
+
+    def admit(self, method: str, *args: Any, **options: Any) -> "RequestCost":
+        """`cost`, and refused now as the reservation would refuse it at this moment (BudgetExceeded:
+        a quota or limit would be passed; Refused) — its checks on a snapshot of the ledger, nothing
+        charged, no row read. Passing reserves nothing: the request itself checks again."""
+        return self._preview("admit", method, args, options)
+
+    def _preview(self, mode: str, method: str, args: tuple[Any, ...], options: dict[str, Any]) -> "RequestCost":
         if method not in ("explain_outliers", "identify_anomalies", "identify_value"):
             raise UserError(f"no cost preview for {method!r}", "use explain_outliers, identify_anomalies or identify_value")
         twin = Analyst(self._owner, self._policy, session=self._session)
-        twin._quoting = True
+        twin._quoting = mode
         getattr(twin, method)(*args, **options)
         quote = twin._quote
         if quote is None or not quote.items:
@@ -255,7 +265,8 @@ class Analyst:
         """The pipeline under the analyst policy — or, for `cost`, only its part before the
         reservation (then nothing is charged and no result exists)."""
         if self._quoting:
-            self._quote = pipeline.quote(self._session, job, self._policy, keys=keys)
+            check = pipeline.admit if self._quoting == "admit" else pipeline.quote
+            self._quote = check(self._session, job, self._policy, keys=keys)
             return []
         return pipeline.run(self._session, job, self._policy, keys=keys)
 

@@ -19,12 +19,13 @@ first call wins; later ones return False without writing); a refund lowers the t
 exactly the refunded rows' ε in the same transaction (`outcomes`). If the process dies before
 the outcome, the rows stay 'running' until a ledger is opened on this host, which marks them
 'interrupted' and keeps them charged: whatever the work showed before it died was paid for.
+`check_fit` runs the reservation's reads and checks without its writes: an early refusal.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_rules import (
@@ -37,33 +38,60 @@ from pcor_sql.ledger.charge_rules import (
     write_charge,
 )
 from pcor_sql.ledger.outcomes import check_reason, record_outcome
-from pcor_sql.ledger.pending import binding
+from pcor_sql.ledger.pending import binding, checked_batch, unit_names
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.quota_rules import check_quotas, read_quota_state, write_quotas
 from pcor_sql.ledger.transactions import LedgerAccess
 
 
+def _checked(cur: Any, access: LedgerAccess, units: tuple[str, ...], batch: tuple[ChargeItem, ...],
+             analyst: str | None) -> tuple[Any, list[ChargeItem], tuple[UnitTotal, ...], Any, tuple]:
+    """Read the units' budget rows (and the analyst's quota rows) and check the batch against
+    every limit and quota: refused here (BudgetExceeded, Refused), else what a write needs."""
+    notion = batch[0].notion
+    datasets = sorted({i.dataset for i in batch if i.dataset is not None})
+    state = read_state(cur, access.tables, units, notion, [i.release_id for i in batch])
+    fresh = fresh_items(state, batch)
+    totals = check_limits(state, fresh)
+    quota, quotas = None, ()
+    if analyst is not None:
+        quota = read_quota_state(cur, access.tables, analyst, notion, datasets)
+        quotas = check_quotas(quota, fresh if totals else [])
+    return state, fresh, totals, quota, quotas
+
+
 def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[ChargeItem, ...],
                  analyst: str | None) -> Any:
     """The body of the reservation's transaction; returns the units' totals after it."""
-    notion = batch[0].notion
     provenance = Provenance("running", analyst, current_process())
-    datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
     def body(cur: Any) -> tuple[UnitTotal, ...]:
-        state = read_state(cur, access.tables, units, notion, [i.release_id for i in batch])
-        fresh = fresh_items(state, batch)
-        totals = check_limits(state, fresh)
-        quota, quotas = None, ()
-        if analyst is not None:
-            quota = read_quota_state(cur, access.tables, analyst, notion, datasets)
-            quotas = check_quotas(quota, fresh if totals else [])
+        state, fresh, totals, quota, quotas = _checked(cur, access, units, batch, analyst)
         write_charge(cur, access.tables, state, fresh, totals, provenance)
         if quota is not None and totals:  # nothing charged (public units only): no quota spent
             write_quotas(cur, access.tables, quota, quotas)
         return totals
 
     return body
+
+
+def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None) -> None:
+    """Refuse now, as `ledger.reserve(units, items, analyst=analyst)` would, without writing:
+    the same reads and checks in one read-only transaction (a consistent snapshot). Passing is
+    no reservation — the reservation checks again, atomically, and is the only one that
+    decides what is charged; a refusal here is the answer the reservation would have given had
+    the request come at the moment of this snapshot (spending only grows between the two,
+    unless the owner raises a limit). The analyst service answers refusals this way before a
+    request waits for a worker (`pcor_sql.service`)."""
+    ledger.ensure_writable()
+    names, batch = unit_names(units), checked_batch(items)
+    if not batch:
+        raise InternalError("a check needs at least one item")
+
+    def body(cur: Any) -> None:
+        _checked(cur, ledger.access, names, batch, analyst)
+
+    ledger.transaction(body)
 
 
 class Reservation:
