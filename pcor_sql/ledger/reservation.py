@@ -77,21 +77,17 @@ def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[Char
 
 def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None) -> None:
     """Refuse now, as `ledger.reserve(units, items, analyst=analyst)` would, without writing:
-    the same reads and checks in one read-only transaction (a consistent snapshot). Passing is
-    no reservation — the reservation checks again, atomically, and is the only one that
-    decides what is charged; a refusal here is the answer the reservation would have given had
-    the request come at the moment of this snapshot (spending only grows between the two,
-    unless the owner raises a limit). The analyst service answers refusals this way before a
-    request waits for a worker (`pcor_sql.service`)."""
+    the same reads and checks. Passing is no reservation — the reservation checks again,
+    atomically, and is the only one that decides what is charged. A refusal here is the answer
+    the reservation would have given at the moment of the read that refused (the units' rows,
+    or the analyst's quota rows: each read is a committed state, so no transaction is needed
+    around the two). The analyst service answers refusals this way before a request waits
+    for a worker (`pcor_sql.service`)."""
     ledger.ensure_writable()
     names, batch = unit_names(units), checked_batch(items)
     if not batch:
         raise InternalError("a check needs at least one item")
-
-    def body(cur: Any) -> None:
-        _checked(cur, ledger.access, names, batch, analyst)
-
-    ledger.transaction(body)
+    ledger.read_with(lambda cur: _checked(cur, ledger.access, names, batch, analyst))
 
 
 class Reservation:
