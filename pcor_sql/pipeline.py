@@ -18,8 +18,8 @@ differs between callers is a `Policy` value (DESIGN.md §6):
 A job (`jobs.ReleaseJob`, `jobs.AnswerJob`) is a measurement with its privacy map, OpenDP's
 habit: it states its cost per record (`job.items`) before anything is reserved, and the ledger
 checks that cost against every unit's limit and the analyst's quota in one transaction. The
-cost check that decides happens once, there; `admit` runs the same checks on a snapshot, without
-charging, to refuse early (the analyst service, before a request waits for a worker).
+cost check that decides happens once, there; `admit` checks the cost against the limits and the
+quota without charging, to refuse early (the analyst service, before a request waits for a worker).
 """
 
 from __future__ import annotations
@@ -246,18 +246,23 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
     return results
 
 
-def admit(session: Any, job: Job, policy: Policy, *, keys: Sequence[str]) -> Quote:
-    """Everything `run` checks before any row is read, the limits included, without charging:
-    `quote`, then the reservation's checks on a snapshot of the ledger (`check_fit`). For an
-    analyst's request (no rows read before the reservation) this costs a few catalog and ledger
-    reads, so the service answers every refusal with it before a request waits for a worker. It
-    reserves nothing: `run` checks again, atomically, and only its reservation decides."""
+def admit(session: Any, job: Job, policy: Policy, *, keys: Sequence[str]) -> list:
+    """An early, cheap refusal of an analyst's request (nothing charged, no row read, no catalog
+    read): its cost (`job.items`, data independent), the minimum ε, and whether that cost would
+    pass a limit of the units the job carries (a registered dataset's, frozen at registration:
+    the reservation charges them, and perhaps more) or the analyst's quota (`check_fit`). A few
+    small ledger reads, so the service runs it before a request waits for a worker. It reserves
+    nothing and decides nothing else: `run` checks everything again, and its reservation alone
+    decides. Returns the charge items it checked."""
     from pcor_sql.ledger.reservation import check_fit
 
-    quoted = quote(session, job, policy, keys=keys)
-    with analyst_words(policy, quoted.items):
-        check_fit(session.ledger(), quoted.units, quoted.items, policy.analyst)
-    return quoted
+    with analyst_words(policy):
+        session.ledger().ensure_writable()
+    items = job.items(list(keys), policy)
+    _check_minimum(items, policy)
+    with analyst_words(policy, items):
+        check_fit(session.ledger(), tuple(sorted(set(job.extra_units))), items, policy.analyst)
+    return items
 
 
 def _check_minimum(items: list, policy: Policy) -> None:

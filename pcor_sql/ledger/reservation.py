@@ -19,7 +19,7 @@ first call wins; later ones return False without writing); a refund lowers the t
 exactly the refunded rows' ε in the same transaction (`outcomes`). If the process dies before
 the outcome, the rows stay 'running' until a ledger is opened on this host, which marks them
 'interrupted' and keeps them charged: whatever the work showed before it died was paid for.
-`check_fit` runs the reservation's reads and checks without its writes: an early refusal.
+`check_fit` is an early, cheap refusal for a limit or quota (it reserves nothing).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from typing import Any, Sequence
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_rules import (
     ChargeItem,
+    ChargeState,
     Provenance,
+    UnitRow,
     UnitTotal,
     check_limits,
     fresh_items,
@@ -40,33 +42,32 @@ from pcor_sql.ledger.charge_rules import (
 from pcor_sql.ledger.outcomes import check_reason, record_outcome
 from pcor_sql.ledger.pending import binding, checked_batch, unit_names
 from pcor_sql.ledger.process_identity import current_process
-from pcor_sql.ledger.quota_rules import check_quotas, read_quota_state, write_quotas
+from pcor_sql.ledger.quota_rules import (
+    ALL_DATASETS,
+    QuotaRow,
+    QuotaState,
+    check_quotas,
+    read_quota_state,
+    write_quotas,
+)
 from pcor_sql.ledger.transactions import LedgerAccess
-
-
-def _checked(cur: Any, access: LedgerAccess, units: tuple[str, ...], batch: tuple[ChargeItem, ...],
-             analyst: str | None) -> tuple[Any, list[ChargeItem], tuple[UnitTotal, ...], Any, tuple]:
-    """Read the units' budget rows (and the analyst's quota rows) and check the batch against
-    every limit and quota: refused here (BudgetExceeded, Refused), else what a write needs."""
-    notion = batch[0].notion
-    datasets = sorted({i.dataset for i in batch if i.dataset is not None})
-    state = read_state(cur, access.tables, units, notion, [i.release_id for i in batch])
-    fresh = fresh_items(state, batch)
-    totals = check_limits(state, fresh)
-    quota, quotas = None, ()
-    if analyst is not None:
-        quota = read_quota_state(cur, access.tables, analyst, notion, datasets)
-        quotas = check_quotas(quota, fresh if totals else [])
-    return state, fresh, totals, quota, quotas
 
 
 def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[ChargeItem, ...],
                  analyst: str | None) -> Any:
     """The body of the reservation's transaction; returns the units' totals after it."""
+    notion = batch[0].notion
     provenance = Provenance("running", analyst, current_process())
+    datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
     def body(cur: Any) -> tuple[UnitTotal, ...]:
-        state, fresh, totals, quota, quotas = _checked(cur, access, units, batch, analyst)
+        state = read_state(cur, access.tables, units, notion, [i.release_id for i in batch])
+        fresh = fresh_items(state, batch)
+        totals = check_limits(state, fresh)
+        quota, quotas = None, ()
+        if analyst is not None:
+            quota = read_quota_state(cur, access.tables, analyst, notion, datasets)
+            quotas = check_quotas(quota, fresh if totals else [])
         write_charge(cur, access.tables, state, fresh, totals, provenance)
         if quota is not None and totals:  # nothing charged (public units only): no quota spent
             write_quotas(cur, access.tables, quota, quotas)
@@ -76,18 +77,44 @@ def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[Char
 
 
 def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None) -> None:
-    """Refuse now, as `ledger.reserve(units, items, analyst=analyst)` would, without writing:
-    the same reads and checks. Passing is no reservation — the reservation checks again,
-    atomically, and is the only one that decides what is charged. A refusal here is the answer
-    the reservation would have given at the moment of the read that refused (the units' rows,
-    or the analyst's quota rows: each read is a committed state, so no transaction is needed
-    around the two). The analyst service answers refusals this way before a request waits
-    for a worker (`pcor_sql.service`)."""
+    """Refuse early and cheaply when `ledger.reserve(units, items, analyst=analyst)` would refuse
+    for a limit: a unit's (its own or the notion's default) or the analyst's quota would be
+    passed (BudgetExceeded, with the reservation's own arithmetic and words: `check_limits`,
+    `check_quotas`). Three small reads, no write, no transaction: each refusal is justified by
+    one committed read, so it is the answer the reservation would have given at that moment.
+
+    Passing is no reservation, and this checks less than the reservation does: a unit without
+    a limit in a strict ledger, totals that need repair, an unknown or revoked analyst and
+    release ids charged before are left to it. The reservation checks everything, atomically,
+    and alone decides what is charged. The analyst service runs this before a request waits
+    for a worker (`pcor_sql.pipeline.admit`)."""
     ledger.ensure_writable()
     names, batch = unit_names(units), checked_batch(items)
     if not batch:
         raise InternalError("a check needs at least one item")
-    ledger.read_with(lambda cur: _checked(cur, ledger.access, names, batch, analyst))
+    notion, tables = batch[0].notion, ledger.access.tables
+
+    def body(cur: Any) -> None:
+        rows = cur.execute(
+            f"SELECT u.unit, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
+            f" coalesce(b.releases, 0), coalesce(p.public, false) FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"
+            f" LEFT JOIN {tables.budget} b ON b.unit = u.unit AND b.notion = $2"
+            f" LEFT JOIN {tables.units} p ON p.unit = u.unit", [list(names), notion]).fetchall()
+        default = cur.execute(f"SELECT value FROM {tables.settings} WHERE name = 'default_limit_' || $1",
+                              [notion]).fetchall()
+        state = ChargeState(notion, tuple(UnitRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in sorted(rows)),
+                            default[0][0] if default else None, False, {})
+        totals = check_limits(state, list(batch))
+        if analyst is None or not totals:  # nothing charged (public units only): no quota spent
+            return
+        datasets = sorted({i.dataset for i in batch if i.dataset is not None})
+        quota = cur.execute(
+            f"SELECT dataset, limit_epsilon, spent_epsilon, spent_residual, releases FROM {tables.quotas}"
+            " WHERE analyst = $1 AND notion = $2 AND list_contains($3::VARCHAR[], dataset)",
+            [analyst, notion, [ALL_DATASETS, *datasets]]).fetchall()
+        check_quotas(QuotaState(analyst, notion, True, False, None, {r[0]: QuotaRow(*r) for r in quota}), list(batch))
+
+    ledger.read_with(body)
 
 
 class Reservation:

@@ -20,12 +20,13 @@ reservation, nothing charged — and 422, the one generic failure after it (char
 response is `Cache-Control: no-store`. A refusal names nothing the analyst did not send or own:
 a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
 
-Refusals do not wait for a worker. A request is first admitted (`Analyst.admit`: every check
-before the reservation, the ledger's limits and quota included, on a snapshot; no row read,
-nothing charged) on a small pool of its own cursors, so a refusal is answered in milliseconds
-while the workers are busy with releases. Admission decides nothing else: the worker runs the
-request from the start, and its reservation, atomic, alone decides what is charged — two
-requests admitted together near a quota get one charge and one 429, never an overspend.
+Refusals do not wait for a worker. A request is first admitted (`Analyst.admit`: the request's
+checks, which read only the request and the registry, then its cost against the dataset's
+limits and the analyst's quota — a few small ledger reads; no row read, nothing charged) on a
+small pool of its own cursors, so a refusal comes back while the workers are busy with releases.
+Admission decides nothing else: the worker runs the request from the start, and its
+reservation, atomic, alone decides what is charged — two requests admitted together near a
+quota get one charge and one 429, never an overspend.
 """
 
 from __future__ import annotations
