@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
 from pcor_sql.errors import (
+    AnalystRefused,
     BudgetExceeded,
     Interrupted,
     Refused,
@@ -130,8 +131,6 @@ def analyst_words(policy: Policy, items: Sequence[Any] = ()) -> Iterator[None]:
     try:
         yield
     except UserError as exc:
-        from pcor_sql.ledger.quota_rules import AnalystRefused
-
         if not policy.generic_failures or isinstance(exc, AnalystRefused):
             raise
         LOG.info("refused a request of analyst %s: %s", policy.analyst, exc)
@@ -250,18 +249,16 @@ def admit(session: Any, job: Job, policy: Policy, *, keys: Sequence[str]) -> lis
     """An early, cheap refusal of an analyst's request (nothing charged, no row read, no catalog
     read): its cost (`job.items`, data independent), the minimum ε, and whether that cost would
     pass a limit of the units the job carries (a registered dataset's, frozen at registration:
-    the reservation charges them, and perhaps more) or the analyst's quota (`check_fit`). A few
+    the reservation charges them, and perhaps more) or the analyst's quota (`Ledger.check_fit`). A few
     small ledger reads, so the service runs it before a request waits for a worker. It reserves
     nothing and decides nothing else: `run` checks everything again, and its reservation alone
     decides. Returns the charge items it checked."""
-    from pcor_sql.ledger.reservation import check_fit
-
     with analyst_words(policy):
         session.ledger().ensure_writable()
     items = job.items(list(keys), policy)
     _check_minimum(items, policy)
     with analyst_words(policy, items):
-        check_fit(session.ledger(), tuple(sorted(set(job.extra_units))), items, policy.analyst)
+        session.ledger().check_fit(tuple(sorted(set(job.extra_units))), items, analyst=policy.analyst)
     return items
 
 

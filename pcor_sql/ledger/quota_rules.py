@@ -15,18 +15,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pcor_sql.errors import Refused
+from pcor_sql.errors import AnalystRefused
 from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, utc_now, within
 
 #: The dataset key of an analyst's quota over all datasets together.
 ALL_DATASETS = ""
-
-
-class AnalystRefused(Refused):
-    """A refusal about the analyst themselves (unknown, revoked, a dataset they may not use):
-    it names nothing of the data, of the units or of anyone else's spending, so the pipeline
-    passes it to the analyst as it is — every other refusal of a reservation is said to an
-    analyst in generic words (`pcor_sql.pipeline.analyst_words`)."""
 
 
 @dataclass(frozen=True)
