@@ -108,7 +108,12 @@ def _options(
     if ctx.invoked_subcommand is None:  # a bare `pcor-sql`: the help, not an error
         typer.echo(ctx.get_help())
         raise typer.Exit()
-    _require_numba()
+    if ctx.invoked_subcommand not in _NO_CHECKS:
+        _require_numba()
+
+
+#: Commands that run no validity check: the analyst's client (HTTP only) and the glossary.
+_NO_CHECKS = ("remote", "glossary")
 
 
 def _require_numba() -> None:
