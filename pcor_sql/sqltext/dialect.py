@@ -66,10 +66,12 @@ def spark_sql(text: str) -> str:
 
 
 def _builtin_qualifier(tokens: list, i: int) -> bool:
-    """Whether tokens i..i+3 are `system.main.` written together before a function's name."""
-    if i + 4 >= len(tokens):
+    """Whether tokens i..i+3 are `system.main.` written together before a function's name and
+    its opening bracket (`system.main.count(`)."""
+    if i + 5 >= len(tokens):
         return False
-    run = tokens[i:i + 5]
+    run = tokens[i:i + 6]
     return (run[0].kind == WORD and run[0].text.lower() == "system" and run[1].kind == PUNCT and run[1].text == "."
             and run[2].kind == WORD and run[2].text.lower() == "main" and run[3].kind == PUNCT and run[3].text == "."
-            and run[4].kind == WORD and all(a.end == b.start for a, b in zip(run, run[1:])))
+            and run[4].kind == WORD and run[5].kind == PUNCT and run[5].text == "("
+            and all(a.end == b.start for a, b in zip(run, run[1:])))
