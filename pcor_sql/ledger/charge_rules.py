@@ -110,6 +110,12 @@ def mismatch_fix() -> str:
     return ("see the differences with `pcor-sql budget verify`, then reset the totals from the history with"
             " `pcor-sql budget repair`")
 
+# The ledger's SQL names its tables in full and calls every built-in as `system.main.<name>`,
+# with no operator, list literal or row tuple (each a function looked up by name): the ledger
+# lives in the owner's database, where a macro such as `count_star() AS 0` would otherwise read
+# "no limit anywhere", or `fsum` hide a lost charge (tests/engine/test_shadowing_macros.py).
+# `unnest` stays bare: DuckDB binds it before any macro.
+
 #: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
 TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas")
 
