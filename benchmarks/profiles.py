@@ -107,8 +107,10 @@ def start_up(oracle: Any, max_checks: int = 1 << 20) -> tuple[int | None, int]:
         checks += 1
         if oracle.is_valid(mask):
             return mask, checks
-        for b in space.free_bits:
-            if not (mask >> b) & 1 and (up := mask | (1 << b)) not in seen:
+        # grow_bits: on an ordinal attribute only the bins next to the run (another bin would
+        # leave a gap); on a categorical one every missing free value, in bit order as before.
+        for b in space.grow_bits(mask):
+            if (up := mask | (1 << b)) not in seen:
                 seen.add(up)
                 queue.append(up)
     return None, checks

@@ -230,6 +230,7 @@ class Analyst:
                 explanation_sql=over_context(quote_identifier(metric), registered.name, e.predicate),
                 epsilon=e.epsilon, epsilon1=e.epsilon1, accounting=e.accounting, search=e.search,
                 samples=e.samples, verifier=e.verifier, utility=e.utility, full_attributes=e.full_attributes,
+                ranges=e.ranges,
             )
             for key, e in results
         ]

@@ -117,7 +117,7 @@ def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress:
             predicate=session.access.render(predicate),
             explanation_sql=session.access.render(over_context(request.select_list, request.relation, predicate)),
             em_calls=run.trace.n_em_calls, verifier=prepared.verifier_label, start_source=run.start_source,
-            seeded=seeded, charge=charge, full_attributes=_whole(run.space, run.mask),
+            seeded=seeded, charge=charge, full_attributes=_whole(run.space, run.mask), ranges=run.space.ranges(run.mask),
             owner=run.owner if request.owner_view else None, values=_values(session.access, request, predicate),
         ))
     return out

@@ -43,7 +43,9 @@ def _charged(units: Sequence[str], dataset: str | None) -> str:
 def _explanation_pairs(e: Any) -> list[tuple[str, str]]:
     key = selector_key(e.selector, e.record)
     pairs = [("record", f"{key[0]} = {key[1]}" if key else selector_words(e.selector))]
-    pairs += [(attribute, "{" + _values(values) + "}") for attribute, values in e.context.items()]
+    # An ordinal attribute shows its run of bins as one range, `[18, 35)`.
+    pairs += [(attribute, e.ranges[attribute] if attribute in e.ranges else "{" + _values(values) + "}")
+              for attribute, values in e.context.items()]
     pairs += [
         ("explanation", e.explanation_sql),
         ("privacy", e.privacy_summary),

@@ -106,14 +106,20 @@ def _value(value: Any) -> str:
     return str(value) if not isinstance(value, str) else value
 
 
-def conditions_words(context: Mapping[str, Sequence[Any]], whole: Sequence[str] = ()) -> str:
+def conditions_words(context: Mapping[str, Sequence[Any]], whole: Sequence[str] = (),
+                     ranges: Mapping[str, str] | None = None) -> str:
     """`job_title is Nurse or Teacher, and year is one of 6 values`: the attributes the context
-    restricts (`whole` names those it keeps entirely); short lists in full."""
+    restricts (`whole` names those it keeps entirely); short lists in full. An ordinal
+    attribute in `ranges` (`ContextSpace.ranges`) is its run of bins as one range: `age is
+    [18, 35)`, not `age is [18, 25) or [25, 35)`."""
     parts = []
+    ranges = ranges or {}
     for attribute, values in context.items():
         if attribute in whole:
             continue
-        if len(values) == 1:
+        if attribute in ranges:
+            parts.append(f"{attribute} is {ranges[attribute]}")
+        elif len(values) == 1:
             parts.append(f"{attribute} is {_value(values[0])}")
         elif len(values) <= _SHORT_LIST:
             parts.append(f"{attribute} is {', '.join(_value(v) for v in values[:-1])} or {_value(values[-1])}")
@@ -166,12 +172,13 @@ def key_words(dataset: str, key: Any) -> str:
 
 
 def outlier_sentence(
-    metric: str, record: str, verifier: str, context: Mapping[str, Sequence[Any]], whole: Sequence[str] = ()
+    metric: str, record: str, verifier: str, context: Mapping[str, Sequence[Any]], whole: Sequence[str] = (),
+    ranges: Mapping[str, str] | None = None,
 ) -> str:
     """The plain-words first line of a release: `salary of the record where id = 42 is an
     outlier (LOF, k = 20, threshold = 1.5) among the rows where job_title is one of 6 values`;
-    `record` is `record_words(...)` or `key_words(...)`."""
-    where = conditions_words(context, whole)
+    `record` is `record_words(...)` or `key_words(...)`; `ranges` as in `conditions_words`."""
+    where = conditions_words(context, whole, ranges)
     among = f"among the rows where {where}" if where else "among all rows"
     return f"{metric} of {record} is an outlier ({verifier_words(verifier)}) {among}"
 

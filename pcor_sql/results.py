@@ -68,6 +68,8 @@ class Explanation(_Shown):
     charge: Charge = field(default=Charge(), repr=False)
     #: Attributes the context keeps whole (every declared value): they restrict nothing.
     full_attributes: tuple[str, ...] = field(default=(), repr=False)
+    #: Ordinal attributes' runs of bins, one interval each (`{"age": "[18, 35)"}`): for people.
+    ranges: dict[str, str] = field(default_factory=dict, repr=False)
     owner: OwnerView | None = field(default=None, repr=False)
     #: The owner's reader of the data behind `plot()`: () → (context's values, all values).
     values: Callable[[], tuple[list[Any], list[Any]]] | None = field(default=None, repr=False, compare=False)
@@ -97,7 +99,7 @@ class Explanation(_Shown):
         """What was concluded, in plain words, from released values only: `salary of the record
         where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) among the rows where ...`."""
         return outlier_sentence(self.metric, record_words(self.selector, self.record), self.verifier, self.context,
-                                self.full_attributes)
+                                self.full_attributes, self.ranges)
 
     @property
     def privacy_summary(self) -> str:
@@ -172,6 +174,8 @@ class ValidContext:
     context: dict[str, list[Any]]
     predicate: str
     utility: float
+    #: Ordinal attributes' runs of bins, one interval each (`{"age": "[18, 35)"}`): for people.
+    ranges: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,7 @@ class CoeResult(_Shown):
     _display = "coe"
 
     def _context(self, mask: int, utility: float) -> ValidContext:
-        return ValidContext(self._space.values(mask), self._predicate(mask), utility)
+        return ValidContext(self._space.values(mask), self._predicate(mask), utility, self._space.ranges(mask))
 
 
 @dataclass(frozen=True)
@@ -280,13 +284,15 @@ class AnalystExplanation:
     utility: str
     #: Attributes the context keeps whole (the predicate leaves them out): for the summary.
     full_attributes: tuple[str, ...] = field(default=(), repr=False)
+    #: Ordinal attributes' runs of bins, one interval each: for the summary.
+    ranges: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def summary(self) -> str:
         """The conclusion in plain words, from what the analyst is given: `pay of record 42 of
         people is an outlier (Grubbs' test, alpha = 0.05) among the rows where dept is ...`."""
         return outlier_sentence(self.metric, key_words(self.dataset, self.key), self.verifier, self.context,
-                                self.full_attributes)
+                                self.full_attributes, self.ranges)
 
     @property
     def privacy_summary(self) -> str:
@@ -294,7 +300,7 @@ class AnalystExplanation:
 
     def as_dict(self) -> dict[str, Any]:
         out = {"summary": self.summary, "privacy_summary": self.privacy_summary}
-        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name != "full_attributes"})
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("full_attributes", "ranges")})
         return out
 
 

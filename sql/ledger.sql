@@ -14,6 +14,12 @@
 -- `bundled:salaries`): every release is charged to each unit its relation reads, however it
 -- is spelled. The three privacy notions hold under different neighbour relations, so each
 -- unit keeps one total per notion and they are never added together.
+--
+-- A CHECK is bound when a row is written, with the catalog as it is then: a macro named
+-- isfinite in the owner's database would run instead of the built-in, hence system.main.
+-- Ledgers made before keep their unqualified CHECKs (the layout check reads columns, not
+-- constraints, so nothing rebuilds them): there such a macro can make every write fail (charges
+-- refused) or let a non-finite ε through the CHECK, which charge_rules refuses before writing.
 CREATE SCHEMA IF NOT EXISTS pcor;
 
 -- One row per (unit, notion) that has a limit or has been charged.
@@ -26,8 +32,8 @@ CREATE SCHEMA IF NOT EXISTS pcor;
 CREATE TABLE IF NOT EXISTS pcor.budget (
     unit           VARCHAR NOT NULL,
     notion         VARCHAR NOT NULL CHECK (notion IN ('ocdp', 'dp', 'sp')),
-    limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (isfinite(limit_epsilon) AND limit_epsilon > 0)),
-    spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (isfinite(spent_epsilon) AND spent_epsilon >= 0),
+    limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (system.main.isfinite(limit_epsilon) AND limit_epsilon > 0)),
+    spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (system.main.isfinite(spent_epsilon) AND spent_epsilon >= 0),
     spent_residual DOUBLE NOT NULL DEFAULT 0,
     releases       BIGINT NOT NULL DEFAULT 0 CHECK (releases >= 0),
     created_at     TIMESTAMP NOT NULL,  -- UTC
@@ -69,7 +75,7 @@ CREATE TABLE IF NOT EXISTS pcor.history (
     seq           BIGINT NOT NULL CHECK (seq >= 1),
     released_at   TIMESTAMP NOT NULL,    -- UTC
     mechanism     VARCHAR NOT NULL,
-    epsilon       DOUBLE NOT NULL CHECK (isfinite(epsilon) AND epsilon > 0),
+    epsilon       DOUBLE NOT NULL CHECK (system.main.isfinite(epsilon) AND epsilon > 0),
     k             BIGINT,                -- (ε, k)-sensitive privacy only
     record_key    VARCHAR,
     statement     VARCHAR,
@@ -109,8 +115,8 @@ CREATE TABLE IF NOT EXISTS pcor.quotas (
     analyst        VARCHAR NOT NULL,
     notion         VARCHAR NOT NULL CHECK (notion IN ('ocdp', 'dp', 'sp')),
     dataset        VARCHAR NOT NULL DEFAULT '',
-    limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (isfinite(limit_epsilon) AND limit_epsilon > 0)),
-    spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (isfinite(spent_epsilon) AND spent_epsilon >= 0),
+    limit_epsilon  DOUBLE CHECK (limit_epsilon IS NULL OR (system.main.isfinite(limit_epsilon) AND limit_epsilon > 0)),
+    spent_epsilon  DOUBLE NOT NULL DEFAULT 0 CHECK (system.main.isfinite(spent_epsilon) AND spent_epsilon >= 0),
     spent_residual DOUBLE NOT NULL DEFAULT 0,
     releases       BIGINT NOT NULL DEFAULT 0 CHECK (releases >= 0),
     updated_at     TIMESTAMP NOT NULL,   -- UTC

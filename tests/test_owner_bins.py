@@ -83,3 +83,32 @@ def test_auto_bins_are_computed_once_with_a_warning(owner):
     e = owner.analyst().explain_outlier("people", 9, verifier="grubbs", epsilon=0.5)
     assert re.search(r'"age" >= \d+', e.predicate)
     assert owner.dataset("people").bins == d.bins  # frozen: the new rows move no edge
+
+
+def one_range(labels):
+    """The run of consecutive bin labels as one interval: `[18, 30)`, `[30, 45)` → `[18, 45)`."""
+    return labels[0].split(",")[0] + "," + labels[-1].split(",")[1]
+
+
+def test_a_run_of_bins_reads_as_one_range_in_python_results(owner):
+    """The analyst's release, the owner's `Explanation` and the owner's COE all say `age is
+    [18, 45)` in words, not the bins' labels joined by `or`; the context itself keeps the
+    labels, and the JSON gains no key."""
+    register(owner, bins={"age": EDGES})  # a limit of 5 on the unit
+    a = owner.analyst().explain_outlier("people", 9, verifier="grubbs", epsilon=0.5, search="direct")
+    assert a.ranges == {"age": one_range(a.context["age"])}
+    assert f"age is {one_range(a.context['age'])}" in a.summary or "age" not in a.summary
+    assert "ranges" not in a.as_dict()
+    # Seeded, ε = 4 on `direct`: the largest valid context, a run of several bins but not all
+    # (the pay of a 70-year-old, aged 25).
+    e = pcor_sql.explain_outlier(owner.con, "SELECT pay FROM people WHERE id = 9", by="age,dept",
+                                 domains={"dept": ["a", "b"]}, bins={"age": EDGES}, verifier="grubbs",
+                                 search="direct", epsilon=4, seed=1)
+    labels = e.context["age"]
+    assert 1 < len(labels) < len(EDGES) - 1  # the test can fail
+    assert e.ranges == {"age": one_range(labels)}
+    assert f"age is {one_range(labels)}" in e.summary and " or " not in e.summary
+    assert e.as_dict()["summary"] == e.summary and "ranges" not in e.as_dict()
+    [coe] = pcor_sql.coe(owner.con, "SELECT pay FROM people WHERE id = 9", by="age,dept", domains={"dept": ["a", "b"]},
+                         bins={"age": EDGES}, verifier="grubbs")
+    assert len(coe) > 1 and all(c.ranges == {"age": one_range(c.context["age"])} for c in coe)

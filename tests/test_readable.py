@@ -103,3 +103,13 @@ def test_the_glossary_covers_the_output_and_is_the_readmes():
     section = README.read_text(encoding="utf-8").split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
     entries = re.findall(r"^- \*\*(.+?)\*\*: (.+?)(?=\n- \*\*|\n\n|\Z)", section, re.MULTILINE | re.DOTALL)
     assert [(t, " ".join(m.split())) for t, m in entries] == list(GLOSSARY)
+
+
+def test_an_ordinal_attribute_reads_as_one_range():
+    """A binned attribute's run of bins is one range in words (`ranges`, from the space), not
+    its bins' labels joined by `or`."""
+    context = {"age": ["[18, 30)", "[30, 45)"], "dept": ["a"]}
+    e = explanation(context=context, full_attributes=(), ranges={"age": "[18, 45)"})
+    assert e.summary.endswith("among the rows where age is [18, 45) and dept is a")
+    assert " or " not in e.summary
+    assert conditions_words(context) == "age is [18, 30) or [30, 45) and dept is a"  # without ranges: the labels

@@ -87,7 +87,7 @@ def check_finite(con: duckdb.DuckDBPyConnection, relation_sql: str, columns: Seq
     """Every record takes part in every ball, so a NULL, NaN or ±inf anywhere is an input error."""
     conditions = []
     for q in quoted(columns):
-        conditions += [f"{q} IS NULL", f"NOT isfinite({as_double(q)})"]
+        conditions += [f"{q} IS NULL", f"NOT system.main.isfinite({as_double(q)})"]
     counts = con.execute(count_where(relation_sql, conditions)).fetchall()[0]
     for idx, (c, q) in enumerate(zip(columns, quoted(columns))):
         nulls, nonfinite = counts[2 * idx], counts[2 * idx + 1]

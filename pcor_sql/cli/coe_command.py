@@ -178,7 +178,7 @@ def _print_tables(ranked: list[tuple[Any, list[Any]]]) -> None:
         ))
         for rank, c in enumerate(contexts, start=1):
             console.print(Text(f"#{rank}  utility {number(c.utility)}", style="bold"))
-            for line in context_lines(c.context):
+            for line in context_lines(c.context, c.ranges):
                 console.print(line)
         if result.size > len(contexts):
             console.print(Text(f"… {result.size - len(contexts):,} more (use --limit N or --format json)", style="dim"))

@@ -168,14 +168,17 @@ def record_text(record: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={show_value(v)}" for k, v in record.items())
 
 
-def context_lines(context: Mapping[str, Sequence[Any]]) -> list[Text]:
-    """One line per attribute: `job_title ∈ {Nurse, Professor}`."""
+def context_lines(context: Mapping[str, Sequence[Any]], ranges: Mapping[str, str] | None = None) -> list[Text]:
+    """One line per attribute: `job_title ∈ {Nurse, Professor}`; an ordinal attribute in
+    `ranges` as its one range of bins, `age ∈ [18, 35)`."""
     width = max((len(a) for a in context), default=0)
+    ranges = ranges or {}
     lines = []
     for attribute, values in context.items():
         line = Text("  ")
         line.append(attribute.ljust(width), style="bold")
-        line.append(" ∈ {" + ", ".join(show_value(v) for v in values) + "}")
+        shown = ranges[attribute] if attribute in ranges else "{" + ", ".join(show_value(v) for v in values) + "}"
+        line.append(" ∈ " + shown)
         lines.append(line)
     return lines
 
@@ -216,7 +219,7 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
     title.append(e.summary, style="bold")
     console.print(title)
     console.print(Text("  released context:", style="dim"))
-    for line in context_lines(e.context):
+    for line in context_lines(e.context, e.ranges):
         console.print(line)
     _field(console, "explanation", e.explanation_sql)
     _field(console, "privacy", e.privacy_summary)

@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from pcor_sql.core.bins import bin_labels, bin_of, check_edges, edge_text
+from pcor_sql.core.bins import bin_labels, bin_of, check_edges, edge_text, run_label
 from pcor_sql.core.randomness import uniform_open
 from pcor_sql.core.selection import domain_indices
 from pcor_sql.errors import InternalError, UserError, option_hint
@@ -331,6 +331,11 @@ class ContextSpace:
             a.name: [a.domain[j] for j in self.selected_indices(mask, i)]
             for i, a in enumerate(self.attributes)
         }
+
+    def ranges(self, mask: int) -> dict[str, str]:
+        """Ordinal attribute name → its run of bins as one interval label, `[18, 35)` rather than
+        the bins' labels `[18, 25)`, `[25, 35)` (`core.bins.run_label`): how people read it."""
+        return {self.attributes[i].name: run_label(self.attributes[i].edges, *self.run(mask, i)) for i in self.ordinal}
 
     def from_values(self, selection: Mapping[str, Sequence[Any]]) -> int:
         """Context mask of a selection; attributes not named select their full domain."""

@@ -15,8 +15,14 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
-from pcor_sql.core.randomness import Source
+# Re-exported for callers that import it from here (benchmarks.profiles): one descent for the
+# package, which on an ordinal attribute removes only a bin at an end of the run (removing any
+# selected value, as a copy here once did, cuts a gap into the run: an inadmissible context).
+from pcor_sql.core.exploration import random_descents
 from pcor_sql.core.space import ContextSpace
+
+__all__ = ["DEFAULT_DESCENTS", "DEFAULT_MAX_CHECKS", "DEFAULT_NEAR_CHECKS", "DEFAULT_START_CHECKS", "ValidityOracle",
+           "find_start", "random_descents"]
 
 #: Distinct contexts the whole search may check before it gives up (no valid context found).
 DEFAULT_MAX_CHECKS = 20_000
@@ -143,26 +149,3 @@ def _lockstep(ask: _Checker, sweeps: tuple[_Sweep, ...]) -> int | None:
             if verdict:
                 return s.found
     return None
-
-
-def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[int]:
-    """Up to `count` valid contexts, each the first valid one met on a uniformly random walk
-    down from the full context (one random selected free value removed per step).
-
-    Every step reads validity only, and the coins come from `source` independently of the
-    data, so the law of the result is a function of COE(D, V) alone: equal on OCDP
-    neighbours, hence free. The contexts are large (few values removed), which is where the
-    utilities point; BFS adds them to its starting frontier.
-    """
-    space = oracle.space
-    found: dict[int, None] = {}
-    for _ in range(count):
-        mask = space.full
-        while not oracle.is_valid(mask):
-            selected = [b for b in space.free_bits if (mask >> b) & 1]
-            if not selected:
-                break
-            mask &= ~(1 << selected[int(source.integers(0, len(selected)))])
-        else:
-            found[mask] = None
-    return list(found)

@@ -264,15 +264,21 @@ def _catalog_state(con: duckdb.DuckDBPyConnection, catalog: str | None, table: s
     """In one statement: (database, schema) the objects go to, 'table'/'view'/None for a relation
     named `table` there (names are case-insensitive), and the labels of existing user types named
     in `type_names` (lower-cased name → labels; [] for a type that is not an ENUM)."""
+    # Built-ins qualified, and the catalog's table functions rather than information_schema (SQL
+    # views whose bodies call functions by name): a macro in the owner's database named like a
+    # built-in would run instead.
     rows = con.execute(
-        "WITH here AS (SELECT coalesce($1, current_database()) AS db,"
-        " CASE WHEN $1 IS NULL THEN current_schema() ELSE 'main' END AS sch)"
+        "WITH here AS (SELECT coalesce($1, system.main.current_database()) AS db,"
+        " CASE WHEN $1 IS NULL THEN system.main.current_schema() ELSE 'main' END AS sch)"
         " SELECT here.db, here.sch,"
-        " (SELECT first(table_type) FROM information_schema.tables t WHERE t.table_catalog = here.db"
-        "  AND t.table_schema = here.sch AND lower(t.table_name) = lower($2)),"
-        " (SELECT list(struct_pack(n := lower(type_name), e := logical_type = 'ENUM', l := labels))"
-        "  FROM duckdb_types() d WHERE d.database_name = here.db AND d.schema_name = here.sch AND NOT internal"
-        "  AND list_contains($3, lower(type_name)))"
+        " (SELECT system.main.first(kind) FROM (SELECT 'BASE TABLE' AS kind, database_name, schema_name,"
+        "  table_name AS name FROM system.main.duckdb_tables() UNION ALL SELECT 'VIEW', database_name, schema_name,"
+        "  view_name FROM system.main.duckdb_views()) t WHERE t.database_name = here.db"
+        "  AND t.schema_name = here.sch AND system.main.lower(t.name) = system.main.lower($2)),"
+        " (SELECT system.main.list(system.main.struct_pack(n := system.main.lower(type_name),"
+        "  e := logical_type = 'ENUM', l := labels))"
+        "  FROM system.main.duckdb_types() d WHERE d.database_name = here.db AND d.schema_name = here.sch"
+        "  AND NOT internal AND system.main.list_contains($3, system.main.lower(type_name)))"
         " FROM here",
         [catalog, table, [t.lower() for t in type_names]],
     ).fetchall()

@@ -43,7 +43,7 @@ def watch_query(con: duckdb.DuckDBPyConnection, progress: Progress | None, label
         yield
         return
     previous = con.execute(
-        "SELECT " + ", ".join(f"current_setting('{name}')" for name in _SETTINGS)
+        "SELECT " + ", ".join(f"system.main.current_setting('{name}')" for name in _SETTINGS)
     ).fetchall()[0]
     con.execute("SET enable_progress_bar = true")
     con.execute("SET enable_progress_bar_print = false")  # DuckDB's own bar would print to stdout

@@ -225,7 +225,7 @@ def _bin_case(attr: Attribute) -> str:
     outside = quote_literal(OUTSIDE_BINS)
     whens = [f"WHEN {col} IS NULL THEN NULL"]
     if any(isinstance(e, float) for e in edges):
-        whens.append(f"WHEN isnan({col}) THEN {outside}")  # NaN compares above every number
+        whens.append(f"WHEN system.main.isnan({col}) THEN {outside}")  # NaN compares above every number
     if not is_infinite(edges[0]):
         whens.append(f"WHEN {col} < {quote_literal(edges[0])} THEN {outside}")
     for j, label in enumerate(labels):
@@ -285,7 +285,7 @@ def _quantile_edges(
     col = quote_identifier(name)
     points = ", ".join(repr(k / count) for k in range(count + 1))
     try:
-        [(found,)] = con.execute(select_from(f"quantile_disc({col}, [{points}])", relation_sql,
+        [(found,)] = con.execute(select_from(f"system.main.quantile_disc({col}, system.main.list_value({points}))", relation_sql,
                                              where=f"{col} IS NOT NULL")).fetchall()
     except duckdb.Error as exc:
         raise _user_sql_error(exc, f"check the column {name}") from None
@@ -338,9 +338,11 @@ def _typed_values(con: duckdb.DuckDBPyConnection, values: Sequence[Any], type_na
     if type_name.upper().startswith("ENUM(") or type_name.upper() == "VARCHAR":
         return [str(v) for v in vals]
     try:
+        # Two unnests side by side pair up; no generate_subscripts, a built-in macro whose body
+        # calls functions by name (a macro in the owner's database could take one of them).
         rows = con.execute(
-            f"SELECT CAST(v AS {type_name}) FROM (SELECT unnest($1::VARCHAR[]) AS v, generate_subscripts($1::VARCHAR[], 1) AS i) ORDER BY i",
-            [[str(v) for v in vals]],
+            f"SELECT CAST(v AS {type_name}) FROM (SELECT unnest($1::VARCHAR[]) AS v, unnest($2::BIGINT[]) AS i) ORDER BY i",
+            [[str(v) for v in vals], list(range(len(vals)))],
         ).fetchall()
     except duckdb.Error as exc:
         raise UserError(

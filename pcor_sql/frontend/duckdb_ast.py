@@ -37,7 +37,7 @@ def serialize(con: duckdb.DuckDBPyConnection, text: str) -> dict[str, Any]:
     """The parse of `text` as DuckDB's JSON document: `{"error": bool, "statements": [...]}`,
     or on failure `{"error": true, "error_type": ..., "error_message": ...}` (never raises for
     bad SQL: the caller words the error for its context)."""
-    rows = _run(con, "SELECT json_serialize_sql($1)", [text])
+    rows = _run(con, "SELECT system.main.json_serialize_sql($1)", [text])
     return json.loads(rows[0][0])
 
 
@@ -52,14 +52,27 @@ def wrap(node: dict[str, Any]) -> dict[str, Any]:
     return {"error": False, "statements": [{"node": node, "named_param_map": []}]}
 
 
-# One round trip renders every piece of a SELECT and parses the SELECT they make when put back
-# together. $1: the pieces' documents (metrics, FROM, WHERE); $2: per metric '' or ' AS "name"';
-# $3: the number of metrics. The slices drop the prefixes `render_select` checks in Python.
-_RENDER_AND_REPARSE = """
-WITH rendered AS (SELECT list_transform($1::VARCHAR[], lambda d: json_deserialize_sql(d::JSON)) AS texts)
-SELECT texts, json_serialize_sql(
-    'SELECT ' || array_to_string(list_transform(texts[1:$3], lambda t, i: t[8:] || ($2::VARCHAR[])[i]), ', ')
-    || ' FROM ' || texts[$3 + 1][15:] || coalesce(' WHERE ' || texts[$3 + 2][8:], ''))
+def _render_and_reparse(metrics: int) -> str:
+    """One round trip that renders every piece of a SELECT and parses the SELECT they make when
+    put back together. $1: the pieces' documents (`metrics` metrics, FROM, WHERE); $2: per
+    metric '' or ' AS "name"'. The substrings drop the prefixes `render_select` checks in Python.
+
+    Every function is called as `system.main.<name>`, and no operator, slice or built-in macro
+    is used (`||`, `+`, `[i]` and `array_to_string` look functions up by name, the last one
+    inside its body): a user macro of such a name would run instead and could change what the
+    parser returns. `concat` skips a NULL, so the missing WHERE is a CASE."""
+    def text(k: int) -> str:
+        return f"system.main.list_extract(texts, {int(k)})"
+
+    select = ", ', ', ".join(f"system.main.substring({text(k)}, 8), system.main.list_extract($2::VARCHAR[], {k})"
+                             for k in range(1, int(metrics) + 1)) or "''"
+    where = text(metrics + 2)
+    return f"""
+WITH rendered AS (SELECT system.main.list_transform($1::VARCHAR[],
+                                                    lambda d: system.main.json_deserialize_sql(d::JSON)) AS texts)
+SELECT texts, system.main.json_serialize_sql(system.main.concat(
+    'SELECT ', {select}, ' FROM ', system.main.substring({text(metrics + 1)}, 15),
+    CASE WHEN {where} IS NULL THEN '' ELSE system.main.concat(' WHERE ', system.main.substring({where}, 8)) END))
 FROM rendered"""
 
 
@@ -86,7 +99,7 @@ def render_select(
     if where is not None:
         pieces.append(_templates().expression_node(node, where))
     docs = [json.dumps(wrap(n)) for n in pieces]
-    texts, reassembled = _run(con, _RENDER_AND_REPARSE, [docs, aliases_sql, len(metrics)])[0]
+    texts, reassembled = _run(con, _render_and_reparse(len(metrics)), [docs, aliases_sql])[0]
     require(len(texts) == len(pieces), "DuckDB rendered a different number of statements")
     return RenderedSelect(
         metrics=tuple(strip_prefix(t, "SELECT ") for t in texts[: len(metrics)]),

@@ -242,8 +242,8 @@ def _aggregate_names(con: duckdb.DuckDBPyConnection, names: set[str]) -> set[str
     while pending:
         try:
             rows = con.execute(
-                "SELECT lower(function_name), function_type, macro_definition FROM duckdb_functions() "
-                "WHERE list_contains($1::VARCHAR[], lower(function_name))",
+                "SELECT system.main.lower(function_name), function_type, macro_definition FROM system.main.duckdb_functions() "
+                "WHERE system.main.list_contains($1::VARCHAR[], system.main.lower(function_name))",
                 [sorted(pending)],
             ).fetchall()
         except duckdb.Error as exc:

@@ -188,8 +188,9 @@ def analyst_history(ledger: Ledger, name: str, limit: int | None = None) -> tupl
     data: release_id, requested_at (UTC, ISO), notion, epsilon, k, mechanism, dataset, key,
     outcome."""
     rows = ledger.read(
-        f"SELECT release_id, min(released_at) AS asked_at, any_value(notion), any_value(epsilon), any_value(k),"
-        f" any_value(mechanism), any_value(dataset), any_value(record_key), any_value(outcome)"
+        f"SELECT release_id, system.main.min(released_at) AS asked_at, system.main.any_value(notion),"
+        f" system.main.any_value(epsilon), system.main.any_value(k), system.main.any_value(mechanism),"
+        f" system.main.any_value(dataset), system.main.any_value(record_key), system.main.any_value(outcome)"
         f" FROM {ledger.tables.history} WHERE analyst = $1 GROUP BY release_id ORDER BY asked_at DESC, release_id DESC"
         + (" LIMIT $2" if limit is not None else ""), [name] + ([limit] if limit is not None else []))
     keys = ("release_id", "requested_at", "notion", "epsilon", "k", "mechanism", "dataset", "key", "outcome")
@@ -214,7 +215,7 @@ def _registered(ledger: Ledger, datasets: Sequence[str]) -> list[str]:
 
 
 def _require(cur: Any, ledger: Ledger, name: str) -> None:
-    if not cur.execute(f"SELECT count(*) FROM {ledger.tables.analysts} WHERE name = $1", [name]).fetchall()[0][0]:
+    if not cur.execute(f"SELECT system.main.count(*) FROM {ledger.tables.analysts} WHERE name = $1", [name]).fetchall()[0][0]:
         raise UserError(f"there is no analyst named {name!r}", "see them with: pcor-sql analyst list")
 
 

@@ -110,6 +110,12 @@ def mismatch_fix() -> str:
     return ("see the differences with `pcor-sql budget verify`, then reset the totals from the history with"
             " `pcor-sql budget repair`")
 
+# The ledger's SQL names its tables in full and calls every built-in as `system.main.<name>`,
+# with no operator, list literal or row tuple (each a function looked up by name): the ledger
+# lives in the owner's database, where a macro such as `count_star() AS 0` would otherwise read
+# "no limit anywhere", or `fsum` hide a lost charge (tests/engine/test_shadowing_macros.py).
+# `unnest` stays bare: DuckDB binds it before any macro.
+
 #: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
 TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas")
 
@@ -135,10 +141,11 @@ def read_state(
     rows = cur.execute(
         f"SELECT u.unit, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
         f" coalesce(b.releases, 0), coalesce(p.public, false),"
-        f" (SELECT value FROM {t.settings} WHERE name = 'default_limit_' || $2),"
-        f" (SELECT count(*) FROM {t.budget} WHERE limit_epsilon IS NOT NULL)"
-        f" + (SELECT count(*) FROM {t.settings} WHERE name LIKE 'default_limit_%' AND value IS NOT NULL),"
-        f" (SELECT list((h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
+        f" (SELECT value FROM {t.settings} WHERE name = system.main.concat('default_limit_', $2)),"
+        f" EXISTS (SELECT 1 FROM {t.budget} WHERE limit_epsilon IS NOT NULL)"
+        f" OR EXISTS (SELECT 1 FROM {t.settings} WHERE system.main.starts_with(name, 'default_limit_')"
+        f" AND value IS NOT NULL),"
+        f" (SELECT system.main.list(system.main.row(h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
         f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[]))),"
         f" (SELECT value FROM {t.settings} WHERE name = '{NEEDS_REPAIR}')"
         f" FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"

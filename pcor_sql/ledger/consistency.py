@@ -34,30 +34,31 @@ class Mismatch(NamedTuple):
 
 
 def _unit_sums(t: Tables) -> str:
-    return (f"SELECT unit, notion, coalesce(fsum(epsilon) FILTER (WHERE NOT refunded), 0) AS kept,"
-            f" fsum(epsilon) AS gross, count(*) AS rows FROM {t.history} GROUP BY unit, notion")
+    return (f"SELECT unit, notion, coalesce(system.main.fsum(epsilon) FILTER (WHERE NOT refunded), 0) AS kept,"
+            f" system.main.fsum(epsilon) AS gross, system.main.count(*) AS rows FROM {t.history} GROUP BY unit, notion")
 
 
 def _analyst_sums(t: Tables) -> str:
-    releases = (f"SELECT analyst, notion, coalesce(dataset, '') AS dataset, release_id, max(epsilon) AS eps,"
-                f" bool_or(refunded) AS refunded FROM {t.history} WHERE analyst IS NOT NULL GROUP BY ALL")
-    return (f"SELECT analyst, notion, d AS dataset, coalesce(fsum(eps) FILTER (WHERE NOT refunded), 0) AS kept,"
-            f" fsum(eps) AS gross, count(*) AS rows FROM (SELECT *, unnest(CASE WHEN dataset = '' THEN ['']"
-            f" ELSE ['', dataset] END) AS d FROM ({releases})) GROUP BY ALL")
+    releases = (f"SELECT analyst, notion, coalesce(dataset, '') AS dataset, release_id, system.main.max(epsilon) AS eps,"
+                f" system.main.bool_or(refunded) AS refunded FROM {t.history} WHERE analyst IS NOT NULL GROUP BY ALL")
+    return (f"SELECT analyst, notion, d AS dataset, coalesce(system.main.fsum(eps) FILTER (WHERE NOT refunded), 0) AS kept,"
+            f" system.main.fsum(eps) AS gross, system.main.count(*) AS rows FROM (SELECT *, unnest(CASE WHEN dataset = ''"
+            f" THEN system.main.list_value('') ELSE system.main.list_value('', dataset) END) AS d FROM ({releases})) GROUP BY ALL")
 
 
 def mismatch_sql(t: Tables) -> str:
     """(label, notion, spent total, history sum) of every total that differs from its history."""
     return (
         f"SELECT label, notion, spent, kept FROM ("
-        f" SELECT unit AS label, notion, coalesce(b.spent_epsilon + b.spent_residual, 0) AS spent,"
+        f" SELECT unit AS label, notion, coalesce(system.main.\"+\"(b.spent_epsilon, b.spent_residual), 0) AS spent,"
         f" coalesce(h.kept, 0) AS kept, coalesce(h.gross, 0) AS gross"
         f" FROM {t.budget} b FULL JOIN ({_unit_sums(t)}) h USING (unit, notion)"
         f" UNION ALL"
-        f" SELECT 'analyst:' || analyst || CASE WHEN dataset = '' THEN '' ELSE '/' || dataset END, notion,"
-        f" coalesce(q.spent_epsilon + q.spent_residual, 0), coalesce(h.kept, 0), coalesce(h.gross, 0)"
+        f" SELECT system.main.concat('analyst:', analyst, CASE WHEN dataset = '' THEN '' ELSE system.main.concat('/', dataset) END),"
+        f" notion, coalesce(system.main.\"+\"(q.spent_epsilon, q.spent_residual), 0), coalesce(h.kept, 0), coalesce(h.gross, 0)"
         f" FROM {t.quotas} q FULL JOIN ({_analyst_sums(t)}) h USING (analyst, notion, dataset)"
-        f") WHERE abs(spent - kept) > {RELATIVE_SLACK!r} * greatest(gross, spent) ORDER BY label, notion"
+        f") WHERE system.main.abs(system.main.\"-\"(spent, kept))"
+        f" > system.main.\"*\"({RELATIVE_SLACK!r}, system.main.greatest(gross, spent)) ORDER BY label, notion"
     )
 
 
@@ -65,8 +66,8 @@ def open_check_sql(t: Tables) -> str:
     """What opening a ledger reads, in one statement: the mismatches, the (pid, start token) of
     this host's rows still 'running' ($1 is the host), and whether a repair is pending."""
     return (
-        f"SELECT (SELECT list((label, notion, spent, kept)) FROM ({mismatch_sql(t)})),"
-        f" (SELECT list(DISTINCT (pid, process_token)) FROM {t.history} WHERE outcome = 'running' AND host = $1),"
+        f"SELECT (SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM ({mismatch_sql(t)})),"
+        f" (SELECT system.main.list(DISTINCT system.main.row(pid, process_token)) FROM {t.history} WHERE outcome = 'running' AND host = $1),"
         f" (SELECT value FROM {t.settings} WHERE name = '{NEEDS_REPAIR}')"
     )
 

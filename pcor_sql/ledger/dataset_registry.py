@@ -84,7 +84,7 @@ def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = F
     table = ledger.tables.datasets
 
     def body(cur: Any) -> None:
-        exists = cur.execute(f"SELECT count(*) FROM {table} WHERE name = $1", [dataset.name]).fetchall()[0][0]
+        exists = cur.execute(f"SELECT system.main.count(*) FROM {table} WHERE name = $1", [dataset.name]).fetchall()[0][0]
         if exists and not replace:
             raise UserError(
                 f"dataset {dataset.name!r} is registered already",
@@ -102,7 +102,7 @@ def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = F
     ledger.transaction(body)
 
 
-_COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, accounting, created_at, len(releasable)"
+_COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, accounting, created_at, system.main.len(releasable)"
 
 
 def _from_row(row: tuple) -> RegisteredDataset:
@@ -175,6 +175,6 @@ def all_releasable(ledger: Ledger, name: str, keys: Sequence[Any]) -> bool:
     declared). Read in the ledger alone, never the data, so the answer is the same whether or
     not a key exists."""
     texts = sorted({releasable_text(k) for k in keys})
-    rows = ledger.read(f"SELECT coalesce(list_has_all(releasable, $2::VARCHAR[]), false)"
+    rows = ledger.read(f"SELECT coalesce(system.main.list_has_all(releasable, $2::VARCHAR[]), false)"
                        f" FROM {ledger.tables.datasets} WHERE name = $1", [name, texts])
     return bool(rows and rows[0][0])

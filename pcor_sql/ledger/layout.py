@@ -31,12 +31,13 @@ from pcor_sql.resources import sql_text
 #: much again as the whole location query.
 LOCATION_SQL = (
     "SELECT d.database_name, d.path, d.readonly,"
-    " (SELECT list((t.schema_name, t.table_name, t.column_count) ORDER BY t.schema_name, t.table_name)"
-    " FROM duckdb_tables() t WHERE t.database_name = d.database_name"
+    " (SELECT system.main.list(system.main.row(t.schema_name, t.table_name, t.column_count)"
+    " ORDER BY t.schema_name, t.table_name)"
+    " FROM system.main.duckdb_tables() t WHERE t.database_name = d.database_name"
     " AND (t.schema_name = 'pcor' OR t.table_name IN ('pcor_budget', 'pcor_release_history')))"
-    " FROM duckdb_databases() d WHERE d.database_name = current_database()"
+    " FROM system.main.duckdb_databases() d WHERE d.database_name = system.main.current_database()"
 )
-COLUMNS_SQL = ("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = $1 AND schema_name = 'pcor'"
+COLUMNS_SQL = ("SELECT table_name, column_name FROM system.main.duckdb_columns() WHERE database_name = $1 AND schema_name = 'pcor'"
                " ORDER BY table_name, column_index")
 
 LEGACY_TABLES = ("pcor_budget", "pcor_release_history")

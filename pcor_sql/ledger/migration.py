@@ -33,11 +33,11 @@ from pcor_sql.sqltext.quoting import quote_identifier
 
 #: Values for a missing NOT NULL column without a DEFAULT, from the rest of its row.
 FILLS = {
-    "created_at": "now()::TIMESTAMP",
-    "updated_at": "now()::TIMESTAMP",
-    "released_at": "now()::TIMESTAMP",
-    "seq": "row_number() OVER (PARTITION BY unit, notion ORDER BY released_at)",
-    "spent_after": "sum(epsilon) OVER (PARTITION BY unit, notion ORDER BY released_at ROWS UNBOUNDED PRECEDING)",
+    "created_at": "system.main.now()::TIMESTAMP",
+    "updated_at": "system.main.now()::TIMESTAMP",
+    "released_at": "system.main.now()::TIMESTAMP",
+    "seq": "system.main.row_number() OVER (PARTITION BY unit, notion ORDER BY released_at)",
+    "spent_after": "system.main.sum(epsilon) OVER (PARTITION BY unit, notion ORDER BY released_at ROWS UNBOUNDED PRECEDING)",
     "seeded": "false",
     "role": "'owner'",
     "mechanism": "'unknown'",
@@ -84,7 +84,7 @@ def read_legacy(read: Callable[[str, list[object]], list[tuple]], layout: Layout
     out = {}
     for name in layout.legacy:
         schema, table = name.split(".", 1)
-        columns = [c for (c,) in read("SELECT column_name FROM duckdb_columns() WHERE database_name = $1 AND"
+        columns = [c for (c,) in read("SELECT column_name FROM system.main.duckdb_columns() WHERE database_name = $1 AND"
                                       " schema_name = $2 AND table_name = $3 ORDER BY column_index",
                                       [database, schema, table])]
         qualified = f"{quote_identifier(database)}.{quote_identifier(schema)}.{quote_identifier(table)}"
@@ -148,7 +148,7 @@ def _move_legacy(cur: Any, t: Tables, database: str, legacy_rows: dict[str, list
         rows = sorted(rows, key=lambda r: r["released_at"])
         fresh = []
         for row in rows:
-            taken = cur.execute(f"SELECT count(*) FROM {t.history} WHERE release_id = $1 AND unit = $2",
+            taken = cur.execute(f"SELECT system.main.count(*) FROM {t.history} WHERE release_id = $1 AND unit = $2",
                                 [row["release_id"], unit]).fetchall()[0][0]
             if not taken:
                 fresh.append(row)

@@ -88,7 +88,7 @@ def mark_interrupted(cur: Any, tables: Tables, host: str, keys: list[str]) -> No
     (the work may have read the data and shown something before the process died)."""
     cur.execute(
         f"UPDATE {tables.history} SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
-        " WHERE outcome = 'running' AND host = $2 AND list_contains($3::VARCHAR[], pid::VARCHAR || ':' ||"
-        " coalesce(process_token, ''))",
+        " WHERE outcome = 'running' AND host = $2 AND system.main.list_contains($3::VARCHAR[],"
+        " system.main.concat(pid::VARCHAR, ':', coalesce(process_token, '')))",
         [utc_now(), host, keys],
     )

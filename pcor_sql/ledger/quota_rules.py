@@ -55,7 +55,8 @@ class QuotaTotal:
 def read_quota_state(cur: Any, tables: Tables, analyst: str, notion: str, datasets: list[str]) -> QuotaState:
     found = cur.execute(
         f"SELECT a.name IS NOT NULL, a.revoked_at IS NOT NULL, a.datasets,"
-        f" (SELECT list((q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual, q.releases))"
+        f" (SELECT system.main.list(system.main.row(q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual,"
+        f" q.releases))"
         f" FROM {tables.quotas} q WHERE q.analyst = $1 AND q.notion = $2 AND q.dataset IN (SELECT unnest($3::VARCHAR[])))"
         f" FROM (SELECT $1 AS name) x LEFT JOIN {tables.analysts} a ON a.name = x.name",
         [analyst, notion, [ALL_DATASETS, *datasets]],

@@ -121,8 +121,8 @@ def statuses_query(tables: Any, where: str, *, one_unit: bool) -> str:
     units = "SELECT $1 AS unit" if one_unit else f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
     return (
         f"SELECT u.unit, n.notion, b.limit_epsilon, (SELECT value FROM {t.settings} s"
-        f" WHERE s.name = 'default_limit_' || n.notion), coalesce(b.spent_epsilon, 0), coalesce(b.releases, 0),"
-        f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest({list(NOTIONS)!r}) AS notion) n"
+        f" WHERE s.name = system.main.concat('default_limit_', n.notion)), coalesce(b.spent_epsilon, 0), coalesce(b.releases, 0),"
+        f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest(system.main.list_value({', '.join(map(repr, NOTIONS))})) AS notion) n"
         f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
         f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
     )

@@ -165,15 +165,16 @@ class Ledger:
 
     def default_limits(self) -> dict[str, float]:
         """The default limit of each notion that has one."""
-        rows = self.read(f"SELECT name, value FROM {self.tables.settings} WHERE name LIKE 'default_limit_%'"
+        rows = self.read(f"SELECT name, value FROM {self.tables.settings} WHERE system.main.starts_with(name, 'default_limit_')"
                          " AND value IS NOT NULL", [])
         return {name.removeprefix("default_limit_"): value for name, value in rows}
 
     def strict(self) -> bool:
         """True once the ledger holds any limit (own or default): then a unit without one is refused."""
         rows = self.read(
-            f"SELECT (SELECT count(*) FROM {self.tables.budget} WHERE limit_epsilon IS NOT NULL)"
-            f" + (SELECT count(*) FROM {self.tables.settings} WHERE name LIKE 'default_limit_%' AND value IS NOT NULL)", [])
+            f"SELECT EXISTS (SELECT 1 FROM {self.tables.budget} WHERE limit_epsilon IS NOT NULL)"
+            f" OR EXISTS (SELECT 1 FROM {self.tables.settings} WHERE system.main.starts_with(name, 'default_limit_')"
+            f" AND value IS NOT NULL)", [])
         return bool(rows and rows[0][0])
 
     def _statuses(self, where: str, params: list[object]) -> list[BudgetStatus]:
@@ -315,7 +316,7 @@ class Ledger:
         self._require_layout()
         if not self._exists:
             return []
-        return list(consistency.mismatches(self.read(f"SELECT list((label, notion, spent, kept)) FROM"
+        return list(consistency.mismatches(self.read(f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
                                                      f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
 
     def repair(self) -> list[consistency.Mismatch]:

@@ -6,6 +6,11 @@ pass through here: callers bind them as parameters or render them with `quote_li
 The text is kept exactly as the call sites wrote it before, since golden fixtures and
 seeded outputs record some of it. Every builder is `type_exact`: a str or int subclass passed
 in is written as its own data, whatever its `__str__`, `__format__` or `replace` say.
+
+Built-in functions are called as `system.main.<name>(...)`: a macro the owner's database holds
+(`CREATE MACRO count(x) AS 0`) takes precedence over a built-in of the same name, operators
+included, and would change populations and verdicts. Spark gets the text without the qualifier
+(`dialect.spark_sql`).
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ def distinct_values(relation_sql: str, name: str) -> str:
 @type_exact
 def count_where(relation_sql: str, conditions: Sequence[str]) -> str:
     """One row: for each condition, how many rows satisfy it (one scan for all of them)."""
-    return select_from([f"count(*) FILTER (WHERE {c})" for c in conditions], relation_sql)
+    return select_from([f"system.main.count(*) FILTER (WHERE {c})" for c in conditions], relation_sql)
 
 
 @type_exact
@@ -120,8 +125,10 @@ def group_by_cells(names: Sequence[str], metric_sql: str, relation_sql: str) -> 
     m = METRIC_ALIAS
     inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {m}", relation_sql)
     return select_from(
-        f"{col_list}, count(*) AS n, count(*) FILTER (WHERE {m} IS NULL OR isnan({m}) OR isinf({m})) AS bad, "
-        f"avg({m}) AS mean, var_pop({m}) AS var, min({m}) AS lo, max({m}) AS hi",
+        f"{col_list}, system.main.count(*) AS n,"
+        f" system.main.count(*) FILTER (WHERE {m} IS NULL OR system.main.isnan({m}) OR system.main.isinf({m})) AS bad,"
+        f" system.main.avg({m}) AS mean, system.main.var_pop({m}) AS var, system.main.min({m}) AS lo,"
+        f" system.main.max({m}) AS hi",
         f"({inner})",
         group_by="ALL",
     )
@@ -134,7 +141,7 @@ def cell_lists(names: Sequence[str], metric_sql: str, relation_sql: str) -> str:
     computes the moments from it: no aggregate but the list, so DuckDB only partitions rows."""
     col_list = ", ".join(quoted(names))
     inner = select_from(f"{col_list}, {as_double(metric_sql)} AS {METRIC_ALIAS}", relation_sql)
-    return select_from(f"{col_list}, list({METRIC_ALIAS}) AS vs", f"({inner})", group_by="ALL")
+    return select_from(f"{col_list}, system.main.list({METRIC_ALIAS}) AS vs", f"({inner})", group_by="ALL")
 
 
 @type_exact
@@ -159,11 +166,14 @@ def cell_windows(names: Sequence[str], metric_sql: str, relation_sql: str, v: fl
     where = all_not_null(names) + ("" if cells_where is None else f" AND {cells_where}")
     rows = select_from(f"{cols}, {as_double(metric_sql)} AS {m}", relation_sql, where=where)
     side = f"CASE WHEN {m} < {vv} THEN -1 WHEN {m} > {vv} THEN 1 ELSE 0 END"
-    distinct = select_from(f"{cols}, {m}, count(*) AS n, {side} AS side", f"({rows})", group_by=f"{cols}, {m}")
+    distinct = select_from(f"{cols}, {m}, system.main.count(*) AS n, {side} AS side", f"({rows})", group_by=f"{cols}, {m}")
     part = f"PARTITION BY {cols}, side"
+    # Nearest to v first: descending below v, ascending above (side is constant in a partition;
+    # no `side * m`, since `*` is a function a user macro could take the name of).
+    nearest = f"CASE WHEN side < 0 THEN {m} END DESC NULLS LAST, {m}"
     ranked = select_from(
-        f"{cols}, {m}, n, side, row_number() OVER ({part} ORDER BY side * {m}) AS r, "
-        f"count(*) OVER ({part}) AS distinct_side, sum(n) OVER ({part}) AS rows_side",
+        f"{cols}, {m}, n, side, system.main.row_number() OVER ({part} ORDER BY {nearest}) AS r, "
+        f"system.main.count(*) OVER ({part}) AS distinct_side, system.main.sum(n) OVER ({part}) AS rows_side",
         f"({distinct})",
     )
     return select_from(f"{cols}, {m}, n, side, distinct_side, rows_side", f"({ranked})", where=f"r <= {int(depth)}")
@@ -178,4 +188,4 @@ def cell_range_counts(names: Sequence[str], metric_sql: str, relation_sql: str, 
     rows = select_from(f"{cols}, {as_double(metric_sql)} AS {m}", relation_sql, where=all_not_null(names))
     upper = "<=" if right_closed else "<"
     where = f"{m} >= {double_literal(lo)} AND {m} {upper} {double_literal(hi)}"
-    return select_from(f"{cols}, count(*) AS n", f"({rows})", where=where, group_by=cols)
+    return select_from(f"{cols}, system.main.count(*) AS n", f"({rows})", where=where, group_by=cols)

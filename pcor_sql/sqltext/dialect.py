@@ -10,6 +10,9 @@ matter for that text:
   so a backslash in a value must be doubled to mean itself;
 - E'...' escape strings and $tag$ strings are DuckDB's own: refused, with the fix.
 
+- `system.main.count(...)`: the builders qualify DuckDB's built-in functions so that a user
+  macro of the same name cannot run instead; Spark has no such catalog, so the qualifier goes.
+
 Everything else (keywords, numbers, operators, comments) passes through unchanged; DuckDB's
 rendering of a query uses CAST(...) rather than `::`, so the two dialects agree on it.
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from pcor_sql.errors import UserError
 from pcor_sql.sqltext.quoting import type_exact
-from pcor_sql.sqltext.tokens import QUOTED_IDENT, STRING, tokenize, unquote_identifier
+from pcor_sql.sqltext.tokens import PUNCT, QUOTED_IDENT, STRING, WORD, tokenize, unquote_identifier
 
 
 @type_exact
@@ -39,7 +42,15 @@ def spark_string(value: str) -> str:
 def spark_sql(text: str) -> str:
     """`text`, DuckDB SQL, with its quoted identifiers and string literals in Spark's form."""
     out = []
-    for tok in tokenize(text):
+    tokens = list(tokenize(text))
+    skip = 0
+    for i, tok in enumerate(tokens):
+        if skip:
+            skip -= 1
+            continue
+        if _builtin_qualifier(tokens, i):
+            skip = 3
+            continue
         if tok.kind == QUOTED_IDENT:
             out.append(spark_identifier(unquote_identifier(tok)))
         elif tok.kind == STRING:
@@ -52,3 +63,15 @@ def spark_sql(text: str) -> str:
         else:
             out.append(tok.text)
     return "".join(out)
+
+
+def _builtin_qualifier(tokens: list, i: int) -> bool:
+    """Whether tokens i..i+3 are `system.main.` written together before a function's name and
+    its opening bracket (`system.main.count(`)."""
+    if i + 5 >= len(tokens):
+        return False
+    run = tokens[i:i + 6]
+    return (run[0].kind == WORD and run[0].text.lower() == "system" and run[1].kind == PUNCT and run[1].text == "."
+            and run[2].kind == WORD and run[2].text.lower() == "main" and run[3].kind == PUNCT and run[3].text == "."
+            and run[4].kind == WORD and run[5].kind == PUNCT and run[5].text == "("
+            and all(a.end == b.start for a, b in zip(run, run[1:])))

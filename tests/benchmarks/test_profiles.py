@@ -138,3 +138,28 @@ def test_verifier_texts_become_verifier_specs():
     assert verifier_of("grubbs") == VerifierSpec("grubbs")
     assert verifier_of("lof(duplicates='plain')") == VerifierSpec("lof", (("duplicates", "plain"),))
     assert verifier_of(profile("paper").lof).name == "lof"
+
+
+def test_start_up_and_start_down_stay_on_runs_of_bins():
+    """On an ordinal attribute a context is one run of bins holding V's: start_up grows the run
+    at its ends and start_down shrinks it there, so neither asks about, nor returns, a run with
+    a gap. Only the runs [1, 4] (four bins) and V's bin 2 alone are valid; a gapped context
+    is "valid" too, to be found if a sweep stepped on it."""
+    space = ContextSpace([Attribute.binned("age", [0, 10, 20, 30, 40, 50, 60]), Attribute("c", ("x", "y"))], [2, 0])
+    o = space.offsets[1]
+    run_1_4 = 0b011110 | (0b11 << o)
+    gapped = 0b100110 | (1 << o)  # bins 1, 2 and 5
+    single = space.v_mask
+
+    class RunOracle(SetOracle):
+        def __init__(self, valid):
+            super().__init__(valid)
+            self.space = space
+
+    up = RunOracle({run_1_4, gapped})
+    mask, _ = start_up(up)
+    assert mask == run_1_4 and all(space.is_admissible(m) for m in up.asked)
+    for record in range(30):
+        down = RunOracle({single, gapped})
+        assert start_down(down, record) == single
+        assert all(space.is_admissible(m) for m in down.asked)

@@ -37,6 +37,28 @@ def test_explain_outlier_with_bins_releases_a_range(people_db):
     assert first_json(result.stdout)["predicate"].count('"age" >= ') == 1
 
 
+def one_range(labels):
+    """The run of consecutive bin labels as one interval: `[18, 30)`, `[30, 45)` → `[18, 45)`."""
+    return labels[0].split(",")[0] + "," + labels[-1].split(",")[1]
+
+
+def test_a_run_of_bins_reads_as_one_range(people_db):
+    """The summary (text and JSON) and the released-context lines say `age is [18, 45)`, not
+    `[18, 30) or [30, 45)`. A large ε on `direct` picks the largest valid context: a run of
+    several bins, not all of them (pay of a 70-year-old, aged 25)."""
+    args = ("explain-outlier", QUERY, "--db", str(people_db), "--by", "age,dept", "--domain", "dept=a|b",
+            "--bins", "age=18,30,45,65,81", "--verifier", "grubbs", "--search", "direct", "--epsilon", "50",
+            "--seed", "1", "--allow-seeded")
+    doc = first_json(invoke(*args, "--format", "json").stdout)
+    labels = doc["context"]["age"]
+    assert 1 < len(labels) < 4  # the test can fail: a run of several bins, and not the whole attribute
+    ages = one_range(labels)
+    assert f"age is {ages}" in doc["summary"] and " or " not in doc["summary"]
+    text = invoke(*args).stdout
+    assert f"age is {ages}" in text.splitlines()[0] and " or " not in text.splitlines()[0]
+    assert any(line.split() == ["age", "∈", *ages.split()] for line in text.splitlines())
+
+
 def first_json(text):
     """The first record of a JSON document or of JSON lines."""
     try:

@@ -123,3 +123,33 @@ def test_one_ordinal_attribute_alone(name):
     start, _ = find_start(oracle)
     result = run_search(name, oracle, 1.0, np.random.default_rng(0), start=start, samples=5, max_admissible=100)
     assert result.mask in valid and holds_v_in_one_run(space, result.mask)
+
+
+class AnyMaskOracle:
+    """Validity of every mask, admissible or not (a random set): a descent that steps off the
+    runs of bins can then stop on an inadmissible context, and the test sees it returned."""
+
+    def __init__(self, space, rng, density):
+        self.space = space
+        self.valid = rng.random(space.full + 1) < density
+        self.asked = set()
+
+    def is_valid(self, mask):
+        self.asked.add(mask)
+        return bool(self.valid[mask])
+
+
+@settings(max_examples=80, deadline=None)
+@given(spaces(max_t=10).filter(lambda s: s.ordinal), st.integers(0, 2**32 - 1), st.sampled_from([0.05, 0.3, 0.7]))
+def test_start_random_descents_return_admissible_contexts_holding_v(space, seed, density):
+    """`core.start.random_descents` (BFS's extra starts, the paper profile's C_V): every context
+    it returns, and every one it asks about, is admissible — V's values kept, one run of bins
+    on each ordinal attribute."""
+    from pcor_sql.core import start
+
+    oracle = AnyMaskOracle(space, np.random.default_rng(seed), density)
+    found = start.random_descents(oracle, np.random.default_rng(seed + 1), 6)
+    for mask in found:
+        assert space.is_admissible(mask) and admissible_by_definition(space, mask)
+        assert mask & space.v_mask == space.v_mask and oracle.valid[mask]
+    assert all(admissible_by_definition(space, m) for m in oracle.asked)

@@ -145,3 +145,14 @@ def test_an_ordinal_attribute_s_domain_is_its_bin_list():
         Attribute("age", ("a", "b"), (18, 25, 35))
     with pytest.raises(UserError, match="increase strictly"):
         Attribute.binned("age", [25, 18])
+
+
+def test_ranges_are_one_interval_per_ordinal_attribute():
+    """What people read for a run of bins: one interval, `[18, 45)` — not the bins' labels."""
+    space = ContextSpace([Attribute.binned("age", [18, 30, 45, 65, 81]), Attribute("c", ("x", "y"))], [1, 0])
+    o = space.offsets[1]
+    assert space.ranges(0b0011 | 1 << o) == {"age": "[18, 45)"}
+    assert space.ranges(0b1110 | 3 << o) == {"age": "[30, 81]"}
+    assert space.ranges(space.v_mask) == {"age": "[30, 45)"}
+    assert ContextSpace([Attribute.binned("t", [float("-inf"), 0, float("inf")])], [0]).ranges(0b11) == {"t": "(-inf, inf)"}
+    assert ContextSpace([Attribute("c", ("x", "y"))], [0]).ranges(0b11) == {}

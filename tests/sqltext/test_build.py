@@ -65,8 +65,9 @@ def test_all_not_null(con):
 def test_group_by_cells_moments(con):
     sql = b.group_by_cells(["g g"], "x", "t")
     assert sql == (
-        'SELECT "g g", count(*) AS n, count(*) FILTER (WHERE m IS NULL OR isnan(m) OR isinf(m)) AS bad, '
-        'avg(m) AS mean, var_pop(m) AS var, min(m) AS lo, max(m) AS hi '
+        'SELECT "g g", system.main.count(*) AS n, system.main.count(*) FILTER (WHERE m IS NULL OR system.main.isnan(m)'
+        ' OR system.main.isinf(m)) AS bad, system.main.avg(m) AS mean, system.main.var_pop(m) AS var,'
+        ' system.main.min(m) AS lo, system.main.max(m) AS hi '
         'FROM (SELECT "g g", CAST(x AS DOUBLE) AS m FROM t) GROUP BY ALL'
     )
     rows = {r[0]: r[1:] for r in con.execute(sql).fetchall()}
@@ -77,7 +78,7 @@ def test_group_by_cells_moments(con):
 
 def test_cell_lists(con):
     sql = b.cell_lists(["g g", "y"], "x", "t")
-    assert sql == 'SELECT "g g", "y", list(m) AS vs FROM (SELECT "g g", "y", CAST(x AS DOUBLE) AS m FROM t) GROUP BY ALL'
+    assert sql == 'SELECT "g g", "y", system.main.list(m) AS vs FROM (SELECT "g g", "y", CAST(x AS DOUBLE) AS m FROM t) GROUP BY ALL'
     rows = {r[:2]: r[2] for r in con.execute(sql).fetchall()}
     assert sorted(rows[("a", 1)]) == [1.0, 3.0] and rows[("b", 1)] == [2.0] and rows[(None, 2)] == [4.0]
     assert math.isnan(rows[("b", 2)][0])  # NaN (and NULL) values are listed: the caller counts them

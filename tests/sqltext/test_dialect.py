@@ -1,4 +1,5 @@
-"""DuckDB's SQL text rewritten for Spark: quoted identifiers and string literals, nothing else."""
+"""DuckDB's SQL text rewritten for Spark: quoted identifiers and string literals, and the
+`system.main.` qualifier of built-ins dropped; nothing else."""
 
 from __future__ import annotations
 
@@ -28,3 +29,12 @@ def test_any_name_and_value_round_trip(text):
     """What DuckDB would quote becomes Spark's quoting of the same name or value."""
     assert spark_sql(quote_identifier(text)) == spark_identifier(text)
     assert spark_sql(quote_literal(text)) == spark_string(text)
+
+
+def test_the_builtin_qualifier_is_dropped_and_nothing_like_it():
+    """The builders call DuckDB's built-ins as `system.main.f(...)` (a user macro cannot take
+    them); Spark has no such catalog. Only the qualifier written together before a name goes."""
+    assert spark_sql("SELECT system.main.count(*), SYSTEM.MAIN.row_number() OVER () FROM t") == \
+        "SELECT count(*), row_number() OVER () FROM t"
+    kept = 'SELECT "system".main.f(x), system.mains.f(x), system . main . f(x), system.main.x FROM system.main."t"'
+    assert spark_sql(kept) == "SELECT `system`.main.f(x), system.mains.f(x), system . main . f(x), system.main.x FROM system.main.`t`"
