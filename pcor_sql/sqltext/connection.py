@@ -54,8 +54,10 @@ def relation_fix(exc: BaseException, fix: str) -> str:
 
 #: The top-level packages whose objects DuckDB reads by a replacement scan.
 _FRAME_PACKAGES = ("pandas", "polars", "pyarrow")
-_CATALOG_SQL = ("SELECT count(*) FROM (SELECT table_name AS name FROM system.main.duckdb_tables() "
-                "UNION ALL SELECT view_name FROM system.main.duckdb_views()) WHERE lower(name) = lower($1)")
+# Built-ins qualified: a user macro named `lower` or `count_star` must not decide what is read.
+_CATALOG_SQL = ("SELECT system.main.count_star() FROM (SELECT table_name AS name FROM system.main.duckdb_tables() "
+                "UNION ALL SELECT view_name FROM system.main.duckdb_views()) "
+                "WHERE system.main.lower(name) = system.main.lower($1)")
 
 
 @contextmanager
