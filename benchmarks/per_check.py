@@ -13,6 +13,10 @@ time at load 10 on 2 cores reads several times more. Cache and frequency effects
 remain: compare figures measured in the same run or at the same load.
 
     PYTHONPATH=. python -m benchmarks.per_check --rows 1000000 --contexts 3000
+
+`lof` and `lof-plain` are the compiled checks (`engine.lof_checks`, numba) that a search runs;
+`lof numpy` / `lof-plain numpy` time the numpy reference (`core.verifiers.lof`) on the same
+contexts in the same run and count the verdicts that differ (0 expected).
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ import numpy as np
 
 from benchmarks.scale_tables import generation_sql
 
-VERIFIERS = ("grubbs", "zscore", "histogram", "lof")
+VERIFIERS = ("grubbs", "zscore", "histogram", "lof", "lof-plain")
+# The compiled LOF check (engine.lof_checks) is what `Evaluator._verify` runs for these; each is
+# also timed through the numpy reference (`Lof.check` on the summary's population) in the same run.
+_REFERENCE = {"lof": "lof numpy", "lof-plain": "lof-plain numpy"}
 
 
 def _load() -> float | None:
@@ -51,6 +58,8 @@ def _verifier(name: str) -> Any:
     from pcor_sql.core.verifiers.lof import Lof
     from pcor_sql.core.verifiers.zscore import ZScore
 
+    if name == "lof-plain":
+        return Lof(duplicates="plain")
     return {"grubbs": Grubbs, "zscore": ZScore, "histogram": Histogram, "lof": Lof}[name]()
 
 
@@ -84,6 +93,14 @@ def measure(rows: int, contexts: int, verifiers: Sequence[str], seed: int = 1) -
         verdicts: list[bool] = []
         us = _per_item_us(lambda m: verdicts.append(evaluator._verify(m)), masks)
         out[name] = {"us": round(us, 2), "valid": int(sum(verdicts)), "load": load}
+        if name in _REFERENCE:
+            # The same checks through the numpy reference: its time, and whether every verdict agrees.
+            load = _load()
+            ref: list[bool] = []
+            us = _per_item_us(lambda m: ref.append(bool(verifier.check(summary.population(summary.member(space, m), v)))),
+                              masks)
+            out[_REFERENCE[name]] = {"us": round(us, 2), "valid": int(sum(ref)), "load": load,
+                                     "disagree": int(sum(a != b for a, b in zip(ref, verdicts)))}
     # The parts of a moment-only check, each over the same contexts.
     members = [summary.member(space, m) for m in masks]
     pops = [SummaryPopulation.of(summary, member, v) for member in members]
@@ -118,9 +135,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(f"unknown verifier {unknown[0]!r}: use some of {','.join(VERIFIERS)}")
     result = measure(args.rows, args.contexts, names, args.seed)
     print(f"{result['rows']:,} rows, {result['cells']:,} cells, {result['contexts']:,} random contexts")
-    for name in names:
+    for name in [n for name in names for n in (name, _REFERENCE.get(name)) if n]:
         r = result[name]
-        print(f"  {name:<10} {r['us']:>8.1f} CPU µs/check   valid {r['valid']:,}   load {r['load']}")
+        disagree = f"   verdicts differing from the compiled check: {r['disagree']}" if "disagree" in r else ""
+        print(f"  {name:<16} {r['us']:>8.1f} CPU µs/check   valid {r['valid']:,}   load {r['load']}{disagree}")
     print(f"parts of a moment-only check (load {result['parts_load']}):")
     for key, us in result["parts"].items():
         print(f"  {key:<26} {us:>8.1f} µs")
