@@ -57,6 +57,7 @@ _DONE = 2  # + side: that side ran out of values
 _NEAR_AT = 4  # + side: next index of `near` to read (−1: the heap serves that side)
 _HEAP_SIZE = 6  # + side
 _MODE = 8  # + side: 0 while the merged neighbourhood serves that side, 1 once the heap does
+_FROM = 10  # the rows of pos / keys where a heap starts: 2 (past the neighbourhood) or 0 (at v)
 
 
 @njit(cache=True, nogil=True)
@@ -174,7 +175,8 @@ def _fill(side, target, st, bv, bc, center, values, starts, member, pos, keys, n
             if count == 0.0:
                 # Past the neighbourhood: the member runs beyond it, through a heap.
                 st[_MODE + side] = 1
-                st[_HEAP_SIZE + side] = _heap_init(side, member, pos[2 + side], keys[2 + side], hk, hc, hp)
+                row = st[_FROM] + side
+                st[_HEAP_SIZE + side] = _heap_init(side, member, pos[row], keys[row], hk, hc, hp)
         if count == 0.0:
             size = st[_HEAP_SIZE + side]
             if size == 0:
@@ -330,27 +332,29 @@ def _lof_buffered(v, cv, kk, rule, kd, bv, bc, center, st):
     """(LOF(V), status) from the values fetched so far (st: how many per side, which sides are
     done); status _NEED + side asks for more on that side. The arithmetic of
     `lof_band._proven_lof`: a row's own column counted c times and one k-distance subtracted."""
-    status = _kd_range(0, 0, kk, rule, kd, bv, bc, center, st)
-    if status != _OK:
-        return np.nan, status
-    lv, rv, status = _nbhd(0, kd, bv, center, st)
-    if status != _OK:
-        return np.nan, status
-    status = _kd_range(lv, rv, kk, rule, kd, bv, bc, center, st)
-    if status != _OK:
-        return np.nan, status
-    width = rv - lv + 1
-    spans = np.empty((width, 2), dtype=np.int64)
+    # Three rounds, each one call site (every call site is compiled into this function): the
+    # k-distance of V, then of N_k(V), then of the neighbourhoods of those.
+    lv, rv = 0, 0
     a, b = 0, 0
-    for j in range(lv, rv + 1):
-        lo, hi, status = _nbhd(j, kd, bv, center, st)
+    spans = np.empty((0, 2), dtype=np.int64)
+    for phase in range(3):
+        status = _kd_range(a, b, kk, rule, kd, bv, bc, center, st)
         if status != _OK:
             return np.nan, status
-        spans[j - lv, 0], spans[j - lv, 1] = lo, hi
-        a, b = min(a, lo), max(b, hi)
-    status = _kd_range(a, b, kk, rule, kd, bv, bc, center, st)
-    if status != _OK:
-        return np.nan, status
+        if phase == 2:
+            break
+        # phase 0: N_k(V) (rows lv..rv); phase 1: the neighbourhood of each o ∈ N_k(V).
+        first, last = (0, 0) if phase == 0 else (lv, rv)
+        spans = np.empty((last - first + 1, 2), dtype=np.int64)
+        for j in range(first, last + 1):
+            lo, hi, status = _nbhd(j, kd, bv, center, st)
+            if status != _OK:
+                return np.nan, status
+            spans[j - first, 0], spans[j - first, 1] = lo, hi
+            a, b = (lo, hi) if j == first else (min(a, lo), max(b, hi))
+        if phase == 0:
+            lv, rv = a, b
+    width = rv - lv + 1
     sums = np.empty(width)
     sizes = np.empty(width)
     for j in range(lv, rv + 1):
@@ -429,17 +433,17 @@ def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, 
         # More than k' copies of v: kdist(V) = 0, N_k(V) is V's copies, all with k-distance 0:
         # every lrd involved is 1/1e-10 and LOF(V) = 1 exactly.
         return 1.0, n, _OK
-    st = np.zeros(10, dtype=np.int64)
+    st = np.zeros(11, dtype=np.int64)
+    st[_FROM] = 2
     if near_v.size > 0 and float(n) >= near_share * float(starts[starts.size - 1] - starts[0]):
         st[_NEAR_AT] = near_below - 1
         st[_NEAR_AT + 1] = near_upto
     else:
         # Too small a share of the rows: an empty walk of the neighbourhood, then the heap over
-        # the member runs from v itself (rows 2, 3 of pos and keys are where a heap starts).
+        # the member runs from v itself (rows 0, 1 of pos and keys instead of 2, 3).
         st[_NEAR_AT] = -1
         st[_NEAR_AT + 1] = near_v.size
-        pos = np.concatenate((pos[:2], pos[:2]))
-        keys = np.concatenate((keys[:2], keys[:2], keys[4:]))
+        st[_FROM] = 0
     hk = np.empty((2, m_cells))
     hc = np.empty((2, m_cells), dtype=np.int64)
     hp = np.empty((2, m_cells), dtype=np.int64)
@@ -450,11 +454,11 @@ def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, 
     bv[center], bc[center] = v, float(cv)
     # Values per side fetched before the first try: measured on the scale table (k = 20), a
     # check reads about 2k + 4 per side; fewer cost a second round of the arithmetic.
-    want = np.array([2 * k + 4, 2 * k + 4])
+    want_l = want_r = 2 * k + 4
     while True:
-        for side in range(2):
-            _fill(side, want[side], st, bv, bc, center, values, starts, member, pos, keys, near_v, near_c,
-                  hk[side], hc[side], hp[side])
+        for side in range(2):  # one call site: each one is compiled into this function
+            _fill(side, want_r if side else want_l, st, bv, bc, center, values, starts, member, pos, keys, near_v,
+                  near_c, hk[side], hc[side], hp[side])
         if rule == DISTINCT_RULE and kk == k:
             # k' = min(k, D − 1): below k only when both sides run out before k other values.
             nl, nr = st[_N_SIDE], st[_N_SIDE + 1]
@@ -465,9 +469,11 @@ def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, 
         score, status = _lof_buffered(v, float(cv), kk, rule, kd, bv, bc, center, st)
         if status == _OK:
             return score, n, _OK
-        side = status - _NEED
-        want[side] = 2 * max(want[side], st[_N_SIDE + side])
-        if want[side] > center - 1:
+        if status == _NEED:
+            want_l = 2 * max(want_l, st[_N_SIDE])
+        else:
+            want_r = 2 * max(want_r, st[_N_SIDE + 1])
+        if max(want_l, want_r) > center - 1:
             bigger = 4 * center
             bv = _moved(bv, center, bigger, 0.0)
             bc = _moved(bc, center, bigger, 0.0)
