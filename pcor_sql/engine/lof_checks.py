@@ -20,7 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from pcor_sql.core.verifiers.lof import DISTINCT, Lof
-from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score, record_keys, record_positions
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score
+from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 
 _NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.lof import local_outlier_factor
-from pcor_sql.core.verifiers.lof_kernel import (DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score, record_keys,
-                                                record_positions)
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score
+from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from tests.core.verifiers.lof_reference import RULES, assert_same, brute_lof, duplicate_heavy
 
 RULE_CODE = {"distinct": DISTINCT_RULE, "plain": PLAIN_RULE}
