@@ -16,9 +16,9 @@ import pyarrow as pa
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
+from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
-from pcor_sql.engine.lof_checks import lof_check
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.requests import UTILITIES
@@ -137,7 +137,11 @@ class Evaluator:
         # --- compiled LOF (engine.lof_checks): exactly `Lof`, summary path with sorted runs ---
         if not self.plain:
             if self._lof_check is None:
-                self._lof_check = lof_check(self.summary, self.verifier, self.v) or False
+                self._lof_check = False
+                if type(self.verifier) is Lof:
+                    from pcor_sql.engine import lof_checks  # imports numba: only for a LOF check
+
+                    self._lof_check = lof_checks.lof_check(self.summary, self.verifier, self.v) or False
             if self._lof_check:
                 verdict, n = self._lof_check(self.summary.member(self.space, mask))
                 if n == 0:
