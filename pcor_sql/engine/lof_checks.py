@@ -38,7 +38,9 @@ class LofRecord:
     __slots__ = ("values", "starts", "v", "pos", "keys", "near_v", "near_c", "near_below", "near_upto")
 
     def __init__(self, runs: CellRuns, v: float):
-        values, starts = runs.values, runs.starts.astype(np.int64, copy=False)
+        # Contiguous float64 / int64 (no copy for the runs as built): one compiled specialization.
+        values = np.ascontiguousarray(runs.values, dtype=np.float64)
+        starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
         self.values, self.starts, self.v = values, starts, float(v)
         a, b = _near_range(runs.sample(), values.size, self.v)
         self.pos = record_positions(values, starts, self.v, a, b)
