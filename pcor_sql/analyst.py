@@ -17,6 +17,9 @@ any row read. From there every failure — a key that is missing or not unique, 
 a conversion error, no valid context, an internal error — raises the same `RequestFailed`,
 whose text depends on nothing in the data, and the charge stands. What comes back is the key,
 the context (its predicate and SQL) and the privacy parameters: no other column, no counts.
+A refusal by the ledger names none of the owner's units, limits or spending: a quota or limit
+that would be passed is one `BudgetExceeded` naming only the request's cost
+(`pipeline.limit_reached`); `admit` refuses such a request early, without charging.
 
 The analyst policy also holds (DESIGN.md §6): ε per request at least the owner's minimum
 (`pipeline.analyst_policy(min_epsilon=...)`); keys only among the dataset's releasable keys,
@@ -67,7 +70,8 @@ class Analyst:
         self._session = session if session is not None else owner.session
         self._policy = policy or pipeline.analyst_policy()
         self._quote: pipeline.Quote | None = None
-        self._quoting = False
+        #: None: requests run; "cost": only the part before the reservation; "admit": that and the limits.
+        self._quoting: str | None = None
 
     # ---- statements ----------------------------------------------------------------------
 
@@ -161,10 +165,20 @@ class Analyst:
         """What `getattr(self, method)(*args, **options)` would charge, without charging or reading
         a row: the same checks, then the cost the pipeline would reserve (data independent).
         `method`: explain_outliers, identify_anomalies or identify_value."""
+        return self._preview("cost", method, args, options)
+
+    def admit(self, method: str, *args: Any, **options: Any) -> "RequestCost":
+        """An early refusal, cheaply: the request's checks (as `cost`, without resolving units from
+        the catalog), then BudgetExceeded if its cost would pass the dataset's limits or the
+        analyst's quota now (`pipeline.admit`) — nothing charged, no row read. Passing reserves
+        nothing: the request itself checks everything again."""
+        return self._preview("admit", method, args, options)
+
+    def _preview(self, mode: str, method: str, args: tuple[Any, ...], options: dict[str, Any]) -> "RequestCost":
         if method not in ("explain_outliers", "identify_anomalies", "identify_value"):
             raise UserError(f"no cost preview for {method!r}", "use explain_outliers, identify_anomalies or identify_value")
         twin = Analyst(self._owner, self._policy, session=self._session)
-        twin._quoting = True
+        twin._quoting = mode
         getattr(twin, method)(*args, **options)
         quote = twin._quote
         if quote is None or not quote.items:
@@ -254,6 +268,10 @@ class Analyst:
     def _paid(self, job: Any, keys: list[str]) -> list:
         """The pipeline under the analyst policy — or, for `cost`, only its part before the
         reservation (then nothing is charged and no result exists)."""
+        if self._quoting == "admit":
+            items = pipeline.admit(self._session, job, self._policy, keys=keys)
+            self._quote = pipeline.Quote(tuple(job.extra_units), items)
+            return []
         if self._quoting:
             self._quote = pipeline.quote(self._session, job, self._policy, keys=keys)
             return []

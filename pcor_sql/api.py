@@ -23,6 +23,7 @@ from typing import Any, Callable
 from pcor_sql.frontend.request_builders import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
+from pcor_sql.sqltext.connection import objects_in_scope
 
 Con = Any  # a DuckDB connection or a pyspark SparkSession; None with session=
 Warn = Callable[[str], None]
@@ -40,7 +41,9 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
     before any work.
     """
     session = _session(con, session, warn, ledger, allow_seeded)
-    [result] = session.explain(outlier_request(session.access.parser, query, **options), progress=progress, single=True)
+    with objects_in_scope(session.con, query, warn):
+        [result] = session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
+                                   single=True)
     return result
 
 
@@ -51,8 +54,9 @@ def explain_outliers(con: Con, query: str, *, session: Session | None = None, wa
     charges in one transaction before anything is returned. `max_records`: refuse (before any
     charge) a selector picking more rows than that."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    return session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
-                           max_records=max_records)
+    with objects_in_scope(session.con, query, warn):
+        return session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
+                               max_records=max_records)
 
 
 def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -61,7 +65,8 @@ def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | No
     lines 1–7). The data owner's exact tool: not differentially private, not charged to the
     ledger, never to be released."""
     session = session_for(con, session, warn)
-    return session.coe(outlier_request(session.access.parser, query, **options), progress=progress)
+    with objects_in_scope(session.con, query, warn):
+        return session.coe(outlier_request(session.access.parser, query, **options), progress=progress)
 
 
 def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -75,7 +80,9 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
     `seed`, `dataset`, `owner_view`. Several selected rows are a UserError (nothing charged) —
     use `identify_anomalies`."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    [result] = session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options), single=True, progress=progress)
+    with objects_in_scope(session.con, query, warn):
+        [result] = session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns,
+                                                    **options), single=True, progress=progress)
     return result
 
 
@@ -86,8 +93,9 @@ def identify_anomalies(con: Con, query: str, *, session: Session | None = None, 
     (sequential composition): the batch total is announced through `warn`, refused up front
     past the dataset's limit, and charged before any answer is drawn."""
     session = _session(con, session, warn, ledger, allow_seeded)
-    return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns, **options),
-                            progress=progress, max_records=max_records)
+    with objects_in_scope(session.con, query, warn):
+        return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns,
+                                                **options), progress=progress, max_records=max_records)
 
 
 def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, allow_seeded: bool) -> Session:

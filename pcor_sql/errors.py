@@ -37,6 +37,12 @@ class Refused(UserError):
     option, a seed on a persistent ledger, a unit without a limit in a strict ledger."""
 
 
+class AnalystRefused(Refused):
+    """A refusal about the analyst themselves (unknown, revoked, a dataset they may not use): it
+    names nothing of the data, the units or anyone else's spending, so an analyst may read it as
+    it is — every other refusal of a charge is said to an analyst in generic words (`pipeline`)."""
+
+
 class RequestFailed(Refused):
     """An analyst's request failed after its cost was reserved. The message is the same
     whatever the data holds (a missing key, a NULL metric, a conversion error, no valid

@@ -9,6 +9,7 @@ differs between callers is a `Policy` value (DESIGN.md §6):
 |---|---|---|
 | options | every one | those whose spec says `Who.ANALYST`; ε ≥ the owner's minimum |
 | rows read before the reservation | yes: the selected records (their count is the cost) | none: the cost is ε per key given |
+| a limit or quota refusal | the ledger's words: unit, limit, spent | one message naming only the request's cost (`limit_reached`) |
 | a failure after the reservation | detailed error, **refunded** (history: failed, not charged) | one generic `RequestFailed`, charge kept |
 | Ctrl-C | refunded, "interrupted: not charged" | charge kept, "interrupted: ε stays charged" |
 | what a result carries | everything, owner view if asked | key, context, predicate, privacy parameters |
@@ -17,18 +18,33 @@ differs between callers is a `Policy` value (DESIGN.md §6):
 A job (`jobs.ReleaseJob`, `jobs.AnswerJob`) is a measurement with its privacy map, OpenDP's
 habit: it states its cost per record (`job.items`) before anything is reserved, and the ledger
 checks that cost against every unit's limit and the analyst's quota in one transaction. The
-cost check happens once, there.
+cost check that decides happens once, there; `admit` checks the cost against the limits and the
+quota without charging, to refuse early (the analyst service, before a request waits for a worker).
 """
 
 from __future__ import annotations
 
+import logging
+import math
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
-from pcor_sql.errors import Interrupted, Refused, RequestFailed, UserError, option_hint, register_spelling, warn_privacy
+from pcor_sql.errors import (
+    AnalystRefused,
+    BudgetExceeded,
+    Interrupted,
+    Refused,
+    RequestFailed,
+    UserError,
+    option_hint,
+    register_spelling,
+    warn_privacy,
+)
 
 Progress = Callable[[int, int], None]
+LOG = logging.getLogger("pcor_sql")
 
 #: Above this ε a release protects almost nothing (e^10 ≈ 22,000: any likelihood ratio up to that).
 WARN_EPSILON = 10.0
@@ -81,6 +97,48 @@ def failed() -> RequestFailed:
     )
 
 
+def limit_reached(items: Sequence[Any]) -> BudgetExceeded:
+    """What an analyst is told when a charge would pass a limit — their quota or a unit's, in one
+    message. A unit's name is the owner's catalog, and its limit and spent ε depend on the owner's
+    and other analysts' spending, none of it paid for by this analyst; so the message names only
+    what the request itself says (its ε, count and notion), and the same words whichever limit
+    refused. What an analyst may learn of accounts is their own quota (GET /v1/me)."""
+    first = items[0]
+    total = math.fsum(item.epsilon for item in items)
+    cost = f"ε = {first.epsilon:g}" if len(items) == 1 else f"{len(items)} × ε = {first.epsilon:g}, {total:g} in total"
+    return BudgetExceeded(
+        f"this request ({cost}, {first.notion}) would pass a privacy limit (your quota, or a limit the data owner "
+        "set on the data): nothing was charged",
+        "see your quota and spending (GET /v1/me, `pcor-sql remote me`); ask with a smaller ε or fewer keys, "
+        "or ask the data owner",
+    )
+
+
+def not_open() -> Refused:
+    """What an analyst is told when the owner's ledger refuses a charge for a reason of its own (a
+    unit without a limit in a strict ledger, totals that need repair, a read-only or busy ledger):
+    those messages name units and files, which are the owner's."""
+    return Refused("the data owner's budget ledger cannot take this request now; nothing was charged",
+                   "ask the data owner (the reason is in their own tools)")
+
+
+@contextmanager
+def analyst_words(policy: Policy, items: Sequence[Any] = ()) -> Iterator[None]:
+    """Refusals of the ledger as the policy may hear them: the owner gets the ledger's detailed
+    message; an analyst gets `limit_reached` or `not_open` — except a refusal about the analyst
+    themselves (`AnalystRefused`: unknown, revoked, a dataset not theirs), which names only them.
+    The detail goes to the `pcor_sql` log, for the owner."""
+    try:
+        yield
+    except UserError as exc:
+        if not policy.generic_failures or isinstance(exc, AnalystRefused):
+            raise
+        LOG.info("refused a request of analyst %s: %s", policy.analyst, exc)
+        if isinstance(exc, BudgetExceeded) and items:
+            raise limit_reached(items) from None
+        raise not_open() from None
+
+
 class Job(Protocol):
     """A measurement: its SQL (for units), its cost per record, and its steps."""
 
@@ -113,10 +171,10 @@ def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None 
     """Everything `run` does before the reservation: units from the catalog, the policy's checks
     and the cost. For an analyst it reads no row, so it is also the data-independent cost
     preview (`Analyst.cost`). Arguments as for `run`."""
-    # From the catalog, never rows: what the statement reads now, and any units the job carries.
-    units = tuple(sorted(set(session.units(job.units_sql())) | set(job.extra_units)))
-    ledger = session.ledger()
-    ledger.ensure_writable()
+    with analyst_words(policy):  # a unit that cannot be resolved is named to the owner only
+        # From the catalog, never rows: what the statement reads now, and any units the job carries.
+        units = tuple(sorted(set(session.units(job.units_sql())) | set(job.extra_units)))
+        session.ledger().ensure_writable()
     rows = job.read(session, progress) if policy.reads_before_reserving else None
     count = job.count(rows) if rows is not None else len(keys or ())
     if single is not None and count != 1:
@@ -162,7 +220,8 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
                    progress=progress)
     rows, count = quoted.rows, len(quoted.items)
     report_phase(progress, "charging the budget ledger")
-    reservation = session.ledger().reserve(quoted.units, quoted.items, analyst=policy.analyst)
+    with analyst_words(policy, quoted.items):
+        reservation = session.ledger().reserve(quoted.units, quoted.items, analyst=policy.analyst)
     try:
         if rows is None:
             rows = job.read(session, None)
@@ -184,6 +243,23 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
         raise
     reservation.answered()
     return results
+
+
+def admit(session: Any, job: Job, policy: Policy, *, keys: Sequence[str]) -> list:
+    """An early, cheap refusal of an analyst's request (nothing charged, no row read, no catalog
+    read): its cost (`job.items`, data independent), the minimum ε, and whether that cost would
+    pass a limit of the units the job carries (a registered dataset's, frozen at registration:
+    the reservation charges them, and perhaps more) or the analyst's quota (`Ledger.check_fit`). A few
+    small ledger reads, so the service runs it before a request waits for a worker. It reserves
+    nothing and decides nothing else: `run` checks everything again, and its reservation alone
+    decides. Returns the charge items it checked."""
+    with analyst_words(policy):
+        session.ledger().ensure_writable()
+    items = job.items(list(keys), policy)
+    _check_minimum(items, policy)
+    with analyst_words(policy, items):
+        session.ledger().check_fit(tuple(sorted(set(job.extra_units))), items, analyst=policy.analyst)
+    return items
 
 
 def _check_minimum(items: list, policy: Policy) -> None:

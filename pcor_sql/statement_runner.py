@@ -133,6 +133,7 @@ def _run(
     """A statement's kind and result: ours as requests on `session`, anything else DuckDB's."""
     from pcor_sql.frontend.request_builders import anomaly_from_select, outlier_from_select
     from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, Passthrough
+    from pcor_sql.sqltext.connection import objects_in_scope
 
     if isinstance(statement, Passthrough):
         return ORDINARY, con.sql(statement.sql)
@@ -144,10 +145,12 @@ def _run(
             options["domains"] = dict(statement.domains)
         if statement.verifier is not None:
             options["verifier"] = statement.verifier
-        return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
+        with objects_in_scope(con, statement.query.original, session.warn):
+            return EXPLAIN, session.explain(outlier_from_select(con, statement.query, options), progress=progress)
     if isinstance(statement, IdentifyAnomaly):
         options.pop("max_contexts", None)  # a release option; anomaly answers enumerate nothing
-        return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options), progress=progress)
+        with objects_in_scope(con, statement.query.original, session.warn):
+            return IDENTIFY, session.identify(anomaly_from_select(con, statement.query, options), progress=progress)
     raise InternalError(f"parse_statement returned {type(statement).__name__}")
 
 

@@ -202,18 +202,34 @@ def test_dir_lists_the_public_api_and_not_helper_imports():
     assert "importlib" not in dir(pcor_sql) and "Any" not in dir(pcor_sql)
 
 
-def test_a_dataframe_named_in_from_gets_the_register_hint():
+def test_a_dataframe_named_in_from_is_found_in_the_callers_scope():
     import pyarrow as pa
 
-    df = pa.table({"id": [1, 2, 3, 4], "v": [1.0, 1.1, 0.9, 50.0], "g": ["a", "b", "a", "a"]})
+    df = pa.table({"id": [1, 2, 3, 4, 5, 6], "v": [1.0, 1.1, 0.9, 1.05, 0.95, 50.0], "g": ["a", "b", "a", "a", "b", "a"]})
+    c = duckdb.connect()
+    seen: list[str] = []
+    for call in (
+        lambda: pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 6", by="g", verifier="zscore(z=1)",
+                                         seed=1, warn=seen.append),
+        lambda: pcor_sql.identify_anomaly(c, "SELECT v FROM df WHERE id = 6", beta=1, radius=1, epsilon=1,
+                                          seed=1, warn=seen.append),
+        lambda: pcor_sql.sql(c, "EXPLAIN OUTLIER SELECT v FROM df WHERE id = 6 BY g USING zscore(z=1)",
+                             seed=1, warn=seen.append),
+    ):
+        result = call()
+        result = result[0] if isinstance(result, list) else result
+        units = result.units if hasattr(result, "units") else result.charge.units
+        assert units == ("object:temp.main.df",)
+    assert sum("caller's scope" in m for m in seen) == 3
+    assert len(df) == 6  # the frame's df is what was read
+
+
+def test_a_table_named_in_from_that_is_nowhere_gets_the_register_hint():
     c = duckdb.connect()
     for call in (
-        lambda: pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 4", by="g"),
-        lambda: pcor_sql.identify_anomaly(c, "SELECT v FROM df WHERE id = 4", beta=1, radius=1, epsilon=1),
-        lambda: pcor_sql.sql(c, "EXPLAIN OUTLIER SELECT v FROM df WHERE id = 4 BY g"),
+        lambda: pcor_sql.explain_outlier(c, "SELECT v FROM nodf WHERE id = 4", by="g"),
+        lambda: pcor_sql.identify_anomaly(c, "SELECT v FROM nodf WHERE id = 4", beta=1, radius=1, epsilon=1),
+        lambda: pcor_sql.sql(c, "EXPLAIN OUTLIER SELECT v FROM nodf WHERE id = 4 BY g"),
     ):
-        with pytest.raises(pcor_sql.UserError, match=r"con\.register\('df', df\)"):
+        with pytest.raises(pcor_sql.UserError, match=r"con\.register\('nodf', nodf\)"):
             call()
-    c.register("df", df)
-    r = pcor_sql.explain_outlier(c, "SELECT v FROM df WHERE id = 4", by="g", verifier="zscore(z=1)", seed=1)
-    assert "a" in r.context["g"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from pcor_sql.errors import UserError
-from pcor_sql.owner import Owner
+
+if TYPE_CHECKING:  # imported when a command opens data: `pcor-sql remote ...` needs no DuckDB
+    from pcor_sql.owner import Owner
 
 
 @contextmanager
@@ -21,6 +23,7 @@ def open_owner(db: Path | None, ledger: str | None = None, *, reads: str | None 
     """The owner's handle, warnings printed on stderr; closed at the end of the block. `reads`:
     the command's text (query, relation or unit), which names the bundled tables to load."""
     from pcor_sql.cli.console import make_warn
+    from pcor_sql.owner import Owner
 
     if db is not None and ledger is not None and engine == "duckdb":
         raise UserError(

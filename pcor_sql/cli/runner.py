@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
-import duckdb
 import typer
 
 from pcor_sql.cli import parameters as o
@@ -83,6 +82,8 @@ def _read_script(file: Path | None) -> str:
 def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
     """Run every statement of `text` on `target` (a Session, or a connection), printing each
     result before the next statement runs. Returns the number of statements run."""
+    import duckdb
+
     from pcor_sql.session import Session
     from pcor_sql.statement_runner import EXPLAIN, IDENTIFY, run_script
 
@@ -115,6 +116,8 @@ def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
 def _fetched(step: Any) -> tuple[list[str], list[tuple]] | None:
     """(columns, rows) of an ordinary statement's relation, read now: DuckDB runs a SELECT when
     it is read, so its errors (a failed cast, say) surface here."""
+    import duckdb  # here, not at the top: the command line imports this module for `remote` too
+
     if step.value is None:
         return None
     try:

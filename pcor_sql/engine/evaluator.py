@@ -16,9 +16,9 @@ import pyarrow as pa
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
-from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.requests import UTILITIES
@@ -66,7 +66,7 @@ class Evaluator:
         # `remember`: read and add to the verdicts earlier releases on this summary made
         # (`engine.verdicts`: same answers, so the same outputs). The plain path never does.
         self._store = summary.verdicts.store(space.v_mask, self.v, verifier) if remember and not plain else None
-        self._lof_check: Any = None  # the compiled LOF check (engine.lof_checks), built on first use
+        self._compiled: Any = None if plain else ...  # `compiled_check`, built on the first check
 
     # -- populations ---------------------------------------------------------------------
     def _rows(self, sql: str, params: list[Any] | None = None) -> pa.Table:
@@ -134,21 +134,11 @@ class Evaluator:
     def _verify(self, mask: int) -> bool:
         if getattr(self.verifier, "needs_sql", False):
             return self._verify_sql(mask)
-        # --- compiled LOF (engine.lof_checks): exactly `Lof`, summary path with sorted runs ---
-        if not self.plain:
-            if self._lof_check is None:
-                self._lof_check = False
-                if type(self.verifier) is Lof:
-                    from pcor_sql.engine import lof_checks  # imports numba: only for a LOF check
-
-                    self._lof_check = lof_checks.lof_check(self.summary, self.verifier, self.v) or False
-            if self._lof_check:
-                verdict, n = self._lof_check(self.summary.member(self.space, mask))
-                if n == 0:
-                    raise InternalError("an admissible context has an empty population")
-                self._count[mask] = n
-                return verdict
-        # --- end compiled LOF ---
+        if self._compiled is ...:
+            self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
+        if self._compiled is not None:
+            verdict, self._count[mask] = self._compiled(mask)
+            return verdict
         pop = self.population(mask)
         if pop.n == 0:
             raise InternalError("an admissible context has an empty population")

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pcor_sql.errors import Refused
+from pcor_sql.errors import AnalystRefused
 from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, utc_now, within
 
 #: The dataset key of an analyst's quota over all datasets together.
@@ -73,14 +73,14 @@ def check_quotas(state: QuotaState, fresh: list[ChargeItem]) -> tuple[QuotaTotal
     revoked analyst, a dataset they may not use, or a quota it would pass (BudgetExceeded)."""
     who = f"analyst {state.analyst!r}"
     if not state.exists:
-        raise Refused(f"there is no {who}", "the owner names analysts: pcor-sql analyst add NAME")
+        raise AnalystRefused(f"there is no {who}", "the owner names analysts: pcor-sql analyst add NAME")
     if state.revoked:
-        raise Refused(f"{who} is revoked", "ask the owner for a new token")
+        raise AnalystRefused(f"{who} is revoked", "ask the owner for a new token")
     if state.allowed is not None:
         for item in fresh:
             if item.dataset not in state.allowed:
                 what = "a request outside the registered datasets" if item.dataset is None else f"dataset {item.dataset!r}"
-                raise Refused(f"{who} may not use {what}",
+                raise AnalystRefused(f"{who} may not use {what}",
                               f"use one of: {', '.join(state.allowed) or 'none (ask the owner)'}")
     groups: dict[str, list[ChargeItem]] = {ALL_DATASETS: list(fresh)} if fresh else {}
     for item in fresh:

@@ -19,17 +19,20 @@ first call wins; later ones return False without writing); a refund lowers the t
 exactly the refunded rows' ε in the same transaction (`outcomes`). If the process dies before
 the outcome, the rows stay 'running' until a ledger is opened on this host, which marks them
 'interrupted' and keeps them charged: whatever the work showed before it died was paid for.
+`check_fit` is an early, cheap refusal for a limit or quota (it reserves nothing).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_rules import (
     ChargeItem,
+    ChargeState,
     Provenance,
+    UnitRow,
     UnitTotal,
     check_limits,
     fresh_items,
@@ -37,9 +40,16 @@ from pcor_sql.ledger.charge_rules import (
     write_charge,
 )
 from pcor_sql.ledger.outcomes import check_reason, record_outcome
-from pcor_sql.ledger.pending import binding
+from pcor_sql.ledger.pending import binding, checked_batch, unit_names
 from pcor_sql.ledger.process_identity import current_process
-from pcor_sql.ledger.quota_rules import check_quotas, read_quota_state, write_quotas
+from pcor_sql.ledger.quota_rules import (
+    ALL_DATASETS,
+    QuotaRow,
+    QuotaState,
+    check_quotas,
+    read_quota_state,
+    write_quotas,
+)
 from pcor_sql.ledger.transactions import LedgerAccess
 
 
@@ -64,6 +74,47 @@ def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[Char
         return totals
 
     return body
+
+
+def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None) -> None:
+    """Refuse early and cheaply when `ledger.reserve(units, items, analyst=analyst)` would refuse
+    for a limit: a unit's (its own or the notion's default) or the analyst's quota would be
+    passed (BudgetExceeded, with the reservation's own arithmetic and words: `check_limits`,
+    `check_quotas`). Three small reads, no write, no transaction: each refusal is justified by
+    one committed read, so it is the answer the reservation would have given at that moment.
+
+    Passing is no reservation, and this checks less than the reservation does: a unit without
+    a limit in a strict ledger, totals that need repair, an unknown or revoked analyst and
+    release ids charged before are left to it. The reservation checks everything, atomically,
+    and alone decides what is charged. The analyst service runs this before a request waits
+    for a worker (`pcor_sql.pipeline.admit`)."""
+    ledger.ensure_writable()
+    names, batch = unit_names(units), checked_batch(items)
+    if not batch:
+        raise InternalError("a check needs at least one item")
+    notion, tables = batch[0].notion, ledger.access.tables
+
+    def body(cur: Any) -> None:
+        rows = cur.execute(
+            f"SELECT u.unit, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
+            f" coalesce(b.releases, 0), coalesce(p.public, false) FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"
+            f" LEFT JOIN {tables.budget} b ON b.unit = u.unit AND b.notion = $2"
+            f" LEFT JOIN {tables.units} p ON p.unit = u.unit", [list(names), notion]).fetchall()
+        default = cur.execute(f"SELECT value FROM {tables.settings} WHERE name = 'default_limit_' || $1",
+                              [notion]).fetchall()
+        state = ChargeState(notion, tuple(UnitRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in sorted(rows)),
+                            default[0][0] if default else None, False, {})
+        totals = check_limits(state, list(batch))
+        if analyst is None or not totals:  # nothing charged (public units only): no quota spent
+            return
+        datasets = sorted({i.dataset for i in batch if i.dataset is not None})
+        quota = cur.execute(
+            f"SELECT dataset, limit_epsilon, spent_epsilon, spent_residual, releases FROM {tables.quotas}"
+            " WHERE analyst = $1 AND notion = $2 AND list_contains($3::VARCHAR[], dataset)",
+            [analyst, notion, [ALL_DATASETS, *datasets]]).fetchall()
+        check_quotas(QuotaState(analyst, notion, True, False, None, {r[0]: QuotaRow(*r) for r in quota}), list(batch))
+
+    ledger.read_with(body)
 
 
 class Reservation:

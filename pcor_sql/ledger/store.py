@@ -62,7 +62,7 @@ from pcor_sql.ledger.records import (
     new_release_id,
     statuses_query,
 )
-from pcor_sql.ledger.reservation import Reservation, reserve_body
+from pcor_sql.ledger.reservation import Reservation, check_fit, reserve_body
 from pcor_sql.ledger.transactions import LedgerAccess, ledger_failure, run_transaction, utc_now
 from pcor_sql.resources import sql_text
 from pcor_sql.sqltext.quoting import quote_identifier
@@ -274,6 +274,11 @@ class Ledger:
             raise InternalError("a reservation needs at least one item")
         totals = self.transaction(reserve_body(self.access, names, batch, analyst))
         return Reservation(self.access, totals, batch, analyst)
+
+    def check_fit(self, units: str | Sequence[str], items: Sequence[ChargeItem], *, analyst: str | None = None) -> None:
+        """Refuse now (BudgetExceeded) if `reserve` would, for a limit or `analyst`'s quota; writes
+        nothing, reserves nothing (`reservation.check_fit`: what it leaves to the reservation)."""
+        check_fit(self, units, items, analyst)
 
     def charge(self, units: str | Sequence[str], cost: object, *, mechanism: str, record_key: str | None = None,
                statement: str | None = None, release_id: str, seeded: bool = False) -> float:

@@ -17,12 +17,22 @@ the same code as in-process: reserve, then read; results in the order of the key
 Errors are `{"error": ..., "fix": ...}`, never a traceback: 400 bad input, 403 refused by the
 trust model, 413/415 body too large / not JSON, 429 quota or limit reached — all before the
 reservation, nothing charged — and 422, the one generic failure after it (charged). Every
-response is `Cache-Control: no-store`.
+response is `Cache-Control: no-store`. A refusal names nothing the analyst did not send or own:
+a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
+
+Refusals do not wait for a worker. A request is first admitted (`Analyst.admit`: the request's
+checks, which read only the request and the registry, then its cost against the dataset's
+limits and the analyst's quota — a few small ledger reads; no row read, nothing charged) on a
+small pool of its own cursors, so a refusal comes back while the workers are busy with releases.
+Admission decides nothing else: the worker runs the request from the start, and its
+reservation, atomic, alone decides what is charged — two requests admitted together near a
+quota get one charge and one 429, never an overspend.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from typing import Any, AsyncIterator, Awaitable, Callable
 
@@ -79,6 +89,7 @@ class Service:
         self.min_epsilon = float(min_epsilon)
         self.limits = limits
         self.pool = WorkerPool(owner, workers)
+        self.admission = WorkerPool(owner, ADMISSION)
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
@@ -130,12 +141,20 @@ class Service:
         if name not in names:
             raise Refused(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
 
-    async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any]) -> Any:
+    async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
+                  pool: WorkerPool | None = None) -> Any:
         def work(session: Any) -> Any:
             self.require_visible(identity, dataset)
             return call(self.analyst(session, identity))
 
-        return await self.pool.run(work)
+        return await (pool or self.pool).run(work)
+
+    async def answer(self, identity: Identity, method: str, dataset: str, target: Any, options: dict[str, Any]) -> Any:
+        """`Analyst.<method>(dataset, target, **options)` on a worker, once admitted (see the module
+        docstring): a refusal that needs no data comes from the admission, without waiting."""
+        await self.run(identity, dataset, lambda a: a.admit(method, dataset, copy.deepcopy(target),
+                                                            **copy.deepcopy(options)), pool=self.admission)
+        return await self.run(identity, dataset, lambda a: getattr(a, method)(dataset, target, **options))
 
     # ---- the endpoints -------------------------------------------------------------------
 
@@ -149,14 +168,14 @@ class Service:
         body = await self.body(request)
         check(body, self.explain_schema, "the body")
         dataset, keys = body.pop("dataset"), body.pop("keys")
-        results = await self.run(identity, dataset, lambda a: a.explain_outliers(dataset, keys, **body))
+        results = await self.answer(identity, "explain_outliers", dataset, keys, body)
         return {"results": [plain(r.as_dict()) for r in results]}
 
     async def identify(self, request: Request, identity: Identity) -> Any:
         body = await self.body(request)
         check(body, self.identify_schema, "the body")
         dataset, value = body.pop("dataset"), body.pop("value")
-        answer = await self.run(identity, dataset, lambda a: a.identify_value(dataset, value, **body))
+        answer = await self.answer(identity, "identify_value", dataset, value, body)
         shown = plain(answer.as_dict())
         shown["value"] = shown.pop("key")
         return {"results": [shown]}
@@ -170,7 +189,7 @@ class Service:
         check(body, self.explain_schema if by_key else self.identify_schema, "the body")
         dataset, target = body.pop("dataset"), body.pop("keys" if by_key else "value")
         method = "explain_outliers" if by_key else "identify_value"
-        found = await self.run(identity, dataset, lambda a: a.cost(method, dataset, target, **body))
+        found = await self.run(identity, dataset, lambda a: a.cost(method, dataset, target, **body), pool=self.admission)
         return {"dataset": dataset, **found.as_dict()}
 
     async def me(self, request: Request, identity: Identity) -> Any:
@@ -187,6 +206,8 @@ class Service:
 
 
 NAME = 128
+#: Cursors that admit requests (`Service.answer`): a check takes milliseconds, so two keep up with many workers.
+ADMISSION = 2
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -221,6 +242,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
             yield
         finally:
             service.pool.close()
+            service.admission.close()
 
     routes = [
         Route("/v1/datasets", service.endpoint(service.datasets), methods=["GET"]),

@@ -13,11 +13,13 @@ ERRORS = {
     "400": "bad input, refused before anything was read or charged",
     "401": "missing, malformed, unknown or revoked token (always the same body)",
     "403": "refused by the trust model before the reservation (an owner's option, a key outside the releasable "
-           "set, ε below the minimum, a dataset this analyst may not use); nothing charged",
+           "set, ε below the minimum, a dataset this analyst may not use, a ledger that cannot take charges now); "
+           "nothing charged",
     "413": "the body is too large; nothing charged",
     "415": "the body is not application/json; nothing charged",
     "422": "the request failed after its cost was reserved: charged, and the same message whatever the data holds",
-    "429": "the charge would pass the analyst's quota or a unit's limit; nothing charged",
+    "429": "the charge would pass the analyst's quota or a limit on the data (one message for both, naming only "
+           "the request's cost); nothing charged",
 }
 
 

@@ -63,6 +63,11 @@ class WorkerPool:
             limiter = self._limiters[loop] = anyio.CapacityLimiter(self.size)
         return await anyio.to_thread.run_sync(self._lend, work, limiter=limiter)
 
+    def load(self) -> tuple[int, int]:
+        """(requests running, requests waiting for a Session) now, over every event loop."""
+        stats = [limiter.statistics() for limiter in list(self._limiters.values())]
+        return sum(s.borrowed_tokens for s in stats), sum(s.tasks_waiting for s in stats)
+
     def _lend(self, work: Callable[[Session], _T]) -> _T:
         session = self._free.get()  # the limiter lets in at most `size` threads: one is free
         try:

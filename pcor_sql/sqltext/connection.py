@@ -6,18 +6,25 @@ no attribute 'execute'"; every public entry point that takes a connection calls 
 
 DuckDB finds a pandas, Polars or Arrow object named in FROM by looking through the Python
 frames of the code that runs the query ("replacement scans"): when pcor-sql runs it, those
-are pcor-sql's frames, not the caller's, so `FROM df` is "Table with name df does not exist".
-The fix is to register the object on the connection; `relation_fix` says so.
+are pcor-sql's frames, not the caller's. `objects_in_scope` looks where DuckDB's own
+`duckdb.sql` would (the caller's frames, innermost first: locals, then globals) for a pandas,
+Polars or Arrow object named in FROM that the connection's catalog lacks, and registers it for
+the call. The privacy unit is then the registered object's (`object:temp.main.<name>`, see
+`engine.unit_names`), with a warning: an in-memory object has no identity beyond this process.
+A name the catalog has is never shadowed by a Python variable (the catalog wins, as in DuckDB).
+Anything else is "Table with name df does not exist", and `relation_fix` says to register it.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import duckdb
 
-from pcor_sql.errors import UserError, from_python
+from pcor_sql.errors import UserError, from_python, warn_privacy
 
 _MISSING = re.compile(r"Table with name (\S+?)!? does not exist")
 
@@ -43,3 +50,68 @@ def relation_fix(exc: BaseException, fix: str) -> str:
         f"if {name} is a pandas, Polars or Arrow object, register it on the connection first: "
         f"con.register({name!r}, {name}); otherwise {fix}"
     )
+
+
+#: The top-level packages whose objects DuckDB reads by a replacement scan.
+_FRAME_PACKAGES = ("pandas", "polars", "pyarrow")
+_CATALOG_SQL = ("SELECT count(*) FROM (SELECT table_name AS name FROM system.main.duckdb_tables() "
+                "UNION ALL SELECT view_name FROM system.main.duckdb_views()) WHERE lower(name) = lower($1)")
+
+
+@contextmanager
+def objects_in_scope(con: Any, query: str, warn: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Within the block, every unqualified name in `query`'s FROM that the connection's catalog
+    lacks and that names a pandas, Polars or Arrow object in the Python caller's scope is
+    registered on `con` (then unregistered). Nothing happens for the CLI, another engine, or a
+    query DuckDB cannot parse (its own error follows, with `relation_fix`'s hint)."""
+    ours = isinstance(con, duckdb.DuckDBPyConnection) and isinstance(query, str) and from_python()
+    found = _scope_objects(con, query) if ours else {}
+    for name, obj in found.items():
+        con.register(name, obj)
+        warn_privacy(
+            f"{name} is a {type(obj).__module__.split('.')[0]} object from the caller's scope, read as if "
+            f"registered and charged to the unit object:temp.main.{name}: an in-memory object has no "
+            "identity beyond this process (the same rows under another name, or in another process, "
+            "start a fresh budget) — load it into a table of a DuckDB file to keep one budget for it",
+            warn, stacklevel=5)
+    try:
+        yield
+    finally:
+        for name in found:
+            con.unregister(name)
+
+
+def _scope_objects(con: duckdb.DuckDBPyConnection, query: str) -> dict[str, Any]:
+    try:
+        names = duckdb.get_table_names(query, qualified=False)
+        wanted = sorted(n for n in names if "." not in n and not _in_catalog(con, n))
+    except duckdb.Error:
+        return {}  # an unparsable query or a closed connection: its own error follows
+    if not wanted:
+        return {}
+    frame = _caller_frame()
+    found: dict[str, Any] = {}
+    while frame is not None and len(found) < len(wanted):
+        for name in wanted:
+            if name in found:
+                continue
+            for scope in (frame.f_locals, frame.f_globals):
+                obj = scope.get(name)
+                if obj is not None and type(obj).__module__.split(".")[0] in _FRAME_PACKAGES:
+                    found[name] = obj
+                    break
+        frame = frame.f_back
+    return found
+
+
+def _in_catalog(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    # The connection itself, not a cursor: its temporary tables and registered objects are its own.
+    return bool(con.execute(_CATALOG_SQL, [name]).fetchall()[0][0])
+
+
+def _caller_frame() -> Any:
+    """The innermost frame outside pcor-sql: where the caller's variables live."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "pcor_sql":
+        frame = frame.f_back
+    return frame

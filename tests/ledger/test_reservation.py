@@ -65,6 +65,55 @@ def test_a_refused_reservation_writes_nothing(con, ledger):
     assert ledger_rows(con) == before
 
 
+def outcome(act) -> str:
+    try:
+        act()
+    except (BudgetExceeded, Refused) as exc:
+        return f"{type(exc).__name__}: {exc.problem}"
+    return "fits"
+
+
+#: (ε of each item, units, analyst, what only the reservation checks refuses it: strictness, who).
+FIT_CASES = [
+    ([0.1], ["t"], None, False), ([0.35], ["t"], None, False), ([0.1], ["t"], "ana", False),
+    ([0.15], ["t"], "ana", False), ([0.05, 0.05], ["t"], "ana", False), ([0.06, 0.06], ["t"], "ana", False),
+    ([0.35], ["t", "pub"], "ana", False), ([0.01], ["t", "other"], None, True), ([0.01], ["t"], "nobody", True),
+]
+
+
+@pytest.mark.parametrize(("epsilons", "units", "analyst", "left"), FIT_CASES)
+def test_check_fit_refuses_as_the_reservation_would_and_writes_nothing(con, ledger, epsilons, units, analyst, left):
+    from pcor_sql.ledger.analysts import add_analyst
+    from pcor_sql.ledger.reservation import check_fit
+
+    ledger.set_limit("t", 0.5)
+    ledger.set_public("pub")
+    add_analyst(ledger, "ana", quota=0.3)
+    ledger.reserve("t", [item(0.2, role="analyst")], analyst="ana").answered()
+    ledger.reserve("t", [item(0.1)]).answered()  # t: 0.3 of 0.5 spent; ana: 0.2 of her 0.3
+    items = [item(e, role="analyst" if analyst else "owner") for e in epsilons]
+    before = ledger_rows(con)
+    checked = outcome(lambda: check_fit(ledger, units, items, analyst))
+    assert ledger_rows(con) == before
+    reserved = outcome(lambda: ledger.reserve(units, items, analyst=analyst))
+    if left:  # an early check that passes decides nothing: the reservation still refuses
+        assert checked == "fits" and "Refused: " in reserved
+    else:
+        assert checked == reserved
+
+
+def test_check_fit_applies_the_default_limit(con, ledger):
+    from pcor_sql.ledger.reservation import check_fit
+
+    ledger.set_default_limit(0.3)
+    ledger.reserve("fresh", [item(0.2)]).answered()
+    for epsilon in (0.1, 0.15):
+        items = [item(epsilon)]
+        assert outcome(lambda: check_fit(ledger, ["fresh"], items, None)) == outcome(
+            lambda: ledger.reserve(["fresh"], items))
+    assert ledger.status("fresh").spent == pytest.approx(0.3)
+
+
 def test_the_first_outcome_wins(con, ledger):
     r = ledger.reserve("t", [item(0.3)])
     assert r.answered() is True

@@ -44,8 +44,8 @@ Privacy: verdicts only decide validity, which OCDP treats as public structure; n
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from pcor_sql.core.jit import compiled_with
 from pcor_sql.core.verifiers.lof_walk import DONE, FROM, MODE, N_SIDE, NEAR_AT, STATE_SLOTS, fill
 
 FAR = np.finfo(np.float64).max
@@ -57,7 +57,7 @@ _OK = 0
 _NEED = 3  # internal: + side, fetch more values on that side and compute again
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@compiled_with(nogil=True, error_model="numpy")
 def _kd_range(a, b, kk, rule, kd, bv, bc, center, st):
     """k-distances of positions a..b (relative to V), remembered in kd: _OK, or _NEED + side
     when a side must be fetched further first."""
@@ -115,7 +115,7 @@ def _kd_range(a, b, kk, rule, kd, bv, bc, center, st):
     return _OK
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def _nbhd(j, kd, bv, center, st):
     """(first, last position of N_k(o) ∪ {o}, status) for o at position j (kd[j] known)."""
     nl, nr = st[N_SIDE], st[N_SIDE + 1]
@@ -142,7 +142,7 @@ def _nbhd(j, kd, bv, center, st):
     return lo, hi, _OK
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@compiled_with(nogil=True, error_model="numpy")
 def _lof_buffered(v, cv, kk, rule, kd, bv, bc, center, st):
     """(LOF(V), status) from the values fetched so far (st: how many per side, which sides are
     done); status _NEED + side asks for more on that side. The arithmetic of
@@ -204,14 +204,14 @@ def _lof_buffered(v, cv, kk, rule, kd, bv, bc, center, st):
     return acc / lrd_v / n_v, _OK
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def _moved(a, center, new_center, fill):
     out = np.full(2 * new_center + 1, fill)
     out[new_center - center : new_center + center + 1] = a
     return out
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@compiled_with(nogil=True, error_model="numpy")
 def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k, rule):
     """(LOF(V), N, status) of the context `member` (boolean over cells) under `rule`
     (DISTINCT_RULE or PLAIN_RULE): NaN when N < 2, or (distinct) a single distinct value; 1.0

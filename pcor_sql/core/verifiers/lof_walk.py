@@ -20,7 +20,8 @@ is exactly the context's distinct values in order of distance from v on that sid
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from pcor_sql.core.jit import compiled_with
 
 # State slots (an int64 array shared by the helpers: numba has no mutable record that caches).
 N_SIDE = 0  # + side (0 below v, 1 above): distinct values produced on that side
@@ -32,7 +33,7 @@ FROM = 10  # the rows of pos / keys where a heap starts: 2 (past the neighbourho
 STATE_SLOTS = 11
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def _first(values, lo, hi, x, right):
     """The first position in run [lo, hi) with value ≥ x (right: > x)."""
     while lo < hi:
@@ -44,7 +45,7 @@ def _first(values, lo, hi, x, right):
     return lo
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def record_positions(values, starts, v, a, b):
     """(4, cells) int64: per cell the first position with x ≥ v, x > v, x ≥ a and x > b."""
     cells = starts.size - 1
@@ -58,7 +59,7 @@ def record_positions(values, starts, v, a, b):
     return pos
 
 
-@njit(cache=True, nogil=True, inline="always")
+@compiled_with(nogil=True, inline="always")
 def _sift_down(hk, hc, hp, size, i):
     key, cell, ptr = hk[i], hc[i], hp[i]
     while True:
@@ -74,7 +75,7 @@ def _sift_down(hk, hc, hp, size, i):
     hk[i], hc[i], hp[i] = key, cell, ptr
 
 
-@njit(cache=True, nogil=True, inline="always")
+@compiled_with(nogil=True, inline="always")
 def _skip_copies(values, lo, hi, p, x, side):
     """From p (values[p] == x, run [lo, hi)) the first position past x's copies: moving left
     (side 0; may be lo − 1) or right (may be hi). Galloping, so many copies cost O(log)."""
@@ -111,7 +112,7 @@ def _skip_copies(values, lo, hi, p, x, side):
     return a
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def fill(side, target, st, bv, bc, center, values, starts, member, pos, keys, near_v, near_c, hk, hc, hp):
     """Append the context's next distinct values on `side` (0: below v, into bv[center − 1],
     [center − 2], ...; 1: above v, into bv[center + 1], ...) with their counts, until that side
@@ -175,7 +176,7 @@ def fill(side, target, st, bv, bc, center, values, starts, member, pos, keys, ne
         st[N_SIDE + side] = n
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def _heap_init(side, member, from_pos, from_key, hk, hc, hp):
     """A min-heap on the distance from v of each member cell's next value beyond `from_pos`
     (its key, −x on the left and x on the right, precomputed per record in `from_key`: reading
@@ -192,7 +193,7 @@ def _heap_init(side, member, from_pos, from_key, hk, hc, hp):
     return size
 
 
-@njit(cache=True, nogil=True)
+@compiled_with(nogil=True)
 def record_keys(values, starts, pos):
     """(6, cells): rows 0–3 the heap keys of `pos` (first ≥ v, first > v, first ≥ a, first > b):
     −x of the value before a left position, x of the value at a right one, NaN when the run has

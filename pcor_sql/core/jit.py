@@ -1,0 +1,182 @@
+"""numba compilation for the validity checks, and the two steps every compiled check shares.
+
+`compiled(fn)` is `numba.njit(cache=True)`: machine code is written beside the source
+(`__pycache__/*.nbi, *.nbc`) or, when the package directory is read-only, under the user's
+cache directory (numba's `UserWideCacheLocator`: `$NUMBA_CACHE_DIR` if set, else
+`~/.cache/numba`), so only the first run on a machine pays the compilation. When no cache
+directory is writable at all, numba refuses `cache=True` at decoration; the functions are then
+compiled in memory each run (slower start, same results) rather than failing the import.
+
+`member_cells` is the context → member-cells step (`CellSummary.member`) as a loop: a context
+is a bitset over the declared domains (`core.space`), passed as little-endian 64-bit words,
+and `flat[c, i]` is the bit of cell c's value of attribute i (attribute offset + domain index).
+
+`numpy_sum` is numpy's pairwise summation of a contiguous float64 array (`np.add.reduce`,
+numpy/_core/src/umath/loops_utils.h.src `pairwise_sum`): blocks of up to 128 summed in 8
+lanes, halves (rounded to a multiple of 8) summed recursively. The checks combine moments
+with it so that their floats are numpy's bit for bit, hence the same verdicts as the numpy
+reference even at a threshold (tests compare them with numpy on many lengths).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from pcor_sql.errors import UserError
+
+try:
+    import numba
+except ImportError as exc:  # installed but broken (e.g. llvmlite's library missing): one line, not a traceback
+    raise UserError(
+        f"numba, which compiles pcor-sql's validity checks, cannot be imported ({exc})",
+        "reinstall it: pip install --force-reinstall 'numba>=0.60'",
+    ) from None
+
+_BLOCK = 128  # numpy's PW_BLOCKSIZE
+
+
+def compiled(fn: Callable[..., Any]) -> Any:
+    """`numba.njit(cache=True)`, or without the on-disk cache when no cache directory is writable."""
+    try:
+        return numba.njit(cache=True)(fn)
+    except RuntimeError:  # "cannot cache function ...: no locator available" (read-only everywhere)
+        return numba.njit(fn)
+
+
+def compiled_with(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """`compiled` with further `numba.njit` options (LOF's kernel: nogil, error_model, inline)."""
+    def wrap(fn: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, **options)(fn)
+        except RuntimeError:  # no writable cache directory: compiled in memory each run
+            return numba.njit(**options)(fn)
+
+    return wrap
+
+
+NO_WORDS = np.empty(0, dtype=np.uint64)
+
+
+def context_words(mask: int, n_words: int) -> tuple[int, np.ndarray]:
+    """(x, words) for `member_cells`: a context below 2^63 travels as one int64 (x), a wider one
+    as little-endian uint64 words (bit b → word b // 64)."""
+    if mask < 1 << 63:
+        return mask, NO_WORDS
+    return 0, np.frombuffer(mask.to_bytes(8 * n_words, "little"), dtype=np.uint64)
+
+
+def flat_bits(coords: np.ndarray, offsets: Any, always: int) -> np.ndarray:
+    """`coords[c, i] + offsets[i]`: the context bit that selects cell c's value of attribute i,
+    padded to a multiple of 4 columns with a bit every checked context has (`always`, one of
+    the record's own values), so that the membership test runs four attributes at a time."""
+    flat = coords + np.asarray(offsets, dtype=np.int64)[None, :]
+    pad = -flat.shape[1] % 4
+    if pad:
+        flat = np.hstack([flat, np.full((flat.shape[0], pad), always, dtype=np.int64)])
+    return np.ascontiguousarray(flat, dtype=np.int64)
+
+
+@compiled
+def member_cells(x: int, words: np.ndarray, flat: np.ndarray, out: np.ndarray) -> int:
+    """Writes the indices of the cells inside the context into `out` (ascending); returns how
+    many. The context is `x` when `words` is empty, else `words` (`context_words`)."""
+    k = 0
+    cells, width = flat.shape
+    # Branch-free, four attributes at a time: whether a random context holds a cell is a coin
+    # flip, which a branch mispredicts half the time (4.6 µs at 1,200 cells against 1.8 µs).
+    if words.size == 0 and width == 4:  # up to 4 attributes: the loop over them unrolled (3× faster)
+        for c in range(cells):
+            inside = (x >> flat[c, 0]) & (x >> flat[c, 1]) & (x >> flat[c, 2]) & (x >> flat[c, 3])
+            out[k] = c
+            k += inside & 1
+        return k
+    if words.size == 0:
+        for c in range(cells):
+            inside = np.int64(1)
+            for g in range(0, width, 4):
+                inside &= (x >> flat[c, g]) & (x >> flat[c, g + 1]) & (x >> flat[c, g + 2]) & (x >> flat[c, g + 3])
+            out[k] = c
+            k += inside & 1
+        return k
+    one = np.uint64(1)
+    for c in range(cells):
+        inside = one
+        for g in range(width):
+            b = flat[c, g]
+            inside &= words[b >> 6] >> np.uint64(b & 63)
+        out[k] = c
+        k += np.int64(inside & one)
+    return k
+
+
+@compiled
+def _block(a: np.ndarray, lo: int, n: int) -> float:
+    """numpy's sum of a[lo:lo + n] for n ≤ 128: 8 lanes, then the remainder in order."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        j = lo + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@compiled
+def _pairwise(a: np.ndarray, n: int) -> float:
+    """numpy's recursion (halves rounded down to a multiple of 8, left + right), run on an
+    explicit stack: numba cannot cache a recursive function."""
+    if n <= _BLOCK:
+        return _block(a, 0, n)
+    start = np.empty(64, dtype=np.int64)  # the halves shrink n by 2 each level: depth < 64
+    size = np.empty(64, dtype=np.int64)
+    stage = np.empty(64, dtype=np.int64)
+    done = np.empty(64, dtype=np.float64)
+    top, k = 0, 0
+    start[0], size[0], stage[0] = 0, n, 0
+    while top >= 0:
+        lo, m = start[top], size[top]
+        if m <= _BLOCK:
+            done[k] = _block(a, lo, m)
+            k += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if stage[top] == 0:  # the left half first
+            stage[top] = 1
+            top += 1
+            start[top], size[top], stage[top] = lo, half, 0
+        elif stage[top] == 1:  # then the right half
+            stage[top] = 2
+            top += 1
+            start[top], size[top], stage[top] = lo + half, m - half, 0
+        else:  # both halves summed: left + right
+            done[k - 2] = done[k - 2] + done[k - 1]
+            k -= 1
+            top -= 1
+    return done[0]
+
+
+@compiled
+def numpy_sum(a: np.ndarray, n: int) -> float:
+    """`a[:n].sum()` as numpy computes it (pairwise; the reduction starts from 0.0)."""
+    return 0.0 + _pairwise(a, n)

@@ -1,0 +1,70 @@
+"""The shared steps of the compiled checks: numpy's summation and the context → cells step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pcor_sql.core.jit import context_words, flat_bits, member_cells, numpy_sum
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e12])
+def test_numpy_sum_is_numpys_pairwise_sum(scale):
+    """Equality with numpy's own result (not pinned bits): every length through three levels
+    of halving, and gathered (non-contiguous origin) arrays as the checks build them."""
+    rng = np.random.default_rng(11)
+    lengths = list(range(0, 700)) + rng.integers(700, 40_000, 40).tolist()
+    for n in lengths:
+        a = rng.standard_normal(n) * scale + rng.standard_normal() * 1e4
+        assert numpy_sum(a, n) == a.sum(), n
+        b = a.take(np.sort(rng.permutation(n)[: n // 3]))
+        assert numpy_sum(b, b.size) == b.sum(), n
+
+
+def test_a_naive_sum_would_differ_so_the_test_above_can_fail():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(5000) * 1e12
+    total = 0.0
+    for x in a:
+        total += x
+    assert total != a.sum()
+
+
+@pytest.mark.parametrize("sizes", [(5, 3), (7, 2, 3, 2), (3, 4, 2, 2, 3), (40, 30)])
+def test_member_cells_is_the_context_membership(sizes):
+    rng = np.random.default_rng(len(sizes))
+    coords = np.stack([rng.integers(0, s, 300) for s in sizes], axis=1)
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    t = int(sum(sizes))
+    flat = flat_bits(coords, offsets, always=0)
+    assert flat.shape[1] % 4 == 0
+    out = np.empty(len(coords), dtype=np.int64)
+    for _ in range(50):
+        mask = int(rng.integers(0, 2, t) @ (1 << np.arange(t, dtype=object))) | 1  # bit 0: `always`
+        x, words = context_words(mask, (t + 63) // 64)
+        k = member_cells(x, words, flat, out)
+        bits = np.array([(mask >> int(b)) & 1 for b in range(t)], dtype=bool)
+        expected = np.flatnonzero(np.all(bits[coords + offsets], axis=1))
+        np.testing.assert_array_equal(out[:k], expected)
+
+
+def test_without_a_writable_cache_directory_functions_compile_in_memory(monkeypatch):
+    """numba refuses cache=True when no cache directory is writable (RuntimeError "no locator
+    available"); `compiled` then compiles without the disk cache instead of failing the import."""
+    import numba
+
+    import pcor_sql.core.jit as jit
+
+    real = numba.njit
+
+    def refusing(*args, **kwargs):
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", refusing)
+
+    def double(x):
+        return 2 * x
+
+    assert jit.compiled(double)(21) == 42

@@ -1,0 +1,133 @@
+"""Refusals that need no data are answered before a request waits for a worker, over real HTTP
+(127.0.0.1): the only worker is held by a release whose verifier waits on a gate, and a quota
+refusal, a limit refusal, a key outside the releasable set and a cost preview still come back at
+once. The worker's reservation stays the one that decides: two requests admitted together near
+a quota get one charge and one 429."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+
+import pcor_sql
+import pcor_sql.service
+from pcor_sql.core.verifiers.registry import default_registry
+from tests.client.served_dataset import OUTLIERS, make_database
+from tests.service.live_server import live_server
+
+#: How long a refusal may take while the worker is held (it takes milliseconds; the machine is shared).
+PROMPT = 5.0
+#: Bound on every wait of the test: the gate, the client, the polls.
+BOUND = 30.0
+FAST = {"dataset": "staff", "epsilon": 0.1, "verifier": "grubbs"}
+
+
+class Gate:
+    """A verifier that holds its worker until the test opens the gate (bounded by BOUND)."""
+
+    def __init__(self) -> None:
+        self.entered, self.opened = threading.Event(), threading.Event()
+
+    def __call__(self, values, v) -> bool:
+        self.entered.set()
+        self.opened.wait(timeout=BOUND)
+        return True  # every context holds the record: the release always answers
+
+
+@pytest.fixture
+def served(tmp_path):
+    gate = Gate()
+    registry = default_registry()
+    registry.register_python("gated", gate)
+    con = make_database(tmp_path / "staff.duckdb")
+    try:
+        owner = pcor_sql.Owner(con, warn=lambda message: None, registry=registry)
+        owner.register("staff", "staff", key="id", metric="pay", by="dept,year", limit=100.0,
+                       releasable=list(OUTLIERS))
+        owner.register("capped", "tagged", key="tag", metric="pay", by="dept,year", limit=0.05, releasable=["a-7"])
+        tokens = {"alice": owner.add_analyst("alice", quota=5.0), "bob": owner.add_analyst("bob", quota=0.05),
+                  "dave": owner.add_analyst("dave", quota=0.15)}
+        app = pcor_sql.service.app(owner, workers=1)
+        with live_server(app) as url:
+            with httpx.Client(base_url=url, timeout=BOUND) as client:
+                yield owner, app.state.service, client, tokens, gate
+            gate.opened.set()  # whatever happened, let the held worker finish before the server stops
+    finally:
+        con.close()
+
+
+def post(client, token: str, path: str, body: dict, timeout: float = BOUND) -> httpx.Response:
+    return client.post(path, content=json.dumps(body), timeout=timeout,
+                       headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+
+
+def hold_the_worker(client, tokens, gate) -> tuple[threading.Thread, dict]:
+    """Alice's release takes the only worker and waits at the gate."""
+    out: dict = {}
+
+    def ask() -> None:
+        out["held"] = post(client, tokens["alice"], "/v1/explain", {**FAST, "verifier": "gated", "keys": [OUTLIERS[0]]})
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    assert gate.entered.wait(timeout=BOUND), "the gated release never reached its verifier"
+    return thread, out
+
+
+def test_refusals_are_answered_while_the_only_worker_is_busy(served):
+    owner, service, client, tokens, gate = served
+    thread, out = hold_the_worker(client, tokens, gate)
+    try:
+        timed = []
+        for token, path, body in (
+            ("bob", "/v1/explain", {**FAST, "keys": [OUTLIERS[1]]}),  # bob's quota: 0.05 < 0.1
+            ("alice", "/v1/explain", {**FAST, "dataset": "capped", "keys": ["a-7"]}),  # the unit's limit
+            ("bob", "/v1/identify", {"dataset": "staff", "value": {"pay": 1.0}, "beta": 2, "radius": 5, "epsilon": 0.1}),
+            ("alice", "/v1/explain", {**FAST, "keys": [10_000]}),  # not releasable
+            ("alice", "/v1/cost", {**FAST, "keys": [OUTLIERS[1]]}),
+        ):
+            started = time.monotonic()
+            r = post(client, tokens[token], path, body, timeout=2 * PROMPT)
+            timed.append((r.status_code, time.monotonic() - started))
+        assert [code for code, _ in timed] == [429, 429, 429, 403, 200]
+        assert max(seconds for _, seconds in timed) < PROMPT, timed
+        assert service.pool.load() == (1, 0)  # the worker was held all along, and nothing queued behind it
+    finally:
+        gate.opened.set()
+        thread.join(timeout=BOUND)
+    assert out["held"].status_code == 200, out["held"].text
+
+
+def test_two_requests_admitted_together_near_a_quota_are_charged_once(served):
+    owner, service, client, tokens, gate = served
+    thread, out = hold_the_worker(client, tokens, gate)
+    answers: list[httpx.Response] = []
+    lock = threading.Lock()
+
+    def ask(key: int) -> None:
+        r = post(client, tokens["dave"], "/v1/explain", {**FAST, "keys": [key]})
+        with lock:
+            answers.append(r)
+
+    asking = [threading.Thread(target=ask, args=(key,)) for key in OUTLIERS[1:3]]
+    try:
+        for t in asking:
+            t.start()
+        deadline = time.monotonic() + BOUND
+        # Both passed admission (dave had spent nothing) and wait for the worker.
+        while service.pool.load()[1] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert service.pool.load() == (1, 2)
+    finally:
+        gate.opened.set()
+        for t in (thread, *asking):
+            t.join(timeout=BOUND)
+    assert sorted(r.status_code for r in answers) == [200, 429], [r.text for r in answers]
+    [usage] = [u for a in owner.analysts() if a.name == "dave" for u in a.usage
+               if u.notion == "ocdp" and u.dataset is None]
+    assert usage.spent == pytest.approx(0.1) and usage.releases == 1
+    assert len([h for h in owner.ledger.history() if h.analyst == "dave"]) == 1
