@@ -31,7 +31,7 @@ import numpy as np
 
 from benchmarks.scale_tables import generation_sql
 
-VERIFIERS = ("grubbs", "zscore", "histogram", "lof")
+VERIFIERS = ("grubbs", "zscore", "histogram", "lof", "lof-plain")  # lof-plain: lof(duplicates='plain')
 
 
 def _load() -> float | None:
@@ -56,6 +56,8 @@ def _verifier(name: str) -> Any:
     from pcor_sql.core.verifiers.lof import Lof
     from pcor_sql.core.verifiers.zscore import ZScore
 
+    if name == "lof-plain":
+        return Lof(duplicates="plain")
     return {"grubbs": Grubbs, "zscore": ZScore, "histogram": Histogram, "lof": Lof}[name]()
 
 

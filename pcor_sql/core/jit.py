@@ -45,6 +45,17 @@ def compiled(fn: Callable[..., Any]) -> Any:
         return numba.njit(fn)
 
 
+def compiled_with(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """`compiled` with further `numba.njit` options (LOF's kernel: nogil, error_model, inline)."""
+    def wrap(fn: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, **options)(fn)
+        except RuntimeError:  # no writable cache directory: compiled in memory each run
+            return numba.njit(**options)(fn)
+
+    return wrap
+
+
 NO_WORDS = np.empty(0, dtype=np.uint64)
 
 

@@ -1,8 +1,9 @@
 """Compiled validity checks on the per-cell summary: context bitset → (verdict, population size).
 
 `compiled_check` returns a function of a context (its bitset) for the built-in verifiers whose
-kernels live in `core.verifiers.moment_kernel` (Grubbs, z-score) and
-`core.verifiers.histogram_kernel` (histogram), or None, and then the evaluator takes the
+kernels live in `core.verifiers.moment_kernel` (Grubbs, z-score),
+`core.verifiers.histogram_kernel` (histogram) and `core.verifiers.lof_kernel` (LOF, both rules
+for duplicates, through `engine.lof_checks`), or None, and then the evaluator takes the
 reference path (`SummaryPopulation` and `verifier.check`). Only the exact built-in types are
 compiled: a subclass may override `check`. A summary that serves values through per-cell
 windows (Spark) has no sorted runs here, so it keeps the reference path too.
@@ -28,6 +29,7 @@ import numpy as np
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
+from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.core.verifiers.zscore import ZScore
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
@@ -38,6 +40,18 @@ Check = Callable[[int], tuple[bool, int]]
 def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: float) -> Check | None:
     """(context → (verdict, n)) for `verifier` on `summary`, or None when it is not compiled."""
     kind = type(verifier)
+    if kind is Lof and summary.windows is None:
+        # LOF's kernel (`engine.lof_checks`, `core.verifiers.lof_kernel`) reads the sorted runs.
+        from pcor_sql.engine import lof_checks
+
+        lof = lof_checks.lof_check(summary, verifier, v)
+
+        def lof_mask(mask: int) -> tuple[bool, int]:
+            verdict, n = lof(summary.member(space, mask))
+            _nonempty(n)
+            return verdict, n
+
+        return lof_mask
     if kind not in (Grubbs, ZScore, Histogram) or summary.windows is not None:
         return None
     # The kernels import numba (0.4-1 s): only a run that uses them pays for it.

@@ -64,13 +64,18 @@ def test_a_repeated_release_checks_nothing_again(con, monkeypatch):
     def no_sweep(*args, **kwargs):
         raise AssertionError("the start search ran again")
 
+    def no_compiled_check(*args):  # the compiled LOF check (engine.lof_checks) the evaluator runs
+        return lambda member: no_check(None, None)
+
     monkeypatch.setattr(Lof, "check", no_check)
+    monkeypatch.setattr("pcor_sql.engine.lof_checks.lof_check", no_compiled_check)
     monkeypatch.setattr("pcor_sql.engine.evaluator.find_start", no_sweep)
     monkeypatch.setattr(type(_summary(session)), "member", no_sweep)  # sizes are remembered too
     assert _release(con, session, 42, "lof", "bfs", 7) == first  # every verdict, size and the start from the cache
     assert len(_summary(session).verdicts) == stored
     monkeypatch.undo()
     monkeypatch.setattr(Lof, "check", no_check)
+    monkeypatch.setattr("pcor_sql.engine.lof_checks.lof_check", no_compiled_check)
     with pytest.raises(AssertionError, match="recomputed"):
         _release(con, session, 42, "lof", "bfs", 7 + 1000)  # other coins reach other contexts
 

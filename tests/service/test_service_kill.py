@@ -3,7 +3,7 @@
 request as interrupted").
 
 `pcor-sql serve` runs as a child process on a DuckDB file; six analysts fire slow requests
-(LOF, four keys each) at once; once some answers have come back and the history shows requests
+(LOF, twelve keys each) at once; once some answers have come back and the history shows requests
 still running, the process gets SIGKILL. A new `pcor-sql serve` on the same file then shows:
 - every key answered with a 200 has an answered, charged history row (nothing shown uncharged);
 - the requests in flight are 'interrupted' (charged), none is left 'running', and no more
@@ -33,7 +33,7 @@ ROWS = 200_000
 ANALYSTS = 6
 REQUESTS = 4
 KEYS = list(range(24))  # planted outliers, all releasable
-KEYS_PER_REQUEST = 4
+KEYS_PER_REQUEST = 12  # a request works long enough to be caught running (a compiled LOF check is fast)
 OPTIONS = {"epsilon": 0.05, "verifier": "lof(k=10)"}
 WAIT_S = 120.0
 

@@ -1,0 +1,92 @@
+"""The compiled LOF check (`core.verifiers.lof_kernel`) on a summary's sorted runs: the per-record
+arrays are built once per (runs, v), then each context costs one kernel call.
+
+Per record: where v sits in every cell's run (two binary searches per cell) and the merged
+neighbourhood — every cell's values in [a, b] ∋ v, ascending, with their cells, about _NEAR rows
+of the table per side (a and b read off the runs' sample, so any misestimate only changes how
+much of the walk the neighbourhood serves, never the answer). Memory: 16 bytes per cell and
+12 per neighbourhood entry, whatever N.
+
+Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
+path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
+which remains the reference the tests compare this kernel against.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from pcor_sql.core.verifiers.lof import DISTINCT, Lof
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score
+from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
+from pcor_sql.engine.cellruns import CellRuns, gather_segments
+
+_NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood
+# The neighbourhood serves a context holding at least this share of the rows; a smaller one
+# walks its own runs through a heap over its cells. Measured (10M rows, 1,200 cells, k = 20, CPU
+# µs per kernel call at load 8, neighbourhood / heap): share 0.004: 24.8 / 8.9; 0.029: 13.3 /
+# 11.9; 0.081: 10.4 / 13.2; 0.18: 7.9 / 17.0; 0.58: 6.9 / 27.2 — they cross near 0.05.
+_NEAR_SHARE = 1.0 / 20
+
+
+class LofRecord:
+    """The kernel's inputs for one record value v over `runs` (see `lof_kernel.lof_score`)."""
+
+    __slots__ = ("values", "starts", "v", "pos", "keys", "near_v", "near_c", "near_below", "near_upto")
+
+    def __init__(self, runs: CellRuns, v: float):
+        # Contiguous float64 / int64 (no copy for the runs as built): one compiled specialization.
+        values = np.ascontiguousarray(runs.values, dtype=np.float64)
+        starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
+        self.values, self.starts, self.v = values, starts, float(v)
+        a, b = _near_range(runs.sample(), values.size, self.v)
+        self.pos = record_positions(values, starts, self.v, a, b)
+        self.keys = record_keys(values, starts, self.pos)
+        first, past = self.pos[2], self.pos[3]
+        near = gather_segments(values, first, past)
+        cells = np.repeat(np.arange(first.size, dtype=np.int32), past - first)
+        order = np.argsort(near, kind="stable")
+        self.near_v, self.near_c = near[order], cells[order]
+        self.near_below = int(self.near_v.searchsorted(self.v, side="left"))
+        self.near_upto = int(self.near_v.searchsorted(self.v, side="right"))
+
+    def score(self, member: np.ndarray, k: int, duplicates: str) -> tuple[float, int, int]:
+        """(LOF(V), N, status) of the context whose cells are `member` (see `lof_score`)."""
+        rule = DISTINCT_RULE if duplicates == DISTINCT else PLAIN_RULE
+        score, n, status = lof_score(self.values, self.starts, member, self.pos, self.keys, self.near_v, self.near_c,
+                                     self.v, self.near_below, self.near_upto, _NEAR_SHARE, k, rule)
+        return float(score), int(n), int(status)
+
+
+def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
+    """[a, b] ∋ v holding about _NEAR rows of the table per side: the sample holds every q-th
+    value of each run (CellRuns.sample), so _NEAR rows are about _NEAR / q sample places."""
+    if sample.size == 0:
+        return v, v
+    steps = max(1, -(-_NEAR * sample.size // max(rows, 1)))
+    below = int(sample.searchsorted(v, side="left"))
+    above = int(sample.searchsorted(v, side="right"))
+    a = float(sample[below - steps]) if below >= steps else -math.inf
+    b = float(sample[above + steps - 1]) if above + steps <= sample.size else math.inf
+    return min(a, v), max(b, v)
+
+
+def lof_check(summary: Any, verifier: Any, v: float) -> Callable[[np.ndarray], tuple[bool, int]] | None:
+    """member → (verdict, N) through the kernel, for exactly `Lof` on a summary with sorted
+    runs; None otherwise (the caller keeps the numpy path)."""
+    if type(verifier) is not Lof or getattr(summary, "windows", None) is not None:
+        return None
+    record = LofRecord(summary.runs(), v)
+    k, threshold, duplicates = verifier.k, verifier.threshold, verifier.duplicates
+
+    def check(member: np.ndarray) -> tuple[bool, int]:
+        score, n, status = record.score(member, k, duplicates)
+        if status == TOO_WIDE:
+            # The numpy path raises lof's UserError (the values span too wide for its distances).
+            return bool(verifier.check(summary.population(member, v))), n
+        return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
+
+    return check

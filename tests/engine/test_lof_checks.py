@@ -1,0 +1,120 @@
+"""The compiled LOF check as the evaluator runs it (`engine.lof_checks`): on every context that
+seeded BFS releases check, and on random contexts of a tie-heavy table, its verdict and
+population size equal the numpy reference's (`Lof.check` on the summary's population), under
+both rules for duplicates; a metric too wide for LOF's distances is still one UserError."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+
+import pcor_sql
+import pcor_sql.engine.lof_checks as lof_checks_module
+from pcor_sql.core.verifiers.grubbs import Grubbs
+from pcor_sql.core.verifiers.lof import Lof
+from pcor_sql.engine.lof_checks import LofRecord, lof_check
+from pcor_sql.errors import UserError
+from tests.engine.small_data import create_enum_table, load_case
+
+RULES = ("distinct", "plain")
+LOF_CHECK = lof_check  # the real one, which the cross-check wraps while it is patched in
+
+
+class CrossCheck:
+    """Wraps `lof_check` so that every compiled verdict is compared with the reference's."""
+
+    def __init__(self):
+        self.checked = 0
+        self.differing: list[tuple] = []
+
+    def __call__(self, summary, verifier, v):
+        check = LOF_CHECK(summary, verifier, v)
+        if check is None:
+            return None
+
+        def both(member):
+            verdict, n = check(member)
+            pop = summary.population(member, v)
+            want = bool(verifier.check(pop))
+            self.checked += 1
+            if (verdict, n) != (want, pop.n):
+                self.differing.append((verifier, v, np.flatnonzero(member).tolist(), verdict, want, n, pop.n))
+            return verdict, n
+
+        return both
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    con = duckdb.connect()
+    pcor_sql.load_datasets(con)
+    yield con
+    con.close()
+
+
+@pytest.mark.filterwarnings("ignore::pcor_sql.errors.PrivacyWarning")
+def test_every_context_of_seeded_bfs_releases(datasets, monkeypatch):
+    spy = CrossCheck()
+    monkeypatch.setattr(lof_checks_module, "lof_check", spy)
+    for rid in (42, 171):
+        for rule in RULES:
+            for seed in (1, 2):
+                pcor_sql.explain_outliers(datasets, f"SELECT salary FROM salaries WHERE id = {rid}",
+                                          verifier=f"lof(duplicates='{rule}')", search="bfs", seed=seed, samples=20)
+    salaries = spy.checked
+    assert salaries > 3000
+    # A tie-heavy metric (ages: 98 integers over 110,000 rows), record aged 99.
+    for seed in (1, 2):
+        pcor_sql.explain_outliers(datasets, "SELECT victim_age FROM homicides WHERE id = 691",
+                                  verifier="lof(threshold=1.2)", search="bfs", seed=seed, samples=10)
+    assert spy.checked > salaries + 100
+    assert spy.differing == []
+
+
+def test_random_contexts_of_a_tie_heavy_table(datasets):
+    # Ages: 98 distinct integers over 110,000 rows (≈ 5,000 copies of the common ones).
+    rng = np.random.default_rng(3)
+    for rid in (691, 7, 1234):
+        case = load_case(datasets, "homicides", rid, metric="victim_age")
+        for rule in RULES:
+            for k, threshold in ((20, 1.5), (3, 1.1)):
+                lof = Lof(k=k, threshold=threshold, duplicates=rule)
+                check = lof_check(case.summary, lof, case.v)
+                for _ in range(40):
+                    member = case.summary.member(case.space, case.space.random_admissible(rng))
+                    pop = case.summary.population(member, case.v)
+                    assert check(member) == (bool(lof.check(pop)), pop.n), (rid, rule, k)
+
+
+def test_compiled_scores_equal_the_reference_on_a_summary(datasets):
+    # Scores, not only verdicts (rtol 1e-9: lof_reference explains the bound).
+    rng = np.random.default_rng(9)
+    case = load_case(datasets, "salaries", 42)
+    record = LofRecord(case.summary.runs(), case.v)
+    for _ in range(60):
+        member = case.summary.member(case.space, case.space.random_admissible(rng))
+        pop = case.summary.population(member, case.v)
+        for rule in RULES:
+            got, n, _ = record.score(member, 20, rule)
+            want = Lof(duplicates=rule).score(pop)
+            assert n == pop.n
+            assert np.isclose(got, want, rtol=1e-9, atol=0.0, equal_nan=True), (got, want, rule)
+
+
+def test_only_exactly_lof_on_sorted_runs(datasets):
+    case = load_case(datasets, "salaries", 42)
+    assert lof_check(case.summary, Grubbs(), case.v) is None
+    assert lof_check(case.summary, Lof(), case.v) is not None
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the summary's moments overflow (not LOF's concern)
+def test_a_metric_too_wide_for_distances_is_one_user_error():
+    con = duckdb.connect()
+    create_enum_table(con, "wide", {"dept": ("a", "b")}, [(1, "a", 1e308), (2, "a", 0.0), (3, "b", -1e308), (4, "b", 5.0)])
+    case = load_case(con, "wide", 2)
+    evaluator = case.evaluator(Lof())
+    with pytest.raises(UserError, match="too wide"):
+        for mask in (case.space.v_mask, case.space.full):
+            evaluator.is_valid(mask)
+    con.close()
