@@ -15,6 +15,7 @@ import abc
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from pcor_sql.core import compile_notice
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.selection import resolve_selection
@@ -224,16 +225,25 @@ def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -
     """Every selected record's search: one record reports its search's own progress (direct
     enumerates contexts); a batch reports records done."""
     n = len(prepared.records)
-    if n == 1:
-        report_phase(progress, "searching")
-        return [prepared.release(0, source, progress=progress)]
-    report_phase(progress, "releasing records")
-    runs = []
-    for i in range(n):
-        runs.append(prepared.release(i, source))
-        if progress is not None:
-            progress(i + 1, n)
-    return runs
+    label = "searching" if n == 1 else "releasing records"
+
+    def compiling(begins: bool) -> None:
+        report_phase(progress, COMPILING if begins else label)
+
+    report_phase(progress, label)
+    with compile_notice.listening(compiling):
+        if n == 1:
+            return [prepared.release(0, source, progress=progress)]
+        runs = []
+        for i in range(n):
+            runs.append(prepared.release(i, source))
+            if progress is not None:
+                progress(i + 1, n)
+        return runs
+
+
+#: What a progress display says while numba compiles the checks (first run on a machine).
+COMPILING = "compiling the validity checks for this machine (once: later runs load them from numba's cache)"
 
 
 def _whole(space: Any, mask: int) -> tuple[str, ...]:

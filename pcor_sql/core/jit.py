@@ -24,15 +24,31 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pcor_sql.core import compile_notice
 from pcor_sql.errors import UserError
 
 try:
     import numba
+    import numba.core.event
 except ImportError as exc:  # installed but broken (e.g. llvmlite's library missing): one line, not a traceback
     raise UserError(
         f"numba, which compiles pcor-sql's validity checks, cannot be imported ({exc})",
         "reinstall it: pip install --force-reinstall 'numba>=0.60'",
     ) from None
+
+
+
+class _CompileEvents(numba.core.event.Listener):
+    """numba's compile events, forwarded to `core.compile_notice` (cache loads fire none)."""
+
+    def on_start(self, event: Any) -> None:
+        compile_notice.started()
+
+    def on_end(self, event: Any) -> None:
+        compile_notice.ended()
+
+
+numba.core.event.register("numba:compile", _CompileEvents())
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
 
