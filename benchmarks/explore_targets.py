@@ -7,7 +7,8 @@ searches alternate record by record, so a change of machine load hits both alike
 
 - utility ratio = utility of the released context / the largest utility in COE(D, V), exact
   (`exact.best_first_max`, or the `--exact-cache` file of `reproduce`);
-- time = one release, `OutlierRun.release` with the summary built (the engine alone);
+- time = one release, `OutlierRun.release` with the summary built (the engine alone) and no
+  verdict remembered from an earlier release;
 - collected ratio (owner-side diagnostic, outside the timer) = the largest utility among the
   contexts the search collected (explore) or visited (BFS) / the exact best: a release below
   0.99 whose collected ratio is below 0.99 too lost its utility in exploration (the best
@@ -128,6 +129,10 @@ def _setting(data: DatasetRun, verifier: str, eps: float, cfg: ExploreConfig, re
             for s in SEARCHES:  # alternate, so that load changes hit both searches alike
                 source = np.random.default_rng([cfg.seed, code, rec.id, r])
                 grubbs_critical_one.cache_clear()
+                # A fresh release each time: the session remembers verdicts across releases
+                # (`engine.verdicts`), and without this the search that runs second would reuse
+                # the first one's checks (and every repeat and the second ε all of them).
+                runs[s].summary.verdicts.clear()
                 t = time.perf_counter()
                 try:
                     rel = runs[s].release(rec.index, source)
