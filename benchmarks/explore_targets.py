@@ -39,6 +39,7 @@ from benchmarks.explore_leakage import run_leakage
 from benchmarks.measure import load_average, machine
 from benchmarks.tables import Table, fraction, make_table, seconds
 from benchmarks.targets import at_least, at_most
+from pcor_sql.core.searches import DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.errors import PcorError
 
@@ -267,8 +268,9 @@ def leakage_table(result: dict[str, Any]) -> Table:
          "and verifier; only pairs with COE(D, V) ≠ COE(D', V), where OCDP promises nothing. direct: the exact EM "
          f"laws over the two COEs. explore: Pr[c] = E_S[EM over S](c), the collection simulated on the two COEs "
          f"with the same {cfg['leakage_runs']} seeds (it reads validity only), the EM over each S exact, the "
-         "maximum over every context both estimated laws hold. Defaults: n = 10,000 and 2,000 checks (homicides' "
-         "512-context lattice fits, so explore's law is direct's there). bfs: the engine's BFS (n = 50, 24 "
+         f"maximum over every context both estimated laws hold. Defaults: n = {DEFAULT_EXPLORE_SAMPLES:,} and "
+         f"{DEFAULT_EXPLORE_CHECKS:,} checks (a reduced lattice within that many contexts — homicides' 512, "
+         "salaries' 2,048 from 4,000 checks — is checked whole, so explore's law is direct's there). bfs: the engine's BFS (n = 50, 24 "
          "descents, ε1 = ε/51) run on the two COEs with the same seeds, its final EM exact given what it visited.",
          "Where OCDP's assumption fails (COE(D, V) ≠ COE(D', V)), a search that looks at part of the lattice can "
          "release far more differently on D and D' than direct: one changed verdict on its path changes what it "
