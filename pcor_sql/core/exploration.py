@@ -9,9 +9,9 @@ exponential mechanism over what this collects.
 Where it looks — from the top of the lattice down, then back up to the largest valid contexts:
 
 1. Descents and climbs. A descent starts at the full context and, one step at a time, removes
-   either one uniformly random selected free value or — with probability 1/`collapse` (¼ by
-   default) — every value of one uniformly random attribute but V's own, until the context is
-   valid. A climb then adds removed values back, one at a time in a uniformly random order,
+   one uniformly random selected free value — or, if `collapse` is k > 0, with probability 1/k
+   every value of one uniformly random attribute but V's own (off by default) — until the
+   context is valid. A climb then adds removed values back, one at a time in a uniformly random order,
    whenever the larger context is still valid, and ends on a context no one value larger is
    valid: a top of COE around it, where the largest populations are. Descents repeat until
    `patience` of them in a row end on a top already met (the tops reachable this way are, most
@@ -28,19 +28,20 @@ the largest valid contexts of a planted outlier are often 6–9 values below the
 thousands of checks away. Descents reach that depth in about ten checks and the climbs bring
 them back to the top of COE; measured in BENCHMARKS.md (`python -m benchmarks explore`).
 
-Why collapses, and why climbs add one value only (measured on the planted outliers with LOF,
-the collection replayed on memoised verdicts, 4 seeds each, best collected / exact best). On
-homicides the best context often keeps V's own value alone on one attribute (the weapon):
-six removals of that attribute in one descent, which uniform removals rarely make. Climbs
-used to try pairs of values where no single value could be added (validity is not monotone),
-but certifying a top that way costs C(k, 2) checks for k missing values; at an equal count of
-checks the descents those checks buy instead find more. Homicides, 3,000 checks: 0.990 with
-pairs and no collapses, 0.994 without pairs, 0.996 without pairs and with collapses; 4,000
-checks: 0.995, 0.998, 0.997. Salaries, 4,000 checks: 0.987, 0.990, 0.986 (collapses do not
-help there; the differences on salaries are within about two standard errors). Patience: with
-8, homicides stops after about 1,050 checks at 0.964; with 32, after about 3,100 at 0.995.
-(A one-off owner-side replay, `collect` on memoised verdicts, not a command here; the cap ran
-out before the patience in these, except for the patience figures.)
+Why climbs add one value only, and why collapses are off by default (measured on the planted
+outliers with LOF, the collection replayed on memoised verdicts, 4 seeds each, mean of best
+collected / exact best). Climbs used to try pairs of values where no single value could be
+added (validity is not monotone), but certifying a top that way costs C(k, 2) checks for k
+missing values; at an equal count of checks the descents those checks buy instead find more.
+Collapses were meant for homicides, where the best context often keeps V's own value alone on
+one attribute (the weapon): six removals of that attribute in one descent, which uniform
+removals rarely make. With pairs / without pairs / without pairs and with collapses (k = 4):
+homicides at 3,000 checks 0.990 / 0.994 / 0.996, at 4,000 0.995 / 0.998 / 0.997; salaries at
+4,000 0.987 / 0.990 / 0.986, at 8,000 — / 0.992 / 0.990. Collapses help homicides only at
+small caps (1,000 checks, pairs on: 0.923 without, 0.942 with) and cost salaries a little.
+Patience: with 8, homicides stopped after about 1,050 checks (0.964, collapses on); with 32,
+after about 3,100 (0.995, collapses on). (A one-off owner-side replay, `collect` on memoised verdicts, not a
+command here; the cap, not the patience, stopped the runs above but for the patience figures.)
 
 It stops when `samples` valid contexts are collected, when `max_checks` distinct contexts
 have been checked, or when neither phase has anything left. Every stopping rule is a count
@@ -61,9 +62,9 @@ from pcor_sql.core.space import ContextSpace
 
 #: Descents in a row that end on a top already met before the descents stop.
 DEFAULT_PATIENCE = 32
-#: One step in this many of a descent collapses an attribute to V's own value (0: never; see
-#: `_Explorer.descend`).
-DEFAULT_COLLAPSE = 4
+#: One step in this many of a descent collapses an attribute to V's own value (0: never, the
+#: default — measured neutral at the default cap; see the module docstring and `_Explorer.descend`).
+DEFAULT_COLLAPSE = 0
 # Levels up to this many contexts are listed and shuffled whole; larger ones are sampled.
 _LIST_LEVEL = 200_000
 

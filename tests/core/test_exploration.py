@@ -52,18 +52,18 @@ def test_without_collapses_a_descent_removes_one_value_at_a_time():
 
 
 def test_collapses_happen_in_one_step_of_collapse():
-    """Seeded: with nothing but V's cell valid, a descent's steps are collapses with probability
-    1/4 (a step that collapses an attribute holding one free value is counted as a removal, so
+    """Seeded: with nothing but V's cell valid and collapse = 4, a descent's steps are collapses
+    with probability 1/4 (a step that collapses an attribute holding one free value is counted as a removal, so
     the attributes here hold ≥ 2). Over 600 descents, the collapse count of the first step is
     Binomial(600, 1/4) (sd ≈ 10.6); asserted within 5 sd."""
     oracle = SetOracle(SPACE, {SPACE.v_mask})
     first = []
     for seed in range(600):
-        ex = _Explorer(oracle, np.random.default_rng([seed, 1]), 10, 1000, collapse=DEFAULT_COLLAPSE)
+        ex = _Explorer(oracle, np.random.default_rng([seed, 1]), 10, 1000, collapse=4)
         ex.descend()
         second = list(ex.out.checked)[1]
         first.append(SPACE.full.bit_count() - second.bit_count() > 1)
-    n, p = len(first), 1 / DEFAULT_COLLAPSE
+    n, p = len(first), 1 / 4
     assert abs(sum(first) - n * p) <= 5 * (n * p * (1 - p)) ** 0.5
 
 
@@ -93,6 +93,13 @@ def test_a_climb_ends_where_no_single_value_is_valid():
         top = ctx(["a0", "a1"], ["b0", "b1"])
         assert all(top | (1 << b) in ex.out.checked for b in SPACE.grow_bits(top))
         assert all(m.bit_count() <= top.bit_count() + 1 for m in ex.out.checked)
+
+
+def test_collapses_are_off_by_default():
+    oracle = SetOracle(SPACE, {SPACE.v_mask})
+    ex = _Explorer(oracle, np.random.default_rng(0), 10, 1000, collapse=DEFAULT_COLLAPSE)
+    ex.descend()
+    assert len(ex.out.checked) == SPACE.full.bit_count() - SPACE.m + 1  # one value at a time
 
 
 def test_collect_with_collapses_stays_on_runs_of_bins():
