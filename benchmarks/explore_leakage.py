@@ -12,7 +12,7 @@ with COE(D, V) ≠ COE(D', V):
   laws hold, as direct's runs over every context both COEs hold. Where S is all of COE on
   both sides (a lattice within the check budget) the estimate is exact and equals direct's.
 
-Explore runs with its own defaults (n = 10,000, 2,000 checks) and with n = 50 (a small S, so
+Explore runs with its own defaults (n = 10,000, 4,000 checks) and with n = 50 (a small S, so
 that the collection's randomness matters). BFS (the engine's defaults) is estimated the same
 way — its path depends on EM draws too, so its runs diverge more — for comparison: every
 search that walks or samples makes what it looks at depend on COE, where direct does not.

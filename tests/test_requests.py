@@ -78,7 +78,7 @@ def test_by_as_text_is_a_list_of_names_not_of_characters():
 
 def test_samples_default_to_the_searchs_own_n():
     assert OutlierRequest(**BASE, search="explore").samples == 10_000
-    assert OutlierRequest(**BASE, search="explore").max_checks == 2_000
+    assert OutlierRequest(**BASE, search="explore").max_checks == 4_000
     assert OutlierRequest(**BASE, search="dfs").samples == 50
     # n left to the search follows the search; an n the caller gave stays
     assert OutlierRequest(**BASE).replace(search="explore").samples == 10_000

@@ -38,6 +38,9 @@ def explore(
         Optional[int], typer.Option("--repeats", metavar="N", help="Releases per record per search (default 2).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Base seed of every release.")] = 2024,
+    leakage: Annotated[
+        bool, typer.Option("--leakage/--no-leakage", help="Measure the §6.7 table (the longest part of a run).")
+    ] = True,
     exact_cache: Annotated[
         Optional[Path],
         typer.Option("--exact-cache", metavar="FILE",
@@ -75,10 +78,11 @@ def explore(
         cache = json.loads(exact_cache.read_text(encoding="utf-8"))
     cfg = preset(quick, datasets=split_list(datasets, ("salaries", "homicides"), "--datasets"),
                  verifiers=split_list(verifiers, VERIFIERS, "--verifiers"), records=records, repeats=repeats,
-                 seed=seed)
+                 seed=seed, leakage=None if leakage else False)
     command = command_line("explore", [
         ("--quick", quick, False), ("--datasets", datasets, None), ("--verifiers", verifiers, None),
         ("--records", records, None), ("--repeats", repeats, None), ("--seed", seed, 2024),
+        ("--no-leakage", not leakage, False),
         ("--exact-cache", exact_cache, None), ("--benchmarks-section", benchmarks_section, "explore"),
     ])
     if from_json is not None:

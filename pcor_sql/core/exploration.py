@@ -8,16 +8,16 @@ exponential mechanism over what this collects.
 
 Where it looks — from the top of the lattice down, then back up to the largest valid contexts:
 
-1. Descents and climbs. A descent starts at the full context and removes one uniformly
-   random selected free value at a time until the context is valid. A climb then adds removed
-   values back, in a uniformly random order, whenever the larger context is still valid; when
-   no single value can be added it tries pairs of values (validity is not monotone: a context
-   can be a dead end for one value and not for two), and goes on until neither works. It ends
-   on a context no one or two values larger is valid: the top of COE around it, where the
-   largest populations are. Descents repeat until `patience` of them in a row end on a top
-   already met (the tops reachable this way are, most likely, all met), or a cap is reached.
-   On an ordinal attribute a value removed or added is a bin at one end of its run, so every
-   context met is admissible (`ContextSpace.shrink_bits`, `grow_bits`, `grow_pairs`).
+1. Descents and climbs. A descent starts at the full context and, one step at a time, removes
+   one uniformly random selected free value — or, if `collapse` is k > 0, with probability 1/k
+   every value of one uniformly random attribute but V's own (off by default) — until the
+   context is valid. A climb then adds removed values back, one at a time in a uniformly random order,
+   whenever the larger context is still valid, and ends on a context no one value larger is
+   valid: a top of COE around it, where the largest populations are. Descents repeat until
+   `patience` of them in a row end on a top already met (the tops reachable this way are, most
+   likely, all met), or a cap is reached. On an ordinal attribute a value removed or added is a
+   bin at one end of its run, and a collapse leaves V's own bin, so every context met is
+   admissible (`ContextSpace.shrink_bits`, `grow_bits`).
 2. When the whole lattice fits in the budget (n_admissible ≤ `max_checks`): every admissible
    context not yet checked, by size in domain values, largest first, uniformly random order
    among equals. Then every valid context is collected: the collected set is COE(D, V).
@@ -27,6 +27,21 @@ levels hold C(t − m, k) contexts (salaries: 1, 22, 231, 1,540, 7,315, 26,334, 
 the largest valid contexts of a planted outlier are often 6–9 values below the top — tens of
 thousands of checks away. Descents reach that depth in about ten checks and the climbs bring
 them back to the top of COE; measured in BENCHMARKS.md (`python -m benchmarks explore`).
+
+Why climbs add one value only, and why collapses are off by default (measured on the planted
+outliers with LOF, the collection replayed on memoised verdicts, 4 seeds each, mean of best
+collected / exact best). Climbs used to try pairs of values where no single value could be
+added (validity is not monotone), but certifying a top that way costs C(k, 2) checks for k
+missing values; at an equal count of checks the descents those checks buy instead find more.
+Collapses were meant for homicides, where the best context often keeps V's own value alone on
+one attribute (the weapon): six removals of that attribute in one descent, which uniform
+removals rarely make. With pairs / without pairs / without pairs and with collapses (k = 4):
+homicides at 3,000 checks 0.990 / 0.994 / 0.996, at 4,000 0.995 / 0.998 / 0.997; salaries at
+4,000 0.987 / 0.990 / 0.986, at 8,000 — / 0.992 / 0.990. Collapses help homicides only at
+small caps (1,000 checks, pairs on: 0.923 without, 0.942 with) and cost salaries a little.
+Patience: with 8, homicides stopped after about 1,050 checks (0.964, collapses on); with 32,
+after about 3,100 (0.995, collapses on). (A one-off owner-side replay, `collect` on memoised verdicts, not a
+command here; the cap, not the patience, stopped the runs above but for the patience figures.)
 
 It stops when `samples` valid contexts are collected, when `max_checks` distinct contexts
 have been checked, or when neither phase has anything left. Every stopping rule is a count
@@ -46,7 +61,10 @@ from pcor_sql.core.randomness import Source, uniform_open
 from pcor_sql.core.space import ContextSpace
 
 #: Descents in a row that end on a top already met before the descents stop.
-DEFAULT_PATIENCE = 8
+DEFAULT_PATIENCE = 32
+#: One step in this many of a descent collapses an attribute to V's own value (0: never, the
+#: default — measured neutral at the default cap; see the module docstring and `_Explorer.descend`).
+DEFAULT_COLLAPSE = 0
 # Levels up to this many contexts are listed and shuffled whole; larger ones are sampled.
 _LIST_LEVEL = 200_000
 
@@ -73,12 +91,17 @@ class Collection:
 
 
 class _Explorer:
-    def __init__(self, oracle: ValidityOracle, source: Source, samples: int, max_checks: int):
+    def __init__(self, oracle: ValidityOracle, source: Source, samples: int, max_checks: int, collapse: int):
         self.oracle = oracle
         self.space = oracle.space
         self.source = source
         self.samples = samples
         self.max_checks = max_checks
+        self.collapse = collapse
+        space = self.space
+        # Per attribute, its values other than V's own (the bits a collapse removes).
+        self.others = [((space.attribute_bits(space.full, i) << space.offsets[i]) & ~space.v_mask)
+                       for i in range(space.m)]
         self.out = Collection()
 
     def valid(self, mask: int) -> bool:
@@ -103,23 +126,38 @@ class _Explorer:
 
     # -- 1. descents and climbs --------------------------------------------------------
     def descend(self) -> int | None:
-        return descend(self.space, self.valid, self.source)
+        """`descend`, except that each step, with probability 1/`collapse`, removes every value
+        of one uniformly random attribute but V's own instead of one value (reads validity
+        and coins only, like `descend`)."""
+        space, mask = self.space, self.space.full
+        while not self.valid(mask):
+            removable = space.shrink_bits(mask)
+            if not removable:
+                return None
+            if self.collapse and int(self.source.integers(0, self.collapse)) == 0:
+                wide = [a for a in self.others if mask & a]
+                mask &= ~wide[int(self.source.integers(0, len(wide)))]
+            else:
+                mask &= ~(1 << removable[int(self.source.integers(0, len(removable)))])
+        return mask
 
     def climb(self, mask: int) -> int:
         while True:
-            missing = self.space.grow_bits(mask)
-            up = self.step_up(mask, [1 << missing[i] for i in self.permutation(len(missing))])
-            if up is None:
-                pairs = self.space.grow_pairs(mask)
-                up = self.step_up(mask, [pairs[i] for i in self.permutation(len(pairs))])
+            up = self.step_up(mask, self.space.grow_bits(mask))
             if up is None:
                 return mask
             mask = up
 
-    def step_up(self, mask: int, additions: Sequence[int]) -> int | None:
-        for add in additions:
-            if self.valid(mask | add):
-                return mask | add
+    def step_up(self, mask: int, bits: list[int]) -> int | None:
+        """The first valid context one bit of `bits` above `mask`, trying them in a uniformly
+        random order (drawn lazily, one index at a time: a climb step usually stops after a
+        few tries, and a whole permutation per step cost more than the checks it saved)."""
+        while bits:
+            j = int(self.source.integers(0, len(bits)))
+            bits[j], bits[-1] = bits[-1], bits[j]
+            up = mask | (1 << bits.pop())
+            if self.valid(up):
+                return up
         return None
 
     def descents(self, patience: int) -> None:
@@ -212,10 +250,11 @@ def collect(
     samples: int,
     max_checks: int,
     patience: int = DEFAULT_PATIENCE,
+    collapse: int = DEFAULT_COLLAPSE,
 ) -> Collection:
     """Valid contexts of V met by the two phases of the module docstring, until `samples` are
     collected, `max_checks` distinct contexts are checked or there is nothing left to do."""
-    ex = _Explorer(oracle, source, samples, max_checks)
+    ex = _Explorer(oracle, source, samples, max_checks, collapse)
     try:
         ex.descents(patience)
         if ex.space.n_admissible <= max_checks:

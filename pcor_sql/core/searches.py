@@ -38,7 +38,7 @@ DEFAULT_SAMPLES = 50
 DEFAULT_MAX_DRAWS = 100_000
 #: explore's own n (valid contexts collected) and its cap on distinct contexts checked.
 DEFAULT_EXPLORE_SAMPLES = 10_000
-DEFAULT_EXPLORE_CHECKS = 2_000
+DEFAULT_EXPLORE_CHECKS = 4_000
 #: The most admissible contexts `direct` (and the owner's COE) will enumerate unless told otherwise.
 DEFAULT_MAX_ADMISSIBLE = 1 << 23
 
