@@ -30,7 +30,8 @@ import math
 
 import numpy as np
 
-from pcor_sql.core.jit import compiled, member_cells
+from pcor_sql.core.jit import compiled
+from pcor_sql.core.verifiers.moment_kernel import member_span
 
 FALSE, TRUE, FALLBACK = 0, 1, 2
 
@@ -122,18 +123,7 @@ def histogram_kernel(x, words, flat, stats, values, neg_a, b_rungs, A, B, v, rel
     `jit.context_words`; `stats`: `moment_kernel.cell_stats`; values: the sorted runs; neg_a,
     b_rungs, A, B: the runs' probe of v, `cellruns.Probe`)."""
     scratch = np.empty(flat.shape[0], dtype=np.int64)
-    k = member_cells(x, words, flat, scratch)
-    total = 0.0
-    lo = math.inf
-    hi = -math.inf
-    for j in range(k):
-        c = scratch[j]
-        total += stats[0, c]
-        if stats[3, c] < lo:
-            lo = stats[3, c]
-        if stats[4, c] > hi:
-            hi = stats[4, c]
-    n = np.int64(total)
+    k, n, lo, hi = member_span(x, words, flat, stats, scratch)
     if n == 0:
         return FALLBACK, n
     if lo == hi:  # one bin holding all n ≥ rel·n values

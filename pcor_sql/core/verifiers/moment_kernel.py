@@ -72,10 +72,9 @@ def table_rows(table: GrubbsTable) -> np.ndarray:
 
 
 @compiled
-def _moments(x, words, flat, stats, shift, v, min_n):
-    """(n, statistic): |v − mean|/s of the context's population (see `studentized_distance`);
-    NaN when n < min_n, 0.0 when s = 0. `stats` rows: count, s1, s2, min, max per cell."""
-    scratch = np.empty(flat.shape[0], dtype=np.int64)
+def member_span(x, words, flat, stats, scratch):
+    """(k, n, min, max) of the context: its k member cells (written to `scratch`), its rows
+    and the smallest and largest value among them (`stats`: `cell_stats`)."""
     k = member_cells(x, words, flat, scratch)
     total = 0.0
     lo = math.inf
@@ -87,7 +86,15 @@ def _moments(x, words, flat, stats, shift, v, min_n):
             lo = stats[3, c]
         if stats[4, c] > hi:
             hi = stats[4, c]
-    n = np.int64(total)
+    return k, np.int64(total), lo, hi
+
+
+@compiled
+def _moments(x, words, flat, stats, shift, v, min_n):
+    """(n, statistic): |v − mean|/s of the context's population (see `studentized_distance`);
+    NaN when n < min_n, 0.0 when s = 0. `stats` rows: count, s1, s2, min, max per cell."""
+    scratch = np.empty(flat.shape[0], dtype=np.int64)
+    k, n, lo, hi = member_span(x, words, flat, stats, scratch)
     if n < min_n:
         return n, math.nan
     if lo == hi:
