@@ -44,10 +44,10 @@ def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: 
         # LOF's kernel (`engine.lof_checks`, `core.verifiers.lof_kernel`) reads the sorted runs.
         from pcor_sql.engine import lof_checks
 
-        lof = lof_checks.lof_check(summary, verifier, v)
+        lof = lof_checks.lof_check(summary, space, verifier, v)
 
         def lof_mask(mask: int) -> tuple[bool, int]:
-            verdict, n = lof(summary.member(space, mask))
+            verdict, n = lof(mask)
             _nonempty(n)
             return verdict, n
 
