@@ -113,7 +113,8 @@ def _skip_copies(values, lo, hi, p, x, side):
 
 
 @compiled_with(nogil=True)
-def fill(side, target, st, bv, bc, center, values, starts, member, inside, n_inside, pos, keys, near_v, near_c, hk, hc, hp):
+def fill(side, target, st, bv, bc, center, values, starts, member, inside, n_inside, pos, keys, near_v, near_c, hk, hc,
+         hp):
     """Append the context's next distinct values on `side` (0: below v, into bv[center − 1],
     [center − 2], ...; 1: above v, into bv[center + 1], ...) with their counts, until that side
     holds `target` of them, has no more (st[DONE + side] = 1), or the buffer is full. `member`:
