@@ -76,9 +76,11 @@ NO_WORDS = np.empty(0, dtype=np.uint64)
 
 
 def context_words(mask: int, n_words: int) -> tuple[int, np.ndarray]:
-    """(x, words) for `member_cells`: a context below 2^63 travels as one int64 (x), a wider one
-    as little-endian uint64 words (bit b → word b // 64)."""
-    if mask < 1 << 63:
+    """(x, words) for `member_cells`: a context below 2^63 of a space of at most 64 bits travels
+    as one int64 (x), any other as little-endian uint64 words (bit b → word b // 64). In a wider
+    space x would not do even for a small mask: a cell's bit b ≥ 64 would be read as x >> b,
+    which the machine takes as x >> (b mod 64)."""
+    if n_words == 1 and mask < 1 << 63:
         return mask, NO_WORDS
     return 0, np.frombuffer(mask.to_bytes(8 * n_words, "little"), dtype=np.uint64)
 

@@ -8,8 +8,8 @@ reference path (`SummaryPopulation` and `verifier.check`). Only the exact built-
 compiled: a subclass may override `check`. A summary that serves values through per-cell
 windows (Spark) has no sorted runs here, so it keeps the reference path too.
 
-Each kernel does the membership (`CellSummary.member`), the population's moments and the
-verdict in one call; the kernels' docstrings show why their verdicts are the reference's. When
+Each kernel does the membership (`jit.member_cells`, as `CellSummary.member`), the population's
+moments and the verdict in one call; the kernels' docstrings show why their verdicts are the reference's. When
 a kernel cannot decide exactly (Grubbs between two tabulated critical values, a histogram bin
 whose edges need the reference's bisection), the reference decides that context.
 
@@ -44,14 +44,8 @@ def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: 
         # LOF's kernel (`engine.lof_checks`, `core.verifiers.lof_kernel`) reads the sorted runs.
         from pcor_sql.engine import lof_checks
 
-        lof = lof_checks.lof_check(summary, verifier, v)
-
-        def lof_mask(mask: int) -> tuple[bool, int]:
-            verdict, n = lof(summary.member(space, mask))
-            _nonempty(n)
-            return verdict, n
-
-        return lof_mask
+        # Membership is compiled too; the check itself refuses an empty population.
+        return lof_checks.lof_check(summary, space, verifier, v)
     if kind not in (Grubbs, ZScore, Histogram) or summary.windows is not None:
         return None
     # The kernels import numba (0.4-1 s): only a run that uses them pays for it.

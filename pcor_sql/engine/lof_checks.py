@@ -1,11 +1,14 @@
 """The compiled LOF check (`core.verifiers.lof_kernel`) on a summary's sorted runs: the per-record
-arrays are built once per (runs, v), then each context costs one kernel call.
+arrays are built once per (runs, v), then each context costs one kernel call, membership
+included (`lof_kernel.lof_context`: the context's bitset in, `jit.member_cells` inside).
 
 Per record: where v sits in every cell's run (two binary searches per cell) and the merged
 neighbourhood — every cell's values in [a, b] ∋ v, ascending, with their cells, about _NEAR rows
 of the table per side (a and b read off the runs' sample, so any misestimate only changes how
-much of the walk the neighbourhood serves, never the answer). Memory: 16 bytes per cell and
-12 per neighbourhood entry, whatever N.
+much of the walk the neighbourhood serves, never the answer). They travel to the kernel packed
+in two arrays (`lof_kernel.pack_record`), with each cell's context bits: numba's dispatch costs
+about 0.15 µs per array argument. Memory: about 200 bytes per cell and 28 per neighbourhood
+entry (the record's arrays and their packed copy), whatever N.
 
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
@@ -19,10 +22,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pcor_sql.core.jit import NO_WORDS, context_words, flat_bits
 from pcor_sql.core.verifiers.lof import DISTINCT, Lof
-from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
+from pcor_sql.errors import InternalError
 
 _NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood
 # The neighbourhood serves a context holding at least this share of the rows; a smaller one
@@ -55,10 +60,18 @@ class LofRecord:
 
     def score(self, member: np.ndarray, k: int, duplicates: str) -> tuple[float, int, int]:
         """(LOF(V), N, status) of the context whose cells are `member` (see `lof_score`)."""
-        rule = DISTINCT_RULE if duplicates == DISTINCT else PLAIN_RULE
         score, n, status = lof_score(self.values, self.starts, member, self.pos, self.keys, self.near_v, self.near_c,
-                                     self.v, self.near_below, self.near_upto, _NEAR_SHARE, k, rule)
+                                     self.v, self.near_below, self.near_upto, _NEAR_SHARE, k, _rule(duplicates))
         return float(score), int(n), int(status)
+
+    def packed(self, k: int, duplicates: str, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ints, floats) for `lof_context` with the context bits `flat` (`jit.flat_bits`)."""
+        return pack_record(self.starts, self.pos, self.keys, self.near_v, self.near_c, self.v, self.near_below,
+                           self.near_upto, _NEAR_SHARE, k, _rule(duplicates), flat)
+
+
+def _rule(duplicates: str) -> int:
+    return DISTINCT_RULE if duplicates == DISTINCT else PLAIN_RULE
 
 
 def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
@@ -74,19 +87,30 @@ def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
     return min(a, v), max(b, v)
 
 
-def lof_check(summary: Any, verifier: Any, v: float) -> Callable[[np.ndarray], tuple[bool, int]] | None:
-    """member → (verdict, N) through the kernel, for exactly `Lof` on a summary with sorted
-    runs; None otherwise (the caller keeps the numpy path)."""
+def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[int], tuple[bool, int]] | None:
+    """context (bitset over `space`) → (verdict, N) through the kernel, membership included,
+    for exactly `Lof` on a summary with sorted runs; None otherwise (the caller keeps the numpy
+    path)."""
     if type(verifier) is not Lof or getattr(summary, "windows", None) is not None:
         return None
-    record = LofRecord(summary.runs(), v)
-    k, threshold, duplicates = verifier.k, verifier.threshold, verifier.duplicates
+    runs = summary.runs()
+    record = LofRecord(runs, v)
+    # The record's own value of attribute 0 is in every context checked (admissible contexts).
+    flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
+    ints, floats = record.packed(verifier.k, verifier.duplicates, flat)
+    values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
+    narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)
 
-    def check(member: np.ndarray) -> tuple[bool, int]:
-        score, n, status = record.score(member, k, duplicates)
+    def check(mask: int) -> tuple[bool, int]:
+        if mask < narrow:  # `context_words` inlined: a check is a few µs
+            score, n, status = lof_context(mask, NO_WORDS, values, ints, floats)
+        else:
+            score, n, status = lof_context(0, context_words(mask, n_words)[1], values, ints, floats)
+        if n == 0:
+            raise InternalError("an admissible context has an empty population")
         if status == TOO_WIDE:
             # The numpy path raises lof's UserError (the values span too wide for its distances).
-            return bool(verifier.check(summary.population(member, v))), n
+            return bool(verifier.check(summary.population(summary.member(space, mask), v))), n
         return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
 
     return check

@@ -139,7 +139,8 @@ def test_wide_contexts_use_the_word_path():
     cells[0] = [100.0, 400.0]
     summary, space = summary_of(cells, sizes)
     assert space.t > 64
-    masks = [space.random_admissible(rng) for _ in range(60)] + [space.full]
+    # V's own cell is a small mask of a wide space: cells with bits ≥ 64 must stay outside it.
+    masks = [space.random_admissible(rng) for _ in range(60)] + [space.full, space.v_mask]
     assert any(m >= 1 << 63 for m in masks)
     for verifier in (Grubbs(), ZScore(z=2.0), Histogram(rel=0.1)):
         verdicts = agree(summary, space, verifier, 400.0, masks)

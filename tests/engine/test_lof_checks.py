@@ -13,9 +13,13 @@ import pcor_sql
 import pcor_sql.engine.lof_checks as lof_checks_module
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.lof import Lof
+from pcor_sql.core.jit import NO_WORDS, flat_bits
+from pcor_sql.core.verifiers.lof_kernel import lof_context
+from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.lof_checks import LofRecord, lof_check
 from pcor_sql.errors import UserError
 from tests.engine.small_data import create_enum_table, load_case
+from tests.engine.test_compiled_checks import summary_of
 
 RULES = ("distinct", "plain")
 LOF_CHECK = lof_check  # the real one, which the cross-check wraps while it is patched in
@@ -28,18 +32,19 @@ class CrossCheck:
         self.checked = 0
         self.differing: list[tuple] = []
 
-    def __call__(self, summary, verifier, v):
-        check = LOF_CHECK(summary, verifier, v)
+    def __call__(self, summary, space, verifier, v):
+        check = LOF_CHECK(summary, space, verifier, v)
         if check is None:
             return None
 
-        def both(member):
-            verdict, n = check(member)
+        def both(mask):
+            verdict, n = check(mask)
+            member = summary.member(space, mask)
             pop = summary.population(member, v)
             want = bool(verifier.check(pop))
             self.checked += 1
             if (verdict, n) != (want, pop.n):
-                self.differing.append((verifier, v, np.flatnonzero(member).tolist(), verdict, want, n, pop.n))
+                self.differing.append((verifier, v, bin(mask), verdict, want, n, pop.n))
             return verdict, n
 
         return both
@@ -80,11 +85,11 @@ def test_random_contexts_of_a_tie_heavy_table(datasets):
         for rule in RULES:
             for k, threshold in ((20, 1.5), (3, 1.1)):
                 lof = Lof(k=k, threshold=threshold, duplicates=rule)
-                check = lof_check(case.summary, lof, case.v)
+                check = lof_check(case.summary, case.space, lof, case.v)
                 for _ in range(40):
-                    member = case.summary.member(case.space, case.space.random_admissible(rng))
-                    pop = case.summary.population(member, case.v)
-                    assert check(member) == (bool(lof.check(pop)), pop.n), (rid, rule, k)
+                    mask = case.space.random_admissible(rng)
+                    pop = case.summary.population(case.summary.member(case.space, mask), case.v)
+                    assert check(mask) == (bool(lof.check(pop)), pop.n), (rid, rule, k)
 
 
 def test_compiled_scores_equal_the_reference_on_a_summary(datasets):
@@ -92,20 +97,49 @@ def test_compiled_scores_equal_the_reference_on_a_summary(datasets):
     rng = np.random.default_rng(9)
     case = load_case(datasets, "salaries", 42)
     record = LofRecord(case.summary.runs(), case.v)
+    space = case.space
+    flat = flat_bits(case.summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
+    packed = {rule: record.packed(20, rule, flat) for rule in RULES}
     for _ in range(60):
-        member = case.summary.member(case.space, case.space.random_admissible(rng))
+        mask = space.random_admissible(rng)
+        member = case.summary.member(space, mask)
         pop = case.summary.population(member, case.v)
         for rule in RULES:
-            got, n, _ = record.score(member, 20, rule)
             want = Lof(duplicates=rule).score(pop)
-            assert n == pop.n
+            # As the evaluator calls it (membership compiled), and on the member cells given.
+            got, n, _ = lof_context(mask, NO_WORDS, record.values, *packed[rule])
+            alone, n_alone, _ = record.score(member, 20, rule)
+            assert n == n_alone == pop.n
+            assert got == alone or (np.isnan(got) and np.isnan(alone))
             assert np.isclose(got, want, rtol=1e-9, atol=0.0, equal_nan=True), (got, want, rule)
 
 
 def test_only_exactly_lof_on_sorted_runs(datasets):
     case = load_case(datasets, "salaries", 42)
-    assert lof_check(case.summary, Grubbs(), case.v) is None
-    assert lof_check(case.summary, Lof(), case.v) is not None
+    assert lof_check(case.summary, case.space, Grubbs(), case.v) is None
+    assert lof_check(case.summary, case.space, Lof(), case.v) is not None
+
+
+def test_wide_contexts_use_the_word_path():
+    """A space of more than 63 bits passes contexts as uint64 words to the kernel's membership:
+    the same verdicts and sizes as the reference, under both rules."""
+    rng = np.random.default_rng(5)
+    cells = [list(np.round(rng.normal(100, 10, rng.integers(0, 6)), 1)) for _ in range(40 * 30)]
+    cells[0] = [100.0, 400.0, 101.5]
+    summary, space = summary_of(cells, (40, 30))
+    assert space.t > 64
+    masks = [space.random_admissible(rng) for _ in range(80)] + [space.full, space.v_mask]
+    assert sum(m >= 1 << 63 for m in masks) > 20
+    for v in (400.0, 100.0):
+        for lof in (Lof(), Lof(duplicates="plain"), Lof(k=3, threshold=1.1)):
+            check = compiled_check(summary, space, lof, v)
+            verdicts = []
+            for mask in masks:
+                pop = summary.population(summary.member(space, mask), v)
+                got = check(mask)
+                assert got == (bool(lof.check(pop)), pop.n), (lof, v, bin(mask))
+                verdicts.append(got[0])
+            assert any(verdicts) or v == 100.0
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the summary's moments overflow (not LOF's concern)

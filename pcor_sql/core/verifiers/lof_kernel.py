@@ -30,12 +30,17 @@ LOF = 1 exactly for a constant population or when V has more than k' copies (kdi
 every lrd involved is 1/1e-10). Values spanning FAR / 4 or more: status TOO_WIDE, and the
 caller raises lof's UserError through the numpy path.
 
-Costs per check: O(cells) for N, V's copies, min and max (contiguous per-record arrays); about
+Costs per check: O(cells) for membership (`jit.member_cells`), O(member cells) for N, V's copies,
+min and max (contiguous per-record arrays); about
 2k'–3k' distinct values per side from the walk; O(k'²) arithmetic. Memory: O(k + member cells),
 never O(N). Measured (10M rows, 1,200 cells, 3,000 random contexts, `python -m benchmarks.per_check
---rows 10000000`, CPU time at load 6.3): 16.9 µs per check through the evaluator (membership and
-dispatch included) against 171.6 µs for the numpy reference; the kernel alone ~7.7 µs.
-Compiling costs ~10–25 s once (load-dependent); `cache=True` keeps the machine code beside the
+--rows 10000000 --contexts 3000`, CPU time at load 1.0): 10.0 µs per check through the evaluator
+(distinct rule; plain 11.1) against 150 µs for the numpy reference, where membership in Python and
+a 13-argument call made it 14.9 µs. Of the 8.9 µs of one `lof_context` call, membership,
+dispatch and the O(member cells) pass take ~3.1 µs (`member_cells` alone ~1.4), the walk and the
+arithmetic the rest.
+Compiling costs ~10–25 s once (load-dependent; 9.7–10.0 s at load 1, of which ~0.8 s is
+`jit.member_cells`, which the moment kernels share); `cache=True` keeps the machine code beside the
 module (or in numba's user cache when that is read-only), so later processes load it in ~1 s.
 
 Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
@@ -45,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.jit import compiled_with
+from pcor_sql.core.jit import compiled_with, member_cells
 from pcor_sql.core.verifiers.lof_walk import DONE, FROM, MODE, N_SIDE, NEAR_AT, STATE_SLOTS, fill
 
 FAR = np.finfo(np.float64).max
@@ -55,6 +60,12 @@ PLAIN_RULE = 1
 TOO_WIDE = 2  # status: the values span FAR / 4 or more (the caller raises lof's UserError)
 _OK = 0
 _NEED = 3  # internal: + side, fetch more values on that side and compute again
+# `pack_record`'s layout. ints: these slots, then starts (cells + 1), pos (4 × cells), near_c,
+# flat (cells × width); floats: v, near_share, then keys (6 × cells), near_v.
+I_CELLS, I_NEAR, I_WIDTH, I_BELOW, I_UPTO, I_K, I_RULE = range(7)
+I_HEAD = 8
+F_V, F_SHARE = 0, 1
+F_HEAD = 2
 
 
 @compiled_with(nogil=True, error_model="numpy")
@@ -213,7 +224,61 @@ def _moved(a, center, new_center, fill):
 
 @compiled_with(nogil=True, error_model="numpy")
 def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k, rule):
-    """(LOF(V), N, status) of the context `member` (boolean over cells) under `rule`
+    """`_score` of the context `member` (boolean over cells): the kernel on its own, for tests."""
+    inside = np.empty(member.size, dtype=np.int64)
+    m = 0
+    for c in range(member.size):
+        if member[c]:
+            inside[m] = c
+            m += 1
+    return _score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, near_below, near_upto,
+                  near_share, k, rule)
+
+
+@compiled_with(nogil=True, error_model="numpy")
+def lof_context(x, words, values, ints, floats):
+    """(LOF(V), N, status) of the context (x, words: `jit.context_words`) on a record packed by
+    `pack_record`: membership (`jit.member_cells`) and `_score` in one call — five arguments,
+    since numba's dispatch costs about 0.15 µs per array argument."""
+    cells, n_near, width = ints[I_CELLS], ints[I_NEAR], ints[I_WIDTH]
+    o = I_HEAD
+    starts = ints[o : o + cells + 1]
+    o += cells + 1
+    pos = ints[o : o + 4 * cells].reshape((4, cells))
+    o += 4 * cells
+    near_c = ints[o : o + n_near]
+    o += n_near
+    flat = ints[o : o + cells * width].reshape((cells, width))
+    keys = floats[F_HEAD : F_HEAD + 6 * cells].reshape((6, cells))
+    near_v = floats[F_HEAD + 6 * cells : F_HEAD + 6 * cells + n_near]
+    inside = np.empty(cells, dtype=np.int64)
+    m = member_cells(x, words, flat, inside)
+    member = np.zeros(cells, dtype=np.bool_)
+    for j in range(m):
+        member[inside[j]] = True
+    return _score(values, starts, member, inside, m, pos, keys, near_v, near_c, floats[F_V], ints[I_BELOW],
+                  ints[I_UPTO], floats[F_SHARE], ints[I_K], ints[I_RULE])
+
+
+def pack_record(starts, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k, rule, flat):
+    """(ints, floats): a record's arrays and scalars, and the context bits of each cell (`flat`,
+    `jit.flat_bits`), as the two arrays `lof_context` reads (layout: the I_* and F_* slots)."""
+    cells, width = flat.shape
+    head = np.zeros(I_HEAD, dtype=np.int64)
+    head[[I_CELLS, I_NEAR, I_WIDTH, I_BELOW, I_UPTO, I_K, I_RULE]] = (
+        cells, near_v.size, width, near_below, near_upto, k, rule)
+    ints = np.concatenate([head, starts, pos.ravel(), near_c, flat.ravel()]).astype(np.int64, copy=False)
+    floats = np.concatenate([[v, near_share], keys.ravel(), near_v]).astype(np.float64, copy=False)
+    return np.ascontiguousarray(ints), np.ascontiguousarray(floats)
+
+
+# Inlined into its two callers (numba IR): compiled as a function of its own, its machine code
+# would be optimized once alone and again inside `lof_context` (+4 s of a cold compile).
+@compiled_with(nogil=True, error_model="numpy", inline="always")
+def _score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k,
+           rule):
+    """(LOF(V), N, status) of the context `member` (boolean over cells; `inside[:m]` its cells,
+    ascending) under `rule`
     (DISTINCT_RULE or PLAIN_RULE): NaN when N < 2, or (distinct) a single distinct value; 1.0
     for a constant population under the plain rule; status TOO_WIDE when the values span
     FAR / 4 or more (LOF's distances could overflow: the caller raises lof's UserError).
@@ -225,17 +290,17 @@ def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, 
     cv = 0
     m_cells = 0
     lo, hi = np.inf, -np.inf
-    for c in range(member.size):
-        if member[c]:
-            a, b = starts[c], starts[c + 1]
-            if b > a:
-                n += b - a
-                cv += pos[1, c] - pos[0, c]
-                m_cells += 1
-                if keys[4, c] < lo:
-                    lo = keys[4, c]
-                if keys[5, c] > hi:
-                    hi = keys[5, c]
+    for j in range(m):
+        c = inside[j]
+        a, b = starts[c], starts[c + 1]
+        if b > a:
+            n += b - a
+            cv += pos[1, c] - pos[0, c]
+            m_cells += 1
+            if keys[4, c] < lo:
+                lo = keys[4, c]
+            if keys[5, c] > hi:
+                hi = keys[5, c]
     if n < 2:
         return np.nan, n, _OK
     if lo == hi:
@@ -272,8 +337,8 @@ def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, 
     want_l = want_r = 2 * k + 4
     while True:
         for side in range(2):  # one call site: each one is compiled into this function
-            fill(side, want_r if side else want_l, st, bv, bc, center, values, starts, member, pos, keys, near_v,
-                  near_c, hk[side], hc[side], hp[side])
+            fill(side, want_r if side else want_l, st, bv, bc, center, values, starts, member, inside, m, pos, keys,
+                 near_v, near_c, hk[side], hc[side], hp[side])
         if rule == DISTINCT_RULE and kk == k:
             # k' = min(k, D − 1): below k only when both sides run out before k other values.
             nl, nr = st[N_SIDE], st[N_SIDE + 1]

@@ -113,10 +113,12 @@ def _skip_copies(values, lo, hi, p, x, side):
 
 
 @compiled_with(nogil=True)
-def fill(side, target, st, bv, bc, center, values, starts, member, pos, keys, near_v, near_c, hk, hc, hp):
+def fill(side, target, st, bv, bc, center, values, starts, member, inside, n_inside, pos, keys, near_v, near_c, hk, hc,
+         hp):
     """Append the context's next distinct values on `side` (0: below v, into bv[center − 1],
     [center − 2], ...; 1: above v, into bv[center + 1], ...) with their counts, until that side
-    holds `target` of them, has no more (st[DONE + side] = 1), or the buffer is full."""
+    holds `target` of them, has no more (st[DONE + side] = 1), or the buffer is full. `member`:
+    the context as a boolean over cells; `inside[:n_inside]`: its cells, ascending."""
     n = st[N_SIDE + side]
     cap = center - 1
     while n < target and n < cap and not st[DONE + side]:
@@ -149,7 +151,7 @@ def fill(side, target, st, bv, bc, center, values, starts, member, pos, keys, ne
                 # Past the neighbourhood: the member runs beyond it, through a heap.
                 st[MODE + side] = 1
                 row = st[FROM] + side
-                st[HEAP_SIZE + side] = _heap_init(side, member, pos[row], keys[row], hk, hc, hp)
+                st[HEAP_SIZE + side] = _heap_init(side, inside, n_inside, pos[row], keys[row], hk, hc, hp)
         if count == 0.0:
             size = st[HEAP_SIZE + side]
             if size == 0:
@@ -177,13 +179,14 @@ def fill(side, target, st, bv, bc, center, values, starts, member, pos, keys, ne
 
 
 @compiled_with(nogil=True)
-def _heap_init(side, member, from_pos, from_key, hk, hc, hp):
+def _heap_init(side, inside, n_inside, from_pos, from_key, hk, hc, hp):
     """A min-heap on the distance from v of each member cell's next value beyond `from_pos`
     (its key, −x on the left and x on the right, precomputed per record in `from_key`: reading
     it from the runs would be a cache miss per cell); its size."""
     size = 0
-    for c in range(member.size):
-        if member[c] and not np.isnan(from_key[c]):
+    for j in range(n_inside):  # ascending cells: the same heap as a scan of all cells would build
+        c = inside[j]
+        if not np.isnan(from_key[c]):
             hk[size] = from_key[c]
             hc[size] = c
             hp[size] = from_pos[c] - 1 if side == 0 else from_pos[c]
