@@ -277,6 +277,17 @@ class WindowPopulation:
     def around(self, count: int) -> tuple[float, float]:
         """(a, b) with a ≤ v ≤ b: [a, v) holds at least `count` values or a ≤ min, and (v, b]
         at least `count` or b ≥ max — the values nearest to v, by count (LOF's first window)."""
+        return self._around(count, _reach)
+
+    def distinct_around(self, count: int) -> tuple[float, float]:
+        """`around` counted in distinct values (LOF's distinct rule sizes its windows with it).
+        Without it the rule counts rows, and on a metric with ties every window came up short of
+        distinct values and was read again deeper: 18 Spark queries and 1.6M rows to the driver
+        for one 10M-row release, against 3 queries when counted in values. A cell's first window
+        holds START_DEPTH distinct values per side, so a count up to that needs no deeper read."""
+        return self._around(count, _reach_distinct)
+
+    def _around(self, count: int, reach: Callable[..., float | None]) -> tuple[float, float]:
         v = self.v
         w = self.reader.window(v)
         while True:
@@ -284,8 +295,8 @@ class WindowPopulation:
             mine = self.member[w.cells]
             below = np.flatnonzero(mine & (w.values < v) & (w.values >= low))[::-1]  # nearest first
             above = np.flatnonzero(mine & (w.values > v) & (w.values <= high))
-            a = _reach(w, below, count, low, self.min)
-            b = _reach(w, above, count, high, self.max)
+            a = reach(w, below, count, low, self.min)
+            b = reach(w, above, count, high, self.max)
             if a is not None and b is not None:
                 return a, b
             # Too few known values on a side: deepen the context's cells cut on that side.
@@ -310,6 +321,15 @@ def _reach(w: CellWindows, side: np.ndarray, count: int, edge: float, extreme: f
     total = np.cumsum(w.counts[side])
     if total.size and total[-1] >= count:
         return float(w.values[side[int(np.searchsorted(total, count))]])
+    return extreme if math.isinf(edge) else None
+
+
+def _reach_distinct(w: CellWindows, side: np.ndarray, count: int, edge: float, extreme: float) -> float | None:
+    """`_reach` counted in distinct values: a value several cells hold counts once."""
+    values = w.values[side]
+    total = np.cumsum(np.concatenate(((True,), values[1:] != values[:-1]))) if values.size else values
+    if total.size and total[-1] >= count:
+        return float(values[int(np.searchsorted(total, count))])
     return extreme if math.isinf(edge) else None
 
 
