@@ -3,7 +3,7 @@
 request as interrupted").
 
 `pcor-sql serve` runs as a child process on a DuckDB file; six analysts fire slow requests
-(LOF, twelve keys each) at once; once some answers have come back and the history shows requests
+(LOF, twenty-four keys each) at once; once some answers have come back and the history shows requests
 still running, the process gets SIGKILL. A new `pcor-sql serve` on the same file then shows:
 - every key answered with a 200 has an answered, charged history row (nothing shown uncharged);
 - the requests in flight are 'interrupted' (charged), none is left 'running', and no more
@@ -33,7 +33,7 @@ ROWS = 200_000
 ANALYSTS = 6
 REQUESTS = 4
 KEYS = list(range(24))  # planted outliers, all releasable
-KEYS_PER_REQUEST = 12  # a request works long enough to be caught running (a compiled LOF check is fast)
+KEYS_PER_REQUEST = 24  # a request works long enough to be caught running (a compiled LOF check is fast)
 OPTIONS = {"epsilon": 0.05, "verifier": "lof(k=10)"}
 WAIT_S = 120.0
 
@@ -95,15 +95,18 @@ def test_kill_9_mid_burst_shows_nothing_uncharged_and_marks_the_running_interrup
         threads = burst(service.url, tokens, answered, lost, stop)
         deadline = time.monotonic() + WAIT_S
         running: set[str] = set()
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not running:
             if any(answered.values()):
-                seen = histories(service.url, tokens)
-                running = {h["release_id"] for rows in seen.values() for h in rows if h["outcome"] == "running"}
-                if running:
-                    break
-            time.sleep(0.05)
+                # One analyst's history at a time, killed at the first running row seen: looking
+                # at all six first let the requests in flight finish before the kill.
+                for name, token in tokens.items():
+                    with pcor_sql.connect(service.url, token, timeout=60) as handle:
+                        running = {h["release_id"] for h in handle.history() if h["outcome"] == "running"}
+                    if running:
+                        service.kill()
+                        break
+            time.sleep(0.02)
         assert running and any(answered.values()), "the burst never had answers and running requests at once"
-        service.kill()
     finally:
         stop.set()
         service.stop()
