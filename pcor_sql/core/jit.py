@@ -72,6 +72,19 @@ def compiled_with(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     return wrap
 
 
+@compiled_with(nogil=True)
+def first_position(values, lo, hi, x, right):
+    """The first position in values[lo:hi] (ascending) holding a value ≥ x — numpy's searchsorted
+    left — or, with `right`, a value > x (searchsorted right). Every kernel's binary search."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < x or (right and values[mid] == x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 NO_WORDS = np.empty(0, dtype=np.uint64)
 
 

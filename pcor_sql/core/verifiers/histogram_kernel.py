@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from pcor_sql.core.jit import compiled
+from pcor_sql.core.jit import compiled, first_position
 from pcor_sql.core.verifiers.moment_kernel import member_span
 
 FALSE, TRUE, FALLBACK = 0, 1, 2
@@ -68,56 +68,6 @@ def _isqrt_ceil(n):
 
 
 @compiled
-def _first_at_least(values, s, e, x):
-    """The first position in values[s:e] (ascending) holding a value ≥ x (searchsorted left)."""
-    while s < e:
-        mid = (s + e) >> 1
-        if values[mid] < x:
-            s = mid + 1
-        else:
-            e = mid
-    return s
-
-
-@compiled
-def _first_above(values, s, e, x):
-    """The first position in values[s:e] holding a value > x (searchsorted right)."""
-    while s < e:
-        mid = (s + e) >> 1
-        if values[mid] <= x:
-            s = mid + 1
-        else:
-            e = mid
-    return s
-
-
-@compiled
-def _rung_at_or_below(neg_a, x):
-    """The first left rung j with a_j ≤ x (`neg_a` = −a, ascending): searchsorted left of −x."""
-    lo, hi = 0, neg_a.size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if neg_a[mid] < -x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@compiled
-def _rung_at_or_above(b, x):
-    """The first right rung j with b_j ≥ x (b ascending)."""
-    lo, hi = 0, b.size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if b[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@compiled
 def histogram_kernel(x, words, flat, stats, values, neg_a, b_rungs, A, B, v, rel):
     """(FALSE, TRUE or FALLBACK, n) of `Histogram(rel).check` on the context (x, words:
     `jit.context_words`; `stats`: `moment_kernel.cell_stats`; values: the sorted runs; neg_a,
@@ -152,20 +102,22 @@ def histogram_kernel(x, words, flat, stats, values, neg_a, b_rungs, A, B, v, rel
         return FALLBACK, n
     # Count [left, right] (closed) or [left, right) in the member runs from the probe of v:
     # each end lies in one shell between consecutive rungs (`cellruns` module doc).
-    jl = _rung_at_or_below(neg_a, left)
-    jr = _rung_at_or_above(b_rungs, right)
+    # The first left rung j with a_j ≤ left (`neg_a` = −a ascending), the first right rung with
+    # b_j ≥ right: both numpy's searchsorted left.
+    jl = first_position(neg_a, 0, neg_a.size, -left, False)
+    jr = first_position(b_rungs, 0, b_rungs.size, right, False)
     inside = 0
     for j in range(k):
         c = scratch[j]
         if jl == 0:
             first = A[0, c]
         else:
-            first = _first_at_least(values, A[jl, c], A[jl - 1, c], left)
+            first = first_position(values, A[jl, c], A[jl - 1, c], left, False)
         if jr == 0:
             end = B[0, c] if closed else A[0, c]
         elif closed:
-            end = _first_above(values, B[jr - 1, c], B[jr, c], right)
+            end = first_position(values, B[jr - 1, c], B[jr, c], right, True)
         else:
-            end = _first_at_least(values, B[jr - 1, c], B[jr, c], right)
+            end = first_position(values, B[jr - 1, c], B[jr, c], right, False)
         inside += end - first
     return (TRUE if inside < rel * n else FALSE), n

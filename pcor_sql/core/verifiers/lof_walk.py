@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.jit import compiled_with
+from pcor_sql.core.jit import compiled_with, first_position
 
 # State slots (an int64 array shared by the helpers: numba has no mutable record that caches).
 N_SIDE = 0  # + side (0 below v, 1 above): distinct values produced on that side
@@ -34,28 +34,16 @@ STATE_SLOTS = 11
 
 
 @compiled_with(nogil=True)
-def _first(values, lo, hi, x, right):
-    """The first position in run [lo, hi) with value ≥ x (right: > x)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if values[mid] < x or (right and values[mid] == x):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@compiled_with(nogil=True)
 def record_positions(values, starts, v, a, b):
     """(4, cells) int64: per cell the first position with x ≥ v, x > v, x ≥ a and x > b."""
     cells = starts.size - 1
     pos = np.empty((4, cells), dtype=np.int64)
     for c in range(cells):
         lo, hi = starts[c], starts[c + 1]
-        pos[0, c] = _first(values, lo, hi, v, False)
-        pos[1, c] = _first(values, pos[0, c], hi, v, True)
-        pos[2, c] = _first(values, lo, pos[0, c], a, False)
-        pos[3, c] = _first(values, pos[1, c], hi, b, True)
+        pos[0, c] = first_position(values, lo, hi, v, False)
+        pos[1, c] = first_position(values, pos[0, c], hi, v, True)
+        pos[2, c] = first_position(values, lo, pos[0, c], a, False)
+        pos[3, c] = first_position(values, pos[1, c], hi, b, True)
     return pos
 
 
