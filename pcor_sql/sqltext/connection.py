@@ -85,25 +85,23 @@ def objects_in_scope(con: Any, query: str, warn: Callable[[str], None] | None = 
 
 def _scope_objects(con: duckdb.DuckDBPyConnection, query: str) -> dict[str, Any]:
     try:
-        names = duckdb.get_table_names(query, qualified=False)
-        wanted = sorted(n for n in names if "." not in n and not _in_catalog(con, n))
+        names = {n for n in duckdb.get_table_names(query, qualified=False) if "." not in n}
     except duckdb.Error:
-        return {}  # an unparsable query or a closed connection: its own error follows
-    if not wanted:
-        return {}
-    frame = _caller_frame()
+        return {}  # an unparsable query: its own error follows
     found: dict[str, Any] = {}
-    while frame is not None and len(found) < len(wanted):
-        for name in wanted:
-            if name in found:
-                continue
-            for scope in (frame.f_locals, frame.f_globals):
-                obj = scope.get(name)
+    frame = _caller_frame()
+    while frame is not None and len(found) < len(names):
+        for name in names - found.keys():
+            for obj in (frame.f_locals.get(name), frame.f_globals.get(name)):
                 if obj is not None and type(obj).__module__.split(".")[0] in _FRAME_PACKAGES:
                     found[name] = obj
                     break
         frame = frame.f_back
-    return found
+    # The catalog is asked only about names a frame holds a table for (the usual call: none).
+    try:
+        return {name: obj for name, obj in sorted(found.items()) if not _in_catalog(con, name)}
+    except duckdb.Error:
+        return {}  # a closed connection: its own error follows
 
 
 def _in_catalog(con: duckdb.DuckDBPyConnection, name: str) -> bool:
