@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql import pipeline
 from pcor_sql.errors import Refused, UserError
@@ -49,7 +49,7 @@ from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
 from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
-from pcor_sql.requests import AnomalyRequest, OutlierRequest
+from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnalystAnswer, AnalystExplanation
 from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
@@ -154,12 +154,12 @@ class Analyst:
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, statement=statement, **options)
         point = tuple((c, float(v)) for c, v in value.items())
         job = PointAnswerJob(request, registered.name, registered.units, point=point)
-        results = self._paid(job, [job.key_label()])
+        answers = self._paid(job, [job.key_label()], lambda results: [AnalystAnswer(
+            dataset=registered.name, key=dict(value), columns=keyed.columns, anomaly=a.anomaly, epsilon=a.epsilon,
+            privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm) for a in results])
         if self._quoting:
             return None  # type: ignore[return-value]  # `cost` reads the quote
-        return next(AnalystAnswer(
-            dataset=registered.name, key=dict(value), columns=keyed.columns, anomaly=a.anomaly, epsilon=a.epsilon,
-            privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm) for a in results)
+        return answers[0]
 
     def cost(self, method: str, *args: Any, **options: Any) -> "RequestCost":
         """What `getattr(self, method)(*args, **options)` would charge, without charging or reading
@@ -223,17 +223,13 @@ class Analyst:
             bins=tuple((b, binned[b]) for b in by if b in binned) or None, **options,
         )
         session.verifier(request.verifier)  # an unknown verifier is the request's fault: before the charge
-        results = self._run(ReleaseJob(request, registered.name, registered.units), keyed)
-        return [
-            AnalystExplanation(
-                dataset=registered.name, key=key, metric=metric, context=e.context, predicate=e.predicate,
-                explanation_sql=over_context(quote_identifier(metric), registered.name, e.predicate),
-                epsilon=e.epsilon, epsilon1=e.epsilon1, accounting=e.accounting, search=e.search,
-                samples=e.samples, verifier=e.verifier, utility=e.utility, full_attributes=e.full_attributes,
-                ranges=e.ranges,
-            )
-            for key, e in results
-        ]
+        return self._run(ReleaseJob(request, registered.name, registered.units), keyed, lambda key, e: AnalystExplanation(
+            dataset=registered.name, key=key, metric=metric, context=e.context, predicate=e.predicate,
+            explanation_sql=over_context(quote_identifier(metric), registered.name, e.predicate),
+            epsilon=e.epsilon, epsilon1=e.epsilon1, accounting=e.accounting, search=e.search,
+            samples=e.samples, verifier=e.verifier, utility=e.utility, full_attributes=e.full_attributes,
+            ranges=e.ranges,
+        ))
 
     def _identify(self, keyed: KeyedSelect, options: dict[str, Any], statement: str | None = None,
                   ) -> list[AnalystAnswer]:
@@ -244,29 +240,28 @@ class Analyst:
                             f"its metrics: {', '.join(registered.metrics)}")
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=_selector(keyed),
                                  statement=statement, **options)
-        results = self._run(AnswerJob(request, registered.name, registered.units), keyed)
-        return [
-            AnalystAnswer(
-                dataset=registered.name, key=key, columns=keyed.columns, anomaly=a.anomaly,
-                epsilon=a.epsilon, privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm,
-            )
-            for key, a in results
-        ]
+        return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer(
+            dataset=registered.name, key=key, columns=keyed.columns, anomaly=a.anomaly,
+            epsilon=a.epsilon, privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm,
+        ))
 
-    def _run(self, job: Any, keyed: KeyedSelect) -> list[tuple[Any, Any]]:
-        """The pipeline under the analyst policy; results paired with the keys in the order the
-        analyst gave them — never in an order the rows or the storage decide."""
+    def _run(self, job: Any, keyed: KeyedSelect, make: Callable[[Any, Any], Any]) -> list[Any]:
+        """The pipeline under the analyst policy; `make(key, result)` for each key, in the order the
+        analyst gave them — never in an order the rows or the storage decide. The pairing and the
+        making run inside the charged part, so a failure there is recorded as failed, never as
+        answered (the history says what the analyst was told)."""
         registered = self._dataset(keyed.dataset)
-        results = self._paid(job, [_shown(k) for k in keyed.keys])
-        if self._quoting:
-            return []
-        try:
-            by_key = {_canonical(r.record[registered.key]): r for r in results}
-            return [(key, by_key[_canonical(key)]) for key in keyed.keys]
-        except (KeyError, TypeError):
-            raise failed() from None
 
-    def _paid(self, job: Any, keys: list[str]) -> list:
+        def shape(results: list) -> list[Any]:
+            try:
+                by_key = {_canonical(r.record[registered.key]): r for r in results}
+                return [make(key, by_key[_canonical(key)]) for key in keyed.keys]
+            except (KeyError, TypeError):
+                raise failed() from None
+
+        return self._paid(job, [_shown(k) for k in keyed.keys], shape)
+
+    def _paid(self, job: Any, keys: list[str], shape: Callable[[list], Any] | None = None) -> Any:
         """The pipeline under the analyst policy — or, for `cost`, only its part before the
         reservation (then nothing is charged and no result exists)."""
         if self._quoting == "admit":
@@ -276,13 +271,24 @@ class Analyst:
         if self._quoting:
             self._quote = pipeline.quote(self._session, job, self._policy, keys=keys)
             return []
-        return pipeline.run(self._session, job, self._policy, keys=keys)
+        return pipeline.run(self._session, job, self._policy, keys=keys, shape=shape)
 
     # ---- checks that read only the request and the registry ------------------------------
 
     def _dataset(self, name: Any) -> RegisteredDataset:
         _plain(name, "the dataset name")
         return get_dataset(self._session.ledger(), name)
+
+    def _key_kind(self, registered: RegisteredDataset) -> str:
+        """The JSON kind a key of `registered` must have, from its key column's type in the
+        catalog (never a row): cached on the Session, since a type is the same for every asker."""
+        cache = self._session.__dict__.setdefault("_key_kinds", {})
+        found = cache.get((registered.relation, registered.key))
+        if found is None:
+            described, _ = self._session.access.describe(registered.relation, quote_identifier(registered.metrics[0]))
+            types = {c: t for c, t, _ in described[0]}
+            found = cache[(registered.relation, registered.key)] = key_kind(str(types.get(registered.key, "")))
+        return found
 
     def _checked(self, keyed: KeyedSelect, options: dict[str, Any], allowed: frozenset[str], *,
                  by_key: bool = True) -> RegisteredDataset:
@@ -305,11 +311,29 @@ class Analyst:
             raise Refused(f"dataset {registered.name!r} has no releasable keys: its owner declared none, so no "
                           "request may name a key", "ask the data owner to declare releasable keys (pcor-sql dataset "
                           "add ... --releasable-keys), or ask IDENTIFY ANOMALY about a value")
+        _check_key_types(keyed.keys, registered, self._key_kind(registered))
         if not all_releasable(self._session.ledger(), registered.name, keyed.keys):
             # One message, whether or not the key exists: the set is public, the data is not read.
             raise Refused(f"a key asked about is not among the releasable keys of dataset {registered.name!r}",
                           "ask about the keys the data owner declared releasable")
         return registered
+
+
+def warm_session(session: Any, registered: RegisteredDataset) -> None:
+    """Build on `session` the per-cell summary every request on `registered` reads (its
+    registered attributes and frozen domains, each metric, with the sorted values LOF and the
+    histogram need), uncharged: it reads the whole relation — no key, no analyst's choice — so
+    building it early is what makes a first request cost the same for every analyst (DESIGN.md
+    §8 "No cross-analyst channels"). BY subsets and Python verifiers are built on demand."""
+    frozen, binned = dict(registered.domains), dict(registered.bins)
+    by = registered.attributes
+    for metric in registered.metrics:
+        request = OutlierRequest(
+            relation=registered.relation, metric=quote_identifier(metric), selector="FALSE",
+            select_list=quote_identifier(metric), by=by, domains=tuple((b, frozen[b]) for b in by if b not in binned),
+            bins=tuple((b, binned[b]) for b in by if b in binned) or None, verifier=VerifierSpec("lof"),
+        )
+        session.prepare_records(request, ())
 
 
 @dataclass(frozen=True)
@@ -338,6 +362,8 @@ def _plain(value: Any, what: str, depth: int = 0) -> None:
     if kind in _PLAIN:
         if kind is float and not math.isfinite(value):
             raise UserError(f"{what} is not a finite number", "pass finite numbers")
+        if kind is str:
+            _text(value, what)
         return
     if depth < 4 and kind in (list, tuple):
         for item in value:
@@ -347,10 +373,23 @@ def _plain(value: Any, what: str, depth: int = 0) -> None:
         for key, item in value.items():
             if type(key) is not str:
                 raise UserError(f"{what} has a key that is not a plain string", "use plain strings as names")
+            _text(key, what)
             _plain(item, what, depth + 1)
         return
     raise UserError(f"{what} must be plain data (str, int, float, bool, None, lists and dicts of them), "
                     f"got {kind.__name__}", "pass plain values: no subclasses, no objects")
+
+
+def _text(value: str, what: str) -> None:
+    """Valid Unicode text without NUL (DESIGN.md §8 "Inputs are exact"): a lone surrogate cannot
+    be encoded for DuckDB or a response, and a NUL ends C strings early."""
+    if "\x00" in value:
+        raise UserError(f"{what} contains a NUL character", "remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{what} is not valid Unicode text (it holds a lone surrogate)",
+                        "pass text whose characters are all valid Unicode") from None
 
 
 def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]) -> None:
@@ -367,6 +406,42 @@ def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]
         domain_indices(name, frozen[name], values, "registered", f"its values: {', '.join(frozen[name])}")
 
 
+_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                  "UBIGINT", "UHUGEINT", "INT", "LONG", "SHORT", "BYTE")
+_NUMBER_TYPES = ("FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC")
+
+
+def key_kind(column_type: str) -> str:
+    """The JSON kind of a key column (DESIGN.md §8 "Inputs are exact"): "integer" for an integer
+    column (a JSON integer), "number" for a float or decimal one (an integer or a number), and
+    "string" for every other type — text, and dates, times, UUIDs written as text."""
+    base = column_type.upper().split("(")[0].strip()
+    if base in _INTEGER_TYPES or base.endswith("INT"):
+        return "integer"
+    if base in _NUMBER_TYPES:
+        return "number"
+    return "string"
+
+
+def _check_key_types(keys: Sequence[Any], registered: RegisteredDataset, kind: str) -> None:
+    """Every key of the key column's JSON kind, before the reservation: "42" for an integer key
+    would pass the releasable check (both are the text "42") and then match no row."""
+    allowed = {"integer": (int,), "number": (int, float), "string": (str,)}[kind]
+    for key in keys:
+        if type(key) not in allowed:
+            example = {"integer": "42", "number": "42.5", "string": '"a17"'}[kind]
+            raise UserError(f"a key of {registered.name!r} is {_article(kind)} ({registered.key} is {_article(kind)} "
+                            f"column), got {_kind_of(key)}", f"send keys as JSON {kind}s, e.g. {example}")
+
+
+def _article(kind: str) -> str:
+    return {"integer": "an integer", "number": "a number", "string": "a string"}[kind]
+
+
+def _kind_of(key: Any) -> str:
+    return {int: "an integer", float: "a number", str: "a string"}.get(type(key), type(key).__name__)
+
+
 def _keys(keys: Any) -> tuple[Any, ...]:
     if type(keys) not in (list, tuple):
         raise UserError("keys must be a plain list of key values", "e.g. [42, 43]")
@@ -375,6 +450,8 @@ def _keys(keys: Any) -> tuple[Any, ...]:
         # Exact types: a subclass of int or str could say anything about itself (issue 19).
         if type(key) not in (int, float, str) or (type(key) is float and not math.isfinite(key)):
             raise UserError(f"a key must be a plain number or string, got {type(key).__name__}", "pass e.g. 42 or 'a17'")
+        if type(key) is str:
+            _text(key, "a key")
         if key not in out:
             out.append(key)
     return tuple(out)

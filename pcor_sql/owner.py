@@ -140,13 +140,22 @@ class Owner:
             relation, quote_identifier(metrics[0]), by=attributes, domains=domains,
             warn=lambda message: warn_privacy(message, self.session.warn, stacklevel=6), described=described,
         )
+        source = None if releasable is None else "list" if not isinstance(releasable, str) else f"predicate: {releasable}"
         dataset = RegisteredDataset(
             name, relation, key, metrics, attributes,
             tuple((a.name, tuple(str(v) for v in a.domain)) for a in schema.attributes),
             self.session.units(relation), accounting,
             bins=tuple((a.name, tuple(edge_text(e) for e in a.edges)) for a in schema.attributes if a.ordinal),
+            releasable_source=source,
         )
         keys = None if releasable is None else releasable_keys(access, relation, key, releasable)
+        if isinstance(releasable, str):
+            # DESIGN.md §8: a predicate selects keys by their data, and the set is public by declaration.
+            warn_privacy(f"the releasable keys of {name!r} are selected by the data ({releasable}): the set of "
+                         f"{len(keys):,} keys becomes public — an analyst learns for free whether a key is in it "
+                         "(a request about a key outside it is refused before any charge). Declare a list chosen "
+                         "without looking at the data if that membership must stay private",
+                         self.session.warn, stacklevel=3)
         add_dataset(self.ledger, dataset, replace=replace, releasable=keys)
         for notion, epsilon in limits.items():
             for unit in dataset.units:

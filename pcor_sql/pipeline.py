@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
+from pcor_sql.core.work import WorkMeter, metered
 from pcor_sql.errors import (
     AnalystRefused,
     BudgetExceeded,
@@ -62,6 +64,15 @@ class Policy:
     role: Who
     analyst: str | None = None
     min_epsilon: float = 0.0
+    #: The most work (validity checks + EM candidates, `core.work`) one request may do; None: no cap.
+    max_work: int | None = None
+    #: Set when the service stops: a request in flight is interrupted at its next unit of work.
+    stop: threading.Event | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def cache_partition(self) -> Any:
+        """Whose caches this request may read and fill (`core.work.partition`)."""
+        return "owner" if self.is_owner else ("analyst", self.analyst)
 
     @property
     def is_owner(self) -> bool:
@@ -85,8 +96,9 @@ class Policy:
 OWNER = Policy(Who.OWNER)
 
 
-def analyst_policy(name: str | None = None, *, min_epsilon: float = DEFAULT_MIN_EPSILON) -> Policy:
-    return Policy(Who.ANALYST, name, float(min_epsilon))
+def analyst_policy(name: str | None = None, *, min_epsilon: float = DEFAULT_MIN_EPSILON, max_work: int | None = None,
+                   stop: threading.Event | None = None) -> Policy:
+    return Policy(Who.ANALYST, name, float(min_epsilon), max_work, stop)
 
 
 def failed() -> RequestFailed:
@@ -205,7 +217,7 @@ def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None 
 
 def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
         max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
-        progress: Progress | None = None) -> list:
+        progress: Progress | None = None, shape: Callable[[list], Any] | None = None) -> Any:
     """Run `job` for `policy`: charged before any result exists, refused before anything is
     charged when the policy or a limit says no. `keys`: what the analyst asked about, in their
     order (one charge each, read after the reservation); None: the owner's selector, whose
@@ -213,7 +225,10 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
     (a UserError naming the batch function otherwise, before any charge). `announce(count,
     rows)` hears the batch size (and the owner's rows) before the reservation. `max_records`:
     a selector picking more rows is refused before any charge, with the count and the total ε
-    (nothing is multiplied silently)."""
+    (nothing is multiplied silently). `shape(results)` makes what the caller is told, inside the
+    charged part: if it fails, the history says failed — never answered for an answer not given.
+    The request's work is metered (`core.work`: `policy.max_work`, `policy.stop`) and its
+    caches are the asker's own (`policy.cache_partition`)."""
     from pcor_sql.engine.progress import report_phase
 
     quoted = quote(session, job, policy, keys=keys, single=single, max_records=max_records, announce=announce,
@@ -227,7 +242,10 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
             rows = job.read(session, None)
             if job.count(rows) != count:
                 raise failed()
-        results = job.run(session, rows, reservation, quoted.units, progress)
+        with metered(WorkMeter(policy.max_work, policy.stop), policy.cache_partition):
+            results = job.run(session, rows, reservation, quoted.units, progress)
+        if shape is not None:
+            results = shape(results)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         if interrupted:
@@ -273,8 +291,11 @@ def _check_minimum(items: list, policy: Policy) -> None:
 
 def _reason(exc: BaseException) -> str:
     """The class of a failure, for the history (never its text: that may carry data)."""
+    from pcor_sql.core.work import WorkCapReached
     from pcor_sql.errors import InternalError, NoValidContext
 
+    if isinstance(exc, WorkCapReached):
+        return "work-cap"
     if isinstance(exc, NoValidContext):
         return "no-valid-context"
     if isinstance(exc, RequestFailed):

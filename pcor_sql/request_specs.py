@@ -15,6 +15,15 @@ from pcor_sql.core.choices import Utility
 
 
 UTILITIES = Utility.names()
+
+# The bounds of the request-wide numbers (DESIGN.md §8 "Bounded work"). ε beyond 1,000 is e^1000
+# times any likelihood ratio: no privacy left to buy. β and k count records (a table of 10^15
+# rows is beyond any engine's reach); a radius is a distance in the metric's own units, bounded
+# so that r and every coordinate ± r stay finite doubles. A seed is a 64-bit word.
+MAX_EPSILON = 1_000.0
+MAX_BETA = 1e15
+MAX_RADIUS = 1e300
+MAX_SEED = 2**64 - 1
 #: Utilities for which adding a row never lowers the utility (so `tight` accounting holds).
 MONOTONE_UTILITIES = frozenset(UTILITIES)
 
@@ -37,7 +46,7 @@ BINS = OptionSpec("bins", Kind.STRUCTURED, None,
 VERIFIER = OptionSpec("verifier", Kind.STRUCTURED, "lof", "outlier test: grubbs, histogram, lof or zscore, with options",
                       "lof(k=20)", sql="USING")
 EPSILON_RELEASE = OptionSpec("epsilon", Kind.NUMBER, 0.2, "total privacy cost ε of each release (> 0)", "0.2",
-                             minimum=0.0, minimum_inclusive=False)
+                             minimum=0.0, minimum_inclusive=False, maximum=MAX_EPSILON)
 SEARCH = OptionSpec("search", Kind.STRING, "bfs", "direct, uniform, random-walk, dfs, bfs or explore", "'bfs'",
                     choices=tuple(SEARCH_SPECS))
 UTILITY = OptionSpec("utility", Kind.STRING, "population", "utility of a context: population or overlap",
@@ -47,19 +56,19 @@ START = OptionSpec("start", Kind.STRING, None, "starting context (default: found
 ACCOUNTING = OptionSpec("accounting", Kind.STRING, "tight",
                         "tight (monotone utility) or paper (the paper's 2ε1 rules)", "'tight'", choices=ACCOUNTINGS)
 SEED = OptionSpec("seed", Kind.INTEGER, None, "reproducible randomness; labelled not for real releases", "7",
-                  who=Who.OWNER, minimum=0)
+                  who=Who.OWNER, minimum=0, maximum=MAX_SEED)
 DATASET = OptionSpec("dataset", Kind.STRING, None, "budget ledger name to charge", "'salaries'", who=Who.OWNER)
 OWNER_VIEW = OptionSpec("owner_view", Kind.BOOLEAN, False, "also return the owner's private diagnostics", "TRUE",
                         who=Who.OWNER)
 
 BETA = OptionSpec("beta", Kind.NUMBER, None, "β: an anomaly has at most β other records within the radius", "5",
-                  minimum=1.0)
-RADIUS = OptionSpec("radius", Kind.NUMBER, None, "r: the ball radius", "1000", minimum=0.0)
+                  minimum=1.0, maximum=MAX_BETA)
+RADIUS = OptionSpec("radius", Kind.NUMBER, None, "r: the ball radius", "1000", minimum=0.0, maximum=MAX_RADIUS)
 EPSILON_ANSWER = OptionSpec("epsilon", Kind.NUMBER, None, "privacy cost ε of each answer (> 0)", "0.5", minimum=0.0,
-                            minimum_inclusive=False)
+                            minimum_inclusive=False, maximum=MAX_EPSILON)
 PRIVACY = OptionSpec("privacy", Kind.STRING, "sp", "sp: (ε, k)-sensitive privacy; dp: ε-differential privacy",
                      "'sp'", choices=PRIVACY_MODES)
-K = OptionSpec("k", Kind.INTEGER, 1, "k of (ε, k)-sensitive privacy, 1 ≤ k ≤ β + 1", "1", minimum=1)
+K = OptionSpec("k", Kind.INTEGER, 1, "k of (ε, k)-sensitive privacy, 1 ≤ k ≤ β + 1", "1", minimum=1, maximum=MAX_BETA + 1)
 NORM = OptionSpec("norm", Kind.STRING, "l2", "l1, l2 or linf, for several columns", "'l2'", choices=NORMS)
 
 

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from pcor_sql.anomaly.mechanisms import validate_norm, validate_params
 from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
-from pcor_sql.core.option_spec import OptionSpec
+from pcor_sql.core.option_spec import Kind, OptionSpec
 from pcor_sql.core.search_specs import search_option_specs, search_spec
 from pcor_sql.core.bins import Bins, declared_bins
 from pcor_sql.errors import UserError
@@ -234,6 +234,12 @@ def _set(request: Any, name: str, value: Any) -> None:
 def _common(request: Any) -> None:
     if request.seed is not None:
         _set(request, "seed", _count(request.seed, "seed", "seed=7"))
+    # Every numeric option's declared bounds (DESIGN.md §8 "Bounded work"), whoever built the request.
+    for f in fields(request):
+        spec = f.metadata.get("spec")
+        value = getattr(request, f.name)
+        if spec is not None and spec.kind in (Kind.NUMBER, Kind.INTEGER) and value is not None:
+            spec.bounded(value, f"e.g. {spec.hint()}")
     if request.dataset is not None:
         _require_text(request.dataset, "dataset")
     if not isinstance(request.owner_view, bool):

@@ -130,7 +130,6 @@ def test_failures_after_the_reservation_are_one_message_and_keep_the_charge():
         "missing key": _failure(make_owner(drop=42), explain(42)),
         "NULL metric": _failure(make_owner(null_metric=42), explain(42)),
         "no valid context": _failure(make_owner(), explain(3)),  # an ordinary record: an outlier nowhere
-        "conversion error": _failure(make_owner(), lambda a: a.explain_outlier("coded", 5, epsilon=0.25)),
         "missing anomaly key": _failure(make_owner(drop=42), lambda a: a.identify_anomaly(
             "people", 42, beta=2, radius=1, epsilon=0.25)),
     }
@@ -138,6 +137,17 @@ def test_failures_after_the_reservation_are_one_message_and_keep_the_charge():
     assert len(messages) == 1, seen
     # Each was paid for: the data did not decide whether to charge.
     assert [spent for _, spent in seen.values()][:3] == [0.25, 0.25, 0.25]
+
+
+def test_a_key_of_the_wrong_type_is_refused_before_the_reservation():
+    """An integer key on a text key column used to reach SQL (`code IN (5)`: a conversion error
+    after the charge); a string on an integer column passed the releasable check as text and then
+    matched no row, recorded as answered (issue 26). Both are refused first now, nothing charged."""
+    owner = make_owner()
+    for dataset, key in (("coded", 5), ("people", "42"), ("people", 42.0)):
+        with pytest.raises(UserError, match="column"):
+            owner.analyst().explain_outlier(dataset, key, epsilon=0.25, verifier="grubbs")
+    assert owner.ledger.history() == ()
 
 
 def test_an_exhausted_budget_reads_the_same_on_neighbouring_data():

@@ -118,7 +118,8 @@ def show(name: Name, db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.D
     console = stdout_console()
     for label, value in (("relation", d.relation), ("key", d.key), ("metrics", ", ".join(d.metrics)),
                          ("units", ", ".join(d.units)), ("accounting", d.accounting or "analyst's choice"),
-                         ("releasable keys", "none declared" if d.releasable is None else d.releasable)):
+                         ("releasable keys", "none declared" if d.releasable is None else
+                          f"{d.releasable} ({_made(d.releasable_source)})")):
         console.print(f"{label}: {value}", markup=False)
     binned = dict(d.bins)
     for attribute, values in d.domains:
@@ -142,3 +143,10 @@ def remove(name: Name, db: o.Db = None, ledger: o.Ledger = None) -> None:
     with open_owner(db, ledger) as owner:
         owner.unregister(name)
     stdout_console().print(f"removed {name}", markup=False)
+
+
+def _made(source: str | None) -> str:
+    """How a releasable set was made, in words (a predicate's set is data-derived and public)."""
+    if source is None or source == "list":
+        return "a declared list"
+    return f"selected by the {source} at registration: data-derived, public"

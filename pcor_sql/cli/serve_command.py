@@ -12,6 +12,12 @@ from pcor_sql.cli import parameters as o
 from pcor_sql.errors import UserError
 from pcor_sql.pipeline import DEFAULT_MIN_EPSILON
 
+#: The per-request work cap's default (`pcor_sql.service.http_app.DEFAULT_MAX_WORK`, kept here so
+#: that `--help` needs no service packages).
+DEFAULT_MAX_WORK = 50_000
+#: Seconds a stop waits for open connections before it closes them (running searches stop at once).
+GRACE_S = 3
+
 
 def serve(
     db: o.Db = None,
@@ -22,6 +28,9 @@ def serve(
     max_keys: Annotated[int, typer.Option("--max-keys", help="The most keys per request.")] = 100,
     workers: Annotated[int, typer.Option(
         "--workers", help="Requests that run at once, each on its own cursor (more wait their turn).")] = 4,
+    max_work: Annotated[int, typer.Option(
+        "--max-work", metavar="N", help="The most validity checks + EM candidates one request's search may use "
+        "(a count, never a time: past it the request fails, charged, with the generic refusal).")] = DEFAULT_MAX_WORK,
     ssl_keyfile: Annotated[Optional[str], typer.Option(
         "--ssl-keyfile", metavar="PATH", help="TLS private key (with --ssl-certfile: serve HTTPS).")] = None,
     ssl_certfile: Annotated[Optional[str], typer.Option(
@@ -52,9 +61,51 @@ def serve(
                         "pip install 'pcor-sql[service]'") from None
     from pcor_sql.cli.database import open_owner
 
+    if max_work < 1:
+        raise UserError(f"--max-work must be ≥ 1, got {max_work}", f"e.g. --max-work {DEFAULT_MAX_WORK}")
     with open_owner(db, ledger, engine=engine.value, spark_master=spark_master) as owner:
-        application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers)
+        application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers, max_work=max_work)
         scheme = "https" if ssl_certfile else "http"
         sys.stderr.write(f"serving analysts on {scheme}://{host}:{port} (Ctrl-C stops)\n")
-        uvicorn.run(application, host=host, port=port, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile,
-                    log_level="info")
+        log_requests()
+        # uvicorn's own access log writes query strings (a token sent there would land in the log):
+        # the service logs each request itself, path only (`service.http_plumbing.access_line`).
+        config = uvicorn.Config(application, host=host, port=port, ssl_keyfile=ssl_keyfile,
+                                ssl_certfile=ssl_certfile, log_level="info", access_log=False,
+                                timeout_graceful_shutdown=GRACE_S)
+        StoppingServer(config, application.state.service).run()
+
+
+def log_requests() -> None:
+    """The service's access lines on stderr, like uvicorn's own."""
+    import logging
+
+    access = logging.getLogger("pcor_sql.service")
+    if not access.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        access.addHandler(handler)
+        access.setLevel(logging.INFO)
+        access.propagate = False
+
+
+def _stopping_server() -> type:
+    import uvicorn
+
+    class Stopping(uvicorn.Server):
+        """SIGTERM / Ctrl-C: first tell every running search to stop (each ends at its next unit of
+        work and is recorded as interrupted), then uvicorn's own shutdown, bounded by GRACE_S."""
+
+        def __init__(self, config: "uvicorn.Config", service: object):
+            super().__init__(config)
+            self.service = service
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            self.service.stop()  # type: ignore[attr-defined]
+            super().handle_exit(sig, frame)
+
+    return Stopping
+
+
+def StoppingServer(config: object, service: object) -> object:  # noqa: N802 - a class made on demand
+    return _stopping_server()(config, service)

@@ -70,6 +70,9 @@ class OptionSpec:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     minimum_inclusive: bool = True
+    #: The largest value any caller may give (DESIGN.md §8 "Bounded work": every numeric option
+    #: has one, enforced alike on the CLI, in Python, in statements and over HTTP).
+    maximum: float | None = None
     sql: str | None = "with"
     cli: str | None = field(default="")
     searches: tuple[str, ...] = ()
@@ -80,6 +83,8 @@ class OptionSpec:
     def __post_init__(self) -> None:
         if self.cli == "":
             object.__setattr__(self, "cli", "--" + self.name.replace("_", "-"))
+        if self.kind in (Kind.NUMBER, Kind.INTEGER) and self.maximum is None:
+            raise TypeError(f"option {self.name!r} is numeric and declares no maximum (DESIGN.md §8 'Bounded work')")
         register_spelling(self.name, self.cli, self.sql)
 
     @property
@@ -125,17 +130,32 @@ class OptionSpec:
         return self.bounded(value, f"e.g. {self.hint()}")
 
     def bounded(self, value: Any, fix: str) -> Any:
-        """`value` if it respects the spec's lower bound, else a UserError with `fix`."""
-        low = self.minimum
+        """`value` if it respects the spec's bounds, else a UserError with `fix`."""
+        low, high = self.minimum, self.maximum
         if low is not None and (value < low or (value == low and not self.minimum_inclusive)):
             bound = f"≥ {low:g}" if self.minimum_inclusive else f"> {low:g}"
-            raise UserError(f"{self.name} must be {bound}, got {value!r}", fix)
+            raise UserError(f"{self.name} must be {bound}, got {_short(value)}", fix)
+        if high is not None and value > high:
+            raise UserError(f"{self.name} must be ≤ {_number(high)}, got {_short(value)}",
+                            f"give at most {_number(high)} ({self.name} is bounded so that no request is unbounded work)")
         return value
+
 
     def hint(self) -> str:
         from pcor_sql.errors import option_hint
 
         return option_hint(self.name, self.example)
+
+
+def _number(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:g}"
+
+
+def _short(value: Any) -> str:
+    """A number as an error may show it: a huge integer by its size, not its thousand digits."""
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return f"a {len(str(abs(value)))}-digit number"
+    return repr(value)
 
 
 def _shown(value: Any) -> str:

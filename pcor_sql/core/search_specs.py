@@ -31,32 +31,41 @@ class SearchName(StrEnum):
 
 # ---- the options searches read, each declared once (core.option_spec) ---------------------
 
+# Their bounds (DESIGN.md §8 "Bounded work"): far above any useful value, low enough that no
+# loop a search runs is unbounded. A service also caps each request's work (`core.work`).
+MAX_SAMPLES = 1_000_000
+MAX_DESCENTS = 100_000
+MAX_EXPLORE_CHECKS = 100_000_000
+MAX_DRAWS_BOUND = 1_000_000_000
+#: `direct` and `coe` refuse past 2^40 admissible contexts whatever the option says.
+MAX_ENUMERATION = 1 << 40
+
 #: n: read by every search but direct; its default is the search's own (`SearchSpec.default_samples`).
 SAMPLES = OptionSpec(
     "samples", Kind.INTEGER, None,
     f"samples n of the search (default: the search's own — {DEFAULT_SAMPLES}; explore: "
-    f"{DEFAULT_EXPLORE_SAMPLES:,} valid contexts)", "50", minimum=1, in_result=True,
+    f"{DEFAULT_EXPLORE_SAMPLES:,} valid contexts)", "50", minimum=1, maximum=MAX_SAMPLES, in_result=True,
 )
 DESCENTS = OptionSpec(
     "descents", Kind.INTEGER, DEFAULT_DESCENTS,
     "bfs: validity-only random descents from the full context that seed the frontier "
-    "(free under OCDP; 0 = the paper's Algorithm 5)", "24", minimum=0, searches=(SearchName.BFS,), in_result=True,
+    "(free under OCDP; 0 = the paper's Algorithm 5)", "24", minimum=0, maximum=MAX_DESCENTS, searches=(SearchName.BFS,), in_result=True,
 )
 MAX_CHECKS = OptionSpec(
     "max_checks", Kind.INTEGER, DEFAULT_EXPLORE_CHECKS,
     "explore: the most contexts it verifies (a count, never a time limit: see the search's documentation)",
-    "2000", minimum=1, searches=(SearchName.EXPLORE,),
+    "2000", minimum=1, maximum=MAX_EXPLORE_CHECKS, searches=(SearchName.EXPLORE,),
 )
 MAX_CONTEXTS = OptionSpec(
     "max_contexts", Kind.INTEGER, DEFAULT_MAX_ADMISSIBLE,
     f"refuse to enumerate more admissible contexts than this (direct search, coe). Default {DEFAULT_MAX_ADMISSIBLE:,}",
-    "1000", who=Who.OWNER, minimum=1, sql=None, searches=(SearchName.DIRECT,), nullable=True,
+    "1000", who=Who.OWNER, minimum=1, maximum=MAX_ENUMERATION, sql=None, searches=(SearchName.DIRECT,), nullable=True,
 )
 MAX_DRAWS = OptionSpec(
     "max_draws", Kind.INTEGER, DEFAULT_MAX_DRAWS,
     "uniform: the most admissible contexts it draws before it stops looking for n valid ones (a count: "
     "the draws read validity only, so the cap is free under OCDP)", "100000", minimum=1,
-    searches=(SearchName.UNIFORM,),
+    maximum=MAX_DRAWS_BOUND, searches=(SearchName.UNIFORM,),
 )
 
 

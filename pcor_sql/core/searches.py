@@ -32,6 +32,7 @@ from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_DESCENTS
+from pcor_sql.core.work import spend
 from pcor_sql.errors import InternalError, NoValidContext, UserError, option_hint, option_name
 
 DEFAULT_SAMPLES = 50
@@ -135,6 +136,7 @@ def uniform(
     draws = 0
     while len(found) < samples and draws < max_draws:
         draws += 1
+        spend()  # a draw that repeats a found context asks nothing, yet is work (`core.work`)
         mask = space.random_admissible(source)
         if mask not in found and _valid(oracle, mask, trace):
             found[mask] = None

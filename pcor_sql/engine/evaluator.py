@@ -20,6 +20,7 @@ from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.summary import CellSummary
+from pcor_sql.core.work import spend
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.requests import UTILITIES
 from pcor_sql.sqltext.build import METRIC_ALIAS, metric_values, select_from
@@ -118,6 +119,7 @@ class Evaluator:
 
     # -- oracle --------------------------------------------------------------------------
     def is_valid(self, mask: int) -> bool:
+        spend()  # every question counts toward a request's work cap, a cached answer too (`core.work`)
         verdict = self._valid.get(mask)
         if verdict is None:
             if not self.space.is_admissible(mask):
@@ -152,6 +154,7 @@ class Evaluator:
         return bool(rows.column(0)[0].as_py())
 
     def utility(self, mask: int) -> float:
+        spend()
         if self.utility_name == Utility.POPULATION:
             return float(self.population_size(mask))
         return float(self.population_size(mask & self.start))

@@ -37,8 +37,10 @@ verdict the verifier would return (same deterministic function, same snapshot), 
 search reads exactly the same sequence of validity answers and utilities, draws the same
 coins, and a seeded release is bit-for-bit the same (benchmarks/seeded_outputs.py is held
 to it). Validity is a function of COE(D, V), free under OCDP; remembering it spends nothing.
-What changes is only how long a release takes, which depends on the owner's own earlier
-releases; no search reads a clock, so no released context depends on it.
+What changes is only how long a release takes, which depends on the asker's own earlier
+releases; no search reads a clock, so no released context depends on it. Groups are kept per
+asker (`core.work.partition`: the owner, or one analyst): DESIGN.md §8 "No cross-analyst
+channels" — a hit would otherwise tell an analyst, by time alone, which keys another asked.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Hashable
 
+from pcor_sql.core.work import partition
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.lof import Lof
@@ -125,7 +128,9 @@ class VerdictCache:
         used from now on; None when the verifier is not known to be a pure function."""
         if not cacheable(verifier):
             return None
-        key = (int(anchor_mask), float(v), verifier)
+        # One partition per asker (`core.work.partition`): a verdict one analyst's request
+        # computed never answers another's faster, so timing cannot tell who asked what.
+        key = (partition(), int(anchor_mask), float(v), verifier)
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()

@@ -183,16 +183,29 @@ def analyst_usage(ledger: Ledger, name: str) -> tuple[QuotaUsage, ...]:
     return tuple(out)
 
 
-def analyst_history(ledger: Ledger, name: str, limit: int | None = None) -> tuple[dict[str, Any], ...]:
-    """`name`'s own requests, oldest first (the most recent `limit`), one per release, as plain
+def analyst_history(ledger: Ledger, name: str, limit: int | None = None,
+                    before: str | None = None) -> tuple[dict[str, Any], ...]:
+    """`name`'s own requests, oldest first (the most recent `limit`, asked before the request
+    `before` — a release_id of theirs — when given: pages backwards), one per release, as plain
     data: release_id, requested_at (UTC, ISO), notion, epsilon, k, mechanism, dataset, key,
     outcome."""
+    table = ledger.tables.history
+    params: list[Any] = [name]
+    older = ""
+    if before is not None:
+        params.append(before)
+        # (time, id) strictly before the named request's: a page boundary that never repeats or skips a row.
+        older = (f" HAVING (system.main.min(released_at), release_id) < (SELECT (system.main.min(released_at), $2)"
+                 f" FROM {table} WHERE analyst = $1 AND release_id = $2)"
+                 f" AND EXISTS (SELECT 1 FROM {table} WHERE analyst = $1 AND release_id = $2)")
+    if limit is not None:
+        params.append(limit)
     rows = ledger.read(
         f"SELECT release_id, system.main.min(released_at) AS asked_at, system.main.any_value(notion),"
         f" system.main.any_value(epsilon), system.main.any_value(k), system.main.any_value(mechanism),"
         f" system.main.any_value(dataset), system.main.any_value(record_key), system.main.any_value(outcome)"
-        f" FROM {ledger.tables.history} WHERE analyst = $1 GROUP BY release_id ORDER BY asked_at DESC, release_id DESC"
-        + (" LIMIT $2" if limit is not None else ""), [name] + ([limit] if limit is not None else []))
+        f" FROM {table} WHERE analyst = $1 GROUP BY release_id{older} ORDER BY asked_at DESC, release_id DESC"
+        + (f" LIMIT ${len(params)}" if limit is not None else ""), params)
     keys = ("release_id", "requested_at", "notion", "epsilon", "k", "mechanism", "dataset", "key", "outcome")
     return tuple({k: (_iso(v) if k == "requested_at" else v) for k, v in zip(keys, row)} for row in reversed(rows))
 

@@ -23,6 +23,8 @@ from pcor_sql.ledger.charge_rules import utc_now
 from pcor_sql.errors import UserError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Where the domains column keeps how the releasable set was made (no column is named so).
+SOURCE_KEY = "$releasable_source"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class RegisteredDataset:
     bins: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: How many keys analysts may ask about (frozen at registration; None: none declared).
     releasable: int | None = None
+    #: How the releasable set was made: "list", or "predicate: <SQL>" (a data-derived set).
+    releasable_source: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,7 +56,7 @@ class RegisteredDataset:
             "bins": {a: list(e) for a, e in self.bins},
             "units": list(self.units), "accounting": self.accounting,
             "created_at": None if self.created_at is None else self.created_at.isoformat(sep=" ", timespec="seconds"),
-            "releasable_keys": self.releasable,
+            "releasable_keys": self.releasable, "releasable_source": self.releasable_source,
         }
 
 
@@ -61,8 +65,12 @@ def _frozen_json(dataset: RegisteredDataset) -> str:
     {"bins": edges, "domain": bin labels} (an object: a domain is always a list, so the two
     never mix up, and rows written before bins existed read unchanged)."""
     binned = dict(dataset.bins)
-    return json.dumps({a: {"bins": list(binned[a]), "domain": list(v)} if a in binned else list(v)
-                       for a, v in dataset.domains})
+    frozen: dict[str, Any] = {a: {"bins": list(binned[a]), "domain": list(v)} if a in binned else list(v)
+                              for a, v in dataset.domains}
+    if dataset.releasable_source is not None:
+        # Kept beside the domains (readers look up attributes by name, so older ones skip it).
+        frozen[SOURCE_KEY] = dataset.releasable_source
+    return json.dumps(frozen)
 
 
 def check_name(name: object) -> str:
@@ -108,12 +116,12 @@ _COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, acc
 def _from_row(row: tuple) -> RegisteredDataset:
     name, relation, key, metrics, attributes, domains, units, accounting, created, releasable = row
     frozen = json.loads(domains)
-    binned = {a: v for a, v in frozen.items() if isinstance(v, dict)}
+    binned = {a: v for a, v in frozen.items() if isinstance(v, dict) and a in attributes}
     return RegisteredDataset(
         name, relation, key, tuple(metrics), tuple(attributes),
         tuple((a, tuple(binned[a]["domain"] if a in binned else frozen[a])) for a in attributes), tuple(units),
         accounting, created, tuple((a, tuple(binned[a]["bins"])) for a in attributes if a in binned),
-        releasable,
+        releasable, frozen.get(SOURCE_KEY) if isinstance(frozen.get(SOURCE_KEY), str) else None,
     )
 
 

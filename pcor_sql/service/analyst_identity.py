@@ -61,11 +61,11 @@ def usage(ledger: Any, name: str) -> Any:
     return plain(analyst_usage(ledger, name))
 
 
-def history(ledger: Any, name: str) -> Any:
+def history(ledger: Any, name: str, limit: int | None = None, before: str | None = None) -> Any:
     """The analyst's own requests, oldest first, as plain JSON."""
     from pcor_sql.ledger.analysts import analyst_history
 
-    return plain(analyst_history(ledger, name))
+    return plain(analyst_history(ledger, name, limit, before))
 
 
 def plain(value: Any) -> Any:

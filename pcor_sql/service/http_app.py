@@ -5,8 +5,12 @@
     POST /v1/identify   {dataset, value, beta, radius, epsilon, privacy?, k?, norm?}
     POST /v1/cost       an explain or identify body → what it would charge (nothing charged)
     GET  /v1/me         this analyst's quotas and ε spent per notion
-    GET  /v1/history    this analyst's own requests
+    GET  /v1/history    this analyst's own requests (paged: ?limit=N&before=RELEASE_ID)
+    GET  /healthz       whether the service is up (no token needed)
     GET  /openapi.json  the OpenAPI document (no token needed)
+
+The paths, their handlers, who may call them and their schemas are one table
+(`endpoint_table`); the routes here and the OpenAPI document are generated from it.
 
 Every request but the document needs `Authorization: Bearer <token>`; a missing, malformed,
 unknown or revoked token gets one 401 with one body. A body is JSON checked by exact type and
@@ -15,10 +19,11 @@ else. Then the request runs through `pcor_sql.analyst.Analyst` — the pipeline'
 the same code as in-process: reserve, then read; results in the order of the keys given.
 
 Errors are `{"error": ..., "fix": ...}`, never a traceback: 400 bad input, 403 refused by the
-trust model, 413/415 body too large / not JSON, 429 quota or limit reached — all before the
-reservation, nothing charged — and 422, the one generic failure after it (charged). Every
-response is `Cache-Control: no-store`. A refusal names nothing the analyst did not send or own:
-a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
+trust model, 404/405 (paths are exact, never redirected; a 405 says Allow), 413/415 body too
+large / not JSON, 429 quota or limit reached — all before the reservation, nothing charged —
+422, the one generic failure after it (charged), and 503 for a request the stopping service
+interrupted (recorded as interrupted). Every response is `Cache-Control: no-store`.
+A refusal names nothing the analyst did not send or own: a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
 
 Refusals do not wait for a worker. A request is first admitted (`Analyst.admit`: the request's
 checks, which read only the request and the registry, then its cost against the dataset's
@@ -27,90 +32,113 @@ small pool of its own cursors, so a refusal comes back while the workers are bus
 Admission decides nothing else: the worker runs the request from the start, and its
 reservation, atomic, alone decides what is charged — two requests admitted together near a
 quota get one charge and one 429, never an overspend.
+
+Bounded work (DESIGN.md §8). Every option has a declared maximum (the schemas carry it), and
+each request's search is metered (`core.work`): past `max_work` validity checks and EM
+candidates it stops, and the request fails with the generic 422. One analyst runs at most
+`workers - 1` requests at once (the rest wait in their own line, holding no worker), so one
+token cannot take every worker; with several tokens, a request waits at most for one capped
+search. Stopping (`stop()`, SIGTERM under `pcor-sql serve`) interrupts every running search at
+its next unit of work.
+
+No cross-analyst channels. Verdict caches are per asker (`core.work.partition`), and with
+`warm=True` (the default) each worker builds every registered dataset's summary before it
+serves, so no analyst's first request is slower because nobody asked before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
-import logging
-from typing import Any, AsyncIterator, Awaitable, Callable
+import math
+import threading
+import time
+from typing import Any, AsyncIterator, Callable
 
+import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from pcor_sql import pipeline
-from pcor_sql.analyst import Analyst
-from pcor_sql.errors import BudgetExceeded, Refused, RequestFailed, UserError
+from pcor_sql.analyst import OWNER_ONLY, Analyst
+from pcor_sql.errors import Interrupted, Refused, UserError
 from pcor_sql.ledger.dataset_registry import list_datasets
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity, plain
+from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Caller, Endpoint
+from pcor_sql.service.http_plumbing import (
+    LOG, UNAUTHORIZED, access_line, check_request, error_response, http_error, internal, ok, status_of,
+)
 from pcor_sql.service.openapi_document import document
 from pcor_sql.service.request_schema import BadRequest, Limits, check, explain_schema, identify_schema, parse_body
 from pcor_sql.service.worker_pool import WorkerPool
 
-LOG = logging.getLogger("pcor_sql.service")
-HEADERS = {"Cache-Control": "no-store"}
-UNAUTHORIZED = {"error": "not authenticated", "fix": "send Authorization: Bearer <your token>"}
-
-
-def error_response(status: int, problem: str, fix: str | None) -> JSONResponse:
-    headers = dict(HEADERS)
-    if status == 401:
-        headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse({"error": problem, "fix": fix or ""}, status_code=status, headers=headers)
-
-
-def status_of(exc: UserError) -> int:
-    """The HTTP code of a refusal (see the module docstring)."""
-    if isinstance(exc, BadRequest):
-        return exc.status
-    if isinstance(exc, RequestFailed):
-        return 422
-    if isinstance(exc, BudgetExceeded):
-        return 429
-    if isinstance(exc, Refused):
-        return 403
-    return 400
+#: The default per-request work cap: validity checks + EM candidates (`core.work`). A compiled
+#: check costs ~5-10 µs and the search's own step as much, so this is ~1-3 s of one core —
+#: ~8× the checks of a default BFS release on the scale benchmark's 1,200-cell table.
+DEFAULT_MAX_WORK = 50_000
 
 
 class Service:
     """The app's state: the owner's handle, the worker Sessions, the limits and the schemas."""
 
-    def __init__(self, owner: Any, *, min_epsilon: float, limits: Limits, workers: int):
+    def __init__(self, owner: Any, *, min_epsilon: float, limits: Limits, workers: int, max_work: int | None):
         from pcor_sql import __version__
 
         self.owner = owner
         self.ledger = owner.ledger
         self.min_epsilon = float(min_epsilon)
         self.limits = limits
+        self.max_work = max_work
+        self.workers = workers
+        #: Set when the service stops: running searches end at their next unit of work.
+        self.stopping = threading.Event()
         self.pool = WorkerPool(owner, workers)
         self.admission = WorkerPool(owner, ADMISSION)
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
+        self._shares: dict[tuple[int, str], anyio.CapacityLimiter] = {}
+
+    def stop(self) -> None:
+        """Interrupt every running request at its next unit of work (recorded as interrupted)."""
+        self.stopping.set()
 
     # ---- the plumbing every endpoint shares ----------------------------------------------
 
-    def endpoint(self, work: Callable[[Request, Identity], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
-        async def handle(request: Request) -> Response:
-            try:
-                identity = await anyio.to_thread.run_sync(
-                    analyst_identity.authenticate_header, self.ledger, request.headers.get("authorization"))
-                if identity is None:
-                    return error_response(401, UNAUTHORIZED["error"], UNAUTHORIZED["fix"])
-                return JSONResponse(await work(request, identity), headers=HEADERS)
-            except UserError as exc:
-                return error_response(status_of(exc), exc.problem, exc.fix)
-            except Exception as exc:  # a bug: logged for the owner, never shown to the analyst
-                LOG.error("internal error in %s: %s", request.url.path, type(exc).__name__, exc_info=True)
-                return error_response(500, "internal error", "retry later; the data owner can read the service log")
+    def route(self, endpoint: Endpoint) -> Route:
+        work = getattr(self, endpoint.handler)
 
-        return handle
+        async def handle(request: Request) -> Response:
+            started, who = time.perf_counter(), None
+            try:
+                params = check_request(request, endpoint)
+                if endpoint.caller is Caller.PUBLIC:
+                    response = await work(request, params)
+                else:
+                    identity = await anyio.to_thread.run_sync(
+                        analyst_identity.authenticate_header, self.ledger, request.headers.get("authorization"))
+                    if identity is None:
+                        response = error_response(401, *UNAUTHORIZED)
+                    else:
+                        who = identity.name
+                        response = ok(await work(request, identity, params))
+            except UserError as exc:
+                response = error_response(status_of(exc), exc.problem, exc.fix)
+            except (Interrupted, KeyboardInterrupt):  # the service is stopping (`core.work.Stopping`)
+                response = error_response(503, "the service is stopping: the request was interrupted",
+                                          "ask again when the service is back (the history shows it as interrupted)")
+            except Exception as exc:  # a bug: logged for the owner, never shown to the analyst
+                response = await internal(request, exc)
+            access_line(request, response.status_code, started, who)
+            return response
+
+        return Route(endpoint.path, handle, methods=[endpoint.method])
 
     async def body(self, request: Request) -> dict[str, Any]:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -124,12 +152,18 @@ class Service:
             raw += chunk
             if len(raw) > self.limits.max_body:
                 raise BadRequest(f"the body is larger than {self.limits.max_body} bytes", "send a smaller request", 413)
-        return parse_body(bytes(raw), self.limits)
+        body = parse_body(bytes(raw), self.limits)
+        # An owner's option is a 403 (the trust model), not an unknown field (DESIGN.md §6).
+        owners = sorted(set(body) & (OWNER_ONLY - BODY_WORDS))
+        if owners:
+            raise Refused(f"{owners[0]} is the data owner's option", f"drop {owners[0]}")
+        return body
 
     def analyst(self, session: Any, identity: Identity) -> Analyst:
         """The analyst handle for this request: the pipeline's analyst policy, paid from this
-        analyst's quota, on the worker's own Session."""
-        policy = pipeline.analyst_policy(identity.name, min_epsilon=self.min_epsilon)
+        analyst's quota, on the worker's own Session, its work capped."""
+        policy = pipeline.analyst_policy(identity.name, min_epsilon=self.min_epsilon, max_work=self.max_work,
+                                         stop=self.stopping)
         return Analyst(self.owner, policy, session=session)
 
     def visible(self, identity: Identity) -> list[Any]:
@@ -141,13 +175,28 @@ class Service:
         if name not in names:
             raise Refused(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
 
+    def share(self, name: str) -> anyio.CapacityLimiter:
+        """The most requests one analyst runs at once: all workers but one (DESIGN.md §8)."""
+        key = (id(asyncio.get_running_loop()), name)  # one limiter per analyst and event loop
+        limiter = self._shares.get(key)
+        if limiter is None:
+            limiter = self._shares[key] = anyio.CapacityLimiter(max(1, self.workers - 1))
+        return limiter
+
+    def queued(self) -> int:
+        """Requests waiting now: for a worker, or in their analyst's own line."""
+        return self.pool.load()[1] + sum(s.statistics().tasks_waiting for s in list(self._shares.values()))
+
     async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
                   pool: WorkerPool | None = None) -> Any:
         def work(session: Any) -> Any:
             self.require_visible(identity, dataset)
             return call(self.analyst(session, identity))
 
-        return await (pool or self.pool).run(work)
+        if pool is not None:
+            return await pool.run(work)
+        async with self.share(identity.name):
+            return await self.pool.run(work)
 
     async def answer(self, identity: Identity, method: str, dataset: str, target: Any, options: dict[str, Any]) -> Any:
         """`Analyst.<method>(dataset, target, **options)` on a worker, once admitted (see the module
@@ -156,22 +205,22 @@ class Service:
                                                             **copy.deepcopy(options)), pool=self.admission)
         return await self.run(identity, dataset, lambda a: getattr(a, method)(dataset, target, **options))
 
-    # ---- the endpoints -------------------------------------------------------------------
+    # ---- the endpoints (declared in `endpoint_table`) -------------------------------------
 
-    async def datasets(self, request: Request, identity: Identity) -> Any:
+    async def datasets(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         found = await anyio.to_thread.run_sync(self.visible, identity)
         return {"datasets": [{"name": d.name, "key": d.key, "metrics": list(d.metrics), "attributes": list(d.attributes),
                               "domains": {a: list(v) for a, v in d.domains}, "releasable_keys": d.releasable,
                               "accounting": d.accounting} for d in found]}
 
-    async def explain(self, request: Request, identity: Identity) -> Any:
+    async def explain(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         body = await self.body(request)
         check(body, self.explain_schema, "the body")
         dataset, keys = body.pop("dataset"), body.pop("keys")
         results = await self.answer(identity, "explain_outliers", dataset, keys, body)
         return {"results": [plain(r.as_dict()) for r in results]}
 
-    async def identify(self, request: Request, identity: Identity) -> Any:
+    async def identify(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         body = await self.body(request)
         check(body, self.identify_schema, "the body")
         dataset, value = body.pop("dataset"), body.pop("value")
@@ -180,7 +229,7 @@ class Service:
         shown["value"] = shown.pop("key")
         return {"results": [shown]}
 
-    async def cost(self, request: Request, identity: Identity) -> Any:
+    async def cost(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         body = await self.body(request)
         if ("keys" in body) == ("value" in body):
             raise BadRequest("a cost body is an explain body (with keys) or an identify body (with value)",
@@ -192,68 +241,77 @@ class Service:
         found = await self.run(identity, dataset, lambda a: a.cost(method, dataset, target, **body), pool=self.admission)
         return {"dataset": dataset, **found.as_dict()}
 
-    async def me(self, request: Request, identity: Identity) -> Any:
+    async def me(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         usage = await anyio.to_thread.run_sync(analyst_identity.usage, self.ledger, identity.name)
         return {"analyst": identity.name, "datasets": None if identity.datasets is None else list(identity.datasets),
-                "min_epsilon": self.min_epsilon, "max_keys": self.limits.max_keys, "usage": usage}
+                "min_epsilon": self.min_epsilon, "max_keys": self.limits.max_keys, "max_work": self.max_work,
+                "usage": usage}
 
-    async def history(self, request: Request, identity: Identity) -> Any:
-        rows = await anyio.to_thread.run_sync(analyst_identity.history, self.ledger, identity.name)
+    async def history(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        limit, before = params.get("limit", 100), params.get("before")
+        rows = await anyio.to_thread.run_sync(analyst_identity.history, self.ledger, identity.name, limit, before)
         return {"history": rows}
 
-    async def openapi(self, request: Request) -> Response:
-        return JSONResponse(self.document, headers=HEADERS)
+    async def health(self, request: Request, params: dict[str, Any]) -> Response:
+        return ok({"status": "stopping" if self.stopping.is_set() else "ok"})
+
+    async def openapi(self, request: Request, params: dict[str, Any]) -> Response:
+        return ok(self.document)
+
+    def warm(self) -> None:
+        """Build every registered dataset's summary on every worker before serving (see the module
+        docstring): a first request is then as fast for everyone."""
+        from pcor_sql.analyst import warm_session
+
+        datasets = list_datasets(self.ledger)
+        for session in self.pool.sessions():
+            for dataset in datasets:
+                warm_session(session, dataset)
 
 
 NAME = 128
+#: Body fields of the analyst's own (the owner's `dataset` option, the ledger name to charge, is
+#: spelled like the body's registered dataset and is never an analyst's).
+BODY_WORDS = frozenset({"dataset"})
 #: Cursors that admit requests (`Service.answer`): a check takes milliseconds, so two keep up with many workers.
 ADMISSION = 2
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    status = getattr(exc, "status_code", 500)
-    fixes = {404: "see GET /openapi.json for the paths", 405: "see GET /openapi.json for each path's method"}
-    problem = str(getattr(exc, "detail", "")) or "error"
-    return error_response(status, problem.lower(), fixes.get(status, "see GET /openapi.json"))
-
-
-async def _internal(request: Request, exc: Exception) -> Response:
-    LOG.error("internal error in %s: %s", request.url.path, type(exc).__name__, exc_info=True)
-    return error_response(500, "internal error", "retry later; the data owner can read the service log")
-
-
 def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
-        max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4) -> Starlette:
+        max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4, max_work: int | None = DEFAULT_MAX_WORK,
+        warm: bool = True) -> Starlette:
     """The analyst service over `owner` (a `pcor_sql.Owner` on a DuckDB connection or a
     SparkSession, with its ledger) as an ASGI app: run it under uvicorn (`pcor-sql serve`), or
     mount it in the owner's own Starlette/FastAPI app. `min_epsilon`: the smallest ε per
     request; `max_keys`, `max_body` (bytes), `max_text` (characters): the input bounds;
-    `workers`: how many requests run at once, each on its own cursor (more wait their turn)."""
+    `workers`: how many requests run at once, each on its own cursor (more wait their turn);
+    `max_work`: the most validity checks + EM candidates one request's search may use (None:
+    no cap); `warm`: build the registered datasets' summaries on every worker at start-up.
+    `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
     for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers)):
         if type(value) is not int or value < 1:
             raise UserError(f"{name} must be a whole number ≥ 1, got {value!r}", f"e.g. {name}=100")
-    if type(min_epsilon) not in (int, float) or not 0 <= min_epsilon < float("inf"):
+    if max_work is not None and (type(max_work) is not int or max_work < 1):
+        raise UserError(f"max_work must be a whole number ≥ 1 (or None: no cap), got {max_work!r}",
+                        f"e.g. max_work={DEFAULT_MAX_WORK}")
+    if type(min_epsilon) not in (int, float) or not (0 <= min_epsilon and math.isfinite(min_epsilon)):
         raise UserError(f"min_epsilon must be a finite number ≥ 0, got {min_epsilon!r}", "e.g. min_epsilon=0.01")
-    service = Service(owner, min_epsilon=min_epsilon, limits=Limits(max_keys, max_text, max_body), workers=workers)
+    service = Service(owner, min_epsilon=min_epsilon, limits=Limits(max_keys, max_text, max_body), workers=workers,
+                      max_work=max_work)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        if warm:
+            await anyio.to_thread.run_sync(service.warm)
         try:
             yield
         finally:
+            service.stop()
             service.pool.close()
             service.admission.close()
 
-    routes = [
-        Route("/v1/datasets", service.endpoint(service.datasets), methods=["GET"]),
-        Route("/v1/explain", service.endpoint(service.explain), methods=["POST"]),
-        Route("/v1/identify", service.endpoint(service.identify), methods=["POST"]),
-        Route("/v1/cost", service.endpoint(service.cost), methods=["POST"]),
-        Route("/v1/me", service.endpoint(service.me), methods=["GET"]),
-        Route("/v1/history", service.endpoint(service.history), methods=["GET"]),
-        Route("/openapi.json", service.openapi, methods=["GET"]),
-    ]
-    built = Starlette(routes=routes, lifespan=lifespan,
-                      exception_handlers={HTTPException: _http_error, Exception: _internal})
+    built = Starlette(routes=[service.route(e) for e in ANALYST_ENDPOINTS], lifespan=lifespan,
+                      exception_handlers={HTTPException: http_error, Exception: internal})
+    built.router.redirect_slashes = False  # a redirect would be built from the Host header
     built.state.service = service
     return built

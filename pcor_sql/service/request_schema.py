@@ -68,6 +68,8 @@ def _option_schema(spec: OptionSpec, limits: Limits) -> dict[str, Any]:
         if spec.minimum is not None:
             bound = int(spec.minimum) if spec.kind is Kind.INTEGER else float(spec.minimum)
             schema["minimum" if spec.minimum_inclusive else "exclusiveMinimum"] = bound
+        if spec.maximum is not None:
+            schema["maximum"] = int(spec.maximum) if spec.kind is Kind.INTEGER else float(spec.maximum)
     schema["description"] = spec.help
     if spec.default is not None and not isinstance(spec.default, (list, tuple, dict)):
         schema["default"] = spec.default if isinstance(spec.default, (bool, int, float)) else str(spec.default)
@@ -177,8 +179,7 @@ def check(value: Any, schema: dict[str, Any], where: str) -> None:
     if expected == "string":
         if len(value) > schema.get("maxLength", len(value)):
             raise BadRequest(f"{where} is longer than {schema['maxLength']} characters", "send a shorter text")
-        if "\x00" in value:
-            raise BadRequest(f"{where} contains a NUL character", "remove it")
+        text(value, where)
     elif expected in ("integer", "number"):
         if "minimum" in schema and value < schema["minimum"]:
             raise BadRequest(f"{where} must be ≥ {schema['minimum']}, got {value!r}", _example(where, schema))
@@ -208,12 +209,27 @@ def _check_object(value: dict[str, Any], schema: dict[str, Any], where: str) -> 
     for name, item in value.items():
         if len(name) > NAME_LENGTH:
             raise BadRequest(f"a field name in {where} is longer than {NAME_LENGTH} characters", "use shorter names")
+        text(name, f"a field name in {where}")
         if name in properties:
             check(item, properties[name], name)
         elif extra is False:
             raise BadRequest(f"unknown field {name[:40]!r}", f"fields: {', '.join(sorted(properties))}")
         else:
             check(item, extra, f"{where}[{name[:40]!r}]")
+
+
+def text(value: str, where: str) -> str:
+    """`value` if it is valid Unicode text without NUL, else a 400 (DESIGN.md §8 "Inputs are
+    exact"): JSON's `\\udfff` escapes decode to lone surrogates, which no UTF-8 encoder (DuckDB's,
+    the response's) can write, and a NUL ends a C string early."""
+    if "\x00" in value:
+        raise BadRequest(f"{where} contains a NUL character", "remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"{where} is not valid Unicode text (a lone surrogate such as \\udfff)",
+                         "send text whose \\u escapes pair up, or plain UTF-8") from None
+    return value
 
 
 def _article(kind: str) -> str:

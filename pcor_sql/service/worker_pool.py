@@ -75,6 +75,13 @@ class WorkerPool:
         finally:
             self._free.put(session)
 
+    def sessions(self) -> list[Session]:
+        """Every Session, for work done before serving (nothing else holds one then)."""
+        held = [self._free.get() for _ in range(self.size)]
+        for session in held:
+            self._free.put(session)
+        return held
+
     def close(self) -> None:
         for cursor in self._cursors:
             cursor.close()

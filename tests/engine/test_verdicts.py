@@ -104,8 +104,9 @@ def test_verdicts_are_kept_per_record_and_per_verifier_options(con):
     _release(con, session, 171, "lof", "bfs", 1)
     keys = list(_summary(session).verdicts._groups)
     assert len(keys) == 3
-    assert {k[2] for k in keys} == {Lof(), Lof(k=5)}
-    assert len({(k[0], k[1]) for k in keys}) == 2  # two records
+    assert {k[3] for k in keys} == {Lof(), Lof(k=5)}  # (asker, cell, value, verifier)
+    assert len({(k[1], k[2]) for k in keys}) == 2  # two records
+    assert {k[0] for k in keys} == {"owner"}
 
 
 def test_a_new_session_starts_without_verdicts(con):
@@ -113,7 +114,7 @@ def test_a_new_session_starts_without_verdicts(con):
     _release(con, s1, 42, "lof", "bfs", 1)
     _release(con, s2, 42, "grubbs", "dfs", 1)
     assert _summary(s1) is not _summary(s2)
-    assert {k[2] for k in _summary(s2).verdicts._groups} == {Grubbs()}
+    assert {k[3] for k in _summary(s2).verdicts._groups} == {Grubbs()}
 
 
 def test_only_pure_verifiers_are_cached():

@@ -13,6 +13,7 @@ schemathesis's pytest loader does not run on pytest 9.)"""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -26,7 +27,7 @@ from tests.client.served_dataset import ABSENT, OUTLIERS, served_dataset
 #: The operations schemathesis finds in the document (GET /openapi.json, with nothing to send and
 #: no token, is not among them: tests/service/test_service_http.py reads it).
 OPERATIONS = [("GET", "/v1/datasets"), ("POST", "/v1/explain"), ("POST", "/v1/identify"), ("POST", "/v1/cost"),
-              ("GET", "/v1/me"), ("GET", "/v1/history")]
+              ("GET", "/v1/me"), ("GET", "/v1/history"), ("GET", "/healthz")]
 #: Examples per operation and mode (12 runs): 240 requests, ~25 s here under load 5.
 EXAMPLES = 20
 #: Past this many seconds since the first case, no further schemathesis request is sent (a loaded machine).
@@ -56,6 +57,8 @@ def test_the_fuzz_covers_every_operation_of_the_document(document):
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=str)
 @pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
 def test_no_5xx_no_traceback_and_no_charge_for_a_refusal(served, document, method, path, mode):
+    if path == "/healthz" and mode is GenerationMode.NEGATIVE:
+        pytest.skip("GET /healthz takes nothing: there is no input to get wrong")
     operation = document[path][method]
     headers = {"Authorization": f"Bearer {served.tokens['alice']}"}
     sent: list[int] = []
@@ -94,22 +97,30 @@ def test_no_5xx_no_traceback_and_no_charge_for_a_refusal(served, document, metho
 # quota run out), so they reach 403, 429, 200 and 422 too; the same invariants hold, and an
 # answer or a failure after the reservation charges exactly one history row per key.
 
-KEYS = st.one_of(st.sampled_from([*OUTLIERS, ABSENT]), st.integers(-5, 200), st.sampled_from(["7", "a-7", ""]))
+# Issue 26 "Bad input": lone surrogates and NULs in text, huge integers, floats for integers,
+# strings for integer keys (and integers for text keys) — all refused before the reservation.
+ODD_TEXT = st.sampled_from(["\udfff", "a\ud800", "a\x00b", "\U0001f600"])
+KEYS = st.one_of(st.sampled_from([*OUTLIERS, ABSENT]), st.integers(-5, 200), st.sampled_from(["7", "a-7", ""]),
+                 ODD_TEXT, st.integers(2**62, 2**70), st.sampled_from([7.0, 1e300]))
+HUGE = st.one_of(st.integers(0, 60), st.integers(2**40, 2**66), st.sampled_from([1e308, 2.5]))
 EPSILON = st.one_of(st.sampled_from([0.05, 0.1, 0.5]), st.sampled_from([1e-300, 0.009, 0.0]),
                     st.floats(1e-4, 10.0))
 EXPLAIN = st.fixed_dictionaries(
     {"dataset": st.sampled_from(["staff", "staff", "tagged"]), "keys": st.lists(KEYS, min_size=1, max_size=4),
      "epsilon": EPSILON},
     optional={"verifier": st.sampled_from(["grubbs", "zscore", "lof(k=3)", "lof(k=0)", "spy"]),
-              "search": st.sampled_from(["bfs", "explore", "nope"]), "samples": st.integers(0, 60),
+              "search": st.sampled_from(["bfs", "explore", "nope", "uniform", "random-walk"]), "samples": HUGE,
+              "descents": HUGE, "max_draws": HUGE, "max_checks": HUGE,
+              "verifier_options": st.one_of(st.just({"k": 3}), st.dictionaries(ODD_TEXT, st.just(1), max_size=1)),
               "by": st.sampled_from(["dept", "dept,year", ["year"], "salary"]),
               "start": st.sampled_from(["dept IN ('a')", "dept IN ('z')", "1; DROP TABLE staff"]),
               "seed": st.just(1), "owner_view": st.just(True)})
 IDENTIFY = st.fixed_dictionaries(
     {"dataset": st.sampled_from(["staff", "tagged"]),
      "value": st.one_of(st.fixed_dictionaries({"pay": st.floats(-1e6, 1e6)}), st.just({"salary": 1.0})),
-     "beta": st.sampled_from([1, 2, 5]), "radius": st.sampled_from([0.5, 5.0, 100.0]), "epsilon": EPSILON},
-    optional={"privacy": st.sampled_from(["sp", "dp", "xx"]), "k": st.integers(0, 4)})
+     "beta": st.one_of(st.sampled_from([1, 2, 5]), st.sampled_from([2**1000, 1e308])),
+     "radius": st.sampled_from([0.5, 5.0, 100.0, 1e308]), "epsilon": EPSILON},
+    optional={"privacy": st.sampled_from(["sp", "dp", "xx"]), "k": st.one_of(st.integers(0, 4), HUGE)})
 
 
 @pytest.mark.parametrize(("path", "bodies"), [("/v1/explain", EXPLAIN), ("/v1/identify", IDENTIFY),
@@ -127,7 +138,7 @@ def test_near_valid_bodies_refused_uncharged_or_charged_per_key(served, path, bo
                   suppress_health_check=list(HealthCheck))
         def one(body):
             before = served.state()
-            response = client.post(path, json=body)
+            response = client.post(path, content=json.dumps(body), headers={"Content-Type": "application/json"})
             status, text = response.status_code, response.text
             statuses.append(status)
             assert status < 500 and "Traceback" not in text and 'File "' not in text, (body, status, text)
@@ -138,6 +149,10 @@ def test_near_valid_bodies_refused_uncharged_or_charged_per_key(served, path, bo
                 assert len(after[0]) - len(before[0]) == len({(type(k), k) for k in body["keys"]}), (body, status, text)
             else:
                 assert len(after[0]) - len(before[0]) == 1, (body, status, text)
+            # The history says what the analyst was told (issue 26): answered for a 200, failed for a 422.
+            told = {200: "answered", 422: "failed"}.get(status)
+            if told is not None and path != "/v1/cost":
+                assert {r.outcome for r in after[0][len(before[0]):]} == {told}, (body, status, text)
 
         one()
     assert set(statuses) - {400}, statuses  # the draws reach past the schema check

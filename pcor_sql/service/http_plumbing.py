@@ -1,0 +1,108 @@
+"""What every response and every request of the service goes through (DESIGN.md §8): JSON
+bodies any client can read, `{error, fix}` errors, `no-store`, exact paths, the checks of the
+query string and of the Authorization header, and an access log that never holds a token.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from pcor_sql.errors import BudgetExceeded, Refused, RequestFailed, UserError
+from pcor_sql.service.endpoint_table import Endpoint
+from pcor_sql.service.request_schema import BadRequest, check, text
+
+LOG = logging.getLogger("pcor_sql.service")
+ACCESS = logging.getLogger("pcor_sql.service.access")
+HEADERS = {"Cache-Control": "no-store"}
+UNAUTHORIZED = ("not authenticated", "send Authorization: Bearer <your token>")
+#: Query parameter names that carry a token in other APIs: refused by name, whatever the endpoint.
+TOKEN_NAMES = frozenset({"token", "access_token", "auth", "authorization", "bearer", "api_key", "apikey", "key"})
+
+
+class Json(JSONResponse):
+    """JSON as ASCII: every character outside it is a `\\u` escape, so a lone surrogate that
+    reached an error text can never make writing the response fail."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def ok(content: Any) -> Response:
+    return Json(content, headers=HEADERS)
+
+
+def error_response(status: int, problem: str, fix: str | None, headers: dict[str, str] | None = None) -> Response:
+    out = {**HEADERS, **(headers or {})}
+    if status == 401:
+        out["WWW-Authenticate"] = "Bearer"
+    return Json({"error": problem, "fix": fix or ""}, status_code=status, headers=out)
+
+
+def status_of(exc: UserError) -> int:
+    """The HTTP code of a refusal (see `endpoint_table.ERRORS`)."""
+    if isinstance(exc, BadRequest):
+        return exc.status
+    if isinstance(exc, RequestFailed):
+        return 422
+    if isinstance(exc, BudgetExceeded):
+        return 429
+    if isinstance(exc, Refused):
+        return 403
+    return 400
+
+
+def check_request(request: Request, endpoint: Endpoint) -> dict[str, Any]:
+    """The query parameters `endpoint` declares, checked (400 otherwise), and one Authorization
+    header at most. A token in the query string is refused by name — it would sit in proxies'
+    and servers' logs — and this service's own access log never writes a query string."""
+    if len(request.headers.getlist("authorization")) > 1:
+        raise BadRequest("the request has two Authorization headers", "send exactly one: Authorization: Bearer <token>")
+    params: dict[str, Any] = {}
+    declared = {q.name: q for q in endpoint.query}
+    for name, value in request.query_params.multi_items():
+        if name.lower() in TOKEN_NAMES and name not in declared:
+            raise BadRequest("a token in the query string is refused (it would be written to logs)",
+                             "send it in the Authorization header: Authorization: Bearer <token>")
+        text(name, "a query parameter name")
+        if name not in declared:
+            allowed = ", ".join(sorted(declared)) or "none"
+            raise BadRequest(f"unknown query parameter {name[:40]!r}", f"this path takes: {allowed}")
+        if name in params:
+            raise BadRequest(f"the query parameter {name!r} is given twice", "give it once")
+        schema = declared[name].schema
+        if schema["type"] == "integer":
+            if not value.isdigit() or len(value) > 18:
+                raise BadRequest(f"{name} must be a whole number", f"e.g. ?{name}={schema.get('default', 10)}")
+            params[name] = int(value)
+        else:
+            params[name] = value
+        check(params[name], schema, name)
+    return params
+
+
+def access_line(request: Request, status: int, started: float, analyst: str | None) -> None:
+    """One access-log line: method, path (never the query string), status, who, latency."""
+    ACCESS.info("%s %s %d analyst=%s %.1fms", request.method, request.url.path, status, analyst or "-",
+                (time.perf_counter() - started) * 1000)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """404 and 405 (with Allow) as `{error, fix}`: paths are exact, never redirected."""
+    status = getattr(exc, "status_code", 500)
+    fixes = {404: "see GET /openapi.json for the paths (exact: no trailing slash)",
+             405: "see GET /openapi.json for each path's method"}
+    problem = str(getattr(exc, "detail", "")) or "error"
+    headers = dict(getattr(exc, "headers", None) or {})
+    return error_response(status, problem.lower(), fixes.get(status, "see GET /openapi.json"),
+                          {k: v for k, v in headers.items() if k.lower() == "allow"})
+
+
+async def internal(request: Request, exc: Exception) -> Response:
+    LOG.error("internal error in %s: %s", request.url.path, type(exc).__name__, exc_info=True)
+    return error_response(500, "internal error", "retry later; the data owner can read the service log")
