@@ -20,6 +20,9 @@ def service(
     analysts: Annotated[int, typer.Option("--analysts", metavar="N", help="Concurrent analysts.")] = 8,
     requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests per analyst.")] = 50,
     workers: Annotated[int, typer.Option("--workers", metavar="N", help="The service's --workers.")] = 4,
+    heavy: Annotated[int, typer.Option(
+        "--heavy", metavar="N", help="Analysts sending maximal requests while a light one is timed (0: skip).")] = 8,
+    light: Annotated[int, typer.Option("--light", metavar="N", help="Light requests timed alone and under load.")] = 10,
     reference: Annotated[int, typer.Option(
         "--reference", metavar="N", help="In-process requests timed as the reference, before and after the load.")] = 12,
     workdir: Annotated[Path, typer.Option(
@@ -49,12 +52,13 @@ def service(
 
     section = section_name(benchmarks_section)
     for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers, "--workers"),
-                        (reference, "--reference")):
+                        (reference, "--reference"), (light, "--light")):
         if value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 4")
     command = command_line("service", [
         ("--rows", rows, 1_000_000), ("--analysts", analysts, 8), ("--requests", requests, 50),
-        ("--workers", workers, 4), ("--reference", reference, 12), ("--benchmarks-section", benchmarks_section, "service"),
+        ("--workers", workers, 4), ("--reference", reference, 12), ("--heavy", heavy, 8), ("--light", light, 10),
+        ("--benchmarks-section", benchmarks_section, "service"),
     ])
     if from_json is not None:
         import json
@@ -66,6 +70,12 @@ def service(
                          workdir=workdir)
         with progress_reporter() as report:
             result = run_service(cfg, report)
+            if heavy > 0:
+                from benchmarks.service_heavy import run_heavy
+                from benchmarks.service_load import PLANTED, TABLE
+
+                db = workdir / f"service-{rows}.duckdb"
+                result["under_maximal"] = run_heavy(db, workers, heavy, light, TABLE, PLANTED - 1, report)
         result["command"] = command
         save_raw(out_dir, "service", result)
     tables = service_tables(result)
@@ -78,6 +88,7 @@ def service(
 
 def service_tables(result: dict[str, Any]) -> list[Any]:
     from benchmarks.report import target_table
+    from benchmarks.service_heavy import heavy_table
     from benchmarks.service_load import percentile
     from benchmarks.tables import make_table, seconds
 
@@ -136,4 +147,5 @@ def service_tables(result: dict[str, Any]) -> list[Any]:
                    sorted((k, str(v)) for k, v in statuses.items())),
         target_table([{"name": v["check"], "goal": "holds", "measured": v["measured"], "met": v["met"]}
                       for v in result["verdicts"]]),
+        *([heavy_table(result["under_maximal"])] if "under_maximal" in result else []),
     ]

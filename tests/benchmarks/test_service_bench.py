@@ -13,7 +13,7 @@ def test_service_smoke(tmp_path):
     bench_md = tmp_path / "BENCHMARKS.md"
     bench_md.write_text("# benchmarks\n", encoding="utf-8")
     result = run("service", "--rows", "3000", "--analysts", "3", "--requests", "6", "--reference", "2",
-                 "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"), "--update-benchmarks",
+                 "--heavy", "2", "--light", "3", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"), "--update-benchmarks",
                  "--benchmarks-file", str(bench_md))
     assert result.exit_code == 0, (result.stdout, result.stderr)
     saved = json.loads((tmp_path / "out" / "service.json").read_text(encoding="utf-8"))
@@ -22,6 +22,9 @@ def test_service_smoke(tmp_path):
     assert saved["command"].startswith("python -m benchmarks service --rows 3000")
     text = bench_md.read_text(encoding="utf-8")
     assert "## python -m benchmarks service" in text and "requests / s" in text and "load average" in text
+    heavy = saved["under_maximal"]
+    assert [r["status"] for r in heavy["alone"] + heavy["loaded"]] == [200] * 6
+    assert set(heavy["heavy_statuses"]) <= {"422"} and "while 2 maximal requests run" in text
     again = run("service", "--from-json", str(tmp_path / "out" / "service.json"), "--out-dir", str(tmp_path / "o2"))
     assert again.exit_code == 0 and "p50 / reference" in again.stdout
 
