@@ -159,7 +159,9 @@ class Owner:
         add_dataset(self.ledger, dataset, replace=replace, releasable=keys)
         for notion, epsilon in limits.items():
             for unit in dataset.units:
-                self.ledger.set_limit(unit, epsilon, notion)
+                change = self.ledger.set_limit(unit, epsilon, notion)
+                if change.below_spent:
+                    below_spent_warning(change, self.session.warn)
         return get_dataset(self.ledger, name)
 
     def datasets(self) -> tuple[RegisteredDataset, ...]:
@@ -187,8 +189,8 @@ class Owner:
 
         return tuple(u.name for u in resolve_spelling(self.con, spelling))
 
-    def set_limit(self, spelling: str, epsilon: float, notion: str = "ocdp") -> tuple[LimitChange, ...]:
-        """Set the `notion` limit of every unit `spelling` denotes."""
+    def set_limit(self, spelling: str, epsilon: float | None, notion: str = "ocdp") -> tuple[LimitChange, ...]:
+        """Set the `notion` limit of every unit `spelling` denotes (None clears it)."""
         units = self.units(spelling)
         return tuple(self.ledger.set_limit(unit, epsilon, notion) for unit in units)
 
@@ -267,6 +269,13 @@ class Owner:
 
         return revoke_analyst(self.ledger, name)
 
+    def rotate_analyst(self, name: str) -> str:
+        """A new token for `name`, shown this once; the old one stops at once. Quotas, spent and
+        history stay; a revoked analyst is reinstated with the new token."""
+        from pcor_sql.ledger.analysts import rotate_analyst
+
+        return rotate_analyst(self.ledger, name)
+
     def set_analyst_quota(self, name: str, epsilon: float | None, *, notion: str | None = None,
                           dataset: str | None = None) -> None:
         """Set (None: remove) `name`'s quota under `notion` (None: every notion), over all
@@ -328,6 +337,19 @@ def _limits(limit: Any) -> dict[str, float]:
             raise UserError(f"unknown privacy notion {unknown[0]!r} in limit", f"use {', '.join(NOTIONS)}")
         return dict(limit)
     return {notion: limit for notion in NOTIONS}
+
+
+def below_spent_warning(change: LimitChange, warn: Any) -> None:
+    """A limit set below what is already spent: allowed (the owner may tighten a budget), but
+    every charge is refused until it is raised — and analysts hear only "a limit was reached"."""
+    message = (f"the new {change.notion} limit of {change.unit} (ε = {change.limit:.6g}) is below the ε already spent "
+               f"({change.spent:.6g}): every charge is refused until it is raised")
+    if warn is not None:
+        warn(message)
+    else:
+        import warnings
+
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[Any] | str) -> list[str]:

@@ -1,4 +1,4 @@
-"""`pcor-sql analyst add|list|revoke|quota`: the analysts the owner serves (DESIGN.md §6).
+"""`pcor-sql analyst add|list|revoke|rotate|quota`: the analysts the owner serves (DESIGN.md §6).
 
 Each analyst gets a bearer token, printed once as the last line of `analyst add` (only its
 hash is kept), optionally an ε quota per notion and a list of the registered datasets they may
@@ -20,7 +20,7 @@ from pcor_sql.errors import UserError
 app = typer.Typer(
     name="analyst",
     help="Analysts served by `pcor-sql serve`: bearer tokens, quotas per notion, datasets they may use.",
-    short_help="Analysts: add (prints a token), list, revoke, quota.",
+    short_help="Analysts: add (prints a token), list, revoke, rotate, quota.",
 )
 
 Name = Annotated[str, typer.Argument(help="The analyst's name.", show_default=False)]
@@ -114,6 +114,25 @@ def revoke(name: Name, db: o.Db = None, ledger: o.Ledger = None) -> None:
     with open_owner(db, ledger) as owner:
         info = owner.revoke_analyst(name)
     stdout_console().print(f"analyst {info.name} revoked at {info.as_dict()['revoked_at']} (UTC)", markup=False)
+
+
+@app.command("rotate", short_help="A new token for an analyst (printed once); the old one stops at once.")
+def rotate(name: Name, db: o.Db = None, ledger: o.Ledger = None) -> None:
+    """Issue NAME a new bearer token, printed as the last line — shown this once — and stop the
+    old one at once. Quotas, spent ε and history stay (a revoked analyst is reinstated).
+
+    \b
+    Example:
+        pcor-sql analyst rotate ana --db salaries.duckdb | tail -n 1 > ana.token
+    """
+    with open_owner(db, ledger) as owner:
+        was = [a for a in owner.analysts() if a.name == name]
+        token = owner.rotate_analyst(name)
+    again = " (reinstated: they were revoked)" if was and was[0].revoked else ""
+    console = stdout_console()
+    console.print(f"analyst {name}: new token, the old one no longer works{again}", markup=False)
+    console.print("their bearer token (shown this once, only its hash is kept):", markup=False)
+    write_line(token)
 
 
 @app.command("quota", short_help="Set or clear an analyst's quota.", context_settings=_VALUES)

@@ -154,35 +154,43 @@ def history(
 @app.command("set-limit", short_help="Set the ε limit of a table, file or dataset.", context_settings=_VALUES)
 def set_limit(
     unit: Annotated[str, typer.Argument(help="A table, view, file or registered dataset.", show_default=False)],
-    epsilon: Annotated[str, typer.Argument(help="The new limit of total ε (> 0).", show_default=False)],
+    epsilon: Annotated[Optional[str], typer.Argument(help="The new limit of total ε (> 0).", show_default=False)] = None,
     notion: o.Notion = "ocdp",
+    clear: Annotated[bool, typer.Option("--clear", help="Remove the unit's own limit (a default limit, if set, "
+                                                        "applies again).")] = False,
     db: o.Db = None,
     ledger: o.Ledger = None,
     fmt: Format = o.DataFormat.table,
 ) -> None:
     """Set the ε limit of every table or file UNIT reads, under a privacy notion; charges that
     would exceed it are refused. Once any limit exists, units without one are refused too.
+    --clear removes it. A limit below what is already spent is set, with a warning.
 
     \b
     Example:
         pcor-sql budget set-limit salaries 1.0 --db salaries.duckdb
+        pcor-sql budget set-limit salaries --clear --db salaries.duckdb
     """
-    value = _number(epsilon, "limit")
+    if (epsilon is None) == (not clear):
+        raise UserError("give either a limit or --clear", "e.g. pcor-sql budget set-limit salaries 1.0")
+    value = None if clear else _number(epsilon, "limit")
     warn = make_warn()
     with open_owner(db, ledger, reads=unit) as owner:
         changes = [c for n in _notions(notion) for c in owner.set_limit(unit, value, n)]
+    from pcor_sql.owner import below_spent_warning
+
     for change in changes:
         if change.below_spent:
-            warn(f"the new {change.notion} limit of {change.unit} is below the ε already spent "
-                 f"({change.spent:.6g}): nothing fits until it is raised")
+            below_spent_warning(change, warn)
     if fmt is o.DataFormat.json:
         for c in changes:
             write_line(json_text({"unit": c.unit, "notion": c.notion, "limit": c.limit,
                                   "previous_limit": c.previous_limit, "spent": c.spent, "below_spent": c.below_spent}))
         return
     for c in changes:
+        now = "cleared" if c.limit is None else f"set to ε = {c.limit:.6g}"
         stdout_console().print(
-            f"{c.notion} limit of {c.unit} set to ε = {c.limit:.6g} (was {_limit(c.previous_limit)}; spent {c.spent:.6g})",
+            f"{c.notion} limit of {c.unit} {now} (was {_limit(c.previous_limit)}; spent {c.spent:.6g})",
             markup=False,
         )
 

@@ -150,6 +150,24 @@ def revoke_analyst(ledger: Ledger, name: str) -> AnalystInfo:
     return _info(ledger, name)
 
 
+def rotate_analyst(ledger: Ledger, name: str) -> str:
+    """A new token for `name` (shown this once), the old one dead at once: quotas, spent and
+    history stay, so replacing a leaked token needs no new analyst. A revoked analyst is
+    reinstated with the new token (their old one stays dead). Their quota rows are written too,
+    so a reservation in flight with the old token conflicts and is re-checked."""
+    ledger.ensure_writable()
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+    def body(cur: Any) -> None:
+        _require(cur, ledger, name)
+        cur.execute(f"UPDATE {ledger.tables.analysts} SET token_hash = $2, revoked_at = NULL WHERE name = $1",
+                    [name, token_hash(token)])
+        _set_limits(cur, ledger, name, NOTIONS, ALL_DATASETS, None, keep_limit=True)
+
+    ledger.transaction(body)
+    return token
+
+
 def list_analysts(ledger: Ledger) -> tuple[AnalystInfo, ...]:
     """Every analyst, by name, with their quota usage."""
     return tuple(_info(ledger, name) for (name,) in ledger.read(f"SELECT name FROM {ledger.tables.analysts}"

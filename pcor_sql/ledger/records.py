@@ -72,7 +72,7 @@ class LimitChange:
 
     unit: str
     notion: str
-    limit: float
+    limit: float | None
     previous_limit: float | None
     spent: float
     below_spent: bool

@@ -206,13 +206,14 @@ class Ledger:
                 "open it read-write",
             )
 
-    def set_limit(self, unit: str, epsilon_limit: float, notion: str = "ocdp") -> LimitChange:
-        """Set the ε limit of `unit` under `notion` (finite, > 0). A limit below the ε already
-        spent is allowed and reported through `LimitChange.below_spent`."""
+    def set_limit(self, unit: str, epsilon_limit: float | None, notion: str = "ocdp") -> LimitChange:
+        """Set the ε limit of `unit` under `notion` (finite, > 0; None clears it: the notion's
+        default limit, if any, applies again). A limit below the ε already spent is allowed and
+        reported through `LimitChange.below_spent`."""
         self.ensure_writable()
         check_unit(unit)
         check_notion(notion)
-        limit = check_positive(epsilon_limit, "budget limit")
+        limit = None if epsilon_limit is None else check_positive(epsilon_limit, "budget limit")
         budget = self.tables.budget
 
         def body(cur: duckdb.DuckDBPyConnection) -> LimitChange:
@@ -226,7 +227,7 @@ class Ledger:
                 " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at",
                 [unit, notion, limit, now],
             )
-            return LimitChange(unit, notion, limit, previous, spent, not within(spent, limit))
+            return LimitChange(unit, notion, limit, previous, spent, limit is not None and not within(spent, limit))
 
         return self.transaction(body)
 
