@@ -30,6 +30,16 @@ def open_owner(db: Path | None, ledger: str | None = None, *, reads: str | None 
             "--ledger was given with --db: a database file keeps its own budget ledger",
             "drop --ledger (a second ledger would let the same data be spent twice)",
         )
+    from pcor_sql.cli.served_commands import served_owner
+
+    held = served_owner(db)
+    if held is not None:  # inside the service that holds `db` (`served_commands`): its open Owner
+        previous, held.session.warn = held.session.warn, make_warn()  # warnings reach the caller's stderr
+        try:
+            yield held
+        finally:
+            held.session.warn = previous
+        return
     with Owner.open(db, ledger, reads=reads, engine=engine, spark_master=spark_master, warn=make_warn(),
                     allow_seeded=allow_seeded, lazy_ledger=lazy_ledger) as owner:
         yield owner

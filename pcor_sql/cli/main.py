@@ -49,11 +49,18 @@ class _Group(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        from pcor_sql.cli.served_commands import forward_if_served
+
         try:
-            result = super().main(
-                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
-            )
-            code = result if isinstance(result, int) else 0
+            # An owner command on a file a running service holds is carried out by that service.
+            forwarded = forward_if_served(list(sys.argv[1:] if args is None else args))
+            if forwarded is not None:
+                code = forwarded
+            else:
+                result = super().main(
+                    args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+                )
+                code = result if isinstance(result, int) else 0
         except typer.TyperException as exc:  # usage: unknown option, missing argument, bad value
             where = getattr(getattr(exc, "ctx", None), "command_path", None) or prog_name or "pcor-sql"
             write_error(f"{exc.format_message().rstrip('.')} — see '{where} --help'")

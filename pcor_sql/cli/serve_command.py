@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import socket
 import sys
-from typing import Annotated, Optional
+from pathlib import Path
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -20,6 +22,7 @@ GRACE_S = 3
 
 
 def serve(
+    ctx: typer.Context,
     db: o.Db = None,
     host: Annotated[str, typer.Option("--host", help="The address to listen on (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The TCP port.")] = 8000,
@@ -31,6 +34,13 @@ def serve(
     max_work: Annotated[int, typer.Option(
         "--max-work", metavar="N", help="The most validity checks + EM candidates one request's search may use "
         "(a count, never a time: past it the request fails, charged, with the generic refusal).")] = DEFAULT_MAX_WORK,
+    owner_port: Annotated[Optional[int], typer.Option(
+        "--owner-port", metavar="PORT", help="The owner's listener (console, /v1/owner/...), on 127.0.0.1 only "
+        "(default: --port + 1).")] = None,
+    owner_token_file: Annotated[Optional[Path], typer.Option(
+        "--owner-token-file", metavar="PATH", help="Also write this run's owner token to PATH (mode 0600).")] = None,
+    audit_log: Annotated[Optional[Path], typer.Option(
+        "--audit-log", metavar="FILE", help="Append one JSON line per request to FILE (never a token).")] = None,
     ssl_keyfile: Annotated[Optional[str], typer.Option(
         "--ssl-keyfile", metavar="PATH", help="TLS private key (with --ssl-certfile: serve HTTPS).")] = None,
     ssl_certfile: Annotated[Optional[str], typer.Option(
@@ -40,9 +50,14 @@ def serve(
     spark_master: o.SparkMaster = "local[*]",
 ) -> None:
     """Serve analysts over HTTP: GET /v1/datasets, POST /v1/explain, /v1/identify, /v1/cost,
-    GET /v1/me, /v1/history, and the OpenAPI document at /openapi.json. Binds 127.0.0.1
-    unless --host says otherwise; for TLS give --ssl-keyfile and --ssl-certfile, or put a
-    reverse proxy in front. Stop it with Ctrl-C.
+    GET /v1/me, /v1/history, the analyst page at /, and the OpenAPI document at /openapi.json.
+    Binds 127.0.0.1 unless --host says otherwise; for TLS give --ssl-keyfile and
+    --ssl-certfile, or put a reverse proxy in front. Stop it with Ctrl-C or SIGTERM.
+
+    The owner's listener — the console at /console and /v1/owner/... — is on 127.0.0.1 only,
+    at --owner-port (default --port + 1), opened by this run's owner token, which is written
+    to FILE.pcor-serve.json beside the database (mode 0600; removed on a clean stop). While it
+    runs, `pcor-sql analyst|dataset|budget ... --db FILE` are carried out by the service.
 
     \b
     Example:
@@ -59,21 +74,84 @@ def serve(
     except ImportError:
         raise UserError("the service needs its extra packages (starlette, uvicorn)",
                         "pip install 'pcor-sql[service]'") from None
-    from pcor_sql.cli.database import open_owner
-
     if max_work < 1:
         raise UserError(f"--max-work must be ≥ 1, got {max_work}", f"e.g. --max-work {DEFAULT_MAX_WORK}")
+    owner_port = port + 1 if owner_port is None else owner_port
+    if owner_port == port:
+        raise UserError("--owner-port is the analysts' --port", f"give another, e.g. --owner-port {port + 1}")
+    from pcor_sql.service import runtime_file
+
+    if db is not None and runtime_file.live(db) is not None:
+        found = runtime_file.live(db) or {}
+        raise UserError(f"{db} is served already (pid {found.get('pid')}, owner listener {found.get('owner_url')})",
+                        "stop that service first, or serve another file")
+    sockets = [_bind(host, port, "--port"), _bind("127.0.0.1", owner_port, "--owner-port")]
+
+    token = runtime_file.new_token()
+    try:  # the runtime file goes only once the database is closed: a command that then finds none opens it
+        _serve(ctx, db, ledger, engine, spark_master, token, audit_log, owner_token_file, sockets, uvicorn, app,
+               host=host, port=port, owner_port=owner_port, min_epsilon=min_epsilon, max_keys=max_keys,
+               workers=workers, max_work=max_work, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile)
+    finally:
+        for sock in sockets:
+            sock.close()
+        if db is not None:
+            runtime_file.remove(db)
+
+
+def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token: str, audit_log: Any,
+           owner_token_file: Any, sockets: list, uvicorn: Any, app: Any, *, host: str, port: int, owner_port: int,
+           min_epsilon: float, max_keys: int, workers: int, max_work: int, ssl_keyfile: Any,
+           ssl_certfile: Any) -> None:
+    from pcor_sql.cli.database import open_owner
+    from pcor_sql.service import runtime_file
+    from pcor_sql.service.owner_app import Listeners, owner_app
+    from pcor_sql.service.owner_plane import AuditLog
     with open_owner(db, ledger, engine=engine.value, spark_master=spark_master) as owner:
-        application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers, max_work=max_work)
+        audit = AuditLog(audit_log)
+        application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers, max_work=max_work,
+                          audit=audit)
+        service = application.state.service
+        served_db = None if db is None else Path(db).expanduser().resolve()
+        commands = None if served_db is None else _commands(ctx.find_root().command, owner, served_db)
+        owners = owner_app(service, token, commands=commands)
         scheme = "https" if ssl_certfile else "http"
-        sys.stderr.write(f"serving analysts on {scheme}://{host}:{port} (Ctrl-C stops)\n")
+        analyst_url, owner_url = f"{scheme}://{host}:{port}", f"{scheme}://127.0.0.1:{owner_port}"
+        sys.stderr.write(f"serving analysts on {analyst_url} (Ctrl-C stops)\n")
+        sys.stderr.write(f"owner console on {owner_url}/console (loopback only; token in "
+                         f"{runtime_file.path_for(db) if db is not None else '--owner-token-file'})\n")
         log_requests()
         # uvicorn's own access log writes query strings (a token sent there would land in the log):
         # the service logs each request itself, path only (`service.http_plumbing.access_line`).
-        config = uvicorn.Config(application, host=host, port=port, ssl_keyfile=ssl_keyfile,
+        config = uvicorn.Config(Listeners(application, owners, owner_port), ssl_keyfile=ssl_keyfile,
                                 ssl_certfile=ssl_certfile, log_level="info", access_log=False,
-                                timeout_graceful_shutdown=GRACE_S)
-        StoppingServer(config, application.state.service).run()
+                                timeout_graceful_shutdown=GRACE_S, lifespan="on")
+        server = StoppingServer(config, service)
+        if owner_token_file is not None:
+            runtime_file.write_token(owner_token_file, token)
+        server.run_announced(sockets, lambda: db is not None and runtime_file.write(
+            db, owner_url=owner_url, analyst_url=analyst_url, token=token))
+
+
+def _bind(host: str, port: int, flag: str) -> socket.socket:
+    """A listening socket on (host, port): taken before the service starts, so a busy port is one line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", f"choose another {flag}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _commands(group: Any, owner: Any, db: Path) -> Any:
+    """Owner commands of the `pcor-sql` group this serve runs in, on the served file."""
+    from pcor_sql.cli.served_commands import run_served
+
+    return lambda argv: run_served(group, owner, db, argv)
 
 
 def log_requests() -> None:
@@ -103,6 +181,29 @@ def _stopping_server() -> type:
         def handle_exit(self, sig: int, frame: object) -> None:
             self.service.stop()  # type: ignore[attr-defined]
             super().handle_exit(sig, frame)
+
+        def run_announced(self, sockets: list, announce: Any) -> None:
+            """Serve on `sockets`; `announce()` once the service is up (the runtime file). uvicorn
+            raises the stopping signal again once it has shut down: the handlers here turn it into
+            a clean exit, so the caller's `finally` (removing the runtime file) runs."""
+            import asyncio
+            import signal
+
+            def stopped(signum: int, frame: object) -> None:
+                raise SystemExit(0)
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, stopped)
+
+            async def main() -> None:
+                task = asyncio.ensure_future(self.serve(sockets=sockets))
+                while not self.started and not task.done():
+                    await asyncio.sleep(0.05)
+                if self.started:
+                    announce()
+                await task
+
+            asyncio.run(main())
 
     return Stopping
 

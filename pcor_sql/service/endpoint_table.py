@@ -148,3 +148,68 @@ ANALYST_ENDPOINTS: tuple[Endpoint, ...] = (
              {"type": "object", "properties": {"status": {"type": "string"}}}, errors=("400",)),
     Endpoint("GET", "/openapi.json", "openapi", Caller.PUBLIC, "This document", {"type": "object"}, errors=("400",)),
 )
+
+
+# ---- the owner's listener (DESIGN.md §9: loopback only, the owner token only) -------------------
+
+_NAME = {"type": "string", "maxLength": 64, "description": "the analyst's name"}
+_NOTION = {"type": "string", "enum": ["ocdp", "dp", "sp"]}
+OWNER_BODIES: dict[str, dict[str, Any]] = {
+    "AnalystAdd": {"type": "object", "additionalProperties": False, "required": ["name"], "properties": {
+        "name": _NAME, "quota": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6},
+        "notion": _NOTION, "datasets": {"type": "array", "items": {"type": "string", "maxLength": 128}, "maxItems": 64}}},
+    "Quota": {"type": "object", "additionalProperties": False, "required": ["epsilon"], "properties": {
+        "epsilon": {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}, {"type": "null"}]},
+        "notion": _NOTION, "dataset": {"type": "string", "maxLength": 128}}},
+    "Command": {"type": "object", "additionalProperties": False, "required": ["argv"], "properties": {
+        "argv": {"type": "array", "minItems": 2, "maxItems": 64, "items": {"type": "string", "maxLength": 4096},
+                 "description": "an owner command's arguments after `pcor-sql`, e.g. [\"analyst\", \"list\", "
+                                "\"--db\", \"/abs/file.duckdb\"]"}}},
+}
+_TOKEN = {"type": "object", "properties": {"name": {"type": "string"}, "token": {"type": "string"}}}
+_OWNER_ERRORS = ("400", "401", "404")
+_PAGE = (Query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}, "rows per page (1 to 500)"),
+         Query("offset", {"type": "integer", "minimum": 0, "maximum": 10**12, "default": 0}, "rows to skip"))
+OWNER_ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("GET", "/v1/owner/analysts", "analysts", Caller.OWNER, "Every analyst: quotas, spent, requests by outcome",
+             {"type": "object"}, errors=_OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/analysts", "add_analyst", Caller.OWNER, "Name an analyst; their token, shown once",
+             _TOKEN, body=("AnalystAdd",), errors=(*_OWNER_ERRORS, "413", "415")),
+    Endpoint("POST", "/v1/owner/analysts/{name}/revoke", "revoke", Caller.OWNER,
+             "Stop an analyst's token at once (requests already reserved finish and are recorded)", {"type": "object"},
+             errors=_OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/analysts/{name}/rotate", "rotate", Caller.OWNER,
+             "A new token for an analyst, shown once; the old one stops at once; quotas and history stay", _TOKEN,
+             errors=_OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/analysts/{name}/quota", "quota", Caller.OWNER,
+             "Set (a number) or clear (null) an analyst's quota", {"type": "object"}, body=("Quota",),
+             errors=(*_OWNER_ERRORS, "413", "415")),
+    Endpoint("GET", "/v1/owner/datasets", "datasets", Caller.OWNER, "The registry: datasets, releasable keys, limits",
+             {"type": "object"}, errors=_OWNER_ERRORS),
+    Endpoint("GET", "/v1/owner/budget", "budget", Caller.OWNER, "Per unit and notion: spent, limit, releases",
+             {"type": "object"}, errors=_OWNER_ERRORS),
+    Endpoint("GET", "/v1/owner/history", "history", Caller.OWNER,
+             "History rows, newest first: what was asked and its outcome (filtered, paged)", {"type": "object"},
+             errors=_OWNER_ERRORS, query=(
+                 Query("analyst", {"type": "string", "maxLength": 64}, "only this analyst's rows"),
+                 Query("dataset", {"type": "string", "maxLength": 128}, "only this dataset's rows"),
+                 Query("outcome", {"type": "string", "enum": ["answered", "failed", "interrupted", "running",
+                                                              "charged"]}, "only rows with this outcome"),
+                 *_PAGE)),
+    Endpoint("GET", "/v1/owner/spending", "spending", Caller.OWNER, "ε spent over time, per unit or per analyst",
+             {"type": "object"}, errors=_OWNER_ERRORS,
+             query=(Query("by", {"type": "string", "enum": ["unit", "analyst"], "default": "unit"}, "the grouping"),)),
+    Endpoint("GET", "/v1/owner/audit", "audit", Caller.OWNER, "The latest audit lines (one per request, never a token)",
+             {"type": "object"}, errors=_OWNER_ERRORS,
+             query=(Query("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, "lines"),)),
+    Endpoint("POST", "/v1/owner/command", "command", Caller.OWNER,
+             "Run an owner command of the CLI on the served file (what `pcor-sql analyst|dataset|budget ... --db FILE` "
+             "sends while the file is served): its exit code, stdout and stderr",
+             {"type": "object", "properties": {"exit_code": {"type": "integer"}, "stdout": {"type": "string"},
+                                               "stderr": {"type": "string"}}},
+             body=("Command",), errors=(*_OWNER_ERRORS, "413", "415")),
+    Endpoint("GET", "/healthz", "health", Caller.PUBLIC, "Whether the service is up (no token needed)",
+             {"type": "object", "properties": {"status": {"type": "string"}}}, errors=("400",)),
+    Endpoint("GET", "/v1/owner/openapi.json", "openapi", Caller.PUBLIC, "This document", {"type": "object"},
+             errors=("400",)),
+)

@@ -66,14 +66,13 @@ from starlette.routing import Route
 
 from pcor_sql import pipeline
 from pcor_sql.analyst import OWNER_ONLY, Analyst
-from pcor_sql.errors import Interrupted, Refused, UserError
+from pcor_sql.errors import Refused, UserError
 from pcor_sql.ledger.dataset_registry import list_datasets
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity, plain
-from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Caller, Endpoint
-from pcor_sql.service.http_plumbing import (
-    LOG, UNAUTHORIZED, access_line, check_request, error_response, http_error, internal, ok, status_of,
-)
+from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Endpoint
+from pcor_sql.service.http_plumbing import http_error, internal, make_route, ok
+from pcor_sql.service.owner_plane import AuditLog
 from pcor_sql.service.openapi_document import document
 from pcor_sql.service.request_schema import BadRequest, Limits, check, explain_schema, identify_schema, parse_body
 from pcor_sql.service.worker_pool import WorkerPool
@@ -87,7 +86,8 @@ DEFAULT_MAX_WORK = 50_000
 class Service:
     """The app's state: the owner's handle, the worker Sessions, the limits and the schemas."""
 
-    def __init__(self, owner: Any, *, min_epsilon: float, limits: Limits, workers: int, max_work: int | None):
+    def __init__(self, owner: Any, *, min_epsilon: float, limits: Limits, workers: int, max_work: int | None,
+                 audit: AuditLog | None = None):
         from pcor_sql import __version__
 
         self.owner = owner
@@ -104,6 +104,8 @@ class Service:
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
         self._shares: dict[tuple[int, str], anyio.CapacityLimiter] = {}
+        #: One line per request (`--audit-log`), shared with the owner's listener.
+        self.audit = audit or AuditLog()
 
     def stop(self) -> None:
         """Interrupt every running request at its next unit of work (recorded as interrupted)."""
@@ -112,33 +114,10 @@ class Service:
     # ---- the plumbing every endpoint shares ----------------------------------------------
 
     def route(self, endpoint: Endpoint) -> Route:
-        work = getattr(self, endpoint.handler)
+        return make_route(endpoint, getattr(self, endpoint.handler), self.authenticate, self.audit)
 
-        async def handle(request: Request) -> Response:
-            started, who = time.perf_counter(), None
-            try:
-                params = check_request(request, endpoint)
-                if endpoint.caller is Caller.PUBLIC:
-                    response = await work(request, params)
-                else:
-                    identity = await anyio.to_thread.run_sync(
-                        analyst_identity.authenticate_header, self.ledger, request.headers.get("authorization"))
-                    if identity is None:
-                        response = error_response(401, *UNAUTHORIZED)
-                    else:
-                        who = identity.name
-                        response = ok(await work(request, identity, params))
-            except UserError as exc:
-                response = error_response(status_of(exc), exc.problem, exc.fix)
-            except (Interrupted, KeyboardInterrupt):  # the service is stopping (`core.work.Stopping`)
-                response = error_response(503, "the service is stopping: the request was interrupted",
-                                          "ask again when the service is back (the history shows it as interrupted)")
-            except Exception as exc:  # a bug: logged for the owner, never shown to the analyst
-                response = await internal(request, exc)
-            access_line(request, response.status_code, started, who)
-            return response
-
-        return Route(endpoint.path, handle, methods=[endpoint.method])
+    async def authenticate(self, header: str | None) -> Identity | None:
+        return await anyio.to_thread.run_sync(analyst_identity.authenticate_header, self.ledger, header)
 
     async def body(self, request: Request) -> dict[str, Any]:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -217,6 +196,7 @@ class Service:
         body = await self.body(request)
         check(body, self.explain_schema, "the body")
         dataset, keys = body.pop("dataset"), body.pop("keys")
+        request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": len(keys)}
         results = await self.answer(identity, "explain_outliers", dataset, keys, body)
         return {"results": [plain(r.as_dict()) for r in results]}
 
@@ -224,6 +204,7 @@ class Service:
         body = await self.body(request)
         check(body, self.identify_schema, "the body")
         dataset, value = body.pop("dataset"), body.pop("value")
+        request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": 1}
         answer = await self.answer(identity, "identify_value", dataset, value, body)
         shown = plain(answer.as_dict())
         shown["value"] = shown.pop("key")
@@ -279,14 +260,15 @@ ADMISSION = 2
 
 def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
         max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4, max_work: int | None = DEFAULT_MAX_WORK,
-        warm: bool = True) -> Starlette:
+        warm: bool = True, audit: AuditLog | None = None) -> Starlette:
     """The analyst service over `owner` (a `pcor_sql.Owner` on a DuckDB connection or a
     SparkSession, with its ledger) as an ASGI app: run it under uvicorn (`pcor-sql serve`), or
     mount it in the owner's own Starlette/FastAPI app. `min_epsilon`: the smallest ε per
     request; `max_keys`, `max_body` (bytes), `max_text` (characters): the input bounds;
     `workers`: how many requests run at once, each on its own cursor (more wait their turn);
     `max_work`: the most validity checks + EM candidates one request's search may use (None:
-    no cap); `warm`: build the registered datasets' summaries on every worker at start-up.
+    no cap); `warm`: build the registered datasets' summaries on every worker at start-up;
+    `audit`: where one line per request goes (`owner_plane.AuditLog`; default: memory only).
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
     for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers)):
         if type(value) is not int or value < 1:
@@ -297,7 +279,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     if type(min_epsilon) not in (int, float) or not (0 <= min_epsilon and math.isfinite(min_epsilon)):
         raise UserError(f"min_epsilon must be a finite number ≥ 0, got {min_epsilon!r}", "e.g. min_epsilon=0.01")
     service = Service(owner, min_epsilon=min_epsilon, limits=Limits(max_keys, max_text, max_body), workers=workers,
-                      max_work=max_work)
+                      max_work=max_work, audit=audit)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -309,6 +291,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
             service.stop()
             service.pool.close()
             service.admission.close()
+            service.audit.close()
 
     built = Starlette(routes=[service.route(e) for e in ANALYST_ENDPOINTS], lifespan=lifespan,
                       exception_handlers={HTTPException: http_error, Exception: internal})

@@ -10,11 +10,14 @@ import logging
 import time
 from typing import Any
 
+from typing import Awaitable, Callable
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from pcor_sql.errors import BudgetExceeded, Refused, RequestFailed, UserError
-from pcor_sql.service.endpoint_table import Endpoint
+from pcor_sql.errors import BudgetExceeded, Interrupted, Refused, RequestFailed, UserError
+from pcor_sql.service.endpoint_table import Caller, Endpoint
 from pcor_sql.service.request_schema import BadRequest, check, text
 
 LOG = logging.getLogger("pcor_sql.service")
@@ -106,3 +109,48 @@ async def http_error(request: Request, exc: Exception) -> Response:
 async def internal(request: Request, exc: Exception) -> Response:
     LOG.error("internal error in %s: %s", request.url.path, type(exc).__name__, exc_info=True)
     return error_response(500, "internal error", "retry later; the data owner can read the service log")
+
+
+#: What each status means for the audit log's `outcome` (a 200 was answered; a 422 failed after
+#: its charge; a 503 was interrupted by a stop; any other 4xx was refused before any charge).
+_OUTCOMES = {200: "answered", 422: "failed", 503: "interrupted", 401: "unauthenticated"}
+
+
+def make_route(endpoint: Endpoint, handler: Callable[..., Awaitable[Any]],
+               authenticate: Callable[[str | None], Awaitable[Any]], audit: Any = None) -> Route:
+    """The route of `endpoint`: the query and header checks, the token (unless public), the
+    handler, errors as `{error, fix}`, one access-log line and — for a caller's request — one
+    audit line (`owner_plane.AuditLog`: never a token, never a query string)."""
+
+    async def handle(request: Request) -> Response:
+        started, who = time.perf_counter(), None
+        try:
+            params = check_request(request, endpoint)
+            if endpoint.caller is Caller.PUBLIC:
+                response = await handler(request, params)
+            else:
+                identity = await authenticate(request.headers.get("authorization"))
+                if identity is None:
+                    response = error_response(401, *UNAUTHORIZED)
+                else:
+                    who = identity.name
+                    response = ok(await handler(request, identity, params))
+        except UserError as exc:
+            response = error_response(status_of(exc), exc.problem, exc.fix)
+        except (Interrupted, KeyboardInterrupt):  # the service is stopping (`core.work.Stopping`)
+            response = error_response(503, "the service is stopping: the request was interrupted",
+                                      "ask again when the service is back (the history shows it as interrupted)")
+        except Exception as exc:  # a bug: logged for the owner, never shown to the caller
+            response = await internal(request, exc)
+        access_line(request, response.status_code, started, who)
+        if audit is not None and endpoint.caller is not Caller.PUBLIC:
+            asked = getattr(request.state, "asked", {})
+            status = response.status_code
+            audit.write({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "caller": endpoint.caller.value,
+                         "analyst": who, "endpoint": f"{request.method} {request.url.path}",
+                         "dataset": asked.get("dataset"), "epsilon": asked.get("epsilon"), "keys": asked.get("keys"),
+                         "outcome": _OUTCOMES.get(status, "refused" if status < 500 else "error"), "status": status,
+                         "latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+        return response
+
+    return Route(endpoint.path, handle, methods=[endpoint.method])

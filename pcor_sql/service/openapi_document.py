@@ -5,6 +5,7 @@ refuses, nor the reverse."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, ERRORS, Caller, Endpoint
@@ -32,9 +33,12 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
         refs = [{"$ref": f"#/components/schemas/{name}"} for name in endpoint.body]
         schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
         operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
-    if endpoint.query:
-        operation["parameters"] = [{"name": q.name, "in": "query", "required": False, "schema": q.schema,
-                                    "description": q.description} for q in endpoint.query]
+    parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string", "maxLength": 64}}
+                  for name in re.findall(r"{(\w+)}", endpoint.path)]
+    parameters += [{"name": q.name, "in": "query", "required": False, "schema": q.schema,
+                    "description": q.description} for q in endpoint.query]
+    if parameters:
+        operation["parameters"] = parameters
     return operation
 
 

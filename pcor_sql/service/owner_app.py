@@ -1,0 +1,190 @@
+"""The owner's listener (DESIGN.md §9): the owner's JSON API (`/v1/owner/...`), the console, a
+health check and the owner's OpenAPI document — served on loopback only, on a port of its own,
+and opened only by the owner token of the running service.
+
+The routes are generated from `endpoint_table.OWNER_ENDPOINTS`, like the analysts' from theirs;
+the handlers call `owner_plane.OwnerPlane` on the service's one Owner, so a revocation here is
+a write to the same ledger every analyst request authenticates against: the next request with
+that token gets 401, and a reservation racing it is re-checked by the ledger and refused.
+
+`pcor-sql serve` makes a fresh owner token per run (a runtime file beside the database holds
+it, readable by its OS user only: `runtime_file`); an analyst's token is refused here like any
+wrong one, and the analysts' listener serves none of these paths.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from typing import Any, Callable
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from pcor_sql.service.analyst_identity import Identity, bearer_token
+from pcor_sql.service.endpoint_table import OWNER_BODIES, OWNER_ENDPOINTS
+from pcor_sql.service.http_plumbing import error_response, http_error, internal, make_route, ok
+from pcor_sql.service.openapi_document import document
+from pcor_sql.service.owner_plane import OwnerPlane
+from pcor_sql.service.request_schema import BadRequest, check, parse_body
+
+#: Runs an owner command of the CLI on the served file: argv → (exit code, stdout, stderr).
+Commands = Callable[[list[str]], tuple[int, str, str]]
+OWNER = Identity("owner")
+
+
+class OwnerService:
+    """The owner's endpoints over the analysts' `Service` (its Owner, ledger, audit log)."""
+
+    def __init__(self, service: Any, token: str, commands: Commands | None):
+        from pcor_sql import __version__
+
+        self.service = service
+        self.plane = OwnerPlane(service.owner, service.audit)
+        self._token = token
+        self.commands = commands
+        self.document = document(service.limits, __version__, OWNER_ENDPOINTS, title="pcor-sql owner service",
+                                 extra_schemas=OWNER_BODIES)
+
+    def check_token(self, token: str) -> bool:
+        """The owner token, compared in constant time."""
+        return hmac.compare_digest(token.encode("utf-8", "replace"), self._token.encode("utf-8"))
+
+    async def authenticate(self, header: str | None) -> Identity | None:
+        token = bearer_token(header)
+        return OWNER if token is not None and self.check_token(token) else None
+
+    async def body(self, request: Request, schema: str) -> dict[str, Any]:
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            raise BadRequest("the body must be application/json", "send Content-Type: application/json", 415)
+        raw = await request.body()
+        body = parse_body(raw, self.service.limits)
+        check(body, OWNER_BODIES[schema], "the body")
+        return body
+
+    async def run(self, call: Callable[[], Any]) -> Any:
+        return await anyio.to_thread.run_sync(call)
+
+    # ---- the endpoints (declared in `endpoint_table.OWNER_ENDPOINTS`) ----------------------
+
+    async def analysts(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return {"analysts": await self.run(self.plane.analysts)}
+
+    async def add_analyst(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        body = await self.body(request, "AnalystAdd")
+        token = await self.run(lambda: self.plane.add_analyst(body["name"], body.get("quota"), body.get("notion"),
+                                                              body.get("datasets")))
+        return {"name": body["name"], "token": token}
+
+    async def revoke(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        name = request.path_params["name"]
+        return await self.run(lambda: self.plane.revoke(name))
+
+    async def rotate(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        name = request.path_params["name"]
+        return {"name": name, "token": await self.run(lambda: self.plane.rotate(name))}
+
+    async def quota(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        name, body = request.path_params["name"], await self.body(request, "Quota")
+        await self.run(lambda: self.plane.set_quota(name, body["epsilon"], body.get("notion"), body.get("dataset")))
+        return {"name": name, "quota": body["epsilon"], "notion": body.get("notion"), "dataset": body.get("dataset")}
+
+    async def datasets(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return {"datasets": await self.run(self.plane.datasets)}
+
+    async def budget(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return {"budgets": await self.run(self.plane.units)}
+
+    async def history(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return await self.run(lambda: self.plane.history(**params))
+
+    async def spending(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return await self.run(lambda: self.plane.spending(params.get("by", "unit")))
+
+    async def audit(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return {"audit": self.plane.audit.latest(params.get("limit", 100))}
+
+    async def command(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        if self.commands is None:
+            raise BadRequest("this service runs no owner commands (it was not started by `pcor-sql serve`)",
+                             "use the /v1/owner endpoints")
+        argv = (await self.body(request, "Command"))["argv"]
+        if self.service.stopping.is_set():
+            # Refused before it runs: the command then runs directly, once the file is free.
+            raise BadRequest("the service is stopping", "run the command again: it will open the file directly")
+        code, out, err = await self.run(lambda: self.commands(list(argv)))  # type: ignore[misc]
+        return {"exit_code": code, "stdout": out, "stderr": err}
+
+    async def health(self, request: Request, params: dict[str, Any]) -> Response:
+        return ok({"status": "stopping" if self.service.stopping.is_set() else "ok"})
+
+    async def openapi(self, request: Request, params: dict[str, Any]) -> Response:
+        return ok(self.document)
+
+
+def owner_app(service: Any, token: str, *, commands: Commands | None = None, console: bool = True) -> Starlette:
+    """The owner's ASGI app over the analysts' `service` (`http_app.app(...).state.service`),
+    opened by `token`. Serve it on loopback only (`listeners` does, for `pcor-sql serve`)."""
+    owner = OwnerService(service, token, commands)
+    routes: list[Any] = [make_route(e, getattr(owner, e.handler), owner.authenticate, service.audit)
+                         for e in OWNER_ENDPOINTS]
+    if console:
+        routes += console_routes(owner)
+    built = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: internal})
+    built.router.redirect_slashes = False
+    built.state.owner_service = owner
+    return LoopbackOnly(built)
+
+
+def console_routes(owner: OwnerService) -> list[Any]:
+    """The console's pages (`console_app`), when that module is present."""
+    try:
+        from pcor_sql.service.console_app import console_routes as routes
+    except ImportError:
+        return []
+    return routes(owner.plane, owner.check_token)
+
+
+class LoopbackOnly:
+    """Refuses any client that is not on loopback (the owner's listener binds 127.0.0.1 anyway:
+    this holds even if it were mounted elsewhere)."""
+
+    def __init__(self, app: Starlette):
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            client = scope.get("client") or ("", 0)
+            try:
+                loopback = ipaddress.ip_address(client[0]).is_loopback
+            except ValueError:
+                loopback = client[0] in ("testclient", "localhost")
+            if not loopback:
+                response = error_response(403, "the owner's listener answers loopback only", "connect from this machine")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class Listeners:
+    """One ASGI app for two listeners: requests that arrived on the owner's socket (its local
+    port, from the socket itself — never from a header) go to the owner's app, every other to
+    the analysts'. The analysts' port so serves no owner path, whatever the request says."""
+
+    def __init__(self, analysts: Any, owner: Any, owner_port: int):
+        self.analysts, self.owner, self.owner_port = analysts, owner, owner_port
+        self.state = analysts.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.analysts(scope, receive, send)
+            return
+        server = scope.get("server") or (None, None)
+        target = self.owner if server[1] == self.owner_port else self.analysts
+        await target(scope, receive, send)
+
