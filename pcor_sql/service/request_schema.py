@@ -155,7 +155,7 @@ def parse_body(raw: bytes, limits: Limits) -> dict[str, Any]:
 
 
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list,),
-          "object": (dict,)}
+          "object": (dict,), "null": (type(None),)}
 
 
 def check(value: Any, schema: dict[str, Any], where: str) -> None:

@@ -33,3 +33,33 @@ def live_server(app: Any, *, start_timeout: float = 20.0) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=start_timeout)
         sock.close()
+
+
+@contextlib.contextmanager
+def live_listeners(analysts: Any, owner: Any, *, start_timeout: float = 20.0) -> Iterator[tuple[str, str]]:
+    """Both listeners of `pcor-sql serve` in one uvicorn (`owner_app.Listeners`): the analysts'
+    app on one loopback port, the owner's on another; yields (analysts' URL, owner's URL)."""
+    from pcor_sql.service.owner_app import Listeners
+
+    socks = []
+    for _ in range(2):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        socks.append(sock)
+    ports = [s.getsockname()[1] for s in socks]
+    server = uvicorn.Server(uvicorn.Config(Listeners(analysts, owner, ports[1]), log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": socks}, daemon=True, name="uvicorn-listeners")
+    thread.start()
+    deadline = time.monotonic() + start_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=start_timeout)
+        for sock in socks:
+            sock.close()
