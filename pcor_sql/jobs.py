@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcor_sql.core import compile_notice
+from pcor_sql.core.work import WorkCapReached
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.selection import resolve_selection
@@ -334,6 +335,8 @@ def _one_release(prepared: OutlierRun, i: int, source: Any, progress: Progress |
     valid context does not sink the batch (the pipeline records each record's outcome)."""
     try:
         return prepared.release(i, source, progress=progress)
+    except WorkCapReached:  # the request's cap, not this record's: the whole request stops
+        raise
     except Exception as exc:
         return RecordFailure(exc, failure_reason(exc), record=prepared.records[i].record)
 
