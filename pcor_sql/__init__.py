@@ -25,6 +25,7 @@ _EXPORTS = {
     "CoeResult": "pcor_sql.results",
     "ValidContext": "pcor_sql.results",
     "AnomalyResult": "pcor_sql.results",
+    "NotReleased": "pcor_sql.results",
     "sql": "pcor_sql.statement_runner",
     "run_script": "pcor_sql.statement_runner",
     "Session": "pcor_sql.session",

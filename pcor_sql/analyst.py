@@ -37,7 +37,7 @@ people who must not see the data through the analyst service (`pcor-sql serve`,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql import pipeline
@@ -50,7 +50,7 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, 
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
-from pcor_sql.results import AnalystAnswer, AnalystExplanation
+from pcor_sql.results import AnalystAnswer, AnalystExplanation, NotReleased
 from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
@@ -111,8 +111,12 @@ class Analyst:
         [result] = self.explain_outliers(dataset, [key], **options)
         return result
 
-    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystExplanation]:
-        """One explanation per key, each charged ε; all or nothing."""
+    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any
+                         ) -> list[AnalystExplanation | NotReleased]:
+        """One explanation per key, in the keys' order, each charged ε before any row is read.
+        A key that cannot be released (missing, no valid context, ...) is a `NotReleased` in its
+        place, with the one generic message (its ε stays charged); the others are released.
+        One key alone raises RequestFailed instead."""
         _plain(options, "an option")
         registered = self._dataset(dataset)
         metric = options.pop("metric", registered.metrics[0])
@@ -223,7 +227,10 @@ class Analyst:
             bins=tuple((b, binned[b]) for b in by if b in binned) or None, **options,
         )
         session.verifier(request.verifier)  # an unknown verifier is the request's fault: before the charge
-        return self._run(ReleaseJob(request, registered.name, registered.units), keyed, lambda key, e: AnalystExplanation(
+        one = quote_identifier(keyed.key_column)
+        job = ReleaseJob(request, registered.name, registered.units,
+                         keyed=tuple((key, f"{one} = {quote_literal(key)}") for key in keyed.keys))
+        return self._run(job, keyed, lambda key, e: AnalystExplanation(
             dataset=registered.name, key=key, metric=metric, context=e.context, predicate=e.predicate,
             explanation_sql=over_context(quote_identifier(metric), registered.name, e.predicate),
             epsilon=e.epsilon, epsilon1=e.epsilon1, accounting=e.accounting, search=e.search,
@@ -253,6 +260,8 @@ class Analyst:
         registered = self._dataset(keyed.dataset)
 
         def shape(results: list) -> list[Any]:
+            if getattr(job, "keyed", ()):  # read key by key: the results are in the keys' order
+                return [make(key, r) if r.released else replace(r, key=key) for key, r in zip(keyed.keys, results)]
             try:
                 by_key = {_canonical(r.record[registered.key]): r for r in results}
                 return [make(key, by_key[_canonical(key)]) for key in keyed.keys]

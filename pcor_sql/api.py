@@ -51,8 +51,10 @@ def explain_outliers(con: Con, query: str, *, session: Session | None = None, wa
                      progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
                      max_records: int | None = None, **options: Any) -> list[Explanation]:
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
-    charges in one transaction before anything is returned. `max_records`: refuse (before any
-    charge) a selector picking more rows than that."""
+    charges in one transaction before any search runs. A row whose release fails (no valid
+    context, ...) is a `NotReleased` in its place, with its key and reason, and is not charged
+    (`.released` tells the two apart); one row alone raises its error instead. `max_records`:
+    refuse (before any charge) a selector picking more rows than that."""
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
         return session.explain(outlier_request(session.access.parser, query, **options), progress=progress,

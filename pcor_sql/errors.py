@@ -32,6 +32,10 @@ class NoValidContext(UserError):
     """The record is an outlier in no context the search could reach."""
 
 
+class NoRecord(UserError):
+    """The record selector picks no row."""
+
+
 class Refused(UserError):
     """A request the trust model refuses (DESIGN.md §6): an analyst asking for an owner's
     option, a seed on a persistent ledger, a unit without a limit in a strict ledger."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcor_sql.core import compile_notice
+from pcor_sql.core.work import WorkCapReached
 from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source
 from pcor_sql.core.selection import resolve_selection
@@ -23,10 +24,11 @@ from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import OutlierRun, released_predicate
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
-from pcor_sql.pipeline import Policy
+from pcor_sql.pipeline import Policy, RecordFailure, failed, failure_reason
 from pcor_sql.requests import AnomalyRequest, OutlierRequest
-from pcor_sql.results import AnomalyResult, Charge, Explanation
+from pcor_sql.results import AnomalyResult, Charge, Explanation, NotReleased
 from pcor_sql.sqltext.build import over_context, quoted, select_from
+from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 from pcor_sql.core.choices import Privacy
 
 Progress = Callable[[int, int], None]
@@ -59,11 +61,28 @@ class _Measurement(abc.ABC):
     def mechanism(self) -> str:
         """The mechanism's name in the history."""
 
-    def items(self, keys: Sequence[str], policy: Policy) -> list[ChargeItem]:
-        """The cost, stated before anything runs: one item per record, with fresh release ids."""
+    def items(self, keys: Sequence[str], policy: Policy, statement: str | None = None) -> list[ChargeItem]:
+        """The cost, stated before anything runs: one item per record, with fresh release ids.
+        `statement`: what the history says was asked (`describe`), else the request's text."""
         r, cost, mechanism = self.request, self.cost(), self.mechanism()
-        return [ChargeItem(new_release_id(), cost, mechanism, key, r.statement, seeded=r.seed is not None,
+        text = statement if statement is not None else r.statement
+        return [ChargeItem(new_release_id(), cost, mechanism, key, text, seeded=r.seed is not None,
                            role=str(policy.role), dataset=self.label) for key in keys]
+
+    def not_released(self, failure: RecordFailure, item: ChargeItem, policy: Policy) -> NotReleased:
+        """What a failed record of a batch returns: the owner hears the error, an analyst the one
+        generic refusal (DESIGN.md §6: after the reservation, nothing that depends on the data)."""
+        if policy.generic_failures:
+            return NotReleased(failure.key, "not-answered", failed().problem, item.epsilon, True, dataset=self.label)
+        key = failure.key
+        if key is None and failure.record is not None:
+            key = NotReleased.key_of(self.request.selector, failure.record)
+        return NotReleased(key, failure.reason, str(failure.error), item.epsilon, not policy.refunds_failures,
+                           record=failure.record, dataset=self.label)
+
+    def relation_shown(self, policy: Policy) -> str:
+        """The relation as the asker named it: an analyst, the registered dataset."""
+        return self.label if self.label is not None and not policy.is_owner else self.request.relation
 
 
 @dataclass
@@ -75,6 +94,9 @@ class ReleaseJob(_Measurement):
     label: str | None = None
     #: Units charged besides those the statement reads now (a registered dataset's, frozen at registration).
     extra_units: tuple[str, ...] = ()
+    #: An analyst's keys as (key, selector of that key alone): read one by one once paid for,
+    #: so that a key that is missing (or whose row cannot be released) fails alone.
+    keyed: tuple[tuple[Any, str], ...] = ()
 
     def cost(self) -> Any:
         return self.request.budget.cost
@@ -89,19 +111,61 @@ class ReleaseJob(_Measurement):
     def key_label(self) -> str:
         return self.request.selector
 
+    def describe(self, session: Any, policy: Policy) -> str:
+        """What was asked, as one `EXPLAIN OUTLIER` statement with every option resolved (the
+        verifier with its options, the search, ε, ...): the history's statement column."""
+        from pcor_sql.engine.release import verifier_label
+
+        r = self.request
+        text = f"EXPLAIN OUTLIER SELECT {r.select_list} FROM {self.relation_shown(policy)} WHERE {r.selector}"
+        if r.by:
+            text += " BY " + ", ".join(quote_identifier(b) for b in r.by)
+        text += f" USING {verifier_label(session.verifier(r.verifier))}"
+        options: dict[str, Any] = {"epsilon": r.epsilon, "search": r.search, "samples": r.samples,
+                                   "utility": r.utility, "accounting": r.accounting, **dict(r.search_settings)}
+        if r.start:
+            options["start"] = " AND ".join(f"{quote_identifier(a)} IN ({', '.join(quote_literal(v) for v in vs)})"
+                                            for a, vs in r.start)
+        if r.seed is not None:
+            options["seed"] = r.seed
+        return text + _with(options)
+
     def read(self, session: Any, progress: Progress | None) -> Any:
         r = self.request
         session.verifier(r.verifier)  # an unknown verifier, a bad schema or start: the request's fault
         start_selection(r, session.schema(r))
-        return session.access.records(r.relation, r.metric, r.selector)
+        if not self.keyed:
+            return session.access.records(r.relation, r.metric, r.selector)
+        return tuple(_keyed_record(session, r, key, selector) for key, selector in self.keyed)
 
     def count(self, records: Any) -> int:
         return len(records)
 
     def run(self, session: Any, records: Any, charge: Any, units: tuple[str, ...],
-            progress: Progress | None) -> list[Explanation]:
-        prepared = session.prepare_records(self.request, records, progress)
-        return shape_releases(session, prepared, Charge(units, self.label, *_spent(charge)), progress)
+            progress: Progress | None) -> list[Explanation | RecordFailure]:
+        """One result per record, in the records' order: an Explanation, or the RecordFailure
+        of a record that was missing or whose search failed (the others are still released)."""
+        found = [rec for rec in records if not isinstance(rec, RecordFailure)]
+        shaped: Any = iter(())
+        if found:
+            prepared = session.prepare_records(self.request, found, progress)
+            shaped = iter(shape_releases(session, prepared, Charge(units, self.label, *_spent(charge)), progress))
+        return [rec if isinstance(rec, RecordFailure) else next(shaped) for rec in records]
+
+
+def _keyed_record(session: Any, request: OutlierRequest, key: Any, selector: str) -> Any:
+    """The one row of an analyst's key, or the RecordFailure saying why there is none."""
+    from pcor_sql.errors import NoRecord, UserError
+
+    try:
+        rows = session.access.records(request.relation, request.metric, selector)
+    except NoRecord as exc:
+        return RecordFailure(exc, "missing", key)
+    except UserError as exc:  # a NULL metric, a failed conversion: this record's data
+        return RecordFailure(exc, "data", key)
+    if len(rows) != 1:
+        return RecordFailure(UserError("the key selects several rows", "keys must be unique"), "data", key)
+    return rows[0]
 
 
 def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress: Progress | None
@@ -110,8 +174,11 @@ def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress:
     request = prepared.request
     source, seeded = make_source(request.seed)
     runs = _release_all(prepared, source, progress)
-    out = []
+    out: list[Explanation | RecordFailure] = []
     for rec, run in zip(prepared.records, runs):
+        if isinstance(run, RecordFailure):
+            out.append(run)
+            continue
         predicate = released_predicate(prepared.summary, run.space, run.mask)
         out.append(Explanation(
             request=request, record=rec.record, context=run.space.values(run.mask),
@@ -157,6 +224,20 @@ class AnswerJob(_Measurement):
 
     def key_label(self) -> str:
         return self.request.selector or "all rows"
+
+    def describe(self, session: Any, policy: Policy) -> str:
+        """What was asked, as one `IDENTIFY ANOMALY` statement with every option resolved."""
+        r = self.request
+        text = f"IDENTIFY ANOMALY SELECT {', '.join(quoted(r.columns))} FROM {self.relation_shown(policy)}"
+        if r.selector is not None and not getattr(self, "point", None):
+            text += f" WHERE {r.selector}"
+        options: dict[str, Any] = {"beta": r.beta, "radius": r.radius, "epsilon": r.epsilon, "privacy": r.privacy}
+        if r.privacy == Privacy.SP:
+            options["k"] = r.k
+        options["norm"] = r.norm
+        if r.seed is not None:
+            options["seed"] = r.seed
+        return text + _with(options)
 
     def read(self, session: Any, progress: Progress | None) -> Any:
         from pcor_sql.anomaly.batch import prepare_anomaly_queries
@@ -212,6 +293,13 @@ class PointAnswerJob(AnswerJob):
                                    privacy=r.privacy, k=r.k, norm=r.norm)
 
 
+def _with(options: dict[str, Any]) -> str:
+    """A statement's `WITH (name = value, ...)`: text quoted as SQL, numbers as Python writes them."""
+    shown = [f"{name} = " + (quote_literal(str(value)) if isinstance(value, str) else repr(value))
+             for name, value in options.items()]
+    return f" WITH ({', '.join(shown)})"
+
+
 def start_selection(request: OutlierRequest, schema: Any) -> Any:
     return None if request.start is None else resolve_selection(dict(request.start), schema.names, "the start context")
 
@@ -233,13 +321,24 @@ def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -
     report_phase(progress, label)
     with compile_notice.listening(compiling):
         if n == 1:
-            return [prepared.release(0, source, progress=progress)]
+            return [_one_release(prepared, 0, source, progress)]
         runs = []
         for i in range(n):
-            runs.append(prepared.release(i, source))
+            runs.append(_one_release(prepared, i, source, None))
             if progress is not None:
                 progress(i + 1, n)
         return runs
+
+
+def _one_release(prepared: OutlierRun, i: int, source: Any, progress: Progress | None) -> Any:
+    """Record i's search, or the RecordFailure of a search that failed: one record without a
+    valid context does not sink the batch (the pipeline records each record's outcome)."""
+    try:
+        return prepared.release(i, source, progress=progress)
+    except WorkCapReached:  # the request's cap, not this record's: the whole request stops
+        raise
+    except Exception as exc:
+        return RecordFailure(exc, failure_reason(exc), record=prepared.records[i].record)
 
 
 #: What a progress display says while numba compiles the checks (first run on a machine).

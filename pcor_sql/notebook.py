@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from pcor_sql.readable import round_epsilon, selector_key, selector_words
+from pcor_sql.readable import certificate_words, round_epsilon, selector_key, selector_words
 
 #: At most this many valid contexts in a CoeResult's table (the rest is counted).
 COE_ROWS = 20
@@ -66,7 +66,9 @@ def _owner_pairs(e: Any) -> list[tuple[str, str]]:
     owner = dict(e.owner.as_dict())
     owner.pop("not_for_release", None)
     notes = owner.pop("notes", [])
-    return [(k.replace("_", " "), str(v)) for k, v in owner.items()] + [("note", n) for n in notes]
+    shown = owner.pop("certificate", None)
+    pairs = [(k.replace("_", " "), str(v)) for k, v in owner.items()] + [("note", n) for n in notes]
+    return pairs + ([("verdict", certificate_words(shown))] if shown is not None else [])
 
 
 def explanation_html(e: Any) -> str:

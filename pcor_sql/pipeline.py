@@ -158,13 +158,15 @@ class Job(Protocol):
 
     def units_sql(self) -> str: ...
 
-    def items(self, keys: Sequence[str], policy: Policy) -> list[Any]: ...
+    def items(self, keys: Sequence[str], policy: Policy, statement: str | None = None) -> list[Any]: ...
 
     def read(self, session: Any, progress: Progress | None) -> Any: ...
 
     def count(self, rows: Any) -> int: ...
 
     def run(self, session: Any, rows: Any, charge: Any, units: tuple[str, ...], progress: Progress | None) -> list: ...
+
+    def not_released(self, failure: "RecordFailure", item: Any, policy: Policy) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -210,9 +212,15 @@ def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None 
     if announce is not None:
         announce(count, rows)
     shown = list(keys) if keys is not None else [f"{job.key_label()} #{i + 1}" for i in range(count)]
-    items = job.items(shown, policy)
+    items = job.items(shown, policy, _described(session, job, policy))
     _check_minimum(items, policy)
     return Quote(units, items, rows)
+
+
+def _described(session: Any, job: Job, policy: Policy) -> str | None:
+    """What the history says was asked (`job.describe`): never a token, never the rows."""
+    describe = getattr(job, "describe", None)
+    return describe(session, policy) if describe is not None else None
 
 
 def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
@@ -225,7 +233,9 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
     (a UserError naming the batch function otherwise, before any charge). `announce(count,
     rows)` hears the batch size (and the owner's rows) before the reservation. `max_records`:
     a selector picking more rows is refused before any charge, with the count and the total ε
-    (nothing is multiplied silently). `shape(results)` makes what the caller is told, inside the
+    (nothing is multiplied silently). A record of a batch whose release fails is the job's
+    `not_released(...)` in its place, recorded failed on its own (the others answered); a lone
+    record's failure is the request's. `shape(results)` makes what the caller is told, inside the
     charged part: if it fails, the history says failed — never answered for an answer not given.
     The request's work is metered (`core.work`: `policy.max_work`, `policy.stop`) and its
     caches are the asker's own (`policy.cache_partition`)."""
@@ -244,6 +254,11 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
                 raise failed()
         with metered(WorkMeter(policy.max_work, policy.stop), policy.cache_partition):
             results = job.run(session, rows, reservation, quoted.units, progress)
+        failures = {i: out for i, out in enumerate(results) if isinstance(out, RecordFailure)}
+        if failures and len(results) == 1:  # one record: its failure is the request's, as before batches
+            raise failures[0].error
+        results = [job.not_released(out, quoted.items[i], policy) if i in failures else out
+                   for i, out in enumerate(results)]
         if shape is not None:
             results = shape(results)
     except BaseException as exc:
@@ -254,13 +269,25 @@ def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = 
             raise Interrupted("interrupted: not charged" if policy.refunds_failures
                               else f"interrupted: ε = {total:g} stays charged") from None
         else:
-            reservation.failed(_reason(exc), refund=policy.refunds_failures)
+            reservation.failed(failure_reason(exc), refund=policy.refunds_failures)
         if policy.generic_failures and isinstance(exc, Exception):
             # Not chained: a traceback shown to the analyst could carry the data.
             raise failed() from None
         raise
-    reservation.answered()
+    # Each record's own outcome: the failed ones of a batch given back to the owner, kept for an analyst.
+    reservation.settle({i: f.reason for i, f in failures.items()}, refund=policy.refunds_failures)
     return results
+
+
+@dataclass(frozen=True)
+class RecordFailure:
+    """One record of a batch that failed after the reservation (the others go on): the error,
+    its class for the history, and the record — the analyst's `key`, or the owner's row."""
+
+    error: BaseException
+    reason: str
+    key: Any = None
+    record: Any = None
 
 
 def admit(session: Any, job: Job, policy: Policy, *, keys: Sequence[str]) -> list:
@@ -289,15 +316,17 @@ def _check_minimum(items: list, policy: Policy) -> None:
                       f"({policy.min_epsilon:g})", f"ask with epsilon ≥ {policy.min_epsilon:g}")
 
 
-def _reason(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
     """The class of a failure, for the history (never its text: that may carry data)."""
     from pcor_sql.core.work import WorkCapReached
-    from pcor_sql.errors import InternalError, NoValidContext
+    from pcor_sql.errors import InternalError, NoRecord, NoValidContext
 
     if isinstance(exc, WorkCapReached):
         return "work-cap"
     if isinstance(exc, NoValidContext):
         return "no-valid-context"
+    if isinstance(exc, NoRecord):
+        return "missing"
     if isinstance(exc, RequestFailed):
         return "not-found"
     if isinstance(exc, UserError):

@@ -208,3 +208,10 @@ def anomaly_privacy_sentence(epsilon: float, privacy: str, k: int | None) -> str
     if privacy == "sp":
         return f"privacy cost ε = {show_epsilon(epsilon)} under (ε, k)-sensitive privacy with k = {k}"
     return f"privacy cost ε = {show_epsilon(epsilon)} under ε-differential privacy"
+
+
+def certificate_words(c: Mapping[str, Any]) -> str:
+    """A verifier's certificate (`core.verifiers.base.certificate`) in words, for the data owner:
+    `LOF = 1.81 against threshold 1.5 (outlier iff LOF > threshold; released context of 29,571 rows)`."""
+    return (f"{c['statistic']} = {c['value']:.6g} against threshold {c['threshold']:.6g} "
+            f"(outlier iff {c['rule']}; released context of {c['population']:,} rows)")

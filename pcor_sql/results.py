@@ -74,6 +74,9 @@ class Explanation(_Shown):
     #: The owner's reader of the data behind `plot()`: () → (context's values, all values).
     values: Callable[[], tuple[list[Any], list[Any]]] | None = field(default=None, repr=False, compare=False)
 
+    #: A batch's records not released are `NotReleased`, beside these.
+    released = True
+
     # ---- the request's parameters, as the result reports them ------------------------------
     epsilon = property(lambda self: self.request.budget.epsilon)
     epsilon1 = property(lambda self: self.request.budget.epsilon1)
@@ -141,6 +144,44 @@ class Explanation(_Shown):
 
 
 SEEDED_WARNING = "seeded run: reproducible, not for real releases"
+
+
+@dataclass(frozen=True)
+class NotReleased:
+    """A record of a batch whose release failed after the batch was charged: its key, the
+    class of the failure (`no-valid-context`, `missing`, `data`, `internal`, or `not-answered`
+    for an analyst, who is told nothing more) and the message. `charged`: its ε stays spent (an
+    analyst's); False when it was given back (an owner's failure is not charged). The records
+    of the batch that were released are `Explanation`s beside it; `released` tells them apart."""
+
+    key: Any
+    reason: str
+    message: str
+    epsilon: float
+    charged: bool
+    record: dict[str, Any] | None = field(default=None, repr=False)
+    dataset: str | None = None
+
+    released = False
+
+    @staticmethod
+    def key_of(selector: str, record: dict[str, Any]) -> str:
+        """The owner's record as the selector picks it: `id = 1`."""
+        return record_words(selector, record).removeprefix("the record where ")
+
+    @property
+    def summary(self) -> str:
+        cost = f"ε = {self.epsilon:g} " + ("stays charged" if self.charged else "given back (not charged)")
+        return f"not released: {self.message} ({cost})"
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"released": False, "key": self.key, "reason": self.reason, "error": self.message,
+                               "epsilon": self.epsilon, "charged": self.charged}
+        if self.record is not None:
+            out["record"] = self.record
+        if self.dataset is not None:
+            out["dataset"] = self.dataset
+        return out
 
 
 def _search_options_shown() -> tuple[str, ...]:
@@ -286,6 +327,8 @@ class AnalystExplanation:
     full_attributes: tuple[str, ...] = field(default=(), repr=False)
     #: Ordinal attributes' runs of bins, one interval each: for the summary.
     ranges: dict[str, str] = field(default_factory=dict, repr=False)
+
+    released = True
 
     @property
     def summary(self) -> str:

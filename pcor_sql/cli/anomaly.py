@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from pcor_sql.cli import parameters as o
+from pcor_sql.cli.charged_output import check_stdout, show_charged
 from pcor_sql.cli.console import ProgressBar
 from pcor_sql.cli.data_options import DataFlags, data_options
 from pcor_sql.cli.render import print_answers
@@ -35,12 +36,13 @@ def identify_anomaly(
         pcor-sql identify-anomaly "SELECT victim_age FROM homicides WHERE id = 7" --beta 5 --radius 1 --epsilon 0.5
 
     Each answered record costs ε (sequential composition: n rows cost n·ε), charged to the
-    budget ledger before anything is printed; if printing fails, the answers were charged.
+    budget ledger before anything is printed; if stdout fails, the answers go to stderr as JSON.
     """
     options = dict(options or {})
     for required in ("beta", "radius", "epsilon"):
         if required not in options:
             raise typer.BadParameter(f"Missing option '--{required}'.")
+    check_stdout()  # before the charge: a closed stdout would lose the answers
     with ProgressBar("reading the data") as bar, data.owner(query) as owner:
         answers = owner.identify_anomalies(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
-    print_answers(answers, fmt.value, bool(options.get("owner_view")))
+    show_charged(answers, lambda: print_answers(answers, fmt.value, bool(options.get("owner_view"))))

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from pcor_sql.cli import parameters as o
+from pcor_sql.cli.charged_output import batch_exit, check_plot_target, check_stdout, draw_charged, show_charged
 from pcor_sql.cli.console import ProgressBar
 from pcor_sql.cli.data_options import DataFlags, data_options
 from pcor_sql.cli.render import print_explanations
@@ -49,23 +50,25 @@ def explain_outlier(
 
     Each selected record is one release, charged ε to every table or file the query reads, in
     the budget ledger (of the --db file, else --ledger / the per-user ledger), before the search
-    runs; if anything fails after that (even printing), the release has still been charged.
+    runs. The outputs (stdout, --plot) are checked before the charge; a release that was charged
+    is printed before anything else can fail (if stdout fails, it goes to stderr as JSON).
+
+    \b
+    Exit codes: 0 every record released; 3 some records of a batch not released (each is
+    said on its own line, with its key and reason; an owner's failed record is not charged);
+    2 bad input, or the one record could not be released; 1 internal error; 130 interrupted.
     """
     if plot is not None:
         require_pyplot()  # before anything is charged: a missing extra must not cost a release
+        check_plot_target(plot)
+    check_stdout()
     options = o.outlier_options(options or {}, verifier_option=verifier_option, search_option=search_option)
     with ProgressBar("reading the data") as bar, data.owner(query) as owner:
         results = owner.explain_outliers(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
-        drawn = _draw(results, plot) if plot is not None else []  # reads the data: while the connection is open
-    print_explanations(results, fmt.value)
+        bar.stop()
+        # Charged from here: shown first, whatever fails after.
+        show_charged(results, lambda: print_explanations(results, fmt.value))
+        drawn = draw_charged(results, plot) if plot is not None else []  # reads the data: the connection is open
     for path in drawn:
         sys.stderr.write(f"drew {path} (NOT FOR RELEASE: it shows the data)\n")
-
-
-def _draw(results: list[Any], plot: Path) -> list[Path]:
-    paths = []
-    for i, result in enumerate(results):
-        path = plot if len(results) == 1 else plot.with_name(f"{plot.stem}-{i + 1}{plot.suffix}")
-        result.plot(path)
-        paths.append(path)
-    return paths
+    batch_exit(results)

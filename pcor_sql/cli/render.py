@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pcor_sql.cli.console import stdout_console, write_line
-from pcor_sql.readable import round_epsilon
+from pcor_sql.readable import certificate_words, round_epsilon
 
 TABLE = "table"
 JSON = "json"
@@ -195,15 +195,29 @@ def print_explanations(explanations: Sequence[Any], fmt: str, console: Console |
         return
     if fmt == SQL:
         for e in explanations:
-            write_line(e.explanation_sql.rstrip().rstrip(";") + ";")
+            if e.released:
+                write_line(e.explanation_sql.rstrip().rstrip(";") + ";")
+            else:  # a comment: the output still runs as SQL
+                write_line("-- " + " ".join(not_released_line(e).split()))
         return
     console = console or stdout_console()
     for i, e in enumerate(explanations):
         if i:
             console.print()
-        _explanation_block(console, e, i + 1, len(explanations))
+        if e.released:
+            _explanation_block(console, e, i + 1, len(explanations))
+        else:
+            head = Text(f"{i + 1} of {len(explanations)}: " if len(explanations) > 1 else "", style="bold")
+            head.append(not_released_line(e), style="bold red")
+            console.print(head)
     if explanations:
         console.print(Text(GLOSSARY_POINTER, style="dim"))
+
+
+def not_released_line(failure: Any) -> str:
+    """A record of a batch that was not released, in one line: its key, why, and its ε."""
+    cost = f"ε = {failure.epsilon:g} " + ("stays charged" if failure.charged else "given back: not charged")
+    return f"{failure.key}: not released ({failure.reason}): {failure.message} ({cost})"
 
 
 def _field(console: Console, name: str, value: str, style: str | None = None) -> None:
@@ -238,8 +252,11 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
         owner = dict(e.owner.as_dict())
         owner.pop("not_for_release", None)
         notes = owner.pop("notes", [])
+        shown = owner.pop("certificate", None)
         console.print(Text("  NOT FOR RELEASE — owner diagnostics", style="bold red"))
         console.print(Text("    " + ", ".join(f"{k.replace('_', ' ')} {number(v)}" for k, v in owner.items())))
+        if shown is not None:
+            console.print(Text(f"    verdict: {certificate_words(shown)}"))
         for note in notes:
             console.print(Text(f"    note: {note}"))
 

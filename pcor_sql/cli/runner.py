@@ -10,6 +10,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from pcor_sql.cli import parameters as o
+from pcor_sql.cli.charged_output import check_stdout, show_charged
 from pcor_sql.cli.console import ProgressBar, make_warn, write_error
 from pcor_sql.cli.database import open_owner
 from pcor_sql.request_specs import Job
@@ -55,6 +56,7 @@ def sql(
     settings = dict(seed=options.get("seed"), owner_view=options.get("owner_view", False),
                     max_contexts=o.positive_count(options.get("max_contexts"), "--max-contexts"))
     interactive = file is None and sys.stdin.isatty()
+    check_stdout()  # before any statement is charged: a closed stdout would lose its releases
     text = None if interactive else _read_script(file)
     with open_owner(db, ledger, reads=text, allow_seeded=allow_seeded) as owner:
         con = owner.session
@@ -104,10 +106,11 @@ def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
             # A script's results are a stream of statements: its json stays one object a line.
             lines = "jsonl" if fmt == "json" else fmt
             if step.kind == EXPLAIN:
-                print_explanations(step.value, lines)
+                show_charged(step.value, lambda: print_explanations(step.value, lines))
             elif step.kind == IDENTIFY:
                 own = getattr(step.statement, "owner_view", None)
-                print_answers(step.value, lines, bool(settings.get("owner_view") if own is None else own))
+                shown = bool(settings.get("owner_view") if own is None else own)
+                show_charged(step.value, lambda: print_answers(step.value, lines, shown))
             else:
                 print_relation(_fetched(step), "json" if fmt == "json" else "table")
     return count

@@ -8,6 +8,7 @@ anything.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -27,7 +28,7 @@ from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
-from pcor_sql.errors import InternalError, NoValidContext, UserError, option_name
+from pcor_sql.errors import InternalError, NoRecord, NoValidContext, UserError, option_name
 from pcor_sql.requests import OutlierRequest
 from pcor_sql.core.choices import Utility
 
@@ -47,6 +48,14 @@ class OwnerView:
     visited: int
     notes: tuple[str, ...] = ()
     start_checks: int = 0  # contexts the start search checked (0: the start was given, or none was needed)
+    #: Reads the certificate (below) when it is first asked for: a release pays nothing for it.
+    read_certificate: Callable[[], dict[str, Any] | None] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def certificate(self) -> dict[str, Any] | None:
+        """The verifier's statistic for the record in the released context, and the threshold it
+        was held to (`core.verifiers.base.certificate`); None for a verifier that gives none."""
+        return self.read_certificate() if self.read_certificate is not None else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +69,7 @@ class OwnerView:
             "visited": self.visited,
             "start_checks": self.start_checks,
             "notes": list(self.notes),
+            "certificate": None if self.certificate is None else dict(self.certificate),
         }
 
 
@@ -173,7 +183,14 @@ def _owner_view(ev: Evaluator, result: SearchResult, start_mask: int, start_chec
         visited=len(result.trace.visited),
         notes=tuple(result.trace.notes),
         start_checks=start_checks,
+        read_certificate=_certificate(ev, result.mask),
     )
+
+
+def _certificate(ev: Evaluator, mask: int) -> Callable[[], dict[str, Any] | None]:
+    """The reader of the verifier's statistic for V in the released context (`Verifier.certificate`)."""
+    make = getattr(ev.verifier, "certificate", None)
+    return lambda: make(ev.population(mask)) if make is not None else None
 
 
 @dataclass(frozen=True)
@@ -204,7 +221,7 @@ def selected_records(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> tup
     """The rows of `records_sql` (whichever engine ran it) as records; checks there is one and
     that each metric is finite."""
     if not rows:
-        raise UserError("the WHERE clause selects no row", "check the record selector, e.g. WHERE id = 42")
+        raise NoRecord("the WHERE clause selects no row", "check the record selector, e.g. WHERE id = 42")
     out = []
     for row in rows:
         d = dict(zip(names, row))

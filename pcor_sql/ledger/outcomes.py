@@ -12,6 +12,7 @@ exactly their ε, so the totals stay the sum of the history's unrefunded rows.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any, Sequence
 
@@ -74,6 +75,34 @@ def give_back(cur: Any, tables: Tables, rows: list[tuple[str, str, float]]) -> N
             " FROM (SELECT unnest($1::VARCHAR[]) AS u, unnest($2::DOUBLE[]) AS s, unnest($3::DOUBLE[]) AS r) AS v"
             " WHERE b.unit = v.u AND b.notion = $4",
             [units, totals, residuals, notion, utc_now()],
+        )
+
+
+def settle_spent_after(cur: Any, tables: Tables, release_ids: Sequence[str]) -> None:
+    """After a refund, the `spent_after` of the reservation's rows as the totals now are: a
+    refunded row shows the total it left (the one before it: it moved nothing), and a later row
+    of the same reservation no longer counts the refunded ε before it. Rows of other
+    reservations keep what they were charged at."""
+    rows = cur.execute(
+        f"SELECT release_id, unit, notion, epsilon, refunded, spent_after FROM {tables.history}"
+        " WHERE release_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY unit, notion, seq",
+        [list(release_ids)],
+    ).fetchall()
+    back: dict[tuple[str, str], list[float]] = defaultdict(list)
+    ids, units, notions, values = [], [], [], []
+    for rid, unit, notion, eps, refunded, after in rows:
+        given = back[(unit, notion)]
+        if refunded:
+            given.append(eps)
+        if given:
+            ids.append(rid), units.append(unit), notions.append(notion)
+            values.append(max(0.0, math.fsum([after, *(-x for x in given)])))
+    if ids:
+        cur.execute(
+            f"UPDATE {tables.history} AS h SET spent_after = v.s FROM (SELECT unnest($1::VARCHAR[]) AS r,"
+            " unnest($2::VARCHAR[]) AS u, unnest($3::VARCHAR[]) AS n, unnest($4::DOUBLE[]) AS s) AS v"
+            " WHERE h.release_id = v.r AND h.unit = v.u AND h.notion = v.n",
+            [ids, units, notions, values],
         )
 
 

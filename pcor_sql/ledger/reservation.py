@@ -25,7 +25,7 @@ the outcome, the rows stay 'running' until a ledger is opened on this host, whic
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_rules import (
@@ -39,7 +39,7 @@ from pcor_sql.ledger.charge_rules import (
     read_state,
     write_charge,
 )
-from pcor_sql.ledger.outcomes import check_reason, record_outcome
+from pcor_sql.ledger.outcomes import check_reason, record_outcome, settle_spent_after
 from pcor_sql.ledger.pending import binding, checked_batch, unit_names
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.quota_rules import (
@@ -147,7 +147,21 @@ class Reservation:
         """The work was interrupted (Ctrl-C); `refund` as for `failed`."""
         return self._finish("interrupted", None, refund)
 
-    def _finish(self, outcome: str, reason: str | None, refund: bool) -> bool:
+    def settle(self, failures: Mapping[int, str], *, refund: bool) -> bool:
+        """A batch's outcome per record: the items at the indices of `failures` failed (each
+        with its reason class), every other one answered; `refund` gives back the failed ones'
+        ε only (the owner's). One transaction; `outcome` is then 'partial' when some answered."""
+        if not failures:
+            return self.answered()
+        groups: dict[tuple[str, str | None], list[str]] = {}
+        for i, rid in enumerate(self.release_ids):
+            key = ("failed", check_reason(failures[i])) if i in failures else ("answered", None)
+            groups.setdefault(key, []).append(rid)
+        whole = "failed" if len(failures) == len(self.release_ids) else "partial"
+        return self._finish(whole, None, refund, groups)
+
+    def _finish(self, outcome: str, reason: str | None, refund: bool,
+                groups: Mapping[tuple[str, str | None], Sequence[str]] | None = None) -> bool:
         if not isinstance(refund, bool):
             raise InternalError(f"refund must be True or False, got {refund!r}")
         if refund and self._for_analyst:
@@ -159,10 +173,18 @@ class Reservation:
             # found 'interrupted' (still charged) when the ledger is next opened — never refunded.
             self.outcome = outcome
         tables, ids = self._access.tables, self.release_ids
-        # Without a refund the outcome is one UPDATE, committed on its own; a refund adds the
-        # totals' write, so both go in one transaction.
-        changed = self._access.transaction(lambda cur: record_outcome(cur, tables, ids, outcome, reason, refund),
-                                           single=not refund)
+        groups = groups if groups is not None else {(outcome, reason): ids}
+
+        def body(cur: Any) -> int:
+            changed = sum(record_outcome(cur, tables, rows, what, why, refund and what != "answered")
+                          for (what, why), rows in groups.items())
+            if refund and changed:
+                settle_spent_after(cur, tables, ids)
+            return changed
+
+        # Without a refund one outcome is one UPDATE, committed on its own; a refund adds the
+        # totals' write (and several outcomes several UPDATEs), so they go in one transaction.
+        changed = self._access.transaction(body, single=not refund and len(groups) == 1)
         return changed > 0
 
     def __enter__(self) -> "Reservation":

@@ -172,12 +172,15 @@ def test_budget_set_limit_status_history(db):
     history = [json.loads(line) for line in _ok("budget", "history", "salaries", "--db", str(db), "--format", "jsonl").stdout.splitlines()]
     assert len(history) == 1
     assert history[0]["epsilon"] == 0.5 and history[0]["mechanism"] == "pcor/bfs/tight" and history[0]["seeded"]
-    assert history[0]["statement"] == QUERY and history[0]["seq"] == 1 and history[0]["role"] == "owner"
+    # What was asked, resolved: the metric and keys, the verifier with its options, the search, ε.
+    assert history[0]["statement"].startswith("EXPLAIN OUTLIER SELECT salary FROM salaries WHERE (id = 42) USING "
+                                              "grubbs(alpha=0.05) WITH (epsilon = 0.5, search = 'bfs'")
+    assert history[0]["seq"] == 1 and history[0]["role"] == "owner"
     # json is one document (a list), which json.loads reads whole; csv has flat columns.
     assert json.loads(_ok("budget", "status", "--db", str(db), "--format", "json").stdout) == status
     assert json.loads(_ok("budget", "history", "salaries", "--db", str(db), "--format", "json").stdout) == history
     [row] = csv.DictReader(io.StringIO(_ok("budget", "history", "salaries", "--db", str(db), "--format", "csv").stdout))
-    assert row["epsilon"] == "0.5" and row["statement"] == QUERY and row["seeded"] == "true" and row["unit"] == "bundled:salaries"
+    assert row["epsilon"] == "0.5" and row["statement"].startswith("EXPLAIN OUTLIER SELECT salary") and row["seeded"] == "true" and row["unit"] == "bundled:salaries"
     status_csv = list(csv.DictReader(io.StringIO(_ok("budget", "status", "--db", str(db), "--format", "csv").stdout)))
     assert [(r["notion"], r["limit"], r["spent"]) for r in status_csv] == [("dp", "", "0.0"), ("ocdp", "1.5", "0.5"),
                                                                            ("sp", "", "0.0")]

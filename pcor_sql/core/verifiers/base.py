@@ -54,6 +54,17 @@ class Verifier(Protocol):
 
     def options(self) -> dict[str, Any]: ...
 
+    # Optional: `certificate(pop) -> dict` — the statistic and its threshold (`certificate`),
+    # shown to the data owner with a release (`owner_view`); a verifier without it shows none.
+
+
+def certificate(statistic: str, value: float, threshold: float, rule: str, pop: Population) -> dict[str, Any]:
+    """A verifier's statistic for V in one population, beside the threshold it was held to
+    (`Verifier.certificate`): what lets the data owner believe a verdict without recomputing
+    it. It reads the data, so it is the owner's alone: marked not for release."""
+    return {"not_for_release": True, "statistic": statistic, "value": float(value), "threshold": float(threshold),
+            "rule": rule, "population": int(pop.n)}
+
 
 def studentized_distance(pop: Population, min_n: int) -> float:
     """|v − mean| / s with s the sample standard deviation (ddof 1): the statistic of both the

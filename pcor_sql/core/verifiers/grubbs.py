@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
+from pcor_sql.core.verifiers.base import Population, certificate, studentized_distance, studentized_distances
 from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 
 
@@ -84,6 +84,10 @@ class Grubbs:
         g = studentized_distance(pop, 3)
         # NaN (N < 3) and 0.0 (s = 0) are never outliers; only then is the critical value needed.
         return g > 0 and g > grubbs_critical_one(self.alpha, int(pop.n))
+
+    def certificate(self, pop: Population) -> dict[str, Any]:
+        """G against G_crit(α, N), for the data owner (never released)."""
+        return certificate("G", self.score(pop), grubbs_critical_one(self.alpha, int(pop.n)), "G > G_crit(alpha, N)", pop)
 
     def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray:
         """Verdicts for many populations from moment arrays (see `grubbs_check_many`)."""

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcor_sql.core.verifiers.base import Population
+from pcor_sql.core.verifiers.base import Population, certificate
 from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 from pcor_sql.errors import UserError
 
@@ -133,6 +133,10 @@ class Histogram:
     def check(self, pop: Population) -> bool:
         # A constant population is one bin holding all N ≥ rel·N values: never an outlier.
         return bin_count_of_v(pop) < self.rel * int(pop.n)
+
+    def certificate(self, pop: Population) -> dict[str, Any]:
+        """The count of V's bin against rel·N, for the data owner (never released)."""
+        return certificate("bin count", bin_count_of_v(pop), self.rel * int(pop.n), "bin count < rel · N", pop)
 
     def options(self) -> dict[str, Any]:
         return {"rel": self.rel}

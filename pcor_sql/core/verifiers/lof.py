@@ -76,7 +76,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from pcor_sql.core.verifiers.base import Population
+from pcor_sql.core.verifiers.base import Population, certificate
 from pcor_sql.core.verifiers.lof_band import FAR, Grow, Widen, distinct_runs, distinct_window_lof, plain_window_lof
 from pcor_sql.core.verifiers.verifier_options import fixed, one_of, real_number, whole_number
 from pcor_sql.errors import InternalError, UserError
@@ -233,6 +233,10 @@ class Lof:
         if int(pop.n) < 2:
             return False
         return local_outlier_factor(pop, self.k, self.duplicates) > self.threshold  # NaN: False
+
+    def certificate(self, pop: Population) -> dict[str, Any]:
+        """The statistic behind the verdict, for the data owner (never released)."""
+        return certificate("LOF", self.score(pop), self.threshold, "LOF > threshold", pop)
 
     def options(self) -> dict[str, Any]:
         """The options as `lof(...)` text shows them: `duplicates` only when it is not the

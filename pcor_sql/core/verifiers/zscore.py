@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pcor_sql.core.verifiers.base import Population, studentized_distance, studentized_distances
+from pcor_sql.core.verifiers.base import Population, certificate, studentized_distance, studentized_distances
 from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 
 
@@ -44,6 +44,10 @@ class ZScore:
     def check(self, pop: Population) -> bool:
         # NaN (N < 2) compares False; a constant population scores 0.0, never above z > 0.
         return studentized_distance(pop, 2) > self.z
+
+    def certificate(self, pop: Population) -> dict[str, Any]:
+        """|v − mean|/s against z, for the data owner (never released)."""
+        return certificate("z", self.score(pop), self.z, "|v - mean| / s > z", pop)
 
     def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray:
         """Verdicts for many populations from moment arrays (see `zscore_check_many`)."""
