@@ -128,10 +128,18 @@ def test_lowering_the_limit_below_spent_is_allowed_and_reported(ledger):
     assert ledger.set_limit("d", 0.75).below_spent is False
 
 
+def test_a_limit_can_be_cleared(ledger):
+    ledger.set_limit("d", 2.0)
+    change = ledger.set_limit("d", None)
+    assert (change.limit, change.previous_limit, change.below_spent) == (None, 2.0, False)
+    assert ledger.status("d").limit is None
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, True, "1.0", None])
 def test_limits_and_epsilons_are_validated(ledger, bad):
-    with pytest.raises(UserError):
-        ledger.set_limit("d", bad)
+    if bad is not None:  # None clears a limit (test_a_limit_can_be_cleared)
+        with pytest.raises(UserError):
+            ledger.set_limit("d", bad)
     with pytest.raises(UserError):
         ledger.precheck("d", bad)
     with pytest.raises(UserError):
