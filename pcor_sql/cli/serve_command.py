@@ -88,6 +88,12 @@ def serve(
     sockets = [_bind(host, port, "--port"), _bind("127.0.0.1", owner_port, "--owner-port")]
 
     token = runtime_file.new_token()
+    scheme = "https" if ssl_certfile else "http"
+    if db is not None:
+        # Written as soon as the sockets listen, before the database opens: a command sent while the
+        # service starts waits in the socket's queue rather than meeting a locked file.
+        runtime_file.write(db, owner_url=f"{scheme}://127.0.0.1:{owner_port}", analyst_url=f"{scheme}://{host}:{port}",
+                           token=token)
     try:  # the runtime file goes only once the database is closed: a command that then finds none opens it
         _serve(ctx, db, ledger, engine, spark_master, token, audit_log, owner_token_file, sockets, uvicorn, app,
                host=host, port=port, owner_port=owner_port, min_epsilon=min_epsilon, max_keys=max_keys,
@@ -129,8 +135,7 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
         server = StoppingServer(config, service)
         if owner_token_file is not None:
             runtime_file.write_token(owner_token_file, token)
-        server.run_announced(sockets, lambda: db is not None and runtime_file.write(
-            db, owner_url=owner_url, analyst_url=analyst_url, token=token))
+        server.run_stopping(sockets)
 
 
 def _bind(host: str, port: int, flag: str) -> socket.socket:
@@ -143,6 +148,7 @@ def _bind(host: str, port: int, flag: str) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", f"choose another {flag}") from None
+    sock.listen(2048)  # connections queue from now on, until the service accepts them
     sock.set_inheritable(True)
     return sock
 
@@ -182,10 +188,10 @@ def _stopping_server() -> type:
             self.service.stop()  # type: ignore[attr-defined]
             super().handle_exit(sig, frame)
 
-        def run_announced(self, sockets: list, announce: Any) -> None:
-            """Serve on `sockets`; `announce()` once the service is up (the runtime file). uvicorn
-            raises the stopping signal again once it has shut down: the handlers here turn it into
-            a clean exit, so the caller's `finally` (removing the runtime file) runs."""
+        def run_stopping(self, sockets: list) -> None:
+            """Serve on `sockets`. uvicorn raises the stopping signal again once it has shut down:
+            the handlers here turn it into a clean exit, so the caller's `finally` (closing the
+            database, then removing the runtime file) runs."""
             import asyncio
             import signal
 
@@ -195,15 +201,7 @@ def _stopping_server() -> type:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, stopped)
 
-            async def main() -> None:
-                task = asyncio.ensure_future(self.serve(sockets=sockets))
-                while not self.started and not task.done():
-                    await asyncio.sleep(0.05)
-                if self.started:
-                    announce()
-                await task
-
-            asyncio.run(main())
+            asyncio.run(self.serve(sockets=sockets))
 
     return Stopping
 
