@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql import pipeline
+from pcor_sql.core.option_spec import text_problem
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
@@ -392,13 +393,9 @@ def _plain(value: Any, what: str, depth: int = 0) -> None:
 def _text(value: str, what: str) -> None:
     """Valid Unicode text without NUL (DESIGN.md §8 "Inputs are exact"): a lone surrogate cannot
     be encoded for DuckDB or a response, and a NUL ends C strings early."""
-    if "\x00" in value:
-        raise UserError(f"{what} contains a NUL character", "remove it")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UserError(f"{what} is not valid Unicode text (it holds a lone surrogate)",
-                        "pass text whose characters are all valid Unicode") from None
+    problem = text_problem(value)
+    if problem:
+        raise UserError(f"{what} {problem}", "pass valid Unicode text without NUL characters")
 
 
 def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]) -> None:

@@ -107,8 +107,9 @@ class OptionSpec:
             if not isinstance(value, str):
                 raise UserError(f"{name} must be text, got {got}", f"e.g. {self.hint()}")
             text = str.__str__(value)
-            if "\x00" in text:
-                raise UserError(f"{name} contains a NUL character", "remove it")
+            problem = text_problem(text)
+            if problem:
+                raise UserError(f"{name} {problem}", "send valid Unicode text without NUL characters")
             if self.choices and text not in self.choices:
                 raise UserError(f"unknown {name} {text!r}", f"use one of: {', '.join(self.choices)}")
             return text
@@ -145,6 +146,19 @@ class OptionSpec:
         from pcor_sql.errors import option_hint
 
         return option_hint(self.name, self.example)
+
+
+def text_problem(text: str) -> str | None:
+    """What makes `text` unfit to cross into SQL or a response (DESIGN.md §8 "Inputs are
+    exact"), or None: a NUL ends C strings early, and a lone surrogate (JSON's `\\udfff`) cannot
+    be encoded as UTF-8 — by DuckDB, by a response, by a log."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode text (it holds a lone surrogate such as \\udfff)"
+    return None
 
 
 def _number(x: float) -> str:

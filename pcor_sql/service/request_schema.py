@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pcor_sql.core.option_spec import Kind, OptionSpec
+from pcor_sql.core.option_spec import Kind, OptionSpec, text_problem
 from pcor_sql.errors import UserError
 from pcor_sql.request_specs import Job, analyst_options, specs_for
 
@@ -222,13 +222,9 @@ def text(value: str, where: str) -> str:
     """`value` if it is valid Unicode text without NUL, else a 400 (DESIGN.md §8 "Inputs are
     exact"): JSON's `\\udfff` escapes decode to lone surrogates, which no UTF-8 encoder (DuckDB's,
     the response's) can write, and a NUL ends a C string early."""
-    if "\x00" in value:
-        raise BadRequest(f"{where} contains a NUL character", "remove it")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadRequest(f"{where} is not valid Unicode text (a lone surrogate such as \\udfff)",
-                         "send text whose \\u escapes pair up, or plain UTF-8") from None
+    problem = text_problem(value)
+    if problem:
+        raise BadRequest(f"{where} {problem}", "send valid UTF-8 text: \\u escapes that pair up, no NUL")
     return value
 
 

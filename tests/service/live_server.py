@@ -19,8 +19,14 @@ def live_server(app: Any, *, start_timeout: float = 20.0) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))  # loopback only; port 0: a free port, held from here on
     port = sock.getsockname()[1]
+    with _running(app, [sock], start_timeout):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def _running(app: Any, socks: list, start_timeout: float) -> Iterator[None]:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="uvicorn-test")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": socks}, daemon=True, name="uvicorn-test")
     thread.start()
     deadline = time.monotonic() + start_timeout
     while not server.started:
@@ -28,11 +34,12 @@ def live_server(app: Any, *, start_timeout: float = 20.0) -> Iterator[str]:
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=start_timeout)
-        sock.close()
+        for sock in socks:
+            sock.close()
 
 
 @contextlib.contextmanager
@@ -48,18 +55,5 @@ def live_listeners(analysts: Any, owner: Any, *, start_timeout: float = 20.0) ->
         sock.bind(("127.0.0.1", 0))
         socks.append(sock)
     ports = [s.getsockname()[1] for s in socks]
-    server = uvicorn.Server(uvicorn.Config(Listeners(analysts, owner, ports[1]), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": socks}, daemon=True, name="uvicorn-listeners")
-    thread.start()
-    deadline = time.monotonic() + start_timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    try:
+    with _running(Listeners(analysts, owner, ports[1]), socks, start_timeout):
         yield f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=start_timeout)
-        for sock in socks:
-            sock.close()
