@@ -75,7 +75,7 @@ def _parse(at: str) -> _dt.datetime:
 def step_chart(series: dict[str, Sequence[Sequence[object]]], *, title: str, width: int = 900,
                height: int = 320) -> str:
     """Cumulative ε over time, one step line per series ({label: [[ISO time, total], ...]}), with
-    time and ε axes and a legend. Points closer than a pixel are merged (the last total wins),
+    time and ε axes and a legend. Points within one pixel are merged (the last total wins),
     so a ledger of many thousand rows draws a path of at most `width` steps per series."""
     if not series:
         return f'<p class="empty">{escape(title)}: nothing spent yet.</p>'
@@ -120,7 +120,7 @@ def step_chart(series: dict[str, Sequence[Sequence[object]]], *, title: str, wid
         colour = PALETTE[index % len(PALETTE)]
         steps: list[tuple[float, float]] = []
         for at, total in points:
-            px = round(x(at), 1)
+            px = float(round(x(at)))
             if steps and steps[-1][0] == px:
                 steps[-1] = (px, total)
             else:
