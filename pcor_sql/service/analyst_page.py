@@ -93,7 +93,7 @@ async function refresh() {
   if (sets.ok) {
     fillTable("datasets", ["Dataset", "Key", "Metrics", "Attributes", "Releasable keys"],
       sets.body.datasets.map((d) => [d.name, d.key, d.metrics.join(", "), d.attributes.join(", "),
-                                     d.releasable_keys === null ? "any" : d.releasable_keys]));
+                                     d.releasable_keys === null ? "none (identify only)" : d.releasable_keys]));
     window.datasets = sets.body.datasets;
     for (const id of ["x-dataset", "i-dataset"]) {
       const s = $(id), keep = s.value; s.replaceChildren();
@@ -108,14 +108,19 @@ async function refresh() {
   }
 }
 function metricsChanged() {
-  const d = (window.datasets || []).find((x) => x.name === $("i-dataset").value);
-  const box = $("i-value"); box.replaceChildren();
-  (d ? d.metrics : []).forEach((m) => {
-    const label = el("label", m); const input = el("input"); input.type = "number"; input.step = "any";
-    input.dataset.metric = m; input.required = true; label.append(input); box.append(label);
-  });
-  const xm = $("x-metric"); xm.replaceChildren(new Option("default", ""));
-  (d = (window.datasets || []).find((x) => x.name === $("x-dataset").value)) && d.metrics.forEach((m) => xm.append(new Option(m, m)));
+  const find = (id) => (window.datasets || []).find((x) => x.name === $(id).value);
+  const box = $("i-value"), point = find("i-dataset");
+  if (box.dataset.shown !== (point ? point.name : "")) {  // keep what was typed unless the dataset changed
+    box.replaceChildren(); box.dataset.shown = point ? point.name : "";
+    (point ? point.metrics : []).forEach((m) => {
+      const label = el("label", m); const input = el("input"); input.type = "number"; input.step = "any";
+      input.dataset.metric = m; input.required = true; label.append(input); box.append(label);
+    });
+  }
+  const xm = $("x-metric"), keep = xm.value, keyed = find("x-dataset");
+  xm.replaceChildren(new Option("default", ""));
+  (keyed ? keyed.metrics : []).forEach((m) => xm.append(new Option(m, m)));
+  xm.value = keep;
 }
 function parseKeys(text) {
   text = text.trim();

@@ -49,7 +49,7 @@ PAGE = 50
 CSP = ("default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
        " connect-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 HEADERS = {"Cache-Control": "no-store", "Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
-           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
 
 
 @dataclass

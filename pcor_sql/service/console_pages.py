@@ -61,7 +61,7 @@ def esc(value: Any) -> str:
 
 def document(title: str, body: str) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport"'
-            f' content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer">'
+            f' content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin">'
             f"<title>{esc(title)} · pcor-sql console</title><style>{CSS}</style></head><body>{body}</body></html>")
 
 
@@ -189,7 +189,8 @@ def datasets_page(datasets: Sequence[dict[str, Any]], csrf: str) -> str:
     for d in datasets:
         attributes = ", ".join(f'{esc(a)} <span class="muted">({len(d["domains"].get(a, []))})</span>'
                                for a in d["attributes"])
-        releasable = '<span class="muted">any key</span>' if d["releasable_keys"] is None else \
+        releasable = '<span class="muted">none declared: no key may be asked (identify only)</span>' \
+            if d["releasable_keys"] is None else \
             f'{number(d["releasable_keys"])} <span class="muted">({esc(d.get("releasable_source"))})</span>'
         limits = "".join(f'<div>{esc(s["notion"])} {budget_bar(float(s["spent"]), s["limit"], 140)}'
                          f' {number(s["spent"])} / {number(s["limit"]) if s["limit"] is not None else "∞"}</div>'

@@ -1,0 +1,199 @@
+"""The owner console and the analyst page in a real headless Chromium (issue 27, items 5 and 6),
+each app on a real uvicorn on 127.0.0.1: log in, follow the links, revoke and rotate through
+the forms, a wrong owner token and an analyst's token refused, a cross-site form refused even
+with a leaked CSRF token, and no request to any other origin; the analyst page: paste a token,
+see datasets, quota and history, preview a cost, ask and read the answer.
+
+`PCOR_SCREENSHOTS=docs/img` saves the README's screenshots."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+import pcor_sql.service
+from pcor_sql.ledger.analysts import authenticate
+from pcor_sql.service.analyst_page import analyst_page_route
+from pcor_sql.service.console_app import console_routes
+from pcor_sql.service.owner_plane import OwnerPlane
+from tests.service import browser as chrome
+from tests.service.console_fixture import OWNER_TOKEN, check_token, make_owner
+from tests.service.live_server import live_server
+
+pytestmark = pytest.mark.skipif(chrome.missing() is not None, reason=chrome.missing() or "")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    owner, tokens = make_owner(str(tmp_path_factory.mktemp("browser") / "ledger.duckdb"), history=400)
+    plane = OwnerPlane(owner)
+    plane.audit.write({"time": "2026-11-27T09:12:03Z", "analyst": "alice", "endpoint": "POST /v1/explain",
+                       "dataset": "staff", "epsilon": 0.2, "outcome": "answered", "status": 200, "latency_ms": 41.7})
+    analysts = pcor_sql.service.app(owner, workers=2, warm=False)
+    analysts.router.routes.insert(0, analyst_page_route())
+    leaked: dict[str, str] = {}
+
+    async def evil(request):  # another origin on the same host: posts the console's form with a leaked CSRF token
+        return HTMLResponse(f'<form id="f" method="post" action="{leaked["console"]}/console/analysts/revoke">'
+                            f'<input name="name" value="carol"><input name="csrf" value="{leaked["csrf"]}"></form>'
+                            '<button id="go" onclick="document.getElementById(\'f\').submit()">go</button>')
+
+    with live_server(Starlette(routes=console_routes(plane, check_token))) as console, \
+            live_server(analysts) as analyst, live_server(Starlette(routes=[Route("/", evil)])) as other:
+        leaked["console"] = console
+        yield {"plane": plane, "tokens": tokens, "console": console, "analyst": analyst, "other": other,
+               "leaked": leaked}
+
+
+@pytest.fixture(scope="module")
+def driver():
+    yield from chrome.browser()
+
+
+def by(driver, css):
+    return driver.find_element("css selector", css)
+
+
+def wait_for(driver, css, text=None, timeout=20.0):
+    """The first element matching `css` (holding `text`) once it shows; if it never does, the
+    failure says what the page shows instead."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def found(d):
+        elements = d.find_elements("css selector", css)
+        return elements and (text is None or any(text in e.text for e in elements)) and elements[0]
+    try:
+        return WebDriverWait(driver, timeout).until(found)
+    except TimeoutException:
+        raise AssertionError(f"{css} {text or ''} never showed; the page says: {by(driver, 'body').text[:2000]}")
+
+
+def log_in(driver, base, token):
+    """Log in afresh (any session of an earlier test dropped first)."""
+    driver.get(base + "/console/login")
+    driver.delete_all_cookies()
+    driver.get(base + "/console/login")
+    field = by(driver, "input[name=token]")
+    field.clear()
+    field.send_keys(token)
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    button = by(driver, "form button[type=submit]")
+    button.click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(button))  # the next page is loaded
+
+
+def test_the_console_refuses_a_wrong_owner_token_and_an_analysts_token(driver, served):
+    for token in ("not-the-owner-token", served["tokens"]["alice"]):
+        log_in(driver, served["console"], token)
+        assert "not the owner token" in wait_for(driver, ".flash.error").text
+        assert driver.current_url.endswith("/console/login") and not driver.get_cookies()
+    driver.get(served["console"] + "/console/analysts")
+    assert driver.current_url.endswith("/console/login")
+
+
+def test_the_console_logs_in_and_every_page_is_a_link_away(driver, served):
+    chrome.requested(driver)  # drop what came before
+    log_in(driver, served["console"], OWNER_TOKEN)
+    assert by(driver, "h1").text == "Overview" and by(driver, "svg.bar")
+    [cookie] = driver.get_cookies()
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console"
+    chrome.shot(driver, "console-overview.png")
+    for label, title in (("Datasets", "Datasets"), ("Analysts", "Analysts"), ("History", "History"),
+                         ("Spending", "Spending"), ("Audit log", "Audit log"), ("Overview", "Overview")):
+        driver.find_element("link text", label).click()
+        assert by(driver, "h1").text == title
+        if title in ("Analysts", "Spending"):
+            chrome.shot(driver, f"console-{title.lower()}.png")
+    driver.find_element("link text", "History").click()
+    from selenium.webdriver.support.ui import Select
+
+    Select(by(driver, "select[name=analyst]")).select_by_visible_text("bob")
+    by(driver, ".filters button").click()
+    assert "analyst=bob" in driver.current_url
+    rows = driver.find_elements("css selector", "tbody tr")
+    assert rows and all("bob" in row.text for row in rows)
+    driver.find_element("partial link text", "older").click()
+    assert "offset=50" in driver.current_url and "analyst=bob" in driver.current_url
+    driver.find_element("link text", "Spending").click()
+    assert len(driver.find_elements("css selector", "svg.chart path")) >= 2
+    assert chrome.foreign(chrome.requested(driver), served["console"]) == []
+
+
+def test_revoke_and_rotate_through_the_console_forms(driver, served):
+    plane, tokens = served["plane"], served["tokens"]
+    log_in(driver, served["console"], OWNER_TOKEN)
+    driver.find_element("link text", "Analysts").click()
+
+    def row(name):
+        return next(r for r in driver.find_elements("css selector", "tbody tr")
+                    if r.find_element("css selector", "td").text == name)
+
+    row("bob").find_element("xpath", ".//button[text()='Revoke']").click()
+    assert "Revoked bob" in by(driver, ".flash").text and "revoked" in row("bob").text
+    assert authenticate(plane.ledger, tokens["bob"]) is None
+    row("bob").find_element("xpath", ".//button[contains(., 'new token')]").click()
+    new = by(driver, "code.token").text
+    assert authenticate(plane.ledger, new) is not None and authenticate(plane.ledger, tokens["bob"]) is None
+    tokens["bob"] = new
+    driver.find_element("link text", "Back to the analysts").click()
+    row("alice").find_element("xpath", ".//button[text()='Rotate token']").click()
+    rotated = by(driver, "code.token").text
+    assert authenticate(plane.ledger, rotated) is not None and authenticate(plane.ledger, tokens["alice"]) is None
+    tokens["alice"] = rotated
+
+
+def test_a_cross_site_form_is_refused_even_with_the_csrf_token(driver, served):
+    log_in(driver, served["console"], OWNER_TOKEN)
+    served["leaked"]["csrf"] = by(driver, "input[name=csrf]").get_attribute("value")
+    driver.get(served["other"] + "/")  # 127.0.0.1 on another port: same site, so the cookie goes along
+    by(driver, "#go").click()
+    wait_for(driver, "h1", "Refused")
+    assert "another site" in driver.page_source
+    assert not next(a for a in served["plane"].analysts() if a["name"] == "carol")["revoked"]
+
+
+def test_the_analyst_page_pastes_a_token_sees_datasets_quota_and_asks(driver, served):
+    from selenium.webdriver.support.ui import Select
+
+    base, token = served["analyst"], served["tokens"]["alice"]
+    chrome.requested(driver)
+    driver.get(base + "/")
+    by(driver, "#token").send_keys("not-a-token")
+    by(driver, "#go").click()
+    assert "not authenticated" in wait_for(driver, "#status .error").text
+    by(driver, "#token").send_keys(token)
+    by(driver, "#go").click()
+    wait_for(driver, "#who", "alice")
+    assert by(driver, "#token").get_attribute("value") == ""
+    wait_for(driver, "#datasets td", "payroll")
+    assert "none (identify only)" in by(driver, "#datasets").text and "150" in by(driver, "#datasets").text
+    assert "20" in by(driver, "#quota").text and len(driver.find_elements("css selector", "#history tr")) > 5
+    Select(by(driver, "#x-dataset")).select_by_visible_text("staff")
+    by(driver, "#x-keys").send_keys("10, 41")
+    by(driver, "#x-verifier").send_keys("grubbs")
+    by(driver, "#x-cost").click()
+    assert "would charge 0.4 ε" in wait_for(driver, "#x-out .ok").text
+    by(driver, "#x-ask").click()
+    result = wait_for(driver, "#x-out .result", timeout=60)
+    assert "record 10" in result.text and "privacy cost ε = 0.2" in result.text
+    wait_for(driver, "#history td", "key = 41")
+    driver.find_element("css selector", "#i-value input").send_keys("9000")
+    by(driver, "#i-ask").click()
+    assert "anomaly:" in wait_for(driver, "#i-out .result", timeout=60).text
+    chrome.shot(driver, "analyst-page.png")
+    by(driver, "#x-epsilon").clear()
+    by(driver, "#x-epsilon").send_keys("900")
+    by(driver, "#x-ask").click()
+    error = wait_for(driver, "#x-out .error")
+    assert "429" in error.text and "nothing was charged" in error.text and "GET /v1/me" in error.text
+    assert token not in driver.current_url and not driver.get_cookies()
+    assert driver.execute_script("return localStorage.length + sessionStorage.length") == 0
+    assert chrome.foreign(chrome.requested(driver), base) == []
+    problems = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]
+                and "status of 4" not in e["message"]]
+    assert problems == []  # no CSP violation, no script error
