@@ -71,6 +71,16 @@ def wait_for(driver, css, text=None, timeout=20.0):
         raise AssertionError(f"{css} {text or ''} never showed; the page says: {by(driver, 'body').text[:2000]}")
 
 
+def follow(driver, element):
+    """Click `element` and wait until the page it leads to has replaced this one."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = by(driver, "html")
+    element.click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+
 def log_in(driver, base, token):
     """Log in afresh (any session of an earlier test dropped first)."""
     driver.get(base + "/console/login")
@@ -79,12 +89,7 @@ def log_in(driver, base, token):
     field = by(driver, "input[name=token]")
     field.clear()
     field.send_keys(token)
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    button = by(driver, "form button[type=submit]")
-    button.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(button))  # the next page is loaded
+    follow(driver, by(driver, "form button[type=submit]"))
 
 
 def test_the_console_refuses_a_wrong_owner_token_and_an_analysts_token(driver, served):
@@ -105,21 +110,21 @@ def test_the_console_logs_in_and_every_page_is_a_link_away(driver, served):
     chrome.shot(driver, "console-overview.png")
     for label, title in (("Datasets", "Datasets"), ("Analysts", "Analysts"), ("History", "History"),
                          ("Spending", "Spending"), ("Audit log", "Audit log"), ("Overview", "Overview")):
-        driver.find_element("link text", label).click()
+        follow(driver, driver.find_element("link text", label))
         assert by(driver, "h1").text == title
         if title in ("Analysts", "Spending"):
             chrome.shot(driver, f"console-{title.lower()}.png")
-    driver.find_element("link text", "History").click()
+    follow(driver, driver.find_element("link text", "History"))
     from selenium.webdriver.support.ui import Select
 
     Select(by(driver, "select[name=analyst]")).select_by_visible_text("bob")
-    by(driver, ".filters button").click()
+    follow(driver, by(driver, ".filters button"))
     assert "analyst=bob" in driver.current_url
     rows = driver.find_elements("css selector", "tbody tr")
     assert rows and all("bob" in row.text for row in rows)
-    driver.find_element("partial link text", "older").click()
+    follow(driver, driver.find_element("partial link text", "older"))
     assert "offset=50" in driver.current_url and "analyst=bob" in driver.current_url
-    driver.find_element("link text", "Spending").click()
+    follow(driver, driver.find_element("link text", "Spending"))
     assert len(driver.find_elements("css selector", "svg.chart path")) >= 2
     assert chrome.foreign(chrome.requested(driver), served["console"]) == []
 
@@ -127,21 +132,21 @@ def test_the_console_logs_in_and_every_page_is_a_link_away(driver, served):
 def test_revoke_and_rotate_through_the_console_forms(driver, served):
     plane, tokens = served["plane"], served["tokens"]
     log_in(driver, served["console"], OWNER_TOKEN)
-    driver.find_element("link text", "Analysts").click()
+    follow(driver, driver.find_element("link text", "Analysts"))
 
     def row(name):
         return next(r for r in driver.find_elements("css selector", "tbody tr")
                     if r.find_element("css selector", "td").text == name)
 
-    row("bob").find_element("xpath", ".//button[text()='Revoke']").click()
+    follow(driver, row("bob").find_element("xpath", ".//button[text()='Revoke']"))
     assert "Revoked bob" in by(driver, ".flash").text and "revoked" in row("bob").text
     assert authenticate(plane.ledger, tokens["bob"]) is None
-    row("bob").find_element("xpath", ".//button[contains(., 'new token')]").click()
+    follow(driver, row("bob").find_element("xpath", ".//button[contains(., 'new token')]"))
     new = by(driver, "code.token").text
     assert authenticate(plane.ledger, new) is not None and authenticate(plane.ledger, tokens["bob"]) is None
     tokens["bob"] = new
-    driver.find_element("link text", "Back to the analysts").click()
-    row("alice").find_element("xpath", ".//button[text()='Rotate token']").click()
+    follow(driver, driver.find_element("link text", "Back to the analysts"))
+    follow(driver, row("alice").find_element("xpath", ".//button[text()='Rotate token']"))
     rotated = by(driver, "code.token").text
     assert authenticate(plane.ledger, rotated) is not None and authenticate(plane.ledger, tokens["alice"]) is None
     tokens["alice"] = rotated
@@ -151,7 +156,7 @@ def test_a_cross_site_form_is_refused_even_with_the_csrf_token(driver, served):
     log_in(driver, served["console"], OWNER_TOKEN)
     served["leaked"]["csrf"] = by(driver, "input[name=csrf]").get_attribute("value")
     driver.get(served["other"] + "/")  # 127.0.0.1 on another port: same site, so the cookie goes along
-    by(driver, "#go").click()
+    follow(driver, by(driver, "#go"))
     wait_for(driver, "h1", "Refused")
     assert "another site" in driver.page_source
     assert not next(a for a in served["plane"].analysts() if a["name"] == "carol")["revoked"]
