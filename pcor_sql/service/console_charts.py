@@ -72,8 +72,8 @@ def _parse(at: str) -> _dt.datetime:
     return _dt.datetime.fromisoformat(at.replace("Z", "+00:00").replace(" ", "T"))
 
 
-def step_chart(series: dict[str, Sequence[Sequence[object]]], *, title: str, width: int = 900,
-               height: int = 320) -> str:
+def step_chart(series: dict[str, Sequence[Sequence[object]]], *, title: str, width: int = 1200,
+               height: int = 300) -> str:
     """Cumulative ε over time, one step line per series ({label: [[ISO time, total], ...]}), with
     time and ε axes and a legend. Points within one pixel are merged (the last total wins),
     so a ledger of many thousand rows draws a path of at most `width` steps per series."""
@@ -90,7 +90,7 @@ def step_chart(series: dict[str, Sequence[Sequence[object]]], *, title: str, wid
     top = max(total for points in parsed.values() for _, total in points)
     ticks = nice_ticks(top)
     top = ticks[-1]
-    left, right, upper, lower = 64, 16, 28, 44
+    left, right, upper, lower = 64, 40, 28, 44
     plot_w, plot_h = width - left - right, height - upper - lower
 
     def x(at: _dt.datetime) -> float:

@@ -38,7 +38,7 @@ button,input,select{font:inherit}button{padding:4px 10px;border:1px solid #9aa5b
 background:#fff;cursor:pointer}button.warn{border-color:#c62828;color:#c62828}button.main{background:#1f3a5f;color:#fff}
 header button{background:transparent;color:#fff;border-color:#7f9cc0}
 form.inline{display:inline-flex;gap:4px;align-items:center;margin:0 6px 4px 0}input[type=text],input[type=password],
-input[type=number]{padding:4px 6px;border:1px solid #9aa5b1;border-radius:4px}input.small{width:84px}
+input[type=number]{padding:4px 6px;border:1px solid #9aa5b1;border-radius:4px}input.small{width:96px}
 .filters{display:flex;gap:10px;align-items:end;margin-bottom:12px;flex-wrap:wrap}.filters label{display:flex;
 flex-direction:column;font-size:12px;color:#3e4651}.pager{margin:10px 0;display:flex;gap:14px;align-items:center}
 .tag{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e4e7eb}
@@ -51,7 +51,8 @@ ul.legend{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;g
 .cards{display:flex;gap:12px;margin-bottom:10px}.card{background:#fff;padding:10px 16px;
 box-shadow:0 1px 2px rgba(0,0,0,.08);min-width:140px}.card b{display:block;font-size:20px}
 .login{max-width:380px;margin:80px auto;background:#fff;padding:24px;box-shadow:0 1px 3px rgba(0,0,0,.15)}
-.login input{width:100%;margin:6px 0 12px}.note{font-size:12px;color:#68717d}
+.login input{width:100%;margin:6px 0 12px}.q{display:grid;grid-template-columns:max-content 120px max-content;
+gap:3px 8px;align-items:center;white-space:nowrap}.q svg{display:block}.chart{width:100%;height:auto}.note{font-size:12px;color:#68717d}
 """
 
 
@@ -129,14 +130,19 @@ def units_table(units: Sequence[dict[str, Any]]) -> str:
 
 
 def quota_text(usage: Sequence[dict[str, Any]]) -> str:
+    """An analyst's quotas as a grid: where, a bar of spent against the quota (none without
+    one), and the figures."""
     parts = []
     for u in usage:
         if u["limit"] is None and not u["spent"]:
             continue
-        where = f' on {esc(u["dataset"])}' if u.get("dataset") else ""
-        parts.append(f'<div>{esc(u["notion"])}{where}: {budget_bar(float(u["spent"]), u["limit"], 120)} '
-                     f'{number(u["spent"])} / {number(u["limit"]) if u["limit"] is not None else "∞"}</div>')
-    return "".join(parts) or '<span class="muted">nothing spent, no quota</span>'
+        where = esc(u["notion"]) + (f' on {esc(u["dataset"])}' if u.get("dataset") else "")
+        if u["limit"] is None:
+            parts.append(f'<span>{where}</span><span class="muted">no quota</span><span>{number(u["spent"])} spent</span>')
+        else:
+            parts.append(f'<span>{where}</span>{budget_bar(float(u["spent"]), u["limit"], 120)}'
+                         f'<span>{number(u["spent"])} / {number(u["limit"])}</span>')
+    return f'<div class="q">{"".join(parts)}</div>' if parts else '<span class="muted">nothing spent, no quota</span>'
 
 
 def requests_text(requests: dict[str, int]) -> str:
@@ -175,8 +181,9 @@ def overview_page(data: dict[str, Any], csrf: str, flash: tuple[str, str] | None
     cards = "".join(f'<div class="card"><span class="muted">{label}</span><b>{value}</b></div>' for label, value in (
         ("analysts (active)", f"{active} / {len(analysts)}"),
         *((f"ε spent ({n})", number(spent[n])) for n in NOTIONS if spent[n])))
-    who = table(["Analyst", "Status", "Quota and spent", "Requests"],
-                [[esc(a["name"]), status_tag(a), quota_text(a["usage"]), requests_text(a["requests"])]
+    who = table(["Analyst", "Status", "Quota and spent (all datasets)", "Requests"],
+                [[esc(a["name"]), status_tag(a), quota_text([u for u in a["usage"] if not u.get("dataset")]),
+                  requests_text(a["requests"])]
                  for a in analysts])
     body = (f'<div class="cards">{cards}</div><h2>Budgets per unit and notion</h2>{units_table(data["units"])}'
             f'<h2>Analysts</h2>{who}<h2>Latest requests</h2>{history_rows(data["latest"], short=True)}'
@@ -223,7 +230,7 @@ def analysts_page(analysts: Sequence[dict[str, Any]], datasets: Sequence[str], c
                   f'{"Reinstate with a new token" if a["revoked"] else "Rotate token"}</button></form>'
                   f'<form class="inline" method="post" action="/console/analysts/quota">{hidden(csrf)}'
                   f'<input type="hidden" name="name" value="{name}"><input class="small" type="number" step="any"'
-                  f' min="0" name="epsilon" placeholder="ε (empty: none)"><select name="notion">{notions}</select>'
+                  f' min="0" name="epsilon" placeholder="quota ε" title="empty: remove the quota"><select name="notion">{notions}</select>'
                   f'<select name="dataset">{scopes}</select><button type="submit">Set quota</button></form>')
         allowed = "all" if a["datasets"] is None else ", ".join(map(esc, a["datasets"])) or "none"
         rows.append([f"<b>{name}</b>", status_tag(a), allowed, quota_text(a["usage"]), requests_text(a["requests"]),
@@ -232,7 +239,7 @@ def analysts_page(analysts: Sequence[dict[str, Any]], datasets: Sequence[str], c
            '<input type="text" name="name" placeholder="name" required maxlength="128"><input class="small"'
            f' type="number" step="any" min="0" name="quota" placeholder="quota ε"><select name="notion">'
            f'<option value="">every notion</option>{notions}</select><input type="text" name="datasets"'
-           ' placeholder="datasets (comma-separated; empty: all)"><button class="main" type="submit">Add</button>'
+           ' placeholder="datasets (empty: all)" title="comma-separated"><button class="main" type="submit">Add</button>'
            '</form><p class="note">The new token is shown once, on the next page.</p>')
     body = table(["Analyst", "Status", "Datasets", "Quota and spent (ε)", "Requests", "Actions"], rows) + add
     return layout("Analysts", "analysts", csrf, body, flash)

@@ -38,7 +38,7 @@ def make_owner(path: str, *, history: int = 0, seed: int = 7) -> tuple[Any, dict
     owner.register("staff", "staff", key="id", metric="pay", by="dept,year", limit=40.0, releasable=list(range(ROWS)))
     owner.register("payroll", "payroll", key="id", metric="pay", by="dept", limit=25.0)
     tokens = {"alice": add_analyst(owner.ledger, "alice", quota=20.0, notion="ocdp"),
-              "bob": add_analyst(owner.ledger, "bob", quota=8.0),
+              "bob": add_analyst(owner.ledger, "bob", quota=30.0),
               "carol": add_analyst(owner.ledger, "carol", datasets=["payroll"])}
     if history:
         synthetic_history(con, owner, history, seed)
