@@ -293,7 +293,7 @@ AUDIT_FIELDS = ("time", "analyst", "endpoint", "dataset", "epsilon", "outcome", 
 def audit_page(entries: Sequence[dict[str, Any]], csrf: str) -> str:
     extra = sorted({k for e in entries for k in e} - set(AUDIT_FIELDS))
     fields = [f for f in AUDIT_FIELDS if any(f in e for e in entries)] + extra or list(AUDIT_FIELDS)
-    rows = [[esc(e.get(f)) if f != "epsilon" or e.get(f) is None else number(float(e[f])) for f in fields]
+    rows = [[number(e[f]) if f == "epsilon" and type(e.get(f)) in (int, float) else esc(e.get(f)) for f in fields]
             for e in entries]
     body = ('<p class="note">The latest requests to the service, newest first (one line each; never a token).'
             " The full log is the file given to <code>--audit-log</code>.</p>" + table(list(map(esc, fields)), rows))

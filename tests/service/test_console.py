@@ -30,6 +30,7 @@ def plane(tmp_path_factory):
     found = OwnerPlane(owner)
     found.audit.write({"time": "2026-01-01T00:00:00Z", "analyst": HOSTILE, "endpoint": "/v1/explain",
                        "dataset": HOSTILE, "epsilon": 0.1, "outcome": "answered", "status": 200, "latency_ms": 3.2})
+    found.audit.write({"time": HOSTILE, "analyst": None, "endpoint": "/v1/me", "epsilon": HOSTILE, "status": 401})
     found.tokens = tokens
     return found
 
