@@ -1,4 +1,4 @@
-"""The owner console over Starlette's test client (issue 27, item 5): login and its cookie, a
+"""The owner console over real HTTP (uvicorn on 127.0.0.1; issue 27, item 5): login and its cookie, a
 session on every page, CSRF and cross-site refusals, the analysts' forms doing what they say,
 history filters and pages, nothing loaded from elsewhere, every ledger value escaped."""
 
@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import re
 
+import httpx
 import pytest
 from starlette.applications import Starlette
-from starlette.testclient import TestClient
 
 from pcor_sql.ledger.analysts import authenticate
 from pcor_sql.service.console_app import console_routes
 from pcor_sql.service.owner_plane import OwnerPlane
 from tests.service.console_fixture import OWNER_TOKEN, check_token, make_owner
+from tests.service.live_server import live_server
 
 PAGES = ("/console", "/console/datasets", "/console/analysts", "/console/history", "/console/spending",
          "/console/audit")
@@ -35,9 +36,15 @@ def plane(tmp_path_factory):
     return found
 
 
+@pytest.fixture(scope="module")
+def served(plane):
+    with live_server(Starlette(routes=console_routes(plane, check_token))) as url:
+        yield url
+
+
 @pytest.fixture
-def client(plane):
-    with TestClient(Starlette(routes=console_routes(plane, check_token)), follow_redirects=False) as c:
+def client(served):
+    with httpx.Client(base_url=served, follow_redirects=False, timeout=30) as c:
         yield c
 
 
@@ -53,7 +60,7 @@ def test_every_page_needs_a_session(client):
     for path in PAGES:
         r = client.get(path)
         assert r.status_code == 303 and r.headers["location"] == "/console/login", path
-        client.cookies.set("pcor_console", "made-up-session-id", path="/console")
+        client.cookies.set("pcor_console", "made-up-session-id", domain="127.0.0.1", path="/console")
         assert client.get(path).status_code == 303
         client.cookies.clear()
     r = client.get("/console/login")
@@ -128,15 +135,16 @@ def test_a_post_without_session_csrf_or_from_another_site_is_refused(client, pla
     assert client.post("/console/analysts/revoke", data={"name": "carol"}).status_code == 403  # replay, no token
     assert client.post("/console/analysts/revoke", data={**form, "csrf": token[:-1] + "x"}).status_code == 403
     for headers in ({"Origin": "https://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
-                    {"Origin": "http://testserver.evil.example"}):
+                    {"Origin": str(client.base_url).rstrip("/") + ".evil.example"},
+                    {"Origin": str(client.base_url).rstrip("/").replace("127.0.0.1", "localhost")}):
         r = client.post("/console/analysts/revoke", data=form, headers=headers)
         assert r.status_code == 403 and "another site" in r.text, headers
-    other = TestClient(client.app, follow_redirects=False)  # no session, someone's CSRF token
-    assert other.post("/console/analysts/revoke", data=form).status_code == 403
+    with httpx.Client(base_url=client.base_url) as other:  # no session, someone's CSRF token
+        assert other.post("/console/analysts/revoke", data=form).status_code == 403
     assert client.post("/console/login", data={"token": OWNER_TOKEN},
                        headers={"Origin": "https://evil.example"}).status_code == 403
     assert not revoked()
-    r = client.post("/console/analysts/revoke", data=form, headers={"Origin": "http://testserver"})
+    r = client.post("/console/analysts/revoke", data=form, headers={"Origin": str(client.base_url).rstrip("/")})
     assert r.status_code == 303 and revoked()
     client.post("/console/analysts/rotate", data=form)  # reinstated for the other tests
 
