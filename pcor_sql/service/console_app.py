@@ -13,8 +13,9 @@ Every response is `no-store`, framed by nobody (X-Frame-Options DENY, frame-ance
 and under a Content-Security-Policy that forbids scripts and every outside origin: the pages
 have no script, inline CSS, and charts drawn as inline SVG (`console_charts`).
 
-The cookie is not `Secure`: the owner listener is plain HTTP on loopback, where a browser would
-drop a Secure cookie; it never leaves the machine.
+The cookie is `Secure` when the listener serves HTTPS (`serve --ssl-certfile`); on plain HTTP,
+where a browser would drop a Secure cookie, the owner listener is on loopback and the cookie
+never leaves the machine.
 """
 
 from __future__ import annotations
@@ -195,7 +196,8 @@ def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> lis
         sessions.close(request.cookies.get(COOKIE))
         sid, _ = sessions.open()  # a fresh id at every login: a planted id is never promoted
         response = redirect("/console")
-        response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/console", max_age=int(LIFETIME))
+        response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/console", max_age=int(LIFETIME),
+                            secure=request.url.scheme == "https")
         return response
 
     async def logout(request: Request, session: Session, fields: dict[str, str]) -> Response:

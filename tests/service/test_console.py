@@ -216,6 +216,21 @@ def test_spending_is_drawn_as_svg_step_lines_with_axes(client):
     assert "main.staff (ocdp)" in text and "alice (ocdp)" in text
 
 
+def test_the_console_is_on_the_owner_listener_of_the_real_service(plane):
+    import pcor_sql.service
+
+    analysts = pcor_sql.service.app(plane.owner, workers=1, warm=False)
+    owners = pcor_sql.service.owner_app(analysts.state.service, OWNER_TOKEN)
+    with live_server(owners) as url, httpx.Client(base_url=url, follow_redirects=False, timeout=30) as client:
+        assert client.get("/console/analysts").headers["location"] == "/console/login"
+        assert login(client, plane.tokens["carol"]).status_code == 401
+        assert login(client).status_code == 303
+        for path in PAGES:
+            assert client.get(path).status_code == 200, path
+    with live_server(analysts) as url:
+        assert httpx.get(url + "/console/login").status_code == 404  # never on the analysts' listener
+
+
 def test_logout_ends_the_session(client):
     login(client)
     r = client.post("/console/logout", data={"csrf": csrf(client, "/console")})
