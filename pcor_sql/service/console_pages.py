@@ -41,7 +41,7 @@ form.inline{display:inline-flex;gap:4px;align-items:center;margin:0 6px 4px 0}in
 input[type=number]{padding:4px 6px;border:1px solid #9aa5b1;border-radius:4px}input.small{width:96px}
 .filters{display:flex;gap:10px;align-items:end;margin-bottom:12px;flex-wrap:wrap}.filters label{display:flex;
 flex-direction:column;font-size:12px;color:#3e4651}.pager{margin:10px 0;display:flex;gap:14px;align-items:center}
-.tag{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e4e7eb}
+.nw,.tag{white-space:nowrap}.tag{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e4e7eb}
 .tag.answered{background:#e8f5e9}.tag.failed{background:#fdecea}.tag.interrupted,.tag.running{background:#fff8e1}
 .tag.revoked{background:#fdecea}figure{margin:0 0 18px;background:#fff;padding:12px;
 box-shadow:0 1px 2px rgba(0,0,0,.08)}.chart .grid{stroke:#e4e7eb}.chart .axis{stroke:#68717d}
@@ -169,7 +169,7 @@ def history_rows(rows: Sequence[dict[str, Any]], *, short: bool = False) -> str:
         text = r.get("asked") or r.get("statement") or ""
         if text and not short:
             asked.append(f'<div class="mono muted">{esc(text[:600])}{"…" if len(text) > 600 else ""}</div>')
-        cells.append([esc(str(r["released_at"])[:19].replace("T", " ")), who, " ".join(asked), esc(r["notion"]),
+        cells.append([f'<span class="nw">{esc(str(r["released_at"])[:19].replace("T", " "))}</span>', who, " ".join(asked), esc(r["notion"]),
                       number(r["epsilon"]), f'<span class="tag {esc(outcome)}">{esc(r.get("shown_outcome"))}</span>'])
     return table(["Time (UTC)", "Who", "What was asked", "Notion", "ε", "Outcome"], cells, (4,))
 

@@ -46,9 +46,9 @@ def make_owner(path: str, *, history: int = 0, seed: int = 7) -> tuple[Any, dict
 
 
 def synthetic_history(con: Any, owner: Any, count: int, seed: int) -> None:
-    """`count` analysts' requests over the last 14 days, as the service would record them (one
-    set-based insert: pseudo-random choices from hash(i)), then every budget and quota row set
-    to the sum of its history, as `budget verify` expects."""
+    """`count` analysts' requests over the last 14 days, as the service records them (what was
+    asked as a statement), in one set-based insert (pseudo-random choices from hash(i)); then
+    every budget and quota row set to the sum of its history, as `budget verify` expects."""
     t = owner.ledger.tables
     unit = "CASE dataset " + " ".join(f"WHEN '{d.name}' THEN '{d.units[0]}'" for d in owner.datasets()) + " END"
     choices = f"""SELECT i, CASE WHEN h % 3 = 0 THEN 'payroll' ELSE 'staff' END AS dataset,
@@ -63,10 +63,12 @@ def synthetic_history(con: Any, owner: Any, count: int, seed: int) -> None:
         CASE WHEN explain THEN ([0.05, 0.1, 0.2])[pick + 1] ELSE 0.1 END AS epsilon,
         CASE WHEN explain THEN NULL ELSE 1 END AS k,
         CASE WHEN explain THEN 'key = ' || key ELSE 'value (pay = ' || (9000 - key) || '.0)' END AS record_key,
-        CASE WHEN explain THEN printf('{{"dataset": "%s", "keys": [%d], "epsilon": %g, "verifier": "%s"}}', dataset,
-             key, ([0.05, 0.1, 0.2])[pick + 1], (['grubbs', 'lof', 'zscore'])[pick + 1])
-             ELSE printf('{{"dataset": "%s", "value": {{"pay": %d}}, "beta": 2, "radius": 5, "epsilon": 0.1}}',
-             dataset, 9000 - key) END AS statement, dataset, analyst,
+        CASE WHEN explain THEN printf('EXPLAIN OUTLIER SELECT "pay" FROM %s WHERE "id" IN (%d) BY "dept"%s USING %s'
+             || ' WITH (epsilon = %g, search = ''bfs'', samples = 50)', dataset, key,
+             CASE WHEN dataset = 'staff' THEN ', "year"' ELSE '' END, (['grubbs(alpha=0.05)', 'lof', 'zscore'])[pick + 1],
+             ([0.05, 0.1, 0.2])[pick + 1])
+             ELSE printf('IDENTIFY ANOMALY SELECT "pay" FROM %s WITH (beta = 2, radius = 5, epsilon = 0.1,'
+             || ' privacy = ''sp'', k = 1)', dataset) END AS statement, dataset, analyst,
         CASE WHEN ok THEN 'answered' ELSE 'failed' END AS outcome, CASE WHEN ok THEN NULL ELSE 'data' END AS reason
         FROM ({choices})"""
     with con.cursor() as cur:

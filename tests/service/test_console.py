@@ -196,7 +196,7 @@ def test_history_filters_pages_and_says_what_was_asked(client, plane):
     expected = plane.history(analyst="carol", outcome="answered", limit=1)["total"]
     assert 0 < len(rows) == min(50, expected) and f"of {expected}" in r.text
     assert all("carol" in row and "answered" in row for row in rows)
-    assert "verifier" in r.text and "keys" in r.text  # what was asked, from the statement
+    assert "EXPLAIN OUTLIER SELECT" in r.text and "USING" in r.text  # what was asked: the statement
     total = plane.history(limit=1)["total"]
     first = client.get("/console/history").text
     assert "older ›" in first and "newer" not in first

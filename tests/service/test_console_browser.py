@@ -112,7 +112,7 @@ def test_the_console_logs_in_and_every_page_is_a_link_away(driver, served):
                          ("Spending", "Spending"), ("Audit log", "Audit log"), ("Overview", "Overview")):
         follow(driver, driver.find_element("link text", label))
         assert by(driver, "h1").text == title
-        if title in ("Analysts", "Spending"):
+        if title in ("Analysts", "History", "Spending"):
             chrome.shot(driver, f"console-{title.lower()}.png")
     follow(driver, driver.find_element("link text", "History"))
     from selenium.webdriver.support.ui import Select
