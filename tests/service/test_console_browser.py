@@ -56,7 +56,7 @@ def by(driver, css):
     return driver.find_element("css selector", css)
 
 
-def wait_for(driver, css, text=None, timeout=20.0):
+def wait_for(driver, css, text=None, timeout=30.0):
     """The first element matching `css` (holding `text`) once it shows; if it never does, the
     failure says what the page shows instead."""
     from selenium.common.exceptions import TimeoutException
@@ -184,12 +184,12 @@ def test_the_analyst_page_pastes_a_token_sees_datasets_quota_and_asks(driver, se
     by(driver, "#x-cost").click()
     assert "would charge 0.4 ε" in wait_for(driver, "#x-out .ok").text
     by(driver, "#x-ask").click()
-    result = wait_for(driver, "#x-out .result", timeout=60)
+    result = wait_for(driver, "#x-out .result", timeout=90)
     assert "record 10" in result.text and "privacy cost ε = 0.2" in result.text
     wait_for(driver, "#history td", "key = 41")
     driver.find_element("css selector", "#i-value input").send_keys("9000")
     by(driver, "#i-ask").click()
-    assert "anomaly:" in wait_for(driver, "#i-out .result", timeout=60).text
+    assert "anomaly:" in wait_for(driver, "#i-out .result", timeout=90).text
     chrome.shot(driver, "analyst-page.png")
     by(driver, "#x-epsilon").clear()
     by(driver, "#x-epsilon").send_keys("900")
