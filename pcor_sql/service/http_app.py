@@ -293,7 +293,10 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
             service.admission.close()
             service.audit.close()
 
-    built = Starlette(routes=[service.route(e) for e in ANALYST_ENDPOINTS], lifespan=lifespan,
+    from pcor_sql.service.analyst_page import analyst_page_route
+
+    # The analyst page (GET /) is the same JSON API in a browser: a token pasted, never stored.
+    built = Starlette(routes=[service.route(e) for e in ANALYST_ENDPOINTS] + [analyst_page_route()], lifespan=lifespan,
                       exception_handlers={HTTPException: http_error, Exception: internal})
     built.router.redirect_slashes = False  # a redirect would be built from the Host header
     built.state.service = service

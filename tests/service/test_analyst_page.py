@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 import pcor_sql.service
-from pcor_sql.service.analyst_page import analyst_page_route
 from tests.service.console_fixture import make_owner
 from tests.service.live_server import live_server
 
@@ -22,7 +21,6 @@ from tests.service.live_server import live_server
 def client(tmp_path_factory):
     owner, tokens = make_owner(str(tmp_path_factory.mktemp("page") / "ledger.duckdb"))
     app = pcor_sql.service.app(owner, workers=2, warm=False)
-    app.router.routes.insert(0, analyst_page_route())
     with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as c:
         c.tokens = tokens
         yield c

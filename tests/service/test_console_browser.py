@@ -15,7 +15,6 @@ from starlette.routing import Route
 
 import pcor_sql.service
 from pcor_sql.ledger.analysts import authenticate
-from pcor_sql.service.analyst_page import analyst_page_route
 from pcor_sql.service.console_app import console_routes
 from pcor_sql.service.owner_plane import OwnerPlane
 from tests.service import browser as chrome
@@ -32,7 +31,6 @@ def served(tmp_path_factory):
     plane.audit.write({"time": "2026-11-27T09:12:03Z", "analyst": "alice", "endpoint": "POST /v1/explain",
                        "dataset": "staff", "epsilon": 0.2, "outcome": "answered", "status": 200, "latency_ms": 41.7})
     analysts = pcor_sql.service.app(owner, workers=2, warm=False)
-    analysts.router.routes.insert(0, analyst_page_route())
     leaked: dict[str, str] = {}
 
     async def evil(request):  # another origin on the same host: posts the console's form with a leaked CSRF token
