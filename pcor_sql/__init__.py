@@ -6,7 +6,16 @@ The public names load on first use, so `pcor-sql --help` does not pay for scipy 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
+
+# The analyst's client (`pcor_sql_client`, which `pcor_sql.errors` and `pcor_sql.connect` import)
+# is its own distribution in client/; an installed pcor-sql carries a copy in its wheel. A source
+# checkout run in place (`PYTHONPATH=checkout`) finds it beside the package.
+if importlib.util.find_spec("pcor_sql_client") is None and (Path(__file__).parents[1] / "client").is_dir():
+    sys.path.append(str(Path(__file__).parents[1] / "client"))
 
 __version__ = "0.1.0"
 
@@ -31,8 +40,8 @@ _EXPORTS = {
     "Session": "pcor_sql.session",
     "Owner": "pcor_sql.owner",
     "Analyst": "pcor_sql.analyst",
-    "connect": "pcor_sql.client.remote_analyst",
-    "RemoteAnalyst": "pcor_sql.client.remote_analyst",
+    "connect": "pcor_sql.client",
+    "RemoteAnalyst": "pcor_sql.client",
     "AnalystExplanation": "pcor_sql.results",
     "AnalystAnswer": "pcor_sql.results",
     "RegisteredDataset": "pcor_sql.ledger.dataset_registry",
