@@ -31,7 +31,7 @@ from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
 from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.store import Ledger
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
-from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+from pcor_sql.results import AnomalyResult, CoeResult, Explanation, Results
 from pcor_sql.backends.base import Engine
 
 Warn = Callable[[str], None]
@@ -90,8 +90,8 @@ class Session:
         _expect(request, OutlierRequest, "explain")
         job = ReleaseJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
-        return pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
-                            max_records=max_records, progress=progress)
+        return Results(pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
+                                    max_records=max_records, progress=progress))
 
     def prepare_records(self, request: OutlierRequest, records: Any, progress: Progress | None = None) -> OutlierRun:
         """What the releases of `request` read for the given selected `records`: the schema,
@@ -128,7 +128,7 @@ class Session:
                     _space=space, _masks=masks, _utilities=utilities, _predicate=predicate,
                 )
             )
-        return out
+        return Results(out)
 
     def identify(
         self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None,
@@ -147,8 +147,8 @@ class Session:
                 warn_privacy(f"answering {count:,} records costs {count:,} × ε = {cost.epsilon_total:g} in total "
                              f"({cost.guarantee})", self.warn)
 
-        return pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
-                            max_records=max_records, announce=announce, progress=progress)
+        return Results(pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
+                                    max_records=max_records, announce=announce, progress=progress))
 
     # ---- the trust model -----------------------------------------------------------------
 
