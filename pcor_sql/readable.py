@@ -8,6 +8,8 @@ columns of the record, so they may be shown wherever the release itself may.
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Any, Mapping, Sequence
 
@@ -195,6 +197,22 @@ def outlier_privacy_sentence(epsilon: float, epsilon1: float, accounting: str, e
     if factor == 2:
         text += ", as the paper accounts"
     return text
+
+
+#: The most one context may be likelier than another for the choice to count as nearly uniform.
+UNIFORM_RATIO = 2.0
+
+
+def uniform_choice_warning(epsilon: float, epsilon1: float, rows: int) -> str | None:
+    """Where ε1 is so small that no context of a `rows`-row table is even UNIFORM_RATIO times
+    likelier than another (the exponential mechanism weighs a context by e^(ε1·utility), and a
+    utility is at most the row count), the words saying so; else None."""
+    if epsilon1 * rows >= math.log(UNIFORM_RATIO):
+        return None
+    return (f"the search's choices are nearly uniform and ignore utility: ε1 = {show_epsilon(epsilon1, 3)}, the ε "
+            f"of each randomized choice (ε = {show_epsilon(epsilon)} shared among the search's choices), so even "
+            f"the whole table ({rows:,} rows) is at most e^(ε1·{rows:,}) = e^{epsilon1 * rows:.3g} times "
+            f"likelier than any other context; raise ε, or lower samples")
 
 
 def anomaly_sentence(anomaly: bool, beta: float, radius: float) -> str:

@@ -16,6 +16,7 @@ make a new Session to read fresh data.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 from pcor_sql import pipeline
@@ -31,6 +32,7 @@ from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
 from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.store import Ledger
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
+from pcor_sql.readable import uniform_choice_warning
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation, Results
 from pcor_sql.backends.base import Engine
 
@@ -100,6 +102,9 @@ class Session:
         schema = self.schema(request)
         start = start_selection(request, schema)
         summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
+        uniform = uniform_choice_warning(request.epsilon, request.budget.epsilon1, summary.n_rows)
+        if uniform is not None:  # said to the owner (a service logs it): the row count is data
+            self.warn(uniform) if self.warn is not None else warnings.warn(uniform, UserWarning, stacklevel=4)
         return OutlierRun(self.access, request, summary, verifier, records, start)
 
     def coe(self, request: OutlierRequest, *, progress: Progress | None = None) -> list[CoeResult]:
