@@ -6,16 +6,17 @@ The public names load on first use, so `pcor-sql --help` does not pay for scipy 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
 
 # The analyst's client (`pcor_sql_client`, which `pcor_sql.errors` and `pcor_sql.connect` import)
-# is its own distribution in client/; an installed pcor-sql carries a copy in its wheel. A source
-# checkout run in place (`PYTHONPATH=checkout`) finds it beside the package.
-if importlib.util.find_spec("pcor_sql_client") is None and (Path(__file__).parents[1] / "client").is_dir():
-    sys.path.append(str(Path(__file__).parents[1] / "client"))
+# is its own distribution in client/; an installed pcor-sql carries a copy in its wheel. Run from a
+# source checkout (`PYTHONPATH=checkout`, or an editable install, which copies force-included
+# files), pcor_sql takes the checkout's client beside it, never an installed copy of another age.
+_CHECKOUT_CLIENT = Path(__file__).resolve().parents[1] / "client"
+if (_CHECKOUT_CLIENT / "pcor_sql_client" / "__init__.py").is_file() and str(_CHECKOUT_CLIENT) not in sys.path:
+    sys.path.insert(0, str(_CHECKOUT_CLIENT))
 
 __version__ = "0.1.0"
 

@@ -78,6 +78,19 @@ def test_one_copy_of_the_client():
     assert not (ROOT / "pcor_sql" / "client" / "transport.py").exists()
 
 
+def test_a_checkout_uses_its_own_client_over_an_installed_copy(tmp_path):
+    """An editable install copies the client into site-packages; pcor_sql run from the checkout
+    still imports the checkout's client (one copy in use, never a stale one)."""
+    stale = tmp_path / "pcor_sql_client"
+    stale.mkdir()
+    (stale / "__init__.py").write_text("raise ImportError('the stale copy was imported')\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", "import pcor_sql.errors, pcor_sql_client; print(pcor_sql_client.__file__)"],
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])})
+    assert done.returncode == 0, done.stderr
+    assert pathlib.Path(done.stdout.strip()) == CLIENT / "pcor_sql_client" / "__init__.py"
+
+
 def test_the_light_client_imports_nothing_of_pcor_sql():
     for path in (CLIENT / "pcor_sql_client").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
