@@ -13,9 +13,9 @@ The same methods as the in-process handle (`Owner.analyst()`), but the data, the
 the ledger stay in the service's process (DESIGN.md §8): this object holds a URL and a token,
 sends JSON and receives JSON. The service checks every input (exact types, sizes, releasable
 keys, the minimum ε) and charges before it reads a row; its refusals come back as
-`pcor_sql_client.errors` exceptions (the same classes as `pcor_sql.errors`') with the service's
-message and fix. Importing or using this module
-loads no DuckDB: an analyst needs no data.
+`pcor_sql_client.errors` exceptions (the very classes `pcor_sql.errors` exports) with the
+service's message and fix. Importing or using this module loads no DuckDB: an analyst needs no
+data.
 """
 
 from __future__ import annotations
