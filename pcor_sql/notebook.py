@@ -154,7 +154,10 @@ def answer_markdown(a: Any) -> str:
 # ---- a list of results: one table, a row per result ---------------------------------------
 
 def _row(item: Any) -> list[tuple[str, str]] | None:
-    """An explanation's or an answer's row (its summary first), else None (shown on its own)."""
+    """An explanation's, an answer's or a record not released's row (its summary first), else
+    None (shown on its own)."""
+    if getattr(item, "released", True) is False:
+        return [("summary", item.summary), ("record", str(item.key))]
     if hasattr(item, "explanation_sql") and hasattr(item, "start_source"):
         pairs = [("summary", item.summary), *_explanation_pairs(item)]
     elif hasattr(item, "anomaly") and hasattr(item, "record"):
