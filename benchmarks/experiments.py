@@ -145,7 +145,7 @@ GROUPS: tuple[Group, ...] = (
     ), (("Outlier", "verifier"),)),
     Group("duplicates", "not in the paper", "LOF's rule for duplicates (DESIGN.md §2)", "Rule", (
         _r("distinct (Breunig et al.; the engine's default)", "—", "—", verifier="lof(duplicates='distinct')"),
-        _r("plain (scikit-learn's)", "—", "—", verifier="lof(duplicates='plain')"),
+        _r("plain (k-distance, ties kept)", "—", "—", verifier="lof(duplicates='plain')"),
     ), (("ε", "epsilon"), ("Sampling", "search"))),
     Group("samples", "Tables 10–11", "Effect of the number of samples n", "# Samples", (
         _r("25", "1m / 14m / 7m", "0.85 (0.81, 0.88)", samples=25),

@@ -30,7 +30,7 @@ A measured choice for the paper profile:
   definition, which includes its rule for duplicates; its figures are on the salary data
   (Ontario's disclosure, to the cent), nearly tie-free like the bundled table shaped after it
   (49,619 distinct values in 51,000 rows), where the two rules nearly coincide — so none of them
-  speaks for scikit-learn's plain rule;
+  speaks for the plain k-distance rule;
 - measured (`python -m benchmarks reproduce --profile paper --groups duplicates --datasets
   salaries,homicides --records 5 --repeats 4 --no-match`, 20 releases per cell, load 8–11):
   salaries BFS utility ratio 0.87 (0.80, 0.94) distinct vs 0.84 (0.77, 0.92) plain, mean time

@@ -263,7 +263,7 @@ def _effect(res: dict[str, Any], name: str, label: str, base_label: str = "none 
 
 
 def _rule(lof: str) -> str:
-    return "scikit-learn's plain rule" if "plain" in lof else "Breunig et al.'s distinct rule"
+    return "the plain k-distance rule" if "plain" in lof else "Breunig et al.'s distinct rule"
 
 
 def deviations_table(res: dict[str, Any], name: str = "salaries") -> Table:
@@ -297,7 +297,7 @@ def deviations_table(res: dict[str, Any], name: str = "salaries") -> Table:
         ("LOF's rule for duplicates", f"paper profile: {_rule(profile('paper').lof)}; engine profile: "
          f"{_rule(profile('engine').lof)} (DESIGN.md §2; benchmarks/profiles.py says why). Both count every tie "
          "at a k-distance (scikit-learn breaks them arbitrarily)",
-         _effect(res, name, "plain (scikit-learn's)", "distinct (Breunig et al.; the engine's default)", "duplicates")
+         _effect(res, name, "plain (k-distance, ties kept)", "distinct (Breunig et al.; the engine's default)", "duplicates")
          + " from the distinct to the plain rule (paper profile, the duplicates group)"),
     ]
     return make_table("Deviations from the paper, with their measured effect (BFS + LOF, ε = 0.2, n = 50, "

@@ -6,7 +6,17 @@ The public names load on first use, so `pcor-sql --help` does not pay for scipy 
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 from typing import Any
+
+# The analyst's client (`pcor_sql_client`, which `pcor_sql.errors` and `pcor_sql.connect` import)
+# is its own distribution in client/; an installed pcor-sql carries a copy in its wheel. Run from a
+# source checkout (`PYTHONPATH=checkout`, or an editable install, which copies force-included
+# files), pcor_sql takes the checkout's client beside it, never an installed copy of another age.
+_CHECKOUT_CLIENT = Path(__file__).resolve().parents[1] / "client"
+if (_CHECKOUT_CLIENT / "pcor_sql_client" / "__init__.py").is_file() and str(_CHECKOUT_CLIENT) not in sys.path:
+    sys.path.insert(0, str(_CHECKOUT_CLIENT))
 
 __version__ = "0.1.0"
 
@@ -31,8 +41,8 @@ _EXPORTS = {
     "Session": "pcor_sql.session",
     "Owner": "pcor_sql.owner",
     "Analyst": "pcor_sql.analyst",
-    "connect": "pcor_sql.client.remote_analyst",
-    "RemoteAnalyst": "pcor_sql.client.remote_analyst",
+    "connect": "pcor_sql.client",
+    "RemoteAnalyst": "pcor_sql.client",
     "AnalystExplanation": "pcor_sql.results",
     "AnalystAnswer": "pcor_sql.results",
     "RegisteredDataset": "pcor_sql.ledger.dataset_registry",

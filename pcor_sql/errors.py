@@ -8,24 +8,9 @@ import warnings
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-
-class PcorError(Exception):
-    """Base class of every error pcor-sql raises on purpose."""
-
-
-class UserError(PcorError):
-    """Bad input. The message is one line: the problem, then the fix."""
-
-    exit_code = 2
-
-    def __init__(self, problem: str, fix: str | None = None):
-        self.problem = problem
-        self.fix = fix
-        super().__init__(problem if not fix else f"{problem} — {fix}")
-
-
-class BudgetExceeded(UserError):
-    """A release would exceed the privacy budget limit set for a dataset."""
+# The errors an analyst's client raises too are defined once, in the light client (client/, which
+# imports nothing of pcor_sql), so `except pcor_sql.UserError` catches what `pcor_sql.connect` raises.
+from pcor_sql_client.errors import BudgetExceeded, PcorError, Refused, RequestFailed, UserError  # noqa: F401
 
 
 class NoValidContext(UserError):
@@ -36,22 +21,10 @@ class NoRecord(UserError):
     """The record selector picks no row."""
 
 
-class Refused(UserError):
-    """A request the trust model refuses (DESIGN.md §6): an analyst asking for an owner's
-    option, a seed on a persistent ledger, a unit without a limit in a strict ledger."""
-
-
 class AnalystRefused(Refused):
     """A refusal about the analyst themselves (unknown, revoked, a dataset they may not use): it
     names nothing of the data, the units or anyone else's spending, so an analyst may read it as
     it is — every other refusal of a charge is said to an analyst in generic words (`pipeline`)."""
-
-
-class RequestFailed(Refused):
-    """An analyst's request failed after its cost was reserved. The message is the same
-    whatever the data holds (a missing key, a NULL metric, a conversion error, no valid
-    context, …), and the charge stands: a failure that depended on the rows would otherwise
-    tell the analyst about them for free."""
 
 
 class Interrupted(KeyboardInterrupt):

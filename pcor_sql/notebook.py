@@ -149,3 +149,60 @@ def answer_markdown(a: Any) -> str:
         owner = [(k, str(v)) for k, v in a.owner.items() if k != "not_for_release"]
         out += f"\n**NOT FOR RELEASE — owner fields**\n\n{_md_table(owner)}"
     return out
+
+
+# ---- a list of results: one table, a row per result ---------------------------------------
+
+def _row(item: Any) -> list[tuple[str, str]] | None:
+    """An explanation's, an answer's or a record not released's row (its summary first), else
+    None (shown on its own)."""
+    if getattr(item, "released", True) is False:
+        return [("summary", item.summary), ("record", str(item.key))]
+    if hasattr(item, "explanation_sql") and hasattr(item, "start_source"):
+        pairs = [("summary", item.summary), *_explanation_pairs(item)]
+    elif hasattr(item, "anomaly") and hasattr(item, "record"):
+        pairs = _answer_pairs(item)
+    else:
+        return None
+    if hasattr(item, "explanation_sql") and item.seeded:
+        pairs.append(("seeded", "not for real releases"))
+    if getattr(item, "owner", None) is not None:
+        pairs.append(("owner diagnostics", "NOT FOR RELEASE — show this result alone to see them"))
+    return pairs
+
+
+def _grid(items: Sequence[Any]) -> tuple[list[str], list[dict[str, str]]] | None:
+    """The columns (every row's names, in first-seen order) and the rows, or None when an item
+    is not an explanation or an answer."""
+    rows = [_row(item) for item in items]
+    if not rows or any(r is None for r in rows):
+        return None
+    columns: list[str] = []
+    for pairs in rows:
+        columns.extend(k for k, _ in pairs if k not in columns)  # type: ignore[union-attr]
+    return columns, [dict(pairs) for pairs in rows]  # type: ignore[arg-type]
+
+
+def results_html(items: Sequence[Any]) -> str:
+    grid = _grid(items)
+    if grid is None:  # COE results, or nothing: each shown its own way
+        shown = [item._repr_html_() if hasattr(item, "_repr_html_") else f"<pre>{_e(repr(item))}</pre>" for item in items]
+        return "<div>" + ("".join(shown) or "<p>no results</p>") + "</div>"
+    columns, rows = grid
+    head = "".join(f"<th style='text-align:left'>{_e(c)}</th>" for c in ["#", *columns])
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{_e(v)}</td>"
+                                    for v in [str(i), *(row.get(c, "") for c in columns)]) + "</tr>"
+                   for i, row in enumerate(rows))
+    return f"<div><p><b>{len(rows):,} results</b></p><table><tr>{head}</tr>{body}</table></div>"
+
+
+def results_markdown(items: Sequence[Any]) -> str:
+    grid = _grid(items)
+    if grid is None:
+        return "\n\n".join(item._repr_markdown_() if hasattr(item, "_repr_markdown_") else _md(repr(item))
+                           for item in items) or "no results"
+    columns, rows = grid
+    out = f"**{len(rows):,} results**\n\n| # | " + " | ".join(_md(c) for c in columns) + " |\n"
+    out += "|---" * (len(columns) + 1) + "|\n"
+    out += "".join(f"| {i} | " + " | ".join(_md(row.get(c, "")) for c in columns) + " |\n" for i, row in enumerate(rows))
+    return out

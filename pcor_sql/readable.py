@@ -8,6 +8,8 @@ columns of the record, so they may be shown wherever the release itself may.
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Any, Mapping, Sequence
 
@@ -176,11 +178,47 @@ def outlier_sentence(
     ranges: Mapping[str, str] | None = None,
 ) -> str:
     """The plain-words first line of a release: `salary of the record where id = 42 is an
-    outlier (LOF, k = 20, threshold = 1.5) among the rows where job_title is one of 6 values`;
-    `record` is `record_words(...)` or `key_words(...)`; `ranges` as in `conditions_words`."""
+    outlier (LOF, k = 20, threshold = 1.5) among the rows where job_title is one of 6 values:
+    the rows around its value are more than 1.5 times sparser than around its 20 nearest
+    neighbours' values` — what the verifier's verdict means for the record (a histogram's: a
+    sparse bin); `record` is `record_words(...)` or `key_words(...)`; `ranges` as in
+    `conditions_words`."""
     where = conditions_words(context, whole, ranges)
-    among = f"among the rows where {where}" if where else "among all rows"
-    return f"{metric} of {record} is an outlier ({verifier_words(verifier)}) {among}"
+    rows = f"the rows where {where}" if where else "all rows"
+    name, options = _verifier_options(verifier)
+    if name == "histogram":  # a sparse bin, which in a long tail need not be an extreme value
+        head = f"{metric} of {record} lies in a sparse bin ({verifier_words(verifier)}) among {rows}"
+    else:
+        head = f"{metric} of {record} is an outlier ({verifier_words(verifier)}) among {rows}"
+    meaning = _MEANINGS.get(name)
+    return head if meaning is None else f"{head}: {meaning(options)}"
+
+
+def _verifier_options(label: str) -> tuple[str, dict[str, str]]:
+    """`lof(k=20, threshold=1.5)` → ("lof", {"k": "20", "threshold": "1.5"})."""
+    name, _, options = label.partition("(")
+    pairs = (item.partition("=") for item in options.rstrip(")").split(",") if "=" in item)
+    return name.strip(), {k.strip(): v.strip().strip("'\"") for k, _, v in pairs}
+
+
+def _percent(rel: str) -> str:
+    try:
+        return f"{float(rel) * 100:g}%"
+    except ValueError:
+        return f"rel = {rel}"
+
+
+# What each built-in verifier's verdict says about the record (DESIGN.md §2), from its options.
+_MEANINGS = {
+    "lof": lambda o: (f"the rows around its value are more than {o.get('threshold', '1.5')} times sparser than "
+                      f"around its {o.get('k', '20')} nearest neighbours' values"),
+    "grubbs": lambda o: (f"its distance from their mean, in standard deviations, exceeds Grubbs' critical value at "
+                         f"alpha = {o.get('alpha', '0.05')}"),
+    "zscore": lambda o: f"it lies more than {o.get('z', '3')} standard deviations from their mean",
+    "histogram": lambda o: (f"of √N equal-width bins over their range, its value's bin holds fewer than "
+                            f"{_percent(o.get('rel', '0.0025'))} of them — sparse, which in a long tail need not "
+                            f"mean extreme"),
+}
 
 
 def outlier_privacy_sentence(epsilon: float, epsilon1: float, accounting: str, em_calls: int | None = None) -> str:
@@ -195,6 +233,22 @@ def outlier_privacy_sentence(epsilon: float, epsilon1: float, accounting: str, e
     if factor == 2:
         text += ", as the paper accounts"
     return text
+
+
+#: The most one context may be likelier than another for the choice to count as nearly uniform.
+UNIFORM_RATIO = 2.0
+
+
+def uniform_choice_warning(epsilon: float, epsilon1: float, rows: int) -> str | None:
+    """Where ε1 is so small that no context of a `rows`-row table is even UNIFORM_RATIO times
+    likelier than another (the exponential mechanism weighs a context by e^(ε1·utility), and a
+    utility is at most the row count), the words saying so; else None."""
+    if epsilon1 * rows >= math.log(UNIFORM_RATIO):
+        return None
+    return (f"the search's choices are nearly uniform and ignore utility: ε1 = {show_epsilon(epsilon1, 3)}, the ε "
+            f"of each randomized choice (ε = {show_epsilon(epsilon)} shared among the search's choices), so even "
+            f"the whole table ({rows:,} rows) is at most e^(ε1·{rows:,}) = e^{epsilon1 * rows:.3g} times "
+            f"likelier than any other context; raise ε, or lower samples")
 
 
 def anomaly_sentence(anomaly: bool, beta: float, radius: float) -> str:

@@ -40,6 +40,21 @@ class _Shown:
         return getattr(notebook, f"{self._display}_markdown")(self)
 
 
+class Results(list):
+    """The results of one call (`explain_outliers`, `identify_anomalies`, a statement): a list,
+    which a notebook shows as one table, a row per result (`notebook.results_html`)."""
+
+    def _repr_html_(self) -> str:
+        from pcor_sql import notebook
+
+        return notebook.results_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from pcor_sql import notebook
+
+        return notebook.results_markdown(self)
+
+
 @dataclass(frozen=True)
 class Charge:
     """What the ledger charged for one result: the units, the registered dataset it went
@@ -126,7 +141,8 @@ class Explanation(_Shown):
     def plot(self, path: Any = None) -> Any:
         """The record's value against the distribution of its released context and of the whole
         table (matplotlib: the `plot` extra). Owner only: it reads and shows the data, and the
-        picture says "NOT FOR RELEASE". Saved to `path` (PNG, ...) when given; returns the Figure."""
+        picture says "NOT FOR RELEASE". Saved to `path` (PNG, ...) when given; returns a
+        `plots.Picture`: the Figure, which a notebook shows inline in any kernel."""
         from pcor_sql.errors import UserError
         from pcor_sql.plots import explanation_figure
 

@@ -16,6 +16,7 @@ make a new Session to read fresh data.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 from pcor_sql import pipeline
@@ -31,7 +32,8 @@ from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
 from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.store import Ledger
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
-from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+from pcor_sql.readable import uniform_choice_warning
+from pcor_sql.results import AnomalyResult, CoeResult, Explanation, Results
 from pcor_sql.backends.base import Engine
 
 Warn = Callable[[str], None]
@@ -90,8 +92,8 @@ class Session:
         _expect(request, OutlierRequest, "explain")
         job = ReleaseJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
-        return pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
-                            max_records=max_records, progress=progress)
+        return Results(pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
+                                    max_records=max_records, progress=progress))
 
     def prepare_records(self, request: OutlierRequest, records: Any, progress: Progress | None = None) -> OutlierRun:
         """What the releases of `request` read for the given selected `records`: the schema,
@@ -100,6 +102,9 @@ class Session:
         schema = self.schema(request)
         start = start_selection(request, schema)
         summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
+        uniform = uniform_choice_warning(request.epsilon, request.budget.epsilon1, summary.n_rows)
+        if uniform is not None:  # said to the owner (a service logs it): the row count is data
+            self.warn(uniform) if self.warn is not None else warnings.warn(uniform, UserWarning, stacklevel=4)
         return OutlierRun(self.access, request, summary, verifier, records, start)
 
     def coe(self, request: OutlierRequest, *, progress: Progress | None = None) -> list[CoeResult]:
@@ -128,7 +133,7 @@ class Session:
                     _space=space, _masks=masks, _utilities=utilities, _predicate=predicate,
                 )
             )
-        return out
+        return Results(out)
 
     def identify(
         self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None,
@@ -147,8 +152,8 @@ class Session:
                 warn_privacy(f"answering {count:,} records costs {count:,} × ε = {cost.epsilon_total:g} in total "
                              f"({cost.guarantee})", self.warn)
 
-        return pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
-                            max_records=max_records, announce=announce, progress=progress)
+        return Results(pipeline.run(self, job, pipeline.OWNER, single="identify_anomaly" if single else None,
+                                    max_records=max_records, announce=announce, progress=progress))
 
     # ---- the trust model -----------------------------------------------------------------
 

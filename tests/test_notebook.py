@@ -60,3 +60,15 @@ def test_coe_and_answers(con):
     assert html.escape(answer.summary, quote=True) in answer._repr_html_()
     assert answer.privacy_summary in answer._repr_markdown_()
     assert "| charged to | bundled:salaries |" in answer._repr_markdown_()
+
+
+def test_a_list_of_results_is_one_table_with_its_unreleased_rows(con):
+    """`explain_outliers` returns a list a notebook shows as one table (HTML and Markdown), a
+    row per record — a record not released included, with its reason."""
+    results = pcor_sql.explain_outliers(con, "SELECT salary FROM salaries WHERE id IN (42, 1)", verifier="grubbs",
+                                        epsilon=0.2, ledger=":memory:")
+    assert isinstance(results, list) and sorted(r.released for r in results) == [False, True]
+    page, text = results._repr_html_(), results._repr_markdown_()
+    assert page.count("<table>") == 1 and page.count("<tr>") == 3
+    assert "not released: " in page and "id = 42" in page and "id = 1" in page
+    assert text.startswith("**2 results**") and text.count("\n| ") == 3

@@ -17,6 +17,8 @@ def test_wheel_ships_sql_and_datasets(tmp_path):
     for name in ("salaries", "homicides", "diamonds"):
         assert f"pcor_sql/_shipped/datasets/{name}.parquet" in names
     assert "pcor_sql/_shipped/datasets/domains.json" in names
+    # pcor_sql.connect and pcor_sql.errors import the light client's one copy (client/).
+    assert {"pcor_sql_client/__init__.py", "pcor_sql_client/errors.py", "pcor_sql_client/transport.py"} <= names
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry and "pcor-sql = pcor_sql.cli.main:run" in zipfile.ZipFile(path).read(entry[0]).decode()
     assert not [n for n in names if n.startswith(("benchmarks/", "pcor_sql/bench/"))]

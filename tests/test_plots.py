@@ -13,6 +13,7 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
 import matplotlib.image  # noqa: E402
+import matplotlib.patches  # noqa: E402
 
 import pcor_sql  # noqa: E402
 from pcor_sql.errors import UserError  # noqa: E402
@@ -56,8 +57,27 @@ def test_an_explanation_is_drawn_against_its_context_and_the_table(release, tmp_
     assert _red(pixels) > 200  # the record's line and the NOT FOR RELEASE mark
     texts = [t.get_text() for t in fig.texts] + [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any("NOT FOR RELEASE" in t for t in texts)
-    assert f"released context ({len(context):,} rows)" in texts and "whole table (51,000 rows)" in texts
+    assert any(t.startswith(f"released context ({len(context):,} rows)") for t in texts)
+    assert any(t.startswith("whole table (51,000 rows)") for t in texts)
     assert any(t.startswith("the record: salary = 187,191") for t in texts)
+    assert fig._repr_png_().startswith(b"\x89PNG")  # a notebook shows it inline, whatever its backend
+
+
+def test_a_small_context_is_seen_on_its_own_zoomed_panel():
+    """A context of 3% of the table on a long tail: drawn as a share of its own rows, on an axis
+    zoomed to it and the record, it fills its panel (on the table's counts it was flat)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    context = rng.normal(5, 8, 9_831)
+    whole = np.concatenate([rng.exponential(20, 317_000) - 30, context, [2_000.0]])
+    fig = explanation_figure("arr_delay", 60.0, context, whole, "t")
+    near = fig.axes[0]
+    context_bars = [p for p in near.patches if isinstance(p, matplotlib.patches.Rectangle) and p.get_height() > 0]
+    assert max(p.get_height() for p in context_bars) > 0.5 * near.get_ylim()[1]
+    lo, hi = near.get_xlim()
+    assert lo <= context.min() and hi >= 60.0 and hi < 200  # zoomed: not out to the table's 2,000
+    assert fig.axes[1].get_xlim()[1] >= 2_000  # the whole table, for reference, on its own panel
 
 
 def test_an_unmarked_picture_is_not_made(tmp_path):
@@ -88,4 +108,10 @@ def test_the_budget_is_a_bar_per_unit(tmp_path):
     assert pixels[..., :3].std() > 0.05
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["bundled:salaries (ocdp)", "memory.main.t (dp)"]
-    assert [round(p.get_width(), 6) for p in fig.axes[0].patches] == [2.0, 0.0, 0.6, 0.5]  # limits, then spent
+    assert [round(p.get_width(), 6) for p in fig.axes[0].patches] == [2.0, 0.6, 0.5]  # the one limit, then spent
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["limit", "spent"]
+
+
+def test_no_limit_no_limit_in_the_legend():
+    fig = budget_figure([{"unit": "memory.main.t", "notion": "dp", "spent": 0.5, "limit": None}])
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["spent"]

@@ -40,11 +40,29 @@ def test_the_first_line_says_it_in_words_from_released_values():
     e = explanation()
     assert e.summary == (
         "salary of the record where id = 42 is an outlier (LOF, k = 20, threshold = 1.5) "
-        "among the rows where job_title is Nurse or Teacher"
+        "among the rows where job_title is Nurse or Teacher: the rows around its value are more than 1.5 times "
+        "sparser than around its 20 nearest neighbours' values"
     )
     # Nothing of the record but the key the caller gave; no count.
     assert "187190" not in e.summary and "population" not in e.summary
-    assert explanation(full_attributes=("job_title", "year")).summary.endswith("among all rows")
+    assert "among all rows: " in explanation(full_attributes=("job_title", "year")).summary
+
+
+@pytest.mark.parametrize(("verifier", "claim", "meaning"), [
+    ("histogram(rel=0.0025)", "lies in a sparse bin (histogram, rel = 0.0025) among all rows",
+     "its value's bin holds fewer than 0.25% of them — sparse, which in a long tail need not mean extreme"),
+    ("grubbs(alpha=0.01)", "is an outlier (Grubbs' test, alpha = 0.01) among all rows",
+     "exceeds Grubbs' critical value at alpha = 0.01"),
+    ("zscore(z=2.5)", "is an outlier (z-score, z = 2.5) among all rows", "more than 2.5 standard deviations from their mean"),
+    ("lof(k=7, threshold=2, duplicates=plain)", "is an outlier (LOF, k = 7, threshold = 2, duplicates = plain)",
+     "more than 2 times sparser than around its 7 nearest neighbours' values"),
+])
+def test_the_summary_says_what_the_verifier_means_for_the_record(verifier, claim, meaning):
+    """A histogram's verdict is a sparse bin, not "an outlier among all rows"; each verifier's
+    summary says what its rule found, with the options the release used."""
+    summary = explanation(verifier=verifier, full_attributes=("job_title", "year")).summary
+    assert claim in summary and summary.endswith(meaning), summary
+    assert "far) among all rows" in explanation(verifier="far", full_attributes=("job_title", "year")).summary
 
 
 def test_long_value_lists_are_counted_and_short_ones_listed():
@@ -110,6 +128,6 @@ def test_an_ordinal_attribute_reads_as_one_range():
     its bins' labels joined by `or`."""
     context = {"age": ["[18, 30)", "[30, 45)"], "dept": ["a"]}
     e = explanation(context=context, full_attributes=(), ranges={"age": "[18, 45)"})
-    assert e.summary.endswith("among the rows where age is [18, 45) and dept is a")
+    assert "among the rows where age is [18, 45) and dept is a: " in e.summary
     assert " or " not in e.summary
     assert conditions_words(context) == "age is [18, 30) or [30, 45) and dept is a"  # without ranges: the labels

@@ -9,7 +9,8 @@ One SQL statement can be the long part (the per-cell summary of a large table, t
 counts of an anomaly batch): `watch_query` polls DuckDB's own progress of the running query
 from a second thread and reports it in thousandths. It does so only when a callback is given,
 so an unwatched run issues exactly the statements it always did; the connection's progress
-settings are put back afterwards.
+settings are put back afterwards. Where DuckDB refuses those settings (a Jupyter kernel
+without ipywidgets), the query's start and end are reported instead.
 """
 
 from __future__ import annotations
@@ -45,8 +46,16 @@ def watch_query(con: duckdb.DuckDBPyConnection, progress: Progress | None, label
     previous = con.execute(
         "SELECT " + ", ".join(f"system.main.current_setting('{name}')" for name in _SETTINGS)
     ).fetchall()[0]
-    con.execute("SET enable_progress_bar = true")
-    con.execute("SET enable_progress_bar_print = false")  # DuckDB's own bar would print to stdout
+    try:
+        con.execute("SET enable_progress_bar_print = false")  # DuckDB's own bar would print to stdout
+        con.execute("SET enable_progress_bar = true")
+    except duckdb.InvalidInputException:
+        # In a Jupyter kernel without ipywidgets DuckDB refuses any progress-bar setting (it would
+        # draw a widget); its query progress then reads -1. Report the query's start and end only.
+        progress(0, PERMILLE)
+        yield
+        progress(PERMILLE, PERMILLE)
+        return
     stop = threading.Event()
 
     def poll() -> None:

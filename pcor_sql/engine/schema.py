@@ -10,6 +10,7 @@ labels: it needs declared bins (an ordinal attribute, `binned_relation`) or a do
 from __future__ import annotations
 
 import decimal
+import shlex
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -18,7 +19,7 @@ import duckdb
 from pcor_sql.core.bins import Bins, check_edges, edge_text, is_infinite
 from pcor_sql.core.space import Attribute
 from pcor_sql.errors import UserError, option_hint, option_name, warn_privacy
-from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, describe, distinct_values, select_from
+from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, as_number, describe, distinct_values, select_from
 from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
 
@@ -120,7 +121,7 @@ def resolve_schema(
     if not is_numeric(mtype):
         raise UserError(
             f"the metric {metric_sql} has type {mtype}, not a number",
-            f"select a numeric column, or cast it: SELECT CAST({metric_sql} AS DOUBLE) ...",
+            f"select a numeric column, or a number made of it: SELECT {as_number(metric_sql, mtype)} ...",
         )
     declared = dict(domains or {})
     for name in declared:
@@ -308,11 +309,21 @@ def _domain_hint(name: str, values: Sequence[str], *, more: bool = False) -> str
     """How the caller declares `name`'s domain: `--domain 'year=2019|2020'` on the command
     line, `domains={'year': [...]}` from Python, `DOMAIN (year IN (...))` in a statement."""
     tail = ", ..." if more else ""
+    listed = "|".join([*(_compact_item(v, "'", "=|;'") for v in values), *(["..."] if more else [])])
     return option_hint(
-        "domains", f"'{name}={'|'.join(values)}{'|...' if more else ''}'",
+        "domains", shlex.quote(_compact_item(name, '"', '=|;"') + "=" + listed),
         python=f"{{{name!r}: [{', '.join(repr(v) for v in values)}{tail}]}}",
         sql=f"{quote_identifier(name)} IN ({', '.join(quote_literal(v) for v in values)}{tail})",
     )
+
+
+def _compact_item(text: str, quote: str, special: str) -> str:
+    """An item of `--domain`'s compact form (`frontend.compact`), quoted with `quote` (the quote
+    doubled inside) where it holds one of `special` or surrounding spaces: `"we""ird"` as a
+    name, `'a|b'` as a value; else as it is."""
+    if text and text == text.strip() and not set(text) & set(special):
+        return text
+    return quote + text.replace(quote, quote * 2) + quote
 
 
 def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:

@@ -102,6 +102,34 @@ def _leading_kind(sig: Sequence[Token]) -> str | None:
     return None
 
 
+#: Our statements' two leading words, and what to write instead of a near miss of them.
+_LEADS = (("EXPLAIN", "OUTLIER", EXPLAIN_GRAMMAR), ("IDENTIFY", "ANOMALY", IDENTIFY_GRAMMAR))
+
+
+def _near_miss(sig: Sequence[Token]) -> UserError | None:
+    """`EXPLAIN OUTLIERS`, `IDENTIFY ANOMALIES`, `EXPLAIN OUTLEIR`: a first word within two edits
+    of ours and a second within three (no DuckDB statement starts so), as an error naming ours —
+    else DuckDB's bare parser error would be all the caller sees."""
+    if len(sig) < 2 or sig[0].kind != WORD or sig[1].kind != WORD:
+        return None
+    first, second = sig[0].text.upper(), sig[1].text.upper()
+    for lead, word, grammar in _LEADS:
+        if _edits(first, lead) <= 2 and _edits(second, word) <= 3 and (first, second) != (lead, word):
+            return UserError(f"{sig[0].text} {sig[1].text} is not a statement: did you mean {lead} {word}?",
+                             f"write {grammar}")
+    return None
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions turning `a` into `b`."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, start=1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, start=1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
 def is_pcor_statement(text: str) -> bool:
     """True if `text` starts with EXPLAIN OUTLIER or IDENTIFY ANOMALY."""
     return _leading_kind(significant(tokenize(text))) is not None
@@ -129,6 +157,9 @@ def parse_statement(con: duckdb.DuckDBPyConnection, text: str) -> Statement:
             )
         return Passthrough(text)
     if kind is None:
+        near = _near_miss(sig)
+        if near is not None:
+            raise near
         return Passthrough(text)
     end = sig[-1].end
     body = sig[2:]

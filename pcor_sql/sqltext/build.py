@@ -80,6 +80,22 @@ def as_double(expr_sql: str) -> str:
 
 
 @type_exact
+def as_number(expr_sql: str, type_name: str) -> str:
+    """`<expr>` of DuckDB type `type_name` as a number DuckDB computes (for a hint to write in
+    place of a metric that is not one): a date as days since 1970-01-01, a timestamp or a time
+    of day as seconds (`epoch`), an interval as its seconds, a boolean as 0/1, else a CAST to
+    DOUBLE (text holding numbers). `CAST(d AS DOUBLE)` of a date or an interval is refused."""
+    kind = type_name.upper().split("(")[0].strip()
+    if kind == "DATE":
+        return f"date_diff('day', DATE '1970-01-01', {expr_sql})"
+    if kind.startswith(("TIMESTAMP", "TIME", "INTERVAL")):
+        return f"epoch({expr_sql})"
+    if kind == "BOOLEAN":
+        return f"CAST({expr_sql} AS INTEGER)"
+    return as_double(expr_sql)
+
+
+@type_exact
 def quoted(names: Sequence[str]) -> list[str]:
     """The quoted identifiers of `names`, in order."""
     return [quote_identifier(n) for n in names]

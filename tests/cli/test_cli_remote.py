@@ -95,3 +95,19 @@ def test_key_and_point_parsing():
     for bad in (["pay"], ["pay=abc"], ["pay=1", "pay=2"], []):
         with pytest.raises(UserError):
             point(bad)
+
+
+def test_metric_and_cost(served):
+    """`--metric` reaches the service (it was "No such option"); `cost` previews, charging nothing."""
+    [item] = json_lines(remote(served, "explain-outlier", "staff", str(OUTLIERS[3]), "--epsilon", "0.1",
+                               "--metric", "pay", "--verifier", "grubbs", "--format", "json"))
+    assert item["metric"] == "pay"
+    assert_error(remote(served, "explain-outlier", "staff", "7", "--epsilon", "0.1", "--metric", "nope"), "nope")
+    before = served.state()
+    [cost] = json_lines(remote(served, "cost", "staff", "7", "31", "--epsilon", "0.1", "--format", "json"))
+    assert cost["count"] == 2 and cost["total"] == pytest.approx(0.2)
+    [point_cost] = json_lines(remote(served, "cost", "staff", "--value", "pay=5", "--beta", "2", "--radius", "5",
+                                     "--epsilon", "0.1", "--format", "json"))
+    assert point_cost["count"] == 1
+    assert served.state() == before
+    assert_error(remote(served, "cost", "staff", "--epsilon", "0.1"), "keys")

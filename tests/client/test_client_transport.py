@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from pcor_sql.client.remote_analyst import RemoteAnalyst, connect
+from pcor_sql_client.remote_analyst import RemoteAnalyst, connect
 from pcor_sql.errors import BudgetExceeded, Refused, RequestFailed, UserError
 
 URL = "http://127.0.0.1:1"

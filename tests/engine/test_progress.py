@@ -90,3 +90,27 @@ def test_a_batch_reports_records_done_and_a_single_release_its_search():
     pcor_sql.identify_anomalies(con, "SELECT salary FROM salaries WHERE id < 4", beta=5, radius=1, epsilon=0.1,
                                 progress=answers)
     assert answers.phases == ["counting neighbours", "charging the budget ledger", "drawing the answers"]
+
+
+class RefusesTheBar:
+    """A connection as DuckDB is in a Jupyter kernel without ipywidgets: any progress-bar
+    setting raises InvalidInputException (the rest is a real connection's)."""
+
+    def __init__(self, con):
+        self.con = con
+
+    def execute(self, sql, *args):
+        if sql.startswith("SET enable_progress_bar"):
+            raise duckdb.InvalidInputException("Could not change the progress bar setting: ipywidgets is missing")
+        return self.con.execute(sql, *args)
+
+
+def test_where_duckdb_refuses_its_bar_the_start_and_end_are_reported():
+    con = duckdb.connect()
+    before = settings(con)
+    recorder = Recorder()
+    with watch_query(RefusesTheBar(con), recorder, "building the summary"):
+        con.execute("SELECT 1").fetchall()
+    assert recorder.phases == ["building the summary"]
+    assert recorder.counts == [(0, PERMILLE), (PERMILLE, PERMILLE)]
+    assert settings(con) == before

@@ -12,10 +12,13 @@ Two rules for duplicates (`lof(duplicates=...)`), over N points, V one of them, 
     LOF(V) = mean over o ∈ N_k(V) of lrd(o) / lrd(V);   outlier iff LOF(V) > threshold.
   Defined for N ≥ 2 and D ≥ 2 (NaN, never an outlier, otherwise). Every k-distance is a
   distance between two unequal doubles, so > 0, and no guard is needed.
-- `plain` (scikit-learn's). k' = min(k, N − 1); k-distance(p) = the k'-th smallest distance
-  from p to the other points (with multiplicity: p's own copies count); N_k and reach as
-  above; lrd(p) = 1 / (mean reach + 1e-10); a constant population has LOF 1.
+- `plain` (the plain k-distance). k' = min(k, N − 1); k-distance(p) = the k'-th smallest
+  distance from p to the other points (with multiplicity: p's own copies count); N_k and reach
+  as above (every point within the k-distance, ties kept); lrd(p) = 1 / (mean reach + 1e-10);
+  a constant population has LOF 1.
 Without ties the two rules are the same and equal scikit-learn's `-negative_outlier_factor_`.
+With ties scikit-learn differs from both: it takes exactly k neighbours, breaking ties at the
+k-distance arbitrarily, where N_k here keeps every tie — so neither rule is scikit-learn's.
 Why the default is `distinct`: real metrics are full of duplicates (rounded, top-coded,
 minimum wages); under `plain` a point next to a block of ≥ k' equal values has neighbours
 with lrd ≈ 1e10 and LOF ≈ 1e9 (`python -m benchmarks verifiers` measures the share of rows
@@ -203,7 +206,8 @@ def _grown(around: Callable[[int], tuple[float, float]], a: float, b: float, v: 
 @dataclass(frozen=True)
 class Lof:
     """`lof(k=20, threshold=1.5)`: outlier iff LOF(V) > threshold among the population, with
-    Breunig et al.'s rule for duplicates; `lof(..., duplicates='plain')`: scikit-learn's rule."""
+    Breunig et al.'s rule for duplicates; `lof(..., duplicates='plain')`: the plain k-distance
+    (equal to scikit-learn's only on data without ties)."""
 
     k: int = 20
     threshold: float = 1.5

@@ -3,6 +3,7 @@ O(N²) reading of DESIGN.md §2 on duplicate-heavy data, through every path of t
 computation. (Rule-specific cases: test_verifier_lof_duplicates.py.)"""
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -259,3 +260,21 @@ def test_options_round_trip():
     plain = Lof(k=7, threshold=2, duplicates=" Plain ")
     assert plain.options() == {"k": 7, "threshold": 2.0, "duplicates": "plain"}
     assert Lof(**plain.options()) == plain and plain != lof
+
+
+def test_scikit_learn_parts_from_the_plain_rule_on_ties():
+    """The plain rule keeps every tie at a k-distance in N_k; scikit-learn takes exactly k
+    neighbours. On tied data they disagree, so the docs do not call `plain` scikit-learn's."""
+    sklearn_neighbors = pytest.importorskip("sklearn.neighbors")
+    x = np.array([0.0, 1, 1, 1, 2, 2, 2, 3, 10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Duplicate values are leading to incorrect results"
+        theirs = -sklearn_neighbors.LocalOutlierFactor(n_neighbors=2).fit(x[:, None]).negative_outlier_factor_[-1]
+    ours = local_outlier_factor(ArrayPopulation(x, 10.0), 2, "plain")
+    assert abs(ours - theirs) > 0.1 * theirs, (ours, theirs)
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    for text in (lof_module.__doc__, Lof.__doc__, (root / "README.md").read_text(encoding="utf-8"),
+                 (root / "docs" / "DESIGN.md").read_text(encoding="utf-8")):
+        assert not re.search(r"plain.{0,40}\(?is scikit-learn's|\(scikit-learn's\)|: scikit-learn's rule", text), text

@@ -1,5 +1,5 @@
 """LOF's rule for duplicates (DESIGN.md §2): Breunig et al.'s k-distinct-distance by default,
-scikit-learn's plain k-distance on request — a worked example, tie-heavy data against the O(N²)
+the plain k-distance on request (scikit-learn's only without ties) — a worked example, tie-heavy data against the O(N²)
 reference, and the failure the distinct rule exists to avoid."""
 
 import math

@@ -16,10 +16,10 @@ from typing import Any
 
 try:
     import httpx
-except ImportError:  # the client extra is not installed: said once, when a connection is made
+except ImportError:  # pcor-sql without its client extra: said once, when a connection is made
     httpx = None  # type: ignore[assignment]
 
-from pcor_sql.errors import BudgetExceeded, Refused, RequestFailed, UserError
+from pcor_sql_client.errors import BudgetExceeded, Refused, RequestFailed, UserError
 
 #: Seconds to wait for an answer: a release over a large table may take a while.
 DEFAULT_TIMEOUT = 300.0
@@ -38,7 +38,7 @@ class Transport:
 
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT, client: Any = None):
         if httpx is None and client is None:
-            raise UserError("the pcor-sql client needs httpx", "pip install 'pcor-sql[client]'")
+            raise UserError("the pcor-sql client needs httpx", "pip install ./client (pcor-sql-client) or httpx")
         self.url = _base_url(url)
         if type(token) is not str or not token.strip():
             raise UserError("no analyst token given", "pass the token your data owner gave you (pcor-sql analyst add)")

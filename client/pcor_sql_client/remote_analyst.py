@@ -1,7 +1,8 @@
-"""`pcor_sql.connect(url, token)`: an analyst's handle on a data owner's service, over HTTP.
+"""`connect(url, token)`: an analyst's handle on a data owner's service, over HTTP — the same
+function as `pcor_sql.connect` (which imports it from here).
 
-    import pcor_sql
-    analyst = pcor_sql.connect("http://127.0.0.1:8000", token)
+    import pcor_sql_client          # or: import pcor_sql, then pcor_sql.connect(...)
+    analyst = pcor_sql_client.connect("http://127.0.0.1:8000", token)
     analyst.datasets()                                   # what may be asked, and about what
     analyst.explain_outlier("salaries", 42, epsilon=0.2).context
     analyst.identify_anomaly("salaries", value={"salary": 250000}, beta=5, radius=1000, epsilon=0.5)
@@ -12,17 +13,18 @@ The same methods as the in-process handle (`Owner.analyst()`), but the data, the
 the ledger stay in the service's process (DESIGN.md §8): this object holds a URL and a token,
 sends JSON and receives JSON. The service checks every input (exact types, sizes, releasable
 keys, the minimum ε) and charges before it reads a row; its refusals come back as
-`pcor_sql.errors` exceptions with the service's message and fix. Importing or using this module
-loads no DuckDB: an analyst needs no data.
+`pcor_sql_client.errors` exceptions (the very classes `pcor_sql.errors` exports) with the
+service's message and fix. Importing or using this module loads no DuckDB: an analyst needs no
+data.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcor_sql.client.remote_results import RemoteAnswer, RemoteExplanation
-from pcor_sql.client.transport import DEFAULT_TIMEOUT, Transport
-from pcor_sql.errors import UserError
+from pcor_sql_client.errors import UserError
+from pcor_sql_client.remote_results import RemoteAnswer, RemoteExplanation
+from pcor_sql_client.transport import DEFAULT_TIMEOUT, Transport
 
 
 class RemoteAnalyst:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Mapping
 
+from pcor_sql_client.errors import UserError
+
 
 # A field the service may leave out or null, and the empty value it then reads as.
 _EMPTY_WHEN_MISSING = {"context": dict, "predicate": str, "summary": str, "privacy_summary": str}
@@ -79,8 +81,6 @@ class RemoteAnswer(_FromJson):
 
 
 def _object(item: Any, what: str) -> dict[str, Any]:
-    from pcor_sql.errors import UserError
-
     if not isinstance(item, dict):
         raise UserError(f"the service sent {what} that is not a JSON object",
                         "the client and the service may be different versions of pcor-sql")

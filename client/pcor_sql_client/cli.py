@@ -1,0 +1,197 @@
+"""`pcor-sql-remote`: an analyst's requests to a data owner's pcor-sql service, from the shell.
+
+    export PCOR_SQL_TOKEN=...                  # the token `pcor-sql analyst add` printed for you
+    export PCOR_SQL_URL=http://127.0.0.1:8000  # the service (or --url on each call)
+    pcor-sql-remote datasets
+    pcor-sql-remote cost salaries 42 --epsilon 0.2          # what it would charge; nothing charged
+    pcor-sql-remote explain-outlier salaries 42 --epsilon 0.2 --metric salary
+
+The light client's command line (httpx only, argparse): the same calls and the same words as
+`pcor-sql remote` (`pcor_sql_client.text`). Errors are one line on stderr, `error: <problem> —
+<fix>`, exit 2; a request that cannot reach the service is such an error too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable, Sequence, TextIO
+
+from pcor_sql_client.errors import UserError
+from pcor_sql_client.remote_analyst import RemoteAnalyst, connect
+from pcor_sql_client.text import (
+    TOKEN_VARIABLE,
+    URL_VARIABLE,
+    answer_row,
+    explanation_lines,
+    key_value,
+    me_rows,
+    point,
+    sql_line,
+    table_rows,
+)
+
+USER_EXIT = 2
+#: The explain options sent as given when set (the service checks them).
+EXPLAIN_OPTIONS = ("metric", "verifier", "search", "samples", "utility", "start", "by")
+IDENTIFY_OPTIONS = ("privacy", "k")
+
+
+def analyst(url: str | None) -> RemoteAnalyst:
+    """The connection the environment names: the token from $PCOR_SQL_TOKEN, the URL from
+    `url` or $PCOR_SQL_URL."""
+    url = url or os.environ.get(URL_VARIABLE, "")
+    if not url.strip():
+        raise UserError("no service URL given", f"pass --url http://HOST:PORT or export {URL_VARIABLE}=http://HOST:PORT")
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if not token.strip():
+        raise UserError(f"${TOKEN_VARIABLE} is not set",
+                        f"export {TOKEN_VARIABLE}=<the token your data owner gave you (pcor-sql analyst add)>")
+    return connect(url, token)
+
+
+def set_options(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def cost_call(args: argparse.Namespace) -> tuple[str, Any, dict[str, Any]]:
+    """The method, target and options `cost` previews: keys (an explanation) or --value (an answer)."""
+    if bool(args.keys) == bool(args.value):
+        raise UserError("cost previews an explanation (keys) or an anomaly answer (--value), one of them",
+                        "e.g. `cost salaries 42 --epsilon 0.2` or `cost salaries --value salary=250000 --beta 5 "
+                        "--radius 1000 --epsilon 0.5`")
+    if args.keys:
+        return "explain_outliers", [key_value(k) for k in args.keys], {"epsilon": args.epsilon,
+                                                                        **set_options(args, EXPLAIN_OPTIONS)}
+    options = {"epsilon": args.epsilon, **set_options(args, ("beta", "radius", *IDENTIFY_OPTIONS))}
+    return "identify_value", point(args.value), options
+
+
+# ---- output --------------------------------------------------------------------------------
+
+def print_table(items: Sequence[dict[str, Any]], out: TextIO, title: str | None = None) -> None:
+    """Plain columns, padded: `column  column` then the rows (no colours, no box)."""
+    columns, rows = table_rows(items)
+    cells = [[str(c) for c in columns], *[["" if v is None else str(v) for v in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    if title:
+        print(title, file=out)
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
+
+
+def show(items: Sequence[dict[str, Any]], fmt: str, out: TextIO, title: str | None = None) -> None:
+    if fmt == "json":
+        for item in items:
+            print(json.dumps(item, ensure_ascii=False), file=out)
+    else:
+        print_table(items, out, title)
+
+
+def run_command(args: argparse.Namespace, out: TextIO) -> None:
+    with analyst(args.url) as remote:
+        if args.command == "datasets":
+            show(remote.datasets(), args.format, out)
+        elif args.command == "me":
+            found = remote.me()
+            show([found] if args.format == "json" else me_rows(found), args.format, out)
+        elif args.command == "history":
+            show(remote.history(), args.format, out)
+        elif args.command == "cost":
+            method, target, options = cost_call(args)
+            show([remote.cost(method, args.dataset, target, **options)], args.format, out)
+        elif args.command == "explain-outlier":
+            results = remote.explain_outliers(args.dataset, [key_value(k) for k in args.keys], epsilon=args.epsilon,
+                                              **set_options(args, EXPLAIN_OPTIONS))
+            items = [r.as_dict() for r in results]
+            if args.format == "json":
+                show(items, "json", out)
+            elif args.format == "sql":
+                for item in items:
+                    print(sql_line(item), file=out)
+            else:
+                print("\n\n".join("\n".join(explanation_lines(item)) for item in items), file=out)
+        elif args.command == "identify-anomaly":
+            answer = remote.identify_anomaly(args.dataset, value=point(args.value), beta=args.beta, radius=args.radius,
+                                             epsilon=args.epsilon, **set_options(args, IDENTIFY_OPTIONS))
+            item = answer.as_dict()
+            show([item] if args.format == "json" else [answer_row(item)], args.format, out,
+                 title=f"{answer.summary}\n{answer.privacy_summary}".strip())
+
+
+# ---- the parser ----------------------------------------------------------------------------
+
+def _explain_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metric", help="One of the dataset's metrics (default: its first).")
+    p.add_argument("--verifier", metavar="SPEC", help="Outlier test with options, e.g. 'lof(k=10)' or grubbs.")
+    p.add_argument("--search", help="Search over contexts, e.g. explore.")
+    p.add_argument("--samples", type=int, help="Samples of the search.")
+    p.add_argument("--utility", help="population or overlap.")
+    p.add_argument("--start", metavar="PREDICATE", help="Starting context, e.g. \"dept IN ('a', 'b')\".")
+    p.add_argument("--by", metavar="A,B", help="Context attributes among the dataset's (default: all of them).")
+
+
+def _identify_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument("--value", action="append", metavar="METRIC=NUMBER", required=required,
+                   help="The point asked about, e.g. salary=250000 (repeat per metric).")
+    p.add_argument("--beta", type=float, required=required, help="β: at most β records within r make an anomaly.")
+    p.add_argument("--radius", type=float, required=required, help="r: the ball radius.")
+    p.add_argument("--privacy", help="sp or dp.")
+    p.add_argument("--k", type=int, help="k of (ε, k)-sensitive privacy.")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="pcor-sql-remote",
+        description=f"An analyst's requests to a pcor-sql service. The token is read from ${TOKEN_VARIABLE}, "
+        f"the URL from --url or ${URL_VARIABLE}.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help=f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}).")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str, formats: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=text, description=text)
+        p.add_argument("--format", choices=formats, default="table", help="How to print the answer.")
+        return p
+
+    command("datasets", "The registered datasets: key, metrics, attributes and their domains.")
+    command("me", "Your quotas and what you have spent, per privacy notion.")
+    command("history", "Your own requests: when, what, cost and outcome.")
+    explain = command("explain-outlier", "A private context in which each record is an outlier; each key costs ε.",
+                      ("table", "json", "sql"))
+    explain.add_argument("dataset", help="A registered dataset (see `datasets`).")
+    explain.add_argument("keys", nargs="+", metavar="KEY", help="Releasable key(s) of the record(s).")
+    explain.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of each answer.")
+    _explain_options(explain)
+    identify = command("identify-anomaly", "A private bit: is this point a (β, r)-anomaly of the data?")
+    identify.add_argument("dataset", help="A registered dataset (see `datasets`).")
+    identify.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of the answer.")
+    _identify_options(identify, required=True)
+    cost = command("cost", "What a request would charge (explain: keys; identify: --value), nothing charged.")
+    cost.add_argument("dataset", help="A registered dataset (see `datasets`).")
+    cost.add_argument("keys", nargs="*", metavar="KEY", help="The keys of an explain-outlier request.")
+    cost.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of each answer.")
+    _explain_options(cost)
+    _identify_options(cost, required=False)
+    return top
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
+         err: Callable[[str], Any] | None = None) -> int:
+    """Run one command; return the exit code (0, or 2 with one `error:` line on stderr)."""
+    args = parser().parse_args(argv)
+    try:
+        run_command(args, out or sys.stdout)
+    except UserError as exc:
+        (err or (lambda text: print(text, file=sys.stderr)))(f"error: {exc}")
+        return getattr(exc, "exit_code", USER_EXIT)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def run() -> None:
+    """The console script."""
+    sys.exit(main())
