@@ -216,7 +216,7 @@ def _serve(conn: Any, prepared: Any, seed: int | None, cap: int | None, partitio
 def _portable(release: Any) -> Any:
     """A RecordRelease that pickles: the owner view's certificate is read here, where its
     evaluator lives, and travels as a value."""
-    owner = release.owner
+    owner = getattr(release, "owner", None)
     if owner is None or owner.read_certificate is None:
         return release
     import dataclasses
