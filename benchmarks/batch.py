@@ -1,6 +1,8 @@
 """The batch benchmark (issue 29): `explain_outliers` of many records with `workers=1, 2, ...`,
 each run in a fresh Python process, with its wall time and the peak memory of that process and
-its worker processes together.
+its worker processes together, and the CPU seconds of all of them (on a loaded machine the
+ratio of times cannot show a speed-up no core is free for; the CPU seconds still show whether
+handing searches to workers added work: (CPU at N − CPU at 1) / records is the cost per record).
 
 Memory. A worker forked after the summary is built shares its pages with the owning process, so
 the sum of the processes' RSS counts every shared page once per process: it overstates what the
@@ -87,6 +89,12 @@ def _rollup(pid: int) -> dict[str, int]:
     return out
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children that have ended (the workers, joined)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def measure(path: str, records: int, workers: int, seed: int) -> dict[str, Any]:
     """One batch of `records` releases with `workers` processes on a fresh Session (in this
     process: run it in a fresh one, `main`)."""
@@ -103,15 +111,15 @@ def measure(path: str, records: int, workers: int, seed: int) -> dict[str, Any]:
     session = pcor_sql.Session(con, allow_seeded=True)
     load = load_now()
     with MemorySampler() as memory:
-        started = time.perf_counter()
+        cpu, started = _cpu_s(), time.perf_counter()
         results = pcor_sql.explain_outliers(None, query, session=session, search="bfs", verifier="lof", epsilon=0.2,
                                             samples=50, seed=seed, workers=workers, max_records=records)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, _cpu_s() - cpu
     request = pcor_sql.outlier_request(con, f"SELECT v FROM {TABLE} WHERE id = {ids[0]}", verifier="lof")
     summary = session.prepare(request).summary  # cached: no rebuild
     out = {
         "rows": int(con.execute(f"SELECT count(*) FROM {TABLE}").fetchall()[0][0]),
-        "records": len(results), "workers": workers, "wall_s": wall, "load": load,
+        "records": len(results), "workers": workers, "wall_s": wall, "cpu_s": cpu, "load": load,
         "summary_build_s": summary.build_seconds,
         "released": sum(1 for r in results if r.released),
         "outputs": [r.predicate if r.released else r.reason for r in results],
@@ -159,12 +167,12 @@ def _child(path: str, records: int, workers: int, seed: int, workdir: Path) -> d
 
 def table(result: dict[str, Any]) -> list[str]:
     """The cases as Markdown rows, each ratio against workers=1 of the same rows and records."""
-    lines = ["| rows | records | workers | batch (s) | vs 1 worker | summary build (s) | released | "
-             "peak PSS sum | peak RSS sum | load |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| rows | records | workers | batch (s) | vs 1 worker | CPU (s) | summary build (s) | released | "
+             "peak PSS sum | peak RSS sum | load |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     base: dict[tuple[int, int], dict[str, Any]] = {}
     for case in result["cases"]:
         if "error" in case:
-            lines.append(f"| | {case['records']} | {case['workers']} | error: {case['error']} | | | | | | |")
+            lines.append(f"| | {case['records']} | {case['workers']} | error: {case['error']} | | | | | | | |")
             continue
         key = (case["rows"], case["records"])
         if case["workers"] == 1:
@@ -172,8 +180,9 @@ def table(result: dict[str, Any]) -> list[str]:
         one = base.get(key)
         ratio = f"{one['wall_s'] / case['wall_s']:.2f}×" if one else "—"
         same = "" if one is None or one["outputs"] == case["outputs"] else " (OUTPUTS DIFFER)"
+        cpu = f"{case['cpu_s']:.2f}" if "cpu_s" in case else "—"
         lines.append(f"| {case['rows']:,} | {case['records']} | {case['workers']} | {case['wall_s']:.2f} | {ratio}{same} "
-                     f"| {case['summary_build_s']:.2f} | {case['released']} | {_mib(case['peak_pss_sum_bytes'])} "
+                     f"| {cpu} | {case['summary_build_s']:.2f} | {case['released']} | {_mib(case['peak_pss_sum_bytes'])} "
                      f"| {_mib(case['peak_rss_sum_bytes'])} | {case['load']} |")
     return lines
 

@@ -14,9 +14,10 @@ every worker inherits them loaded.
 
 What stays in the owning process: the ledger (the pipeline reserved before `release_all` is
 called and records each outcome after it returns), every read of rows, and every search that
-may call back into DuckDB, Spark or the caller's Python — a `PythonVerifier` or `SqlVerifier`
-(`needs_sql`), the plain path — and any batch on a platform without fork: those run one after
-another as before (`can_fork`).
+may call back into DuckDB, Spark or the caller's Python — a `PythonVerifier`, a `SqlVerifier`
+(`needs_sql`: a query per check) or any verifier class an owner registered — and any batch off
+Linux: those run one after another as before (`can_fork`). The built-in verifiers (LOF, Grubbs,
+histogram, z-score) check contexts on the summary alone, with compiled kernels.
 
 Coins: record i draws from `core.randomness.record_source(seed, i)`, in any process, so a
 seeded batch gives the same outputs for any number of workers. Work: each worker meters its
@@ -36,6 +37,7 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
+import sys
 from typing import Any, Callable, Hashable
 
 from pcor_sql.core import work
@@ -72,9 +74,9 @@ def check_workers(value: Any) -> int:
 
 def can_fork(prepared: Any) -> bool:
     """Whether `prepared`'s searches may run in forked workers: built-in verifiers only (no SQL,
-    no caller's Python), on a platform with fork."""
-    return (type(prepared.verifier) in SUMMARY_ONLY_VERIFIERS
-            and "fork" in multiprocessing.get_all_start_methods())
+    no caller's Python), on Linux (macOS has fork, but its system libraries are not safe in a
+    forked child of a threaded process; Windows has none)."""
+    return type(prepared.verifier) in SUMMARY_ONLY_VERIFIERS and sys.platform.startswith("linux")
 
 
 def release_all(prepared: Any, seed: int | None, indices: list[int], workers: int,
@@ -82,7 +84,7 @@ def release_all(prepared: Any, seed: int | None, indices: list[int], workers: in
     """{i: RecordRelease, or the exception its search raised} for each record index in
     `indices`, searched by up to `workers` forked processes. `on_done()` is called as each
     record finishes (progress)."""
-    meter = work._METER.get()
+    meter = work.current()
     cap = meter.cap if meter is not None else None
     stop = meter.stop if meter is not None else None
     pool = _Pool(prepared, seed, cap, work.partition(), min(workers, len(indices)))
