@@ -198,6 +198,7 @@ def _serve(conn: Any, prepared: Any, seed: int | None, cap: int | None, partitio
     """A worker's loop: record indices in, (index, pickled outcome, work used) out, until told
     to stop or its owner is gone. Ctrl-C is the owner's to handle: it ends the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_owner()
     while True:
         try:
             i = conn.recv()
@@ -213,6 +214,20 @@ def _serve(conn: Any, prepared: Any, seed: int | None, cap: int | None, partitio
             outcome = exc
         conn.send((i, _pickled(outcome), meter.used))
     os._exit(0)  # no atexit handlers, no flushing of buffers the owner also holds
+
+
+def _die_with_owner() -> None:
+    """Linux's PR_SET_PDEATHSIG: SIGKILL this worker when the thread that forked it ends (the
+    owner killed or ended by SIGTERM, which runs no Python cleanup), so that no search goes on
+    for nobody. Where prctl cannot be called, the worker still ends at its next read of the pipe."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the owner ended before prctl took hold
+        os._exit(0)
 
 
 def _portable(release: Any) -> Any:

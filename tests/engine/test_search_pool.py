@@ -169,3 +169,34 @@ def test_a_bad_worker_count_is_one_line_before_any_charge(workers):
         pcor_sql.identify_anomalies(None, "SELECT salary FROM salaries WHERE id IN (42, 43)", session=session,
                                     beta=5, radius=1000, epsilon=0.5, workers=workers)
     assert session.ledger().history() == ()
+
+
+def _state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_workers_die_with_their_owner_when_it_is_killed():
+    owner = os.fork()
+    if owner == 0:  # the owner: a batch whose searches take 30 s
+        try:
+            search_pool.release_all(_Fake(lambda i: time.sleep(30)), None, [1, 2], 2, lambda: None)
+        finally:
+            os._exit(0)
+    workers = []
+    for _ in range(200):
+        time.sleep(0.05)
+        with open(f"/proc/{owner}/task/{owner}/children") as fh:
+            workers = [int(p) for p in fh.read().split()]
+        if len(workers) == 2:
+            break
+    assert len(workers) == 2
+    os.kill(owner, signal.SIGKILL)
+    os.waitpid(owner, 0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_state(p) not in ("Z", "gone") for p in workers):
+        time.sleep(0.05)
+    assert all(_state(p) in ("Z", "gone") for p in workers)
