@@ -49,16 +49,18 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
 
 def explain_outliers(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
                      progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
-                     max_records: int | None = None, **options: Any) -> list[Explanation]:
+                     max_records: int | None = None, workers: int = 1, **options: Any) -> list[Explanation]:
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
     charges in one transaction before any search runs. A row whose release fails (no valid
     context, ...) is a `NotReleased` in its place, with its key and reason, and is not charged
     (`.released` tells the two apart); one row alone raises its error instead. `max_records`:
-    refuse (before any charge) a selector picking more rows than that."""
+    refuse (before any charge) a selector picking more rows than that. `workers`: search the
+    records in that many processes sharing the summary (README "Scaling on one machine"); the
+    outputs, seeded or not, have the same law for any count, and a seeded batch the same values."""
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
         return session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
-                               max_records=max_records)
+                               max_records=max_records, workers=workers)
 
 
 def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -90,14 +92,17 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
 
 def identify_anomalies(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
                        progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
-                       max_records: int | None = None, **options: Any) -> list[AnomalyResult]:
+                       max_records: int | None = None, workers: int = 1, **options: Any) -> list[AnomalyResult]:
     """As `identify_anomaly` for every selected row (no WHERE: every row). Each answer costs ε
     (sequential composition): the batch total is announced through `warn`, refused up front
-    past the dataset's limit, and charged before any answer is drawn."""
+    past the dataset's limit, and charged before any answer is drawn. `workers` is accepted as for
+    `explain_outliers` (checked the same way); DuckDB already counts on every core and the
+    answers are one vectorised draw, so it changes nothing here."""
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
         return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns,
-                                                **options), progress=progress, max_records=max_records)
+                                                **options), progress=progress, max_records=max_records,
+                                workers=workers)
 
 
 def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, allow_seeded: bool) -> Session:

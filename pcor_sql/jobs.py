@@ -18,9 +18,10 @@ from typing import Any, Callable, Sequence
 from pcor_sql.core import compile_notice
 from pcor_sql.core.work import WorkCapReached
 from pcor_sql.core.accounting import DpCost, SpCost
-from pcor_sql.core.randomness import make_source
+from pcor_sql.core.randomness import make_source, record_source
 from pcor_sql.core.selection import resolve_selection
 from pcor_sql.engine.progress import report_phase
+from pcor_sql.engine import search_pool
 from pcor_sql.engine.release import OutlierRun, released_predicate
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
@@ -97,6 +98,8 @@ class ReleaseJob(_Measurement):
     #: An analyst's keys as (key, selector of that key alone): read one by one once paid for,
     #: so that a key that is missing (or whose row cannot be released) fails alone.
     keyed: tuple[tuple[Any, str], ...] = ()
+    #: Worker processes for the searches of a batch (`engine.search_pool`; 1: this process).
+    workers: int = 1
 
     def cost(self) -> Any:
         return self.request.budget.cost
@@ -149,7 +152,8 @@ class ReleaseJob(_Measurement):
         shaped: Any = iter(())
         if found:
             prepared = session.prepare_records(self.request, found, progress)
-            shaped = iter(shape_releases(session, prepared, Charge(units, self.label, *_spent(charge)), progress))
+            shaped = iter(shape_releases(session, prepared, Charge(units, self.label, *_spent(charge)), progress,
+                                         self.workers))
         return [rec if isinstance(rec, RecordFailure) else next(shaped) for rec in records]
 
 
@@ -168,12 +172,13 @@ def _keyed_record(session: Any, request: OutlierRequest, key: Any, selector: str
     return rows[0]
 
 
-def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress: Progress | None
-                   ) -> list[Explanation]:
-    """Run the (already paid for) searches of `prepared` and shape what they release."""
+def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress: Progress | None,
+                   workers: int = 1) -> list[Explanation]:
+    """Run the (already paid for) searches of `prepared`, in up to `workers` processes, and
+    shape what they release."""
     request = prepared.request
-    source, seeded = make_source(request.seed)
-    runs = _release_all(prepared, source, progress)
+    seeded = request.seed is not None
+    runs = _release_all(prepared, progress, workers)
     out: list[Explanation | RecordFailure] = []
     for rec, run in zip(prepared.records, runs):
         if isinstance(run, RecordFailure):
@@ -309,9 +314,12 @@ def _spent(charge: Any) -> tuple[float | None, float | None]:
     return (spent if limit is not None else None), limit
 
 
-def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -> list[Any]:
-    """Every selected record's search: one record reports its search's own progress (direct
-    enumerates contexts); a batch reports records done."""
+def _release_all(prepared: OutlierRun, progress: Progress | None, workers: int = 1) -> list[Any]:
+    """Every selected record's search, record i with the coins `record_source(seed, i)`: one
+    record reports its search's own progress (direct enumerates contexts); a batch reports
+    records done. With `workers` > 1 the records after the first are searched in forked
+    worker processes where that is safe (`engine.search_pool`); the first runs here, which
+    loads (or compiles) the kernels the workers then inherit."""
     n = len(prepared.records)
     label = "searching" if n == 1 else "releasing records"
 
@@ -321,24 +329,43 @@ def _release_all(prepared: OutlierRun, source: Any, progress: Progress | None) -
     report_phase(progress, label)
     with compile_notice.listening(compiling):
         if n == 1:
-            return [_one_release(prepared, 0, source, progress)]
-        runs = []
-        for i in range(n):
-            runs.append(_one_release(prepared, i, source, None))
+            return [_one_release(prepared, 0, progress)]
+        runs: list[Any] = [_one_release(prepared, 0, None)]
+        done = [1]
+
+        def tick() -> None:
             if progress is not None:
-                progress(i + 1, n)
+                progress(done[0], n)
+            done[0] += 1
+
+        tick()
+        if workers > 1 and search_pool.can_fork(prepared):
+            outcomes = search_pool.release_all(prepared, prepared.request.seed, list(range(1, n)), workers, tick)
+            return runs + [_outcome(prepared, i, outcomes[i]) for i in range(1, n)]
+        for i in range(1, n):
+            runs.append(_one_release(prepared, i, None))
+            tick()
         return runs
 
 
-def _one_release(prepared: OutlierRun, i: int, source: Any, progress: Progress | None) -> Any:
+def _one_release(prepared: OutlierRun, i: int, progress: Progress | None) -> Any:
     """Record i's search, or the RecordFailure of a search that failed: one record without a
     valid context does not sink the batch (the pipeline records each record's outcome)."""
     try:
-        return prepared.release(i, source, progress=progress)
+        return prepared.release(i, record_source(prepared.request.seed, i), progress=progress)
     except WorkCapReached:  # the request's cap, not this record's: the whole request stops
         raise
     except Exception as exc:
-        return RecordFailure(exc, failure_reason(exc), record=prepared.records[i].record)
+        return _outcome(prepared, i, exc)
+
+
+def _outcome(prepared: OutlierRun, i: int, outcome: Any) -> Any:
+    """A worker's outcome of record i as `_one_release` gives it: the release, or its failure."""
+    if isinstance(outcome, WorkCapReached):
+        raise outcome
+    if isinstance(outcome, BaseException):
+        return RecordFailure(outcome, failure_reason(outcome), record=prepared.records[i].record)
+    return outcome
 
 
 #: What a progress display says while numba compiles the checks (first run on a machine).

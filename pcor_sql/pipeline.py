@@ -319,10 +319,13 @@ def _check_minimum(items: list, policy: Policy) -> None:
 def failure_reason(exc: BaseException) -> str:
     """The class of a failure, for the history (never its text: that may carry data)."""
     from pcor_sql.core.work import WorkCapReached
+    from pcor_sql.engine.search_pool import WorkerLost
     from pcor_sql.errors import InternalError, NoRecord, NoValidContext
 
     if isinstance(exc, WorkCapReached):
         return "work-cap"
+    if isinstance(exc, WorkerLost):
+        return "worker-lost"
     if isinstance(exc, NoValidContext):
         return "no-valid-context"
     if isinstance(exc, NoRecord):

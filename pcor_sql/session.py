@@ -26,6 +26,7 @@ from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import OutlierRun
 from pcor_sql.engine.schema import Schema
+from pcor_sql.engine.search_pool import check_workers
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import Refused, UserError, warn_privacy
 from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
@@ -81,16 +82,17 @@ class Session:
 
     def explain(
         self, request: OutlierRequest, *, progress: Progress | None = None, single: bool = False,
-        max_records: int | None = None,
+        max_records: int | None = None, workers: int = 1,
     ) -> list[Explanation]:
         """One private release per selected record, through the pipeline under the owner's
         policy (`pcor_sql.pipeline`): bad input raises UserError and a refused charge
         BudgetExceeded/Refused before anything is charged; the records are read first (their
         count is the cost), then the charge is reserved, then the summary is built and the
         search runs; if that fails the charge is refunded (an owner's failure is not charged).
-        `single`: a selector picking several rows is a UserError, raised before any charge."""
+        `single`: a selector picking several rows is a UserError, raised before any charge.
+        `workers`: processes the searches of a batch run in (`engine.search_pool`)."""
         _expect(request, OutlierRequest, "explain")
-        job = ReleaseJob(request, self.dataset_label(request.dataset))
+        job = ReleaseJob(request, self.dataset_label(request.dataset), workers=check_workers(workers))
         self.check_seed(request.seed)
         return Results(pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
                                     max_records=max_records, progress=progress))
@@ -137,12 +139,15 @@ class Session:
 
     def identify(
         self, request: AnomalyRequest, *, single: bool = False, progress: Progress | None = None,
-        max_records: int | None = None,
+        max_records: int | None = None, workers: int = 1,
     ) -> list[AnomalyResult]:
         """Private (β, r)-anomaly answers for the selected records, each costing ε (sequential
         composition) under its own notion (ε-DP or (ε, k)-SP): announced as a warning for a
-        batch, refused up front past a unit's limit, charged before any coin is drawn."""
+        batch, refused up front past a unit's limit, charged before any coin is drawn.
+        `workers` is checked and then has nothing to do: DuckDB counts the balls on every core,
+        and the answers are one vectorised draw, with no per-record search to hand over."""
         _expect(request, AnomalyRequest, "identify")
+        check_workers(workers)
         job = AnswerJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
 

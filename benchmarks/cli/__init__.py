@@ -3,7 +3,7 @@
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
 error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifier flags among
-all rows) and `service` (concurrent analysts over HTTP). Errors behave as in `pcor-sql` — one
+all rows), `service` (concurrent analysts over HTTP) and `batch` (explain_outliers with workers=1, 2). Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import typer
 
+from benchmarks.cli.batch import batch
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.explore import explore
@@ -49,6 +50,7 @@ _COMMANDS = (
      service),
     ("spark-scale", "One release on a large Parquet file on DuckDB and on Spark, with the rows sent to the driver.",
      spark_scale),
+    ("batch", "Time explain_outliers of 40 and 400 records with workers=1, 2: ratio and peak memory.", batch),
     ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",
      verifiers),
 )

@@ -22,6 +22,7 @@ def identify_anomaly(
         typer.Argument(help="SELECT <column(s)> FROM <relation> [WHERE <selector>] (no WHERE: every row).", show_default=False),
     ],
     max_records: o.MaxRecords = 1,
+    workers: o.Workers = 1,
     data: DataFlags = None,  # --db, --engine, --spark-master, --ledger, --allow-seeded
     fmt: Annotated[
         o.RowsFormat, typer.Option("--format", help="table, json (one document: a list), jsonl (one object per "
@@ -44,5 +45,5 @@ def identify_anomaly(
             raise typer.BadParameter(f"Missing option '--{required}'.")
     check_stdout()  # before the charge: a closed stdout would lose the answers
     with ProgressBar("reading the data") as bar, data.owner(query) as owner:
-        answers = owner.identify_anomalies(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
+        answers = owner.identify_anomalies(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), workers=workers, **options)
     show_charged(answers, lambda: print_answers(answers, fmt.value, bool(options.get("owner_view"))))

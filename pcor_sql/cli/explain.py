@@ -28,6 +28,7 @@ def explain_outlier(
     verifier_option: o.VerifierOption = None,
     search_option: o.SearchOption = None,
     max_records: o.MaxRecords = 1,
+    workers: o.Workers = 1,
     data: DataFlags = None,  # --db, --engine, --spark-master, --ledger, --allow-seeded
     fmt: Annotated[
         o.ReleaseFormat,
@@ -64,7 +65,8 @@ def explain_outlier(
     check_stdout()
     options = o.outlier_options(options or {}, verifier_option=verifier_option, search_option=search_option)
     with ProgressBar("reading the data") as bar, data.owner(query) as owner:
-        results = owner.explain_outliers(query, progress=bar.callback, max_records=o.positive_count(max_records, '--max-records'), **options)
+        results = owner.explain_outliers(query, progress=bar.callback, workers=workers,
+                                         max_records=o.positive_count(max_records, '--max-records'), **options)
         bar.stop()
         # Charged from here: shown first, whatever fails after.
         show_charged(results, lambda: print_explanations(results, fmt.value))

@@ -179,6 +179,12 @@ MaxRecords = Annotated[
                  "(each row is a release of ε: say how many you mean to pay for)."),
 ]
 
+Workers = Annotated[
+    int,
+    typer.Option("--workers", metavar="N", help="Search the records of a batch in N processes that share the data's "
+                 "summary (e.g. this machine's cores; 1: this process). Seeded outputs are the same for any N."),
+]
+
 
 def outlier_options(options: dict[str, Any], *, verifier_option: list[str] | None = None,
                     search_option: list[str] | None = None) -> dict[str, Any]:

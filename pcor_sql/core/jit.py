@@ -1,6 +1,8 @@
 """numba compilation for the validity checks, and the two steps every compiled check shares.
 
-`compiled(fn)` is `numba.njit(cache=True)`: machine code is written beside the source
+`compiled(fn)` is `numba.njit(cache=True, nogil=True)`: every kernel is nopython code over
+numpy buffers, so it releases the GIL (threads of the service's pool run checks side by side
+while another thread runs Python). Machine code is written beside the source
 (`__pycache__/*.nbi, *.nbc`) or, when the package directory is read-only, under the user's
 cache directory (numba's `UserWideCacheLocator`: `$NUMBA_CACHE_DIR` if set, else
 `~/.cache/numba`), so only the first run on a machine pays the compilation. When no cache
@@ -54,11 +56,12 @@ _BLOCK = 128  # numpy's PW_BLOCKSIZE
 
 
 def compiled(fn: Callable[..., Any]) -> Any:
-    """`numba.njit(cache=True)`, or without the on-disk cache when no cache directory is writable."""
+    """`numba.njit(cache=True, nogil=True)`, or without the on-disk cache when no cache directory
+    is writable."""
     try:
-        return numba.njit(cache=True)(fn)
+        return numba.njit(cache=True, nogil=True)(fn)
     except RuntimeError:  # "cannot cache function ...: no locator available" (read-only everywhere)
-        return numba.njit(fn)
+        return numba.njit(nogil=True)(fn)
 
 
 def compiled_with(**options: Any) -> Callable[[Callable[..., Any]], Any]:

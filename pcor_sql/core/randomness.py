@@ -76,6 +76,18 @@ def make_source(seed: int | None) -> tuple[Source, bool]:
     return np.random.default_rng(seed), True
 
 
+def record_source(seed: int | None, position: int) -> Source:
+    """The coins of the record at `position` (0, 1, ...) of a request's records: the secure
+    source when unseeded; else record 0 draws from `make_source(seed)` (a one-record request
+    draws exactly as before) and record i > 0 from the seed's i-th child stream
+    (`SeedSequence(seed, spawn_key=(i,))`, independent of the others). Each record's coins
+    depend on the seed and its position alone, so a seeded batch gives the same outputs
+    whichever process searches which record, in whatever order (DESIGN.md §10)."""
+    if seed is None or position == 0:
+        return make_source(seed)[0]
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(position,)))
+
+
 def uniform_open(source: Source, size: int) -> np.ndarray:
     """`size` uniforms strictly inside (0, 1) from either kind of source."""
     u = np.asarray(source.random(size), dtype=np.float64)

@@ -70,6 +70,11 @@ def spend(units: int = 1) -> None:
         meter.spend(units)
 
 
+def current() -> WorkMeter | None:
+    """The current request's meter (a search handed to another process takes its cap along)."""
+    return _METER.get()
+
+
 def partition() -> Hashable:
     """The cache partition of the current request: a key-specific cache (verdicts, start
     searches, utilities) that one analyst's request filled must not speed up another's — the

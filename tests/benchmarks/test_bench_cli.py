@@ -18,7 +18,7 @@ from tests.cli.cli_helpers import invoke as pcor_sql_cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("command", ["bench", "reproduce", "explore", "anomaly-evidence", "spark-scale", "verifiers"])
+@pytest.mark.parametrize("command", ["bench", "reproduce", "explore", "anomaly-evidence", "spark-scale", "verifiers", "batch"])
 def test_help_has_an_example(command):
     result = run(command, "--help")
     assert result.exit_code == 0

@@ -293,7 +293,7 @@ def test_identify_anomaly_wiring_and_output(monkeypatch):
     assert query == "SELECT victim_age FROM homicides WHERE id < 3"
     assert kwargs == {"beta": 5.0, "radius": 1.0, "epsilon": 0.5, "privacy": "dp", "k": 2, "norm": "l1",
                       "seed": 9, "dataset": "h", "session": kwargs["session"], "progress": None,
-                      "max_records": 1}  # unset flags: left out
+                      "max_records": 1, "workers": 1}  # unset flags: left out
     table = _ok(*args, "--owner-view").stdout
     assert "2 answers, total ε = 1" in table and "ball count 3" in table and "NOT FOR RELEASE" in table
     # One line per record says which record and the answer; its details are indented below it.

@@ -68,3 +68,17 @@ def test_without_a_writable_cache_directory_functions_compile_in_memory(monkeypa
         return 2 * x
 
     assert jit.compiled(double)(21) == 42
+
+
+def test_every_kernel_releases_the_gil():
+    """Issue 29 item 5: the moment and histogram kernels, `member_cells` and `numpy_sum` are
+    compiled with nogil, so threads of one process run checks side by side (LOF's always were)."""
+    from pcor_sql.core import jit
+    from pcor_sql.core.verifiers import histogram_kernel, lof_kernel, moment_kernel
+
+    kernels = [jit.member_cells, jit.numpy_sum, jit.first_position,
+               moment_kernel.member_span, moment_kernel.zscore_kernel, moment_kernel.grubbs_kernel,
+               moment_kernel.moment_statistic, histogram_kernel.histogram_kernel]
+    kernels += [f for f in vars(lof_kernel).values() if hasattr(f, "targetoptions")]
+    for kernel in kernels:
+        assert kernel.targetoptions.get("nogil") is True, kernel.__name__
