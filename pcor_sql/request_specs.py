@@ -11,6 +11,7 @@ from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES
 from pcor_sql.core.accounting import ACCOUNTINGS
 from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
 from pcor_sql.core.search_specs import SEARCH_SPECS, search_option_specs
+from pcor_sql.core.verifiers.builtins import builtin_list
 from pcor_sql.core.choices import Utility
 
 
@@ -43,7 +44,7 @@ BINS = OptionSpec("bins", Kind.STRUCTURED, None,
                   "ordinal attributes: attribute → bin edges, e.g. {'age': [18, 25, 35, 45, 55, 65, 81]} "
                   "(or 'auto:5': quantile bins from the data, with a privacy warning)",
                   "age BINS (18, 25, 35, 45, 55, 65, 81)", who=Who.OWNER, sql="DOMAIN", cli="--bins")
-VERIFIER = OptionSpec("verifier", Kind.STRUCTURED, "lof", "outlier test: grubbs, histogram, lof or zscore, with options",
+VERIFIER = OptionSpec("verifier", Kind.STRUCTURED, "lof", f"outlier test: {builtin_list()}, with options",
                       "lof(k=20)", sql="USING")
 EPSILON_RELEASE = OptionSpec("epsilon", Kind.NUMBER, 0.2, "total privacy cost ε of each release (> 0)", "0.2",
                              minimum=0.0, minimum_inclusive=False, maximum=MAX_EPSILON)

@@ -21,6 +21,8 @@ from typing import Any, Callable
 
 from pcor_sql import pipeline
 from pcor_sql.backends import open_access
+from pcor_sql.core.verifiers.builtins import unserved
+from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.progress import report_phase
@@ -103,7 +105,7 @@ class Session:
         verifier = self.verifier(request.verifier)
         schema = self.schema(request)
         start = start_selection(request, schema)
-        summary = self.summary(schema, with_values=bool(getattr(verifier, "needs_values", False)), progress=progress)
+        summary = self.summary(schema, with_values=capabilities_of(verifier).needs_values, progress=progress)
         uniform = uniform_choice_warning(request.epsilon, request.budget.epsilon1, summary.n_rows)
         if uniform is not None:  # said to the owner (a service logs it): the row count is data
             self.warn(uniform) if self.warn is not None else warnings.warn(uniform, UserWarning, stacklevel=4)
@@ -207,10 +209,14 @@ class Session:
         return self.prepare_records(request, records, progress)
 
     def verifier(self, spec: Any) -> Any:
-        """The verifier a request names, made by this session's registry (or the object given)."""
-        if isinstance(spec, VerifierSpec):
-            return self.registry.make(spec.name, **spec.options_dict())
-        return spec
+        """The verifier a request names, made by this session's registry (or the object given);
+        a UserError when this session's engine cannot serve what it reads. Every job asks for
+        its verifier here before the reservation, so such a request is refused uncharged."""
+        verifier = self.registry.make(spec.name, **spec.options_dict()) if isinstance(spec, VerifierSpec) else spec
+        refusal = unserved(verifier, self.access.serves, self.access.engine)
+        if refusal is not None:
+            raise UserError(*refusal)
+        return verifier
 
     def close(self) -> None:
         """Close the ledger if this Session opened one (a ledger file it owns)."""

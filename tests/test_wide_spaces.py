@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pcor_sql
+from pcor_sql.core.verifiers.builtins import BUILTIN_NAMES
 from pcor_sql.engine.coe_enumeration import MAX_ENUMERABLE, check_size
 from pcor_sql.errors import UserError
 
@@ -41,7 +42,7 @@ def con70():
     con.close()
 
 
-@pytest.mark.parametrize("verifier", ["lof", "grubbs", "histogram", "zscore"])
+@pytest.mark.parametrize("verifier", BUILTIN_NAMES)
 @pytest.mark.parametrize("search", ["bfs", "dfs", "random-walk", "uniform"])
 def test_every_sampling_search_releases_on_a_70_value_space(con70, search, verifier):
     with warnings.catch_warnings():

@@ -27,6 +27,7 @@ from pcor_sql.engine.release import SelectedRecord
 from pcor_sql.engine.schema import Described, Schema
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.core.option_spec import StrEnum
+from pcor_sql.core.verifiers.capabilities import Reads
 
 Warn = Callable[[str], None]
 Records = tuple[dict[str, Any], ...]
@@ -44,6 +45,9 @@ class DataAccess(Protocol):
     """Where a Session's rows are read."""
 
     engine: "Engine"
+    #: What of a population this engine serves a verifier (`core.verifiers.capabilities.Reads`):
+    #: `Session.verifier` refuses a verifier that reads anything else, before any reservation.
+    serves: frozenset[Reads]
     source: Any  # what the caller gave: the DuckDB connection or the SparkSession
     parser: duckdb.DuckDBPyConnection  # DuckDB, to parse request text; never reads rows
     # The DuckDB connection `open_ledger` anchors the ledger on: DuckDB's own (the ledger is

@@ -14,6 +14,7 @@ import pyarrow as pa
 from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.anomaly.points import load_points, load_values, point_ball_counts, relation_ball_counts
 from pcor_sql.backends.base import Engine, Records, Warn
+from pcor_sql.core.verifiers.capabilities import Reads
 from pcor_sql.engine.progress import watch_query
 from pcor_sql.engine.release import SelectedRecord, load_records
 from pcor_sql.engine.schema import Described, Schema, describe_with_metric, resolve_schema
@@ -26,6 +27,7 @@ class DuckDBAccess:
     """Rows read by DuckDB on `con`, the caller's connection (also the ledger's database)."""
 
     engine = Engine.DUCKDB
+    serves = frozenset(Reads)  # every value is in the sorted runs; SQL runs on the connection
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.source = con

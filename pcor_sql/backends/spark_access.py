@@ -34,6 +34,7 @@ from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.backends.base import Engine, Records, Warn
 from pcor_sql.backends.spark_windows import TwoScanWindowReader
 from pcor_sql.backends.spark_session import require_spark, spark_error
+from pcor_sql.core.verifiers.capabilities import Reads
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine.release import SelectedRecord, records_sql, selected_records
 from pcor_sql.engine.schema import Described, Schema, resolve_schema
@@ -54,6 +55,9 @@ class SparkAccess:
     """Rows read by Spark through `spark` (a pyspark SparkSession)."""
 
     engine = Engine.SPARK
+    # Per-cell windows serve the values near v; all of a context's values would bring the
+    # table back to the driver (`engine.window.WindowPopulation.values`).
+    serves = frozenset({Reads.MOMENTS, Reads.NEAR, Reads.SQL})
 
     def __init__(self, spark: Any):
         require_spark()

@@ -17,6 +17,7 @@ import numpy as np
 
 from pcor_sql.core.search_specs import SEARCH_SPECS
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.core.work import spend
 from pcor_sql.errors import UserError, option_hint, option_name
@@ -82,7 +83,7 @@ def enumerate_coe(
     total = space.n_admissible
     check_size(total, max_admissible)
     spend(total)  # a request's work cap (`core.work`) sees the whole enumeration before it starts
-    if not ev.plain and hasattr(ev.verifier, "check_many") and not getattr(ev.verifier, "needs_values", True):
+    if not ev.plain and capabilities_of(ev.verifier).vectorized:
         words, utilities = _vectorized(ev, progress)
     else:
         words, utilities = _one_by_one(ev, progress)

@@ -1,11 +1,11 @@
 """Compiled validity checks on the per-cell summary: context bitset → (verdict, population size).
 
-`compiled_check` returns a function of a context (its bitset) for the built-in verifiers whose
-kernels live in `core.verifiers.moment_kernel` (Grubbs, z-score),
+`compiled_check` returns a function of a context (its bitset) for the verifiers whose type
+has a kernel registered here (`kernel(cls)`, exact types only): the built-ins, whose kernels
+live in `core.verifiers.moment_kernel` (Grubbs, z-score),
 `core.verifiers.histogram_kernel` (histogram) and `core.verifiers.lof_kernel` (LOF, both rules
 for duplicates, through `engine.lof_checks`), or None, and then the evaluator takes the
-reference path (`SummaryPopulation` and `verifier.check`). Only the exact built-in types are
-compiled: a subclass may override `check`. A summary that serves values through per-cell
+reference path (`SummaryPopulation` and `verifier.check`). A summary that serves values through per-cell
 windows (Spark) has no sorted runs here, so it keeps the reference path too.
 
 Each kernel does the membership (`jit.member_cells`, as `CellSummary.member`), the population's
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
@@ -35,59 +33,108 @@ from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
 
 Check = Callable[[int], tuple[bool, int]]
+Builder = Callable[[CellSummary, ContextSpace, Any, float], "Check | None"]
+
+#: The kernels by verifier type, exact: a subclass may override `check`. Each kernel registers
+#: itself below with `kernel(cls)`; its module imports numba only when it is first built.
+KERNELS: dict[type, Builder] = {}
+
+
+def kernel(cls: type) -> Callable[[Builder], Builder]:
+    """Register the decorated builder as `cls`'s compiled check."""
+
+    def register(build: Builder) -> Builder:
+        KERNELS[cls] = build
+        return build
+
+    return register
 
 
 def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: float) -> Check | None:
     """(context → (verdict, n)) for `verifier` on `summary`, or None when it is not compiled."""
-    kind = type(verifier)
-    if kind is Lof and summary.windows is None:
-        # LOF's kernel (`engine.lof_checks`, `core.verifiers.lof_kernel`) reads the sorted runs.
-        from pcor_sql.engine import lof_checks
+    build = KERNELS.get(type(verifier))
+    if build is None or summary.windows is not None:
+        return None  # the kernels read the sorted runs / moments of a DuckDB summary
+    return build(summary, space, verifier, float(v))
 
-        # Membership is compiled too; the check itself refuses an empty population.
-        return lof_checks.lof_check(summary, space, verifier, v)
-    if kind not in (Grubbs, ZScore, Histogram) or summary.windows is not None:
-        return None
-    # The kernels import numba (0.4-1 s): only a run that uses them pays for it.
-    from pcor_sql.core.jit import context_words, flat_bits
+
+@kernel(Lof)
+def _lof(summary: CellSummary, space: ContextSpace, verifier: Lof, v: float) -> Check:
+    # LOF's kernel (`engine.lof_checks`, `core.verifiers.lof_kernel`) reads the sorted runs;
+    # membership is compiled too, and the check itself refuses an empty population.
+    from pcor_sql.engine import lof_checks
+
+    return lof_checks.lof_check(summary, space, verifier, v)
+
+
+class _Moments:
+    """What the moment and histogram kernels share: the context bits of every cell, the cells'
+    statistics, and the reference path for a context a kernel cannot decide."""
+
+    def __init__(self, summary: CellSummary, space: ContextSpace, verifier: Any, v: float):
+        # The kernels import numba (0.4-1 s): only a run that uses them pays for it.
+        from pcor_sql.core.jit import flat_bits
+        from pcor_sql.core.verifiers.moment_kernel import cell_stats
+
+        # The record's own value of attribute 0 is in every context checked (admissible contexts).
+        self.flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
+        self.n_words = (space.t + 63) // 64
+        self.stats = cell_stats(summary.count, summary.s1, summary.s2, summary.vmin, summary.vmax)
+        self.summary, self.space, self.verifier, self.v = summary, space, verifier, v
+
+    def reference(self, mask: int) -> bool:
+        s = self.summary
+        return bool(self.verifier.check(s.population(s.member(self.space, mask), self.v)))
+
+
+@kernel(Histogram)
+def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v: float) -> Check:
+    from pcor_sql.core.jit import context_words
     from pcor_sql.core.verifiers.histogram_kernel import FALLBACK, histogram_kernel
-    from pcor_sql.core.verifiers.moment_kernel import (
-        TRUE, UNDECIDED, cell_stats, grubbs_kernel, grubbs_table, table_rows, zscore_kernel,
-    )
+    from pcor_sql.core.verifiers.moment_kernel import TRUE
 
-    # The record's own value of attribute 0 is in every context checked (admissible contexts).
-    flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
-    n_words = (space.t + 63) // 64
-    stats = cell_stats(summary.count, summary.s1, summary.s2, summary.vmin, summary.vmax)
-    v = float(v)
+    m = _Moments(summary, space, verifier, v)
+    flat, stats, n_words, reference = m.flat, m.stats, m.n_words, m.reference
+    runs = summary.runs()
+    probe = runs.probe(v)  # rungs around v in every run (built once per value, a few kept)
+    values, rel = runs.values, float(verifier.rel)
+    neg_a, rungs, A, B = probe.neg_a, probe.b, probe.A, probe.B
 
-    def reference(mask: int) -> bool:
-        return bool(verifier.check(summary.population(summary.member(space, mask), v)))
+    def histogram(mask: int) -> tuple[bool, int]:
+        x, words = context_words(mask, n_words)
+        code, n = histogram_kernel(x, words, flat, stats, values, neg_a, rungs, A, B, v, rel)
+        _nonempty(n)
+        return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
-    if kind is Histogram:
-        runs = summary.runs()
-        probe = runs.probe(v)  # rungs around v in every run (built once per value, a few kept)
-        values, rel = runs.values, float(verifier.rel)
-        neg_a, rungs, A, B = probe.neg_a, probe.b, probe.A, probe.B
+    return histogram
 
-        def histogram(mask: int) -> tuple[bool, int]:
-            x, words = context_words(mask, n_words)
-            code, n = histogram_kernel(x, words, flat, stats, values, neg_a, rungs, A, B, v, rel)
-            _nonempty(n)
-            return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
-        return histogram
+@kernel(ZScore)
+def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: float) -> Check:
+    from pcor_sql.core.jit import context_words
+    from pcor_sql.core.verifiers.moment_kernel import TRUE, zscore_kernel
+
+    m = _Moments(summary, space, verifier, v)
+    flat, stats, n_words = m.flat, m.stats, m.n_words
+    shift, z = float(summary.shift), float(verifier.z)
+
+    def zscore(mask: int) -> tuple[bool, int]:
+        x, words = context_words(mask, n_words)
+        code, n = zscore_kernel(x, words, flat, stats, shift, v, z)
+        _nonempty(n)
+        return code == TRUE, int(n)
+
+    return zscore
+
+
+@kernel(Grubbs)
+def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: float) -> Check:
+    from pcor_sql.core.jit import context_words
+    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_kernel, grubbs_table, table_rows
+
+    m = _Moments(summary, space, verifier, v)
+    flat, stats, n_words, reference = m.flat, m.stats, m.n_words, m.reference
     shift = float(summary.shift)
-    if kind is ZScore:
-        z = float(verifier.z)
-
-        def zscore(mask: int) -> tuple[bool, int]:
-            x, words = context_words(mask, n_words)
-            code, n = zscore_kernel(x, words, flat, stats, shift, v, z)
-            _nonempty(n)
-            return code == TRUE, int(n)
-
-        return zscore
     table = table_rows(grubbs_table(float(verifier.alpha), max(summary.n_rows, 3)))
 
     def grubbs(mask: int) -> tuple[bool, int]:

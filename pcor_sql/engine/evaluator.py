@@ -16,6 +16,7 @@ import pyarrow as pa
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
+from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.compile import context_predicate
 from pcor_sql.engine.compiled_checks import compiled_check
@@ -68,6 +69,7 @@ class Evaluator:
         # (`engine.verdicts`: same answers, so the same outputs). The plain path never does.
         self._store = summary.verdicts.store(space.v_mask, self.v, verifier) if remember and not plain else None
         self._compiled: Any = None if plain else ...  # `compiled_check`, built on the first check
+        self._reads_sql = capabilities_of(verifier).needs_sql
 
     # -- populations ---------------------------------------------------------------------
     def _rows(self, sql: str, params: list[Any] | None = None) -> pa.Table:
@@ -134,7 +136,7 @@ class Evaluator:
         return verdict
 
     def _verify(self, mask: int) -> bool:
-        if getattr(self.verifier, "needs_sql", False):
+        if self._reads_sql:
             return self._verify_sql(mask)
         if self._compiled is ...:
             self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcor_sql.core.jit import NO_WORDS, context_words, flat_bits
-from pcor_sql.core.verifiers.lof import DISTINCT, Lof
+from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
@@ -87,12 +87,9 @@ def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
     return min(a, v), max(b, v)
 
 
-def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[int], tuple[bool, int]] | None:
+def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[int], tuple[bool, int]]:
     """context (bitset over `space`) → (verdict, N) through the kernel, membership included,
-    for exactly `Lof` on a summary with sorted runs; None otherwise (the caller keeps the numpy
-    path)."""
-    if type(verifier) is not Lof or getattr(summary, "windows", None) is not None:
-        return None
+    for a `Lof` on a summary with sorted runs (`compiled_checks` registers it for exactly `Lof`)."""
     runs = summary.runs()
     record = LofRecord(runs, v)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).

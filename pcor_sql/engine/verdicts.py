@@ -13,9 +13,10 @@ Keys. A group is (record key, verifier): the record key is V's cell (its anchor 
 fixes the admissible lattice) and V's metric value (the only way V enters a verifier); the
 verifier is the verifier object itself — the built-ins are frozen dataclasses equal exactly when
 their options are equal. Within a group a verdict is keyed by the context's bitset (a Python
-int over the declared domains). Only verifiers known to be pure functions are cached: the four
-built-ins, and a user verifier that sets `deterministic = True`. A user Python or SQL verifier
-is otherwise checked every time, as before (its code may read state the key does not hold).
+int over the declared domains). Only verifiers whose capabilities declare them deterministic
+(`core.verifiers.capabilities`) are cached: the built-ins, and a user verifier that sets
+`deterministic = True`. A user Python or SQL verifier is otherwise checked every time (its code
+may read state the key does not hold).
 
 A group also keeps its contexts' population sizes (the search's utilities read them; same
 snapshot, same numbers) and the outcome of the deterministic start search with the verdicts it
@@ -49,18 +50,14 @@ from collections import OrderedDict
 from typing import Any, Hashable
 
 from pcor_sql.core.work import partition
-from pcor_sql.core.verifiers.grubbs import Grubbs
-from pcor_sql.core.verifiers.histogram import Histogram
-from pcor_sql.core.verifiers.lof import Lof
-from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.core.verifiers.capabilities import capabilities_of
 
 DEFAULT_MAX_ENTRIES = 1 << 19
-_PURE = (Grubbs, Histogram, Lof, ZScore)
 
 
 def cacheable(verifier: Any) -> bool:
     """True for verifiers whose verdict is a function of (data, V, options, context) alone."""
-    return type(verifier) in _PURE or getattr(verifier, "deterministic", False) is True
+    return capabilities_of(verifier).deterministic
 
 
 class _Group:

@@ -39,6 +39,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
+from pcor_sql.core.verifiers.builtins import builtin_list
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.sqltext.build import METRIC_ALIAS, cell_range_counts, cell_windows
@@ -308,9 +309,10 @@ class WindowPopulation:
             w = self.reader.deepen(v, grow)
 
     def values(self) -> np.ndarray:
+        # `Session.verifier` refuses such a verifier before any reservation; this is the backstop.
         raise UserError(
             "this verifier reads every value of each context, which would bring the whole table back from the engine",
-            "use lof, histogram, grubbs or zscore here, or run the Python verifier on DuckDB",
+            f"use {builtin_list()} here, or run the Python verifier on DuckDB",
         )
 
 

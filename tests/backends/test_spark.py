@@ -192,7 +192,7 @@ def test_bad_input_is_one_line(engines):
     assert "\n" not in str(err.value) and "name a Spark table" in str(err.value)
     registry = pcor_sql.default_registry()
     registry.register_python("far", lambda values, v: abs(v - values.mean()) > 3 * values.std())
-    with pytest.raises(UserError, match="every value"):
+    with pytest.raises(UserError, match="reads all values of each context, which the spark engine does not serve"):
         pcor_sql.explain_outlier(None, f"SELECT salary FROM {s_rel} WHERE id = 7",
                                  session=pcor_sql.Session(sparks.con, registry=registry), domains=DOMAINS, verifier="far")
     with pytest.raises(UserError, match="DuckDB connection"):
@@ -276,4 +276,25 @@ def test_owner_and_analyst_on_spark(spark, data, tmp_path):
         analyst.explain_outlier("emp", 99999, epsilon=0.1, verifier="grubbs")
     assert "99999" not in str(err.value)
     assert owner.spent("emp") == pytest.approx(0.5)
+    owner.ledger.close()
+
+
+def test_a_verifier_spark_cannot_serve_is_refused_before_any_charge(spark, data, tmp_path):
+    """A Python verifier reads every value of a context, which Spark does not serve: the owner
+    and the analyst are refused with the fix before the reservation, so nothing is charged and
+    the history holds nothing (it used to fail at the first check, the analyst's ε kept)."""
+    registry = pcor_sql.default_registry()
+    registry.register_python("far", lambda values, v: abs(v - values.mean()) > 3 * values.std())
+    owner = pcor_sql.Owner(spark, ledger=str(tmp_path / "owner.duckdb"), registry=registry)
+    owner.register("emp", f"parquet.`{data}`", key="id", metric="salary", by="dept,role", domains=DOMAINS,
+                   limit=1.0, releasable=[7])
+    analyst = owner.analyst()
+    for ask in (lambda: analyst.explain_outlier("emp", 7, epsilon=0.2, verifier="far"),
+                lambda: analyst.cost("explain_outliers", "emp", [7], epsilon=0.2, verifier="far"),
+                lambda: pcor_sql.explain_outlier(None, f"SELECT salary FROM parquet.`{data}` WHERE id = 7",
+                                                 session=owner.session, domains=DOMAINS, verifier="far")):
+        with pytest.raises(UserError, match="verifier 'far' reads all values") as err:
+            ask()
+        assert "grubbs, histogram, lof or zscore" in str(err.value.fix)
+    assert owner.spent("emp") == 0.0 and owner.ledger.history() == ()
     owner.ledger.close()

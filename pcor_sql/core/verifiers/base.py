@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from pcor_sql.core.verifiers.capabilities import Capabilities
 
 
 class Population(Protocol):
@@ -45,10 +48,11 @@ class Population(Protocol):
 
 
 class Verifier(Protocol):
-    """f(D_C, V). `needs_values` is False when moments (n, mean, m2, min, max) suffice."""
+    """f(D_C, V). `capabilities` (a ClassVar, `core.verifiers.capabilities`) says what `check`
+    reads of the population, whether the verdict is deterministic, and the verifier's label."""
 
     name: str
-    needs_values: bool
+    capabilities: "Capabilities"
 
     def check(self, pop: Population) -> bool: ...
 

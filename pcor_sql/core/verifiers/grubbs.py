@@ -16,17 +16,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special
 
+from pcor_sql.core.verifiers.capabilities import Capabilities, Reads
 from pcor_sql.core.verifiers.base import Population, certificate, studentized_distance, studentized_distances
 from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 
 
 def grubbs_critical(alpha: float, n_array: Any) -> np.ndarray:
     """G_crit(α, N) for each N in `n_array` (NaN where N < 3); one t.ppf per distinct N."""
+    from scipy import special  # here, not at import: the CLI's help lists the verifiers without scipy
+
     n = np.asarray(n_array)
     if n.size and not np.issubdtype(n.dtype, np.integer):
         raise TypeError("grubbs_critical needs integer population sizes")
@@ -48,6 +50,8 @@ def grubbs_critical_one(alpha: float, n: int) -> float:
     Python floats. stdtrit is one C function per element and +, −, ×, ÷, √ are correctly
     rounded, so both paths agree; this one skips np.unique and array set-up, which cost ~18 µs
     a call (issue 22: most of a Grubbs check, since a search's contexts rarely share an N)."""
+    from scipy import special
+
     n = int(n)
     if n < 3:
         return math.nan
@@ -70,8 +74,8 @@ class Grubbs:
 
     alpha: float = 0.05
     name: str = fixed("grubbs")
-    needs_values: bool = fixed(False)
-    needs_sql: bool = fixed(False)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        Reads.MOMENTS, deterministic=True, label="Grubbs' test", vectorized=True)
 
     def __post_init__(self) -> None:
         store_real(self, "alpha", low=0.0, high=1.0, low_closed=False, high_closed=False, example=0.05)

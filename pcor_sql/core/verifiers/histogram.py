@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from pcor_sql.core.verifiers.capabilities import Capabilities, Reads
 from pcor_sql.core.verifiers.base import Population, certificate
 from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 from pcor_sql.errors import UserError
@@ -120,8 +121,7 @@ class Histogram:
 
     rel: float = 0.0025
     name: str = fixed("histogram")
-    needs_values: bool = fixed(True)
-    needs_sql: bool = fixed(False)
+    capabilities: ClassVar[Capabilities] = Capabilities(Reads.NEAR, deterministic=True, label="histogram")
 
     def __post_init__(self) -> None:
         store_real(self, "rel", low=0.0, high=1.0, low_closed=False, high_closed=True, example=0.0025)

@@ -77,8 +77,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple
 
+from pcor_sql.core.verifiers.capabilities import Capabilities, Reads
 from pcor_sql.core.verifiers.base import Population, certificate
 from pcor_sql.core.verifiers.lof_band import FAR, Grow, Widen, distinct_runs, distinct_window_lof, plain_window_lof
 from pcor_sql.core.verifiers.verifier_options import fixed, one_of, real_number, whole_number
@@ -213,8 +214,7 @@ class Lof:
     threshold: float = 1.5
     duplicates: str = DISTINCT
     name: str = fixed("lof")
-    needs_values: bool = fixed(True)
-    needs_sql: bool = fixed(False)
+    capabilities: ClassVar[Capabilities] = Capabilities(Reads.NEAR, deterministic=True, label="LOF")
 
     def __post_init__(self) -> None:
         k = whole_number("lof", "k", self.k, minimum=1, example=20)

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from pcor_sql.core.verifiers.base import Population, Verifier
-from pcor_sql.core.verifiers.grubbs import Grubbs
-from pcor_sql.core.verifiers.histogram import Histogram
-from pcor_sql.core.verifiers.lof import Lof
-from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.core.verifiers.builtins import BUILTINS
+from pcor_sql.core.verifiers.capabilities import Capabilities, Reads
 from pcor_sql.errors import InternalError, PcorError, UserError
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
@@ -36,8 +34,8 @@ class PythonVerifier:
 
     name: str
     fn: Callable[[np.ndarray, float], Any]
-    needs_values: bool = field(default=True, init=False)
-    needs_sql: bool = field(default=False, init=False)
+    # The user's code may read state the verdict cache does not key: checked every time.
+    capabilities: ClassVar[Capabilities] = Capabilities(Reads.ALL_VALUES, deterministic=False, label="Python verifier")
 
     def check(self, pop: Population) -> bool:
         values = pop.values().view()
@@ -75,8 +73,7 @@ class SqlVerifier:
 
     name: str
     template: str
-    needs_values: bool = field(default=False, init=False)
-    needs_sql: bool = field(default=True, init=False)
+    capabilities: ClassVar[Capabilities] = Capabilities(Reads.SQL, deterministic=False, label="SQL verifier")
 
     def sql(self, metric_sql: str, v_param: str) -> str:
         """The template with `{metric}` and `{v}` filled in one pass, parenthesized."""
@@ -192,8 +189,8 @@ class VerifierRegistry:
 
 
 def default_registry() -> VerifierRegistry:
-    """A fresh registry with the four built-ins (grubbs, histogram, lof, zscore)."""
+    """A fresh registry with the built-ins (`core.verifiers.builtins`)."""
     registry = VerifierRegistry()
-    for cls in (Grubbs, Histogram, Lof, ZScore):
+    for cls in BUILTINS:
         registry.register_class(cls)
     return registry

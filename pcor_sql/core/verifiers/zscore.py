@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from pcor_sql.core.verifiers.capabilities import Capabilities, Reads
 from pcor_sql.core.verifiers.base import Population, certificate, studentized_distance, studentized_distances
 from pcor_sql.core.verifiers.verifier_options import fixed, store_real
 
@@ -31,8 +32,7 @@ class ZScore:
 
     z: float = 3.0
     name: str = fixed("zscore")
-    needs_values: bool = fixed(False)
-    needs_sql: bool = fixed(False)
+    capabilities: ClassVar[Capabilities] = Capabilities(Reads.MOMENTS, deterministic=True, label="z-score", vectorized=True)
 
     def __post_init__(self) -> None:
         store_real(self, "z", low=0.0, high=math.inf, low_closed=False, high_closed=False, example=3.0)

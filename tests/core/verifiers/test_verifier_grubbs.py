@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from pcor_sql.core.verifiers.capabilities import Reads, capabilities_of
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.grubbs import Grubbs, grubbs_check_many, grubbs_critical, grubbs_critical_one
 from pcor_sql.errors import UserError
@@ -111,7 +112,7 @@ def test_options_round_trip():
     g = Grubbs(alpha=0.01)
     assert g.options() == {"alpha": 0.01}
     assert Grubbs(**g.options()) == g
-    assert g.name == "grubbs" and g.needs_values is False
+    assert g.name == "grubbs" and capabilities_of(g).reads is Reads.MOMENTS
 
 
 def test_scalar_critical_value_matches_the_vectorized_one_up_to_large_populations():

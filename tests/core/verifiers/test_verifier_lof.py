@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pcor_sql.core.verifiers.capabilities import Reads, capabilities_of
 from pcor_sql.core.verifiers import lof as lof_module
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.lof import Lof, local_outlier_factor
@@ -256,7 +257,7 @@ def test_options_round_trip():
     # The default rule is not shown: `lof(k=7, threshold=2.0)` means the distinct rule.
     assert lof.options() == {"k": 7, "threshold": 2.0} and lof.duplicates == "distinct"
     assert Lof(**lof.options()) == lof
-    assert lof.name == "lof" and lof.needs_values is True
+    assert lof.name == "lof" and capabilities_of(lof).reads is Reads.NEAR
     plain = Lof(k=7, threshold=2, duplicates=" Plain ")
     assert plain.options() == {"k": 7, "threshold": 2.0, "duplicates": "plain"}
     assert Lof(**plain.options()) == plain and plain != lof

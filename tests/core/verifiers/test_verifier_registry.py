@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from pcor_sql.core.verifiers.capabilities import Reads, capabilities_of
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
@@ -75,7 +76,7 @@ def test_python_verifier_gets_sorted_values_and_v():
     reg.register_python("far", far_from_median)
     ver = reg.make("far")
     assert isinstance(ver, PythonVerifier)
-    assert ver.needs_values and not ver.needs_sql and ver.options() == {}
+    assert capabilities_of(ver).reads is Reads.ALL_VALUES and ver.options() == {}
     assert ver.check(ArrayPopulation.of([3.0, 1.0, 2.0, 50.0], 50.0))
     assert not ver.check(ArrayPopulation.of([3.0, 1.0, 2.0, 50.0], 2.0))
     assert seen[0][0].tolist() == [1.0, 2.0, 3.0, 50.0] and seen[0][1] == 50.0
@@ -113,7 +114,7 @@ def test_sql_verifier_is_stored_and_rendered_for_the_engine():
     reg.register_sql("mad", " abs({v} - median({metric})) > 3 * mad({metric}) ")
     ver = reg.make("mad")
     assert isinstance(ver, SqlVerifier)
-    assert ver.needs_sql and not ver.needs_values and ver.options() == {}
+    assert capabilities_of(ver).reads is Reads.SQL and ver.options() == {}
     assert ver.sql('"m"', "$1") == '(abs($1 - median("m")) > 3 * mad("m"))'
     # One pass: a metric expression that itself contains "{v}" is not substituted again.
     assert ver.sql('"{v}"', "?") == '(abs(? - median("{v}")) > 3 * mad("{v}"))'
