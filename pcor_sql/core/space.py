@@ -141,6 +141,7 @@ class ContextSpace:
             for attr, a in zip(self.attributes, self.anchor)
         )
         self._attr_free = tuple(tuple(b for b in self.free_bits if self._attr_masks[i] >> b & 1) for i in range(self.m))
+        self._free_mask = sum(self._free_values)
 
     # -- lattice -------------------------------------------------------------------------
     @property
@@ -175,14 +176,20 @@ class ContextSpace:
     def grow_bits(self, mask: int) -> list[int]:
         """The bits whose addition keeps `mask` admissible (one value more), in bit order."""
         if not self.ordinal:
-            return [b for b in self.free_bits if not (mask >> b) & 1]
+            return self._set_bits(~mask & self._free_mask)
         return self._moves(mask, grow=True, shrink=False)
 
     def shrink_bits(self, mask: int) -> list[int]:
         """The bits whose removal keeps `mask` admissible (one value less), in bit order."""
         if not self.ordinal:
-            return [b for b in self.free_bits if (mask >> b) & 1]
+            return self._set_bits(mask & self._free_mask)
         return self._moves(mask, grow=False, shrink=True)
+
+    def _set_bits(self, bits: int) -> list[int]:
+        """The positions of the set bits of `bits` (≥ 0), ascending. Unpacked by numpy: a loop
+        over the free bits shifts a Python int per bit (30 µs a call at 497 bits, 9 µs here)."""
+        raw = np.frombuffer(bits.to_bytes((self.t + 7) // 8, "little"), dtype=np.uint8)
+        return np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()
 
     def grow_pairs(self, mask: int) -> list[int]:
         """The additions of two values that keep `mask` admissible, as masks of the two bits, in

@@ -73,11 +73,12 @@ class _Moments:
 
     def __init__(self, summary: CellSummary, space: ContextSpace, verifier: Any, v: float):
         # The kernels import numba (0.4-1 s): only a run that uses them pays for it.
-        from pcor_sql.core.jit import flat_bits
+        from pcor_sql.core.jit import cell_index, flat_bits
         from pcor_sql.core.verifiers.moment_kernel import cell_stats
 
         # The record's own value of attribute 0 is in every context checked (admissible contexts).
         self.flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
+        self.index = cell_index(summary.coords, space.offsets, space.t)
         self.n_words = (space.t + 63) // 64
         self.stats = cell_stats(summary.count, summary.s1, summary.s2, summary.vmin, summary.vmax)
         self.summary, self.space, self.verifier, self.v = summary, space, verifier, v
@@ -94,7 +95,7 @@ def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v
     from pcor_sql.core.verifiers.moment_kernel import TRUE
 
     m = _Moments(summary, space, verifier, v)
-    flat, stats, n_words, reference = m.flat, m.stats, m.n_words, m.reference
+    flat, index, stats, n_words, reference = m.flat, m.index, m.stats, m.n_words, m.reference
     runs = summary.runs()
     probe = runs.probe(v)  # rungs around v in every run (built once per value, a few kept)
     values, rel = runs.values, float(verifier.rel)
@@ -102,25 +103,50 @@ def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v
 
     def histogram(mask: int) -> tuple[bool, int]:
         x, words = context_words(mask, n_words)
-        code, n = histogram_kernel(x, words, flat, stats, values, neg_a, rungs, A, B, v, rel)
+        code, n = histogram_kernel(x, words, flat, index, stats, values, neg_a, rungs, A, B, v, rel)
         _nonempty(n)
         return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
     return histogram
 
 
+class _Walk:
+    """The last context checked and the state of its population (`moment_walk`): each check
+    passes the bits that differ from the last one, so its cost follows the change."""
+
+    def __init__(self, m: _Moments):
+        from pcor_sql.core.verifiers.moment_walk import new_state
+
+        self.n_words = m.n_words
+        self.state_i, self.state_f = new_state(m.flat.shape[0])
+        self.last: int | None = None
+
+    def step(self, mask: int) -> tuple[int, Any, int, Any]:
+        """(x, words, dx, dwords) of the context and of its difference from the last one."""
+        from pcor_sql.core.jit import NO_WORDS, context_words
+
+        x, words = context_words(mask, self.n_words)
+        last, self.last = self.last, mask
+        if last is None:
+            return x, words, 0, NO_WORDS  # the state is fresh: the first check sums afresh
+        dx, dwords = context_words(mask ^ last, self.n_words)
+        return x, words, dx, dwords
+
+
 @kernel(ZScore)
 def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: float) -> Check:
-    from pcor_sql.core.jit import context_words
-    from pcor_sql.core.verifiers.moment_kernel import TRUE, zscore_kernel
+    from pcor_sql.core.verifiers.moment_kernel import TRUE
+    from pcor_sql.core.verifiers.moment_walk import zscore_walk
 
     m = _Moments(summary, space, verifier, v)
-    flat, stats, n_words = m.flat, m.stats, m.n_words
+    flat, index, stats = m.flat, m.index, m.stats
     shift, z = float(summary.shift), float(verifier.z)
+    walk = _Walk(m)
+    state_i, state_f = walk.state_i, walk.state_f
 
     def zscore(mask: int) -> tuple[bool, int]:
-        x, words = context_words(mask, n_words)
-        code, n = zscore_kernel(x, words, flat, stats, shift, v, z)
+        x, words, dx, dwords = walk.step(mask)
+        code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, z)
         _nonempty(n)
         return code == TRUE, int(n)
 
@@ -129,17 +155,19 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
 
 @kernel(Grubbs)
 def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: float) -> Check:
-    from pcor_sql.core.jit import context_words
-    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_kernel, grubbs_table, table_rows
+    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_table, table_rows
+    from pcor_sql.core.verifiers.moment_walk import grubbs_walk
 
     m = _Moments(summary, space, verifier, v)
-    flat, stats, n_words, reference = m.flat, m.stats, m.n_words, m.reference
+    flat, index, stats, reference = m.flat, m.index, m.stats, m.reference
     shift = float(summary.shift)
     table = table_rows(grubbs_table(float(verifier.alpha), max(summary.n_rows, 3)))
+    walk = _Walk(m)
+    state_i, state_f = walk.state_i, walk.state_f
 
     def grubbs(mask: int) -> tuple[bool, int]:
-        x, words = context_words(mask, n_words)
-        code, n = grubbs_kernel(x, words, flat, stats, shift, v, table)
+        x, words, dx, dwords = walk.step(mask)
+        code, n = grubbs_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, table)
         _nonempty(n)
         if code == UNDECIDED:
             return reference(mask), int(n)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcor_sql.core.jit import NO_WORDS, context_words, flat_bits
+from pcor_sql.core.jit import NO_INDEX, NO_WORDS, cell_index, context_words, flat_bits
 from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
@@ -64,10 +64,12 @@ class LofRecord:
                                      self.v, self.near_below, self.near_upto, _NEAR_SHARE, k, _rule(duplicates))
         return float(score), int(n), int(status)
 
-    def packed(self, k: int, duplicates: str, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ints, floats) for `lof_context` with the context bits `flat` (`jit.flat_bits`)."""
+    def packed(self, k: int, duplicates: str, flat: np.ndarray, index: np.ndarray = NO_INDEX
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(ints, floats) for `lof_context` with the context bits `flat` (`jit.flat_bits`) and
+        the cells by value `index` (`jit.cell_index`; NO_INDEX: every check scans every cell)."""
         return pack_record(self.starts, self.pos, self.keys, self.near_v, self.near_c, self.v, self.near_below,
-                           self.near_upto, _NEAR_SHARE, k, _rule(duplicates), flat)
+                           self.near_upto, _NEAR_SHARE, k, _rule(duplicates), flat, index)
 
 
 def _rule(duplicates: str) -> int:
@@ -94,7 +96,7 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     record = LofRecord(runs, v)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
-    ints, floats = record.packed(verifier.k, verifier.duplicates, flat)
+    ints, floats = record.packed(verifier.k, verifier.duplicates, flat, cell_index(summary.coords, space.offsets, space.t))
     values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
     narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pcor_sql.core.jit import context_words, flat_bits, member_cells, numpy_sum
+from pcor_sql.core.jit import cell_index, context_words, flat_bits, member_cells, member_cells_indexed, numpy_sum
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e12])
@@ -46,6 +46,33 @@ def test_member_cells_is_the_context_membership(sizes):
         bits = np.array([(mask >> int(b)) & 1 for b in range(t)], dtype=bool)
         expected = np.flatnonzero(np.all(bits[coords + offsets], axis=1))
         np.testing.assert_array_equal(out[:k], expected)
+
+
+@pytest.mark.parametrize("sizes", [(5, 3), (7, 2, 3, 2), (60, 4, 3), (480, 12, 8), (40, 30)])
+def test_the_indexed_membership_is_the_full_scan(sizes):
+    """Contexts from one value per attribute to all of them: both paths (walking the cells of
+    the sparsest attribute, scanning every cell) give the same cells, ascending."""
+    rng = np.random.default_rng(sum(sizes))
+    cells = 3000
+    coords = np.stack([rng.integers(0, s, cells) for s in sizes], axis=1)
+    coords[0] = 0  # the record's cell: bit 0 is `always`
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    t = int(sum(sizes))
+    flat = flat_bits(coords, offsets, always=0)
+    index = cell_index(coords, offsets, t)
+    out, want = np.empty(cells, dtype=np.int64), np.empty(cells, dtype=np.int64)
+    sparse = 0
+    for share in (0.0, 0.02, 0.1, 0.3, 0.6, 1.0):
+        for _ in range(40):
+            bits = rng.random(t) < share
+            bits[offsets] = True  # every attribute keeps the record's value
+            mask = int(bits.astype(np.int64) @ (1 << np.arange(t, dtype=object)))
+            x, words = context_words(mask, (t + 63) // 64)
+            k = member_cells_indexed(x, words, flat, index, out)
+            j = member_cells(x, words, flat, want)
+            np.testing.assert_array_equal(out[:k], want[:j])
+            sparse += k * 4 < cells
+    assert sparse > 40  # the walk ran, not only the scan
 
 
 def test_without_a_writable_cache_directory_functions_compile_in_memory(monkeypatch):

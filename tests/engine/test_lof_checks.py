@@ -13,7 +13,7 @@ import pcor_sql
 import pcor_sql.engine.lof_checks as lof_checks_module
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.lof import Lof
-from pcor_sql.core.jit import NO_WORDS, flat_bits
+from pcor_sql.core.jit import NO_WORDS, cell_index, flat_bits
 from pcor_sql.core.verifiers.lof_kernel import lof_context
 from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.lof_checks import LofRecord, lof_check
@@ -99,7 +99,7 @@ def test_compiled_scores_equal_the_reference_on_a_summary(datasets):
     record = LofRecord(case.summary.runs(), case.v)
     space = case.space
     flat = flat_bits(case.summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
-    packed = {rule: record.packed(20, rule, flat) for rule in RULES}
+    packed = {rule: record.packed(20, rule, flat, cell_index(case.summary.coords, space.offsets, space.t)) for rule in RULES}
     for _ in range(60):
         mask = space.random_admissible(rng)
         member = case.summary.member(space, mask)

@@ -68,12 +68,12 @@ def _isqrt_ceil(n):
 
 
 @compiled
-def histogram_kernel(x, words, flat, stats, values, neg_a, b_rungs, A, B, v, rel):
+def histogram_kernel(x, words, flat, index, stats, values, neg_a, b_rungs, A, B, v, rel):
     """(FALSE, TRUE or FALLBACK, n) of `Histogram(rel).check` on the context (x, words:
     `jit.context_words`; `stats`: `moment_kernel.cell_stats`; values: the sorted runs; neg_a,
     b_rungs, A, B: the runs' probe of v, `cellruns.Probe`)."""
     scratch = np.empty(flat.shape[0], dtype=np.int64)
-    k, n, lo, hi = member_span(x, words, flat, stats, scratch)
+    k, n, lo, hi = member_span(x, words, flat, index, stats, scratch)
     if n == 0:
         return FALLBACK, n
     if lo == hi:  # one bin holding all n ≥ rel·n values

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.jit import compiled_with, member_cells
+from pcor_sql.core.jit import compiled_with, member_cells_indexed
 from pcor_sql.core.verifiers.lof_walk import DONE, FROM, MODE, N_SIDE, NEAR_AT, STATE_SLOTS, fill
 
 FAR = np.finfo(np.float64).max
@@ -249,10 +249,12 @@ def lof_context(x, words, values, ints, floats):
     near_c = ints[o : o + n_near]
     o += n_near
     flat = ints[o : o + cells * width].reshape((cells, width))
+    o += cells * width
+    index = ints[o:]
     keys = floats[F_HEAD : F_HEAD + 6 * cells].reshape((6, cells))
     near_v = floats[F_HEAD + 6 * cells : F_HEAD + 6 * cells + n_near]
     inside = np.empty(cells, dtype=np.int64)
-    m = member_cells(x, words, flat, inside)
+    m = member_cells_indexed(x, words, flat, index, inside)
     member = np.zeros(cells, dtype=np.bool_)
     for j in range(m):
         member[inside[j]] = True
@@ -260,14 +262,15 @@ def lof_context(x, words, values, ints, floats):
                   ints[I_UPTO], floats[F_SHARE], ints[I_K], ints[I_RULE])
 
 
-def pack_record(starts, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k, rule, flat):
-    """(ints, floats): a record's arrays and scalars, and the context bits of each cell (`flat`,
-    `jit.flat_bits`), as the two arrays `lof_context` reads (layout: the I_* and F_* slots)."""
+def pack_record(starts, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k, rule, flat, index):
+    """(ints, floats): a record's arrays and scalars, the context bits of each cell (`flat`,
+    `jit.flat_bits`) and the cells of each value (`index`, `jit.cell_index`), as the two arrays
+    `lof_context` reads (layout: the I_* and F_* slots)."""
     cells, width = flat.shape
     head = np.zeros(I_HEAD, dtype=np.int64)
     head[[I_CELLS, I_NEAR, I_WIDTH, I_BELOW, I_UPTO, I_K, I_RULE]] = (
         cells, near_v.size, width, near_below, near_upto, k, rule)
-    ints = np.concatenate([head, starts, pos.ravel(), near_c, flat.ravel()]).astype(np.int64, copy=False)
+    ints = np.concatenate([head, starts, pos.ravel(), near_c, flat.ravel(), index]).astype(np.int64, copy=False)
     floats = np.concatenate([[v, near_share], keys.ravel(), near_v]).astype(np.float64, copy=False)
     return np.ascontiguousarray(ints), np.ascontiguousarray(floats)
 

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from pcor_sql.core.jit import compiled, member_cells, numpy_sum
+from pcor_sql.core.jit import compiled, member_cells_indexed, numpy_sum
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 
 EXACT_UP_TO = 1024
@@ -72,10 +72,11 @@ def table_rows(table: GrubbsTable) -> np.ndarray:
 
 
 @compiled
-def member_span(x, words, flat, stats, scratch):
+def member_span(x, words, flat, index, stats, scratch):
     """(k, n, min, max) of the context: its k member cells (written to `scratch`), its rows
-    and the smallest and largest value among them (`stats`: `cell_stats`)."""
-    k = member_cells(x, words, flat, scratch)
+    and the smallest and largest value among them (`stats`: `cell_stats`; `index`:
+    `jit.cell_index`)."""
+    k = member_cells_indexed(x, words, flat, index, scratch)
     total = 0.0
     lo = math.inf
     hi = -math.inf
@@ -90,11 +91,11 @@ def member_span(x, words, flat, stats, scratch):
 
 
 @compiled
-def _moments(x, words, flat, stats, shift, v, min_n):
+def _moments(x, words, flat, index, stats, shift, v, min_n):
     """(n, statistic): |v − mean|/s of the context's population (see `studentized_distance`);
     NaN when n < min_n, 0.0 when s = 0. `stats` rows: count, s1, s2, min, max per cell."""
     scratch = np.empty(flat.shape[0], dtype=np.int64)
-    k, n, lo, hi = member_span(x, words, flat, stats, scratch)
+    k, n, lo, hi = member_span(x, words, flat, index, stats, scratch)
     if n < min_n:
         return n, math.nan
     if lo == hi:
@@ -117,20 +118,27 @@ def _moments(x, words, flat, stats, shift, v, min_n):
 
 
 @compiled
-def zscore_kernel(x, words, flat, stats, shift, v, z):
+def zscore_kernel(x, words, flat, index, stats, shift, v, z):
     """(verdict, n) of `ZScore(z).check` on the context (x, words: `jit.context_words`)."""
-    n, g = _moments(x, words, flat, stats, shift, v, 2)
+    n, g = _moments(x, words, flat, index, stats, shift, v, 2)
     return (TRUE if g > z else FALSE), n
 
 
 @compiled
-def grubbs_kernel(x, words, flat, stats, shift, v, table):
+def grubbs_kernel(x, words, flat, index, stats, shift, v, table):
     """(FALSE, TRUE or UNDECIDED, n) of `Grubbs(α).check`, with α's `table_rows`."""
-    n, g = _moments(x, words, flat, stats, shift, v, 3)
+    n, g = _moments(x, words, flat, index, stats, shift, v, 3)
+    return grubbs_code(n, g, table), n
+
+
+@compiled
+def grubbs_code(n, g, table):
+    """FALSE, TRUE or UNDECIDED for statistic g of a population of n (`table`: `table_rows`):
+    non-decreasing in g (FALSE below, UNDECIDED in a narrow band, TRUE above) for each n."""
     if not g > 0:  # NaN (n < 3) and 0.0 (s = 0) are never outliers
-        return FALSE, n
+        return FALSE
     if n <= EXACT_UP_TO:
-        return (TRUE if g > table[1, n] else FALSE), n
+        return TRUE if g > table[1, n] else FALSE
     size = float(n)
     lo, hi = EXACT_UP_TO, table.shape[1]  # sizes[lo] ≤ n; find the last such index
     while hi - lo > 1:
@@ -141,17 +149,17 @@ def grubbs_kernel(x, words, flat, stats, shift, v, table):
             hi = mid
     j = lo
     if table[0, j] == size:
-        return (TRUE if g > table[1, j] else FALSE), n
+        return TRUE if g > table[1, j] else FALSE
     if j + 1 >= table.shape[1]:
-        return UNDECIDED, n
+        return UNDECIDED
     if g <= table[1, j] * (1.0 - _MARGIN):
-        return FALSE, n
+        return FALSE
     if g > table[1, j + 1] * (1.0 + _MARGIN):
-        return TRUE, n
-    return UNDECIDED, n
+        return TRUE
+    return UNDECIDED
 
 
 @compiled
-def moment_statistic(x, words, flat, stats, shift, v, min_n):
+def moment_statistic(x, words, flat, index, stats, shift, v, min_n):
     """(n, statistic) for tests: the kernels' |v − mean|/s."""
-    return _moments(x, words, flat, stats, shift, v, min_n)
+    return _moments(x, words, flat, index, stats, shift, v, min_n)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pcor_sql.core.jit import NO_WORDS
+from pcor_sql.core.jit import NO_INDEX, NO_WORDS
 from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
 from pcor_sql.core.verifiers.moment_kernel import (
     EXACT_UP_TO, FALSE, TRUE, UNDECIDED, cell_stats, grubbs_kernel, grubbs_table, table_rows,
@@ -44,7 +44,7 @@ def test_the_kernel_decides_as_the_reference_or_leaves_it_undecided(n):
     stats = _one_cell(n)
     seen = set()
     for v in (crit * 0.9, crit * (1 - 1e-7), np.nextafter(crit, 0), crit, np.nextafter(crit, 9), crit * (1 + 1e-7), crit * 1.1):
-        code, got_n = grubbs_kernel(1, NO_WORDS, flat, stats, 0.0, v, table)
+        code, got_n = grubbs_kernel(1, NO_WORDS, flat, NO_INDEX, stats, 0.0, v, table)
         assert got_n == n
         seen.add(code)
         if code != UNDECIDED:

@@ -1,0 +1,228 @@
+"""Grubbs and z-score checks whose cost follows the change between contexts, not the width.
+
+A search checks contexts one move apart (a descent removes one value, BFS and the sweeps try
+the neighbours of one context in turn), so two contexts checked in a row usually differ in one
+or two values: only the cells holding those values enter or leave the population. A check
+object keeps the last context's member cells (a flag per cell) and its population's count N,
+the rows of cells constant at v, and the sums Σs1, Σs2, Σ|s1|, Σ|s2| in double-double
+arithmetic; the next context costs the cells of the values that differ (`jit.cell_index`),
+or, when they are many, one indexed membership (`jit.member_cells_indexed`) and a fresh sum.
+
+Why the verdicts are the reference's. The reference (`moment_kernel._moments`, bit for bit
+`SummaryPopulation` and `studentized_distance`) sums s1 and s2 over the member cells with
+numpy's pairwise summation, whose result t differs from the exact sum S by at most
+γ_L·Σ|a| with L ≤ 25 + log2(cells) (blocks of 128 in 8 lanes of ≤ 16 additions, 3 levels
+joining the lanes, ≤ 7 left over, then one level per halving; Higham, Accuracy and Stability
+§4.2). The kept double-double sums differ from S by far less than 2⁻¹⁰⁰ of every term ever
+added or removed (`W`, kept too). So t lies in an interval around the kept sum, and so do, step
+by step, the reference's mean, m2, s and statistic G — each step widened by `_REL` (≥ 10⁵ times
+the rounding of one operation, theirs and ours) and the terms' error `_GAMMA`. When the
+threshold (z, or Grubbs' critical value through the same table as the kernel) lies outside
+G's interval, the reference's G is on the same side: that is the verdict. Otherwise — G
+within ~10⁻¹¹ of the threshold, or m2 lost to cancellation (m2's interval reaches 0) — the
+check asks the reference kernel itself, which reads every member cell. N is an exact count
+and "constant at v" is the exact test lo == hi (V's cell is a member), so N < min_n and
+constant populations are decided exactly, as the reference does.
+
+The state is summed afresh after 2²⁰ cells entered or left (which bounds the double-double
+drift by 2⁻⁷⁸·W) or when the terms passed through it (`W`) exceed 2²⁰ times the population's
+own (which keeps that bound small beside γ_L).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pcor_sql.core.jit import bit_of, compiled, member_cells_indexed
+from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, UNDECIDED, _moments, grubbs_code
+
+_REL = 1e-11  # relative widening per step (one rounding is ≤ 1.1e-16)
+_GAMMA = 128 * 2.0**-53 * 1.001  # pairwise summation's γ_L for L ≤ 128 (cells < 2^100)
+# The double-double sums' drift, relative to the terms passed through (W): each addition errs
+# by ≤ 6u²·W, and a state makes at most _MAX_OPS of them before it is summed afresh.
+_DRIFT = 2.0**-78
+_MAX_OPS = 1 << 20
+_RESET = 2.0**20  # fresh sums once W exceeds this many times the population's Σ|terms|
+# state_i: [fresh, n, rows constant at v, member cells, cells entered or left, then a flag per cell]
+I_FRESH, I_N, I_EQ, I_K, I_OPS, I_HEAD = 0, 1, 2, 3, 4, 5
+# state_f: double-double (hi, lo) of Σs1, Σs2, Σ|s1|, Σ|s2|, then W1, W2 (plain, monotone)
+F_T1, F_T2, F_A1, F_A2, F_W1, F_W2, F_SIZE = 0, 2, 4, 6, 8, 9, 10
+
+
+def new_state(cells: int) -> tuple[np.ndarray, np.ndarray]:
+    """(state_i, state_f) of a check with no context yet (the first check sums afresh)."""
+    state_i = np.zeros(I_HEAD + cells, dtype=np.int64)
+    state_i[I_FRESH] = 1
+    return state_i, np.zeros(F_SIZE, dtype=np.float64)
+
+
+@compiled
+def _dd_add(f, at, b):
+    """f[at], f[at + 1] (a double-double) += b, with the error of the addition kept (TwoSum)."""
+    hi = f[at]
+    s = hi + b
+    bb = s - hi
+    err = (hi - (s - bb)) + (b - bb)
+    lo = f[at + 1] + err
+    h2 = s + lo
+    f[at + 1] = lo - (h2 - s)
+    f[at] = h2
+
+
+@compiled
+def _enter(c, sign, stats, v, state_i, state_f):
+    count = stats[0, c]
+    s1 = stats[1, c]
+    s2 = stats[2, c]
+    state_i[I_N] += sign * np.int64(count)
+    if stats[3, c] == v and stats[4, c] == v:
+        state_i[I_EQ] += sign * np.int64(count)
+    state_i[I_K] += sign
+    state_i[I_OPS] += 1
+    _dd_add(state_f, F_T1, sign * s1)
+    _dd_add(state_f, F_T2, sign * s2)
+    _dd_add(state_f, F_A1, sign * abs(s1))
+    _dd_add(state_f, F_A2, sign * abs(s2))
+    state_f[F_W1] += abs(s1)
+    state_f[F_W2] += abs(s2)
+
+
+@compiled
+def _fresh(x, words, flat, index, stats, v, state_i, state_f):
+    cells = flat.shape[0]
+    for c in range(cells):
+        state_i[I_HEAD + c] = 0
+    state_i[I_N] = 0
+    state_i[I_EQ] = 0
+    state_i[I_K] = 0
+    state_i[I_OPS] = 0
+    for j in range(F_SIZE):
+        state_f[j] = 0.0
+    scratch = np.empty(cells, dtype=np.int64)
+    k = member_cells_indexed(x, words, flat, index, scratch)
+    for j in range(k):
+        c = scratch[j]
+        state_i[I_HEAD + c] = 1
+        _enter(c, 1, stats, v, state_i, state_f)
+    state_i[I_FRESH] = 0
+
+
+@compiled
+def _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f):
+    """Bring the state to the context (x, words), from the last one, which differs from it in
+    the bits (dx, dwords); afresh when that would touch more than half the cells."""
+    cells, width = flat.shape
+    t = index[1]
+    m = index[0]
+    s0 = 2 + m + 1
+    c0 = s0 + t + 1
+    if state_i[I_FRESH] == 0 and m > 0:
+        touched = 0
+        for b in range(t):
+            if bit_of(dx, dwords, b):
+                touched += index[s0 + b + 1] - index[s0 + b]
+        if 2 * touched <= cells:
+            for b in range(t):
+                if not bit_of(dx, dwords, b):
+                    continue
+                adding = bit_of(x, words, b)
+                for j in range(index[s0 + b], index[s0 + b + 1]):
+                    c = index[c0 + j]
+                    if not adding:
+                        if state_i[I_HEAD + c]:
+                            state_i[I_HEAD + c] = 0
+                            _enter(c, -1, stats, v, state_i, state_f)
+                    elif not state_i[I_HEAD + c]:
+                        inside = np.int64(1)
+                        for g in range(width):
+                            inside &= bit_of(x, words, flat[c, g])
+                        if inside:
+                            state_i[I_HEAD + c] = 1
+                            _enter(c, 1, stats, v, state_i, state_f)
+            a = state_f[F_A1] + state_f[F_A2]
+            if state_f[F_W1] + state_f[F_W2] <= _RESET * a and state_i[I_OPS] <= _MAX_OPS:
+                return
+    _fresh(x, words, flat, index, stats, v, state_i, state_f)
+
+
+@compiled
+def _widen(lo, hi, slack):
+    return lo - slack, hi + slack
+
+
+@compiled
+def statistic_bounds(state_i, state_f, shift, v, min_n):
+    """(decided, n, G_lo, G_hi): an interval holding the reference's statistic G (see the
+    module doc); decided = 0 when it cannot be bounded away from m2 = 0 (ask the reference).
+    G is NaN (lo = hi = NaN) for n < min_n and 0.0 for a constant population, as there."""
+    n = state_i[I_N]
+    if n < min_n:
+        return 1, n, math.nan, math.nan
+    if state_i[I_EQ] == n:
+        return 1, n, 0.0, 0.0
+    fn = float(n)
+    t1 = state_f[F_T1] + state_f[F_T1 + 1]
+    t2 = state_f[F_T2] + state_f[F_T2 + 1]
+    a1 = abs(state_f[F_A1] + state_f[F_A1 + 1])
+    a2 = abs(state_f[F_A2] + state_f[F_A2 + 1])
+    e1 = _GAMMA * a1 * (1.0 + _REL) + _DRIFT * state_f[F_W1] + _REL * abs(t1)
+    e2 = _GAMMA * a2 * (1.0 + _REL) + _DRIFT * state_f[F_W2] + _REL * abs(t2)
+    t1_lo, t1_hi = t1 - e1, t1 + e1
+    t2_lo, t2_hi = t2 - e2, t2 + e2
+    if t1_lo >= 0.0:
+        sq_lo, sq_hi = t1_lo * t1_lo, t1_hi * t1_hi
+    elif t1_hi <= 0.0:
+        sq_lo, sq_hi = t1_hi * t1_hi, t1_lo * t1_lo
+    else:
+        sq_lo, sq_hi = 0.0, max(t1_lo * t1_lo, t1_hi * t1_hi)
+    q_lo, q_hi = _widen(sq_lo / fn, sq_hi / fn, _REL * sq_hi / fn)
+    m2_lo, m2_hi = _widen(t2_lo - q_hi, t2_hi - q_lo, _REL * (abs(t2_hi) + abs(t2_lo) + q_hi))
+    if not m2_lo > 0.0:
+        return 0, n, math.nan, math.nan
+    d = fn - 1.0
+    s_lo = math.sqrt(m2_lo / d) * (1.0 - _REL)
+    s_hi = math.sqrt(m2_hi / d) * (1.0 + _REL)
+    mean_lo, mean_hi = _widen(shift + t1_lo / fn, shift + t1_hi / fn,
+                              _REL * (abs(shift) + max(abs(t1_lo), abs(t1_hi)) / fn))
+    u_lo, u_hi = v - mean_hi, v - mean_lo
+    if u_lo >= 0.0:
+        num_lo, num_hi = u_lo, u_hi
+    elif u_hi <= 0.0:
+        num_lo, num_hi = -u_hi, -u_lo
+    else:
+        num_lo, num_hi = 0.0, max(-u_lo, u_hi)
+    num_lo, num_hi = num_lo * (1.0 - _REL) - _REL * abs(v), num_hi * (1.0 + _REL) + _REL * abs(v)
+    if num_lo < 0.0:
+        num_lo = 0.0
+    return 1, n, num_lo / s_hi * (1.0 - _REL), num_hi / s_lo * (1.0 + _REL)
+
+
+@compiled
+def zscore_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, z):
+    """(verdict, n) of `ZScore(z).check` on the context, as `moment_kernel.zscore_kernel`."""
+    _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f)
+    decided, n, g_lo, g_hi = statistic_bounds(state_i, state_f, shift, v, 2)
+    if decided:
+        if g_lo > z:
+            return TRUE, n
+        if not g_hi > z:  # NaN (n < 2) included
+            return FALSE, n
+    n2, g = _moments(x, words, flat, index, stats, shift, v, 2)
+    return (TRUE if g > z else FALSE), n2
+
+
+@compiled
+def grubbs_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, table):
+    """(FALSE, TRUE or UNDECIDED, n) of `Grubbs(α).check`, as `moment_kernel.grubbs_kernel`:
+    the table's answer is monotone in G (FALSE, UNDECIDED, TRUE as G grows), so where both ends
+    of G's interval get the same answer, the reference's G gets it too."""
+    _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f)
+    decided, n, g_lo, g_hi = statistic_bounds(state_i, state_f, shift, v, 3)
+    if decided:
+        low = grubbs_code(n, g_lo, table)
+        if low == grubbs_code(n, g_hi, table):
+            return low, n
+    n2, g = _moments(x, words, flat, index, stats, shift, v, 3)
+    return grubbs_code(n2, g, table), n2
