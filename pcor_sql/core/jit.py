@@ -150,6 +150,12 @@ def member_cells(x: int, words: np.ndarray, flat: np.ndarray, out: np.ndarray) -
 #: a cell, which a walk of random rows and a sort of its result do not beat on a larger share).
 SPARSE_SHARE = 4
 
+#: Summaries of at least this many cells carry the last context checked along the moves
+#: (`moment_walk`, `lof_kernel_walk`); smaller ones keep the one-pass kernels, whose whole check
+#: costs a few µs (3-10 µs at 1,200 cells), which a random jump — a walk's worst case — does
+#: not slow down.
+WALK_CELLS = 4096
+
 NO_INDEX = np.zeros(2, dtype=np.int64)  # m = 0: `member_cells_indexed` scans every cell
 
 
@@ -217,6 +223,43 @@ def member_cells_indexed(x, words, flat, index, out):
                 inside &= bit_of(x, words, flat[c, g])
             out[k] = c
             k += inside
+    if k > 1:
+        out[:k].sort()
+    return k
+
+
+@compiled
+def listed_members(x, words, index, member, out):
+    """The cells flagged in `member` (the context (x, words)'s, kept by a walk) into `out`,
+    ascending; their count. Read off the cells of the attribute whose chosen values hold the
+    fewest (`cell_index`), a flag each, rather than off every cell."""
+    m = index[0]
+    t = index[1]
+    a0 = 2
+    s0 = a0 + m + 1
+    c0 = s0 + t + 1
+    best = member.size + 1
+    best_i = 0
+    for i in range(m):
+        total = 0
+        for b in range(index[a0 + i], index[a0 + i + 1]):
+            if bit_of(x, words, b):
+                total += index[s0 + b + 1] - index[s0 + b]
+        if total < best:
+            best = total
+            best_i = i
+    k = 0
+    if m == 0 or best * SPARSE_SHARE > member.size:
+        for c in range(member.size):
+            out[k] = c
+            k += np.int64(member[c])
+        return k
+    for b in range(index[a0 + best_i], index[a0 + best_i + 1]):
+        if bit_of(x, words, b):
+            for j in range(index[s0 + b], index[s0 + b + 1]):
+                c = index[c0 + j]
+                out[k] = c
+                k += np.int64(member[c])
     if k > 1:
         out[:k].sort()
     return k

@@ -135,45 +135,68 @@ class _Walk:
 
 @kernel(ZScore)
 def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: float) -> Check:
-    from pcor_sql.core.verifiers.moment_kernel import TRUE
+    from pcor_sql.core import jit
+    from pcor_sql.core.jit import context_words
+    from pcor_sql.core.verifiers.moment_kernel import TRUE, zscore_kernel
     from pcor_sql.core.verifiers.moment_walk import zscore_walk
 
     m = _Moments(summary, space, verifier, v)
-    flat, index, stats = m.flat, m.index, m.stats
+    flat, index, stats, n_words = m.flat, m.index, m.stats, m.n_words
     shift, z = float(summary.shift), float(verifier.z)
+    if summary.count.size < jit.WALK_CELLS:
+
+        def zscore(mask: int) -> tuple[bool, int]:
+            x, words = context_words(mask, n_words)
+            code, n = zscore_kernel(x, words, flat, index, stats, shift, v, z)
+            _nonempty(n)
+            return code == TRUE, int(n)
+
+        return zscore
     walk = _Walk(m)
     state_i, state_f = walk.state_i, walk.state_f
 
-    def zscore(mask: int) -> tuple[bool, int]:
+    def zscore_walked(mask: int) -> tuple[bool, int]:
         x, words, dx, dwords = walk.step(mask)
         code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, z)
         _nonempty(n)
         return code == TRUE, int(n)
 
-    return zscore
+    return zscore_walked
 
 
 @kernel(Grubbs)
 def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: float) -> Check:
-    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_table, table_rows
+    from pcor_sql.core import jit
+    from pcor_sql.core.jit import context_words
+    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_kernel, grubbs_table, table_rows
     from pcor_sql.core.verifiers.moment_walk import grubbs_walk
 
     m = _Moments(summary, space, verifier, v)
-    flat, index, stats, reference = m.flat, m.index, m.stats, m.reference
+    flat, index, stats, n_words, reference = m.flat, m.index, m.stats, m.n_words, m.reference
     shift = float(summary.shift)
     table = table_rows(grubbs_table(float(verifier.alpha), max(summary.n_rows, 3)))
-    walk = _Walk(m)
-    state_i, state_f = walk.state_i, walk.state_f
 
-    def grubbs(mask: int) -> tuple[bool, int]:
-        x, words, dx, dwords = walk.step(mask)
-        code, n = grubbs_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, table)
+    def verdict(code: int, n: int, mask: int) -> tuple[bool, int]:
         _nonempty(n)
         if code == UNDECIDED:
             return reference(mask), int(n)
         return code == TRUE, int(n)
 
-    return grubbs
+    if summary.count.size < jit.WALK_CELLS:
+
+        def grubbs(mask: int) -> tuple[bool, int]:
+            x, words = context_words(mask, n_words)
+            return verdict(*grubbs_kernel(x, words, flat, index, stats, shift, v, table), mask)
+
+        return grubbs
+    walk = _Walk(m)
+    state_i, state_f = walk.state_i, walk.state_f
+
+    def grubbs_walked(mask: int) -> tuple[bool, int]:
+        x, words, dx, dwords = walk.step(mask)
+        return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, table), mask)
+
+    return grubbs_walked
 
 
 def _nonempty(n: int) -> None:

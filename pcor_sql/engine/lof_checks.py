@@ -22,9 +22,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcor_sql.core.jit import NO_INDEX, NO_WORDS, cell_index, context_words, flat_bits
+from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, context_words, flat_bits
 from pcor_sql.core.verifiers.lof import DISTINCT
-from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
+from pcor_sql.core.verifiers.lof_kernel_walk import lof_context_walk, new_state
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.errors import InternalError
@@ -100,11 +101,7 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
     narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)
 
-    def check(mask: int) -> tuple[bool, int]:
-        if mask < narrow:  # `context_words` inlined: a check is a few µs
-            score, n, status = lof_context(mask, NO_WORDS, values, ints, floats)
-        else:
-            score, n, status = lof_context(0, context_words(mask, n_words)[1], values, ints, floats)
+    def decided(mask: int, score: float, n: int, status: int) -> tuple[bool, int]:
         if n == 0:
             raise InternalError("an admissible context has an empty population")
         if status == TOO_WIDE:
@@ -112,4 +109,31 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
             return bool(verifier.check(summary.population(summary.member(space, mask), v))), n
         return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
 
+    if _walks(summary, space, record):
+        state, member = new_state(summary.count.size)
+        last: list[int] = []
+
+        def walked(mask: int) -> tuple[bool, int]:
+            x, words = context_words(mask, n_words)
+            dx, dwords = context_words(mask ^ last[0], n_words) if last else (0, NO_WORDS)
+            last[:] = [mask]
+            return decided(mask, *lof_context_walk(x, words, dx, dwords, values, ints, floats, state, member))
+
+        return walked
+
+    def check(mask: int) -> tuple[bool, int]:
+        if mask < narrow:  # `context_words` inlined: a check is a few µs
+            return decided(mask, *lof_context(mask, NO_WORDS, values, ints, floats))
+        return decided(mask, *lof_context(0, context_words(mask, n_words)[1], values, ints, floats))
+
     return check
+
+
+def _walks(summary: Any, space: Any, record: LofRecord) -> bool:
+    """Whether checks carry the last context along (`lof_kernel_walk`): a wide summary, whose
+    values span less than FAR / 4 (no context is too wide) and whose record's own cell holds
+    v (a context is constant exactly when all its rows are constant at v)."""
+    if summary.count.size < WALK_CELLS or not float(summary.vmax.max()) - float(summary.vmin.min()) < FAR / 4:
+        return False
+    own = np.flatnonzero((summary.coords == np.asarray(space.anchor)).all(axis=1))
+    return own.size == 1 and bool(record.pos[1, own[0]] > record.pos[0, own[0]])

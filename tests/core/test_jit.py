@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pcor_sql.core.jit import cell_index, context_words, flat_bits, member_cells, member_cells_indexed, numpy_sum
+from pcor_sql.core.jit import (
+    cell_index, context_words, flat_bits, listed_members, member_cells, member_cells_indexed, numpy_sum,
+)
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e12])
@@ -51,7 +53,8 @@ def test_member_cells_is_the_context_membership(sizes):
 @pytest.mark.parametrize("sizes", [(5, 3), (7, 2, 3, 2), (60, 4, 3), (480, 12, 8), (40, 30)])
 def test_the_indexed_membership_is_the_full_scan(sizes):
     """Contexts from one value per attribute to all of them: both paths (walking the cells of
-    the sparsest attribute, scanning every cell) give the same cells, ascending."""
+    the sparsest attribute, scanning every cell) give the same cells, ascending, and so does
+    listing a walk's member flags."""
     rng = np.random.default_rng(sum(sizes))
     cells = 3000
     coords = np.stack([rng.integers(0, s, cells) for s in sizes], axis=1)
@@ -71,6 +74,9 @@ def test_the_indexed_membership_is_the_full_scan(sizes):
             k = member_cells_indexed(x, words, flat, index, out)
             j = member_cells(x, words, flat, want)
             np.testing.assert_array_equal(out[:k], want[:j])
+            flags = np.zeros(cells, dtype=np.bool_)
+            flags[want[:j]] = True  # what a walk keeps: the same cells listed off the flags
+            np.testing.assert_array_equal(out[: listed_members(x, words, index, flags, out)], want[:j])
             sparse += k * 4 < cells
     assert sparse > 40  # the walk ran, not only the scan
 

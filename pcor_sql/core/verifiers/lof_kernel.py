@@ -316,6 +316,16 @@ def _score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, near
         # More than k' copies of v: kdist(V) = 0, N_k(V) is V's copies, all with k-distance 0:
         # every lrd involved is 1/1e-10 and LOF(V) = 1 exactly.
         return 1.0, n, _OK
+    return walk_score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, near_below, near_upto,
+                      near_share, k, rule, n, cv, m_cells, kk)
+
+
+@compiled_with(nogil=True, error_model="numpy", inline="always")
+def walk_score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k,
+               rule, n, cv, m_cells, kk):
+    """`_score` past its O(member cells) prologue: N, V's copies cv, the member cells with rows
+    and k' given (the population neither tiny, constant nor too wide). `m` < 0: the member
+    cells are not listed, and a heap reads them off `member` (`lof_walk.fill`)."""
     st = np.zeros(STATE_SLOTS, dtype=np.int64)
     st[FROM] = 2
     if near_v.size > 0 and float(n) >= near_share * float(starts[starts.size - 1] - starts[0]):

@@ -106,7 +106,8 @@ def fill(side, target, st, bv, bc, center, values, starts, member, inside, n_ins
     """Append the context's next distinct values on `side` (0: below v, into bv[center − 1],
     [center − 2], ...; 1: above v, into bv[center + 1], ...) with their counts, until that side
     holds `target` of them, has no more (st[DONE + side] = 1), or the buffer is full. `member`:
-    the context as a boolean over cells; `inside[:n_inside]`: its cells, ascending."""
+    the context as a boolean over cells; `inside[:n_inside]`: its cells, ascending (n_inside < 0:
+    not listed, read off `member` when a heap needs them)."""
     n = st[N_SIDE + side]
     cap = center - 1
     while n < target and n < cap and not st[DONE + side]:
@@ -139,7 +140,7 @@ def fill(side, target, st, bv, bc, center, values, starts, member, inside, n_ins
                 # Past the neighbourhood: the member runs beyond it, through a heap.
                 st[MODE + side] = 1
                 row = st[FROM] + side
-                st[HEAP_SIZE + side] = _heap_init(side, inside, n_inside, pos[row], keys[row], hk, hc, hp)
+                st[HEAP_SIZE + side] = _heap_init(side, member, inside, n_inside, pos[row], keys[row], hk, hc, hp)
         if count == 0.0:
             size = st[HEAP_SIZE + side]
             if size == 0:
@@ -167,13 +168,17 @@ def fill(side, target, st, bv, bc, center, values, starts, member, inside, n_ins
 
 
 @compiled_with(nogil=True)
-def _heap_init(side, inside, n_inside, from_pos, from_key, hk, hc, hp):
+def _heap_init(side, member, inside, n_inside, from_pos, from_key, hk, hc, hp):
     """A min-heap on the distance from v of each member cell's next value beyond `from_pos`
     (its key, −x on the left and x on the right, precomputed per record in `from_key`: reading
-    it from the runs would be a cache miss per cell); its size."""
+    it from the runs would be a cache miss per cell); its size. n_inside < 0: the member cells
+    are read off `member` (ascending, as `inside` lists them)."""
     size = 0
-    for j in range(n_inside):  # ascending cells: the same heap as a scan of all cells would build
-        c = inside[j]
+    count = n_inside if n_inside >= 0 else member.size
+    for j in range(count):  # ascending cells: the same heap as a scan of all cells would build
+        c = inside[j] if n_inside >= 0 else j
+        if n_inside < 0 and not member[c]:
+            continue
         if not np.isnan(from_key[c]):
             hk[size] = from_key[c]
             hc[size] = c

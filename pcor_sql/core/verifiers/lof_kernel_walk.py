@@ -1,0 +1,124 @@
+"""The compiled LOF check with the context carried along the moves (issue 28), for wide summaries.
+
+`lof_kernel.lof_context` pays O(cells) per check before its walk: the membership of every
+cell, a flag array, and one pass over the member cells for N, V's copies, min and max. Here a
+state keeps the last context's member flags and those counts, and the next context costs only
+the cells of the values that differ (`jit.cell_index`), as in `moment_walk`; a move touching more
+than half the cells recounts afresh. What the walk then reads is the same: the member flags for
+the merged neighbourhood, and the member cells — listed only when the context is too small for
+the neighbourhood, where the heap starts at v (else `lof_walk.fill` reads them off the flags if
+it ever needs the heap) — so the score is `lof_kernel.walk_score`'s, number for number.
+
+The prologue's min and max are replaced by two exact facts the caller checks once per record:
+the table's values span less than FAR / 4 (so no context is too wide), and V's own cell holds v
+(so a context is constant — lo = hi — exactly when its rows constant at v are all its rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pcor_sql.core.jit import bit_of, compiled_with, listed_members, member_cells_indexed
+from pcor_sql.core.verifiers.lof_kernel import (
+    F_HEAD, F_SHARE, F_V, I_BELOW, I_CELLS, I_HEAD, I_K, I_NEAR, I_RULE, I_UPTO, I_WIDTH, PLAIN_RULE, _OK, walk_score,
+)
+
+# state: [fresh, N, V's copies, member cells with rows, rows constant at v]; flags in `member`
+S_FRESH, S_N, S_CV, S_CELLS, S_EQ, S_SIZE = 0, 1, 2, 3, 4, 5
+
+
+def new_state(cells: int) -> tuple[np.ndarray, np.ndarray]:
+    """(state, member) of a check with no context yet."""
+    state = np.zeros(S_SIZE, dtype=np.int64)
+    state[S_FRESH] = 1
+    return state, np.zeros(cells, dtype=np.bool_)
+
+
+@compiled_with(nogil=True)
+def _count(c, sign, starts, pos, keys, v, state):
+    rows = starts[c + 1] - starts[c]
+    if rows > 0:
+        state[S_N] += sign * rows
+        state[S_CV] += sign * (pos[1, c] - pos[0, c])
+        state[S_CELLS] += sign
+        if keys[4, c] == v and keys[5, c] == v:
+            state[S_EQ] += sign * rows
+
+
+@compiled_with(nogil=True)
+def _move(x, words, dx, dwords, flat, index, starts, pos, keys, v, state, member):
+    """Bring (state, member) to the context (x, words) from the last one (differing in the bits
+    dx, dwords), or afresh."""
+    cells, width = flat.shape
+    m = index[0]
+    t = index[1]
+    s0 = 2 + m + 1
+    c0 = s0 + t + 1
+    if state[S_FRESH] == 0 and m > 0:
+        touched = 0
+        for b in range(t):
+            if bit_of(dx, dwords, b):
+                touched += index[s0 + b + 1] - index[s0 + b]
+        if 2 * touched <= cells:
+            for b in range(t):
+                if not bit_of(dx, dwords, b):
+                    continue
+                adding = bit_of(x, words, b)
+                for j in range(index[s0 + b], index[s0 + b + 1]):
+                    c = index[c0 + j]
+                    if not adding:
+                        if member[c]:
+                            member[c] = False
+                            _count(c, -1, starts, pos, keys, v, state)
+                    elif not member[c]:
+                        inside = np.int64(1)
+                        for g in range(width):
+                            inside &= bit_of(x, words, flat[c, g])
+                        if inside:
+                            member[c] = True
+                            _count(c, 1, starts, pos, keys, v, state)
+            return
+    member[:] = False
+    for j in range(1, S_SIZE):
+        state[j] = 0
+    scratch = np.empty(cells, dtype=np.int64)
+    k = member_cells_indexed(x, words, flat, index, scratch)
+    for j in range(k):
+        member[scratch[j]] = True
+        _count(scratch[j], 1, starts, pos, keys, v, state)
+    state[S_FRESH] = 0
+
+
+@compiled_with(nogil=True, error_model="numpy")
+def lof_context_walk(x, words, dx, dwords, values, ints, floats, state, member):
+    """(LOF(V), N, status) as `lof_kernel.lof_context` (same packed record), the context given
+    with its difference from the last one checked with this (state, member)."""
+    cells, n_near, width = ints[I_CELLS], ints[I_NEAR], ints[I_WIDTH]
+    o = I_HEAD
+    starts = ints[o : o + cells + 1]
+    o += cells + 1
+    pos = ints[o : o + 4 * cells].reshape((4, cells))
+    o += 4 * cells
+    near_c = ints[o : o + n_near]
+    o += n_near
+    flat = ints[o : o + cells * width].reshape((cells, width))
+    o += cells * width
+    index = ints[o:]
+    keys = floats[F_HEAD : F_HEAD + 6 * cells].reshape((6, cells))
+    near_v = floats[F_HEAD + 6 * cells : F_HEAD + 6 * cells + n_near]
+    v, k, rule, near_share = floats[F_V], ints[I_K], ints[I_RULE], floats[F_SHARE]
+    _move(x, words, dx, dwords, flat, index, starts, pos, keys, v, state, member)
+    n, cv = state[S_N], state[S_CV]
+    if n < 2:
+        return np.nan, n, _OK
+    if state[S_EQ] == n:
+        return (1.0 if rule == PLAIN_RULE else np.nan), n, _OK
+    kk = min(k, n - 1) if rule == PLAIN_RULE else k
+    if rule == PLAIN_RULE and cv - 1 >= kk:
+        return 1.0, n, _OK
+    inside = np.empty(cells, dtype=np.int64)
+    m = -1
+    if not (near_v.size > 0 and float(n) >= near_share * float(starts[starts.size - 1] - starts[0])):
+        m = listed_members(x, words, index, member, inside)  # the heap starts at v: list them
+    return walk_score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, ints[I_BELOW], ints[I_UPTO],
+                      near_share, k, rule, n, cv, state[S_CELLS], kk)
