@@ -97,7 +97,10 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     record = LofRecord(runs, v)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
-    ints, floats = record.packed(verifier.k, verifier.duplicates, flat, cell_index(summary.coords, space.offsets, space.t))
+    # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
+    wide = summary.count.size >= WALK_CELLS
+    index = cell_index(summary.coords, space.offsets, space.t) if wide else NO_INDEX
+    ints, floats = record.packed(verifier.k, verifier.duplicates, flat, index)
     values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
     narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)
 
