@@ -19,7 +19,7 @@ import duckdb
 from pcor_sql.core.bins import Bins, check_edges, edge_text, is_infinite
 from pcor_sql.core.space import Attribute
 from pcor_sql.errors import UserError, option_hint, option_name, warn_privacy
-from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, as_number, describe, distinct_values, select_from
+from pcor_sql.sqltext.build import METRIC_ALIAS, aliased, as_number, describe, distinct_values_of, select_from
 from pcor_sql.sqltext.connection import relation_fix
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal, string_literals
 
@@ -147,6 +147,9 @@ def resolve_schema(
             if quote_identifier(name) == metric_sql or name == metric_sql:
                 raise UserError(f"the metric {name!r} cannot also be a context attribute", f"name other columns in {option_name('by')}")
     attributes, derived, cast_varchar = [], [], set()
+    # Every data-derived domain from one scan (a query per attribute was a scan each).
+    found = _data_domains(con, relation_sql, [n for n in names if n not in declared and n not in enum_cols]) \
+        if distinct is None else {}
     for name in names:
         if isinstance(declared.get(name), Bins):
             edges = _bin_edges(con, relation_sql, name, columns[name], declared[name], warn, distinct)
@@ -159,7 +162,7 @@ def resolve_schema(
         elif name in enum_cols:
             values = enum_labels(columns[name])
         else:
-            values = _data_domain(con, relation_sql, name) if distinct is None else _present(distinct(name), name)
+            values = found[name] if distinct is None else _present(distinct(name), name)
             _refuse_as_labels(name, columns[name], len(values))
             derived.append(name)
             if warn is not None:
@@ -326,13 +329,16 @@ def _compact_item(text: str, quote: str, special: str) -> str:
     return quote + text.replace(quote, quote * 2) + quote
 
 
-def _data_domain(con: duckdb.DuckDBPyConnection, relation_sql: str, name: str) -> list[Any]:
-    values = [r[0] for r in con.execute(distinct_values(relation_sql, name)).fetchall()]
-    if not values and not con.execute(select_from("1", relation_sql) + " LIMIT 1").fetchall():
+def _data_domains(con: duckdb.DuckDBPyConnection, relation_sql: str, names: list[str]) -> dict[str, list[Any]]:
+    """Each column's distinct non-NULL values, ascending (`sqltext.build.distinct_values_of`)."""
+    if not names:
+        return {}
+    rows, *lists = con.execute(distinct_values_of(relation_sql, names)).fetchall()[0]
+    if not rows:
         # An empty table is the thing to fix, not a column's missing values.
         raise UserError("the table is empty: it has no rows to explain or derive a domain from",
                         "load data into it first, or query the table that holds it")
-    return _present(values, name)
+    return {name: _present(list(values or []), name) for name, values in zip(names, lists)}
 
 
 def _present(values: list[Any], name: str) -> list[Any]:

@@ -126,6 +126,17 @@ def distinct_values(relation_sql: str, name: str) -> str:
     return select_from(f"DISTINCT {col}", relation_sql, where=f"{col} IS NOT NULL", order_by=col)
 
 
+def distinct_values_of(relation_sql: str, names: Sequence[str]) -> str:
+    """One row, one scan: the relation's row count, then for each column of `names` its
+    distinct non-NULL values, ascending, as a list (NULL when it has none) — what
+    `distinct_values` gives column by column."""
+    items = ["system.main.count(*)"]
+    for name in names:
+        col = quote_identifier(name)
+        items.append(f"system.main.list(DISTINCT {col} ORDER BY {col}) FILTER (WHERE {col} IS NOT NULL)")
+    return select_from(items, relation_sql)
+
+
 @type_exact
 def count_where(relation_sql: str, conditions: Sequence[str]) -> str:
     """One row: for each condition, how many rows satisfy it (one scan for all of them)."""

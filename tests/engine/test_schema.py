@@ -37,6 +37,24 @@ def test_data_derived_domain_adds_only_its_distinct_query():
     assert [a.domain for a in schema.attributes] == [("a", "b"), ("x", "y")]
 
 
+def test_every_data_derived_domain_comes_from_one_scan():
+    """Issue 28: a fixed cost of a release was one query per undeclared attribute; now one for
+    all, with the same values in the same order (NULLs left out) as column by column."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT CASE WHEN i % 5 = 0 THEN NULL ELSE 'c' || (i % 7) END AS a, "
+                "(i % 3)::INTEGER AS b, ['x', 'y'][1 + i % 2] AS c, i::DOUBLE AS m FROM range(50) r(i)")
+    schema, statements = statements_run(con, lambda: resolve_schema(con, "t", "m", by=["a", "b", "c"]))
+    assert len(statements) == 2 and "DISTINCT" in statements[1], statements
+    for name, attr in zip("abc", schema.attributes):
+        alone = [r[0] for r in con.execute(f"SELECT DISTINCT {name} FROM t WHERE {name} IS NOT NULL ORDER BY {name}").fetchall()]
+        assert list(attr.domain) == alone
+    with pytest.raises(UserError, match="the table is empty"):
+        resolve_schema(con, "(SELECT * FROM t WHERE false)", "m", by=["a", "b"])
+    con.execute("UPDATE t SET b = NULL")
+    with pytest.raises(UserError, match="b has no non-NULL value"):
+        resolve_schema(con, "t", "m", by=["a", "b"])
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(min_size=0, max_size=12).filter(lambda s: "\x00" not in s), min_size=1, max_size=6, unique=True))
 def test_enum_labels_read_from_the_type_text_match_enum_range(labels):
