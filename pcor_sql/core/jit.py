@@ -22,6 +22,7 @@ reference even at a threshold (tests compare them with numpy on many lengths).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -156,14 +157,19 @@ SPARSE_SHARE = 4
 #: not slow down.
 WALK_CELLS = 4096
 
+#: The most grid points (combinations of declared values) `cell_index` maps to cells: 16 MiB.
+DENSE_CELLS = 1 << 21
+
 NO_INDEX = np.zeros(2, dtype=np.int64)  # m = 0: `member_cells_indexed` scans every cell
 
 
 def cell_index(coords: np.ndarray, offsets: Any, t: int) -> np.ndarray:
     """Per context bit (attribute i's value d is bit offsets[i] + d), the cells holding that
     value, ascending, for `member_cells_indexed`: one int64 array [m, t, the m + 1 attributes'
-    first bits, the t + 1 starts, then cells · m cell indices grouped by bit]. Memory: 8 bytes
-    per cell and attribute, plus 8 per declared value."""
+    first bits, the t + 1 starts, then cells · m cell indices grouped by bit], then the size P
+    of the grid of all value combinations and, when P ≤ DENSE_CELLS, the cell at each grid point
+    (−1 where no row is; attribute 0 varies fastest), which `core.cell_moves` enumerates slices
+    of. Memory: 8 bytes per cell and attribute, per declared value, and per grid point (≤ 16 MiB)."""
     cells, m = coords.shape
     if cells == 0 or m == 0:
         return NO_INDEX
@@ -173,7 +179,15 @@ def cell_index(coords: np.ndarray, offsets: Any, t: int) -> np.ndarray:
     starts = np.concatenate(([0], np.cumsum(np.bincount(bits, minlength=t))))
     bounds = np.concatenate((offsets, [t]))
     ids = np.tile(np.arange(cells, dtype=np.int64), m)[order]
-    return np.ascontiguousarray(np.concatenate(([m, t], bounds, starts, ids)), dtype=np.int64)
+    sizes = np.diff(bounds)
+    grid = math.prod(int(x) for x in sizes)
+    if grid <= DENSE_CELLS:
+        strides = np.concatenate(([1], np.cumprod(sizes[:-1]))).astype(np.int64)
+        at = np.full(grid, -1, dtype=np.int64)
+        at[coords.astype(np.int64) @ strides] = np.arange(cells, dtype=np.int64)
+    else:
+        at = np.empty(0, dtype=np.int64)
+    return np.ascontiguousarray(np.concatenate(([m, t], bounds, starts, ids, [at.size], at)), dtype=np.int64)
 
 
 @compiled

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.jit import bit_of, compiled_with, listed_members, member_cells_indexed
+from pcor_sql.core.cell_moves import moved_cells
+from pcor_sql.core.jit import compiled_with, listed_members, member_cells_indexed
 from pcor_sql.core.verifiers.lof_kernel import (
     F_HEAD, F_SHARE, F_V, I_BELOW, I_CELLS, I_HEAD, I_K, I_NEAR, I_RULE, I_UPTO, I_WIDTH, PLAIN_RULE, _OK, walk_score,
 )
@@ -48,35 +49,21 @@ def _count(c, sign, starts, pos, keys, v, state):
 @compiled_with(nogil=True)
 def _move(x, words, dx, dwords, flat, index, starts, pos, keys, v, state, member):
     """Bring (state, member) to the context (x, words) from the last one (differing in the bits
-    dx, dwords), or afresh."""
+    dx, dwords: `cell_moves.moved_cells`), or afresh."""
     cells, width = flat.shape
-    m = index[0]
-    t = index[1]
-    s0 = 2 + m + 1
-    c0 = s0 + t + 1
-    if state[S_FRESH] == 0 and m > 0:
-        touched = 0
-        for b in range(t):
-            if bit_of(dx, dwords, b):
-                touched += index[s0 + b + 1] - index[s0 + b]
-        if 2 * touched <= cells:
-            for b in range(t):
-                if not bit_of(dx, dwords, b):
-                    continue
-                adding = bit_of(x, words, b)
-                for j in range(index[s0 + b], index[s0 + b + 1]):
-                    c = index[c0 + j]
-                    if not adding:
-                        if member[c]:
-                            member[c] = False
-                            _count(c, -1, starts, pos, keys, v, state)
-                    elif not member[c]:
-                        inside = np.int64(1)
-                        for g in range(width):
-                            inside &= bit_of(x, words, flat[c, g])
-                        if inside:
-                            member[c] = True
-                            _count(c, 1, starts, pos, keys, v, state)
+    if state[S_FRESH] == 0 and index[0] > 0:
+        out = np.empty(cells // 2 + 1, dtype=np.int64)
+        leaving, total = moved_cells(x, words, dx, dwords, flat, index, out)
+        if leaving >= 0:
+            for j in range(total):
+                c = out[j]
+                if j < leaving:
+                    if member[c]:
+                        member[c] = False
+                        _count(c, -1, starts, pos, keys, v, state)
+                elif not member[c]:
+                    member[c] = True
+                    _count(c, 1, starts, pos, keys, v, state)
             return
     member[:] = False
     for j in range(1, S_SIZE):

@@ -6,7 +6,8 @@ or two values: only the cells holding those values enter or leave the population
 object keeps the last context's member cells (a flag per cell) and its population's count N,
 the rows of cells constant at v, and the sums Σs1, Σs2, Σ|s1|, Σ|s2| in double-double
 arithmetic; the next context costs the cells of the values that differ (`jit.cell_index`),
-or, when they are many, one indexed membership (`jit.member_cells_indexed`) and a fresh sum.
+or, when they are many, one indexed membership (`jit.member_cells_indexed`) and a fresh sum;
+of those values' cells only the slice matching the rest of the context (`core.cell_moves`).
 
 Why the verdicts are the reference's. The reference (`moment_kernel._moments`, bit for bit
 `SummaryPopulation` and `studentized_distance`) sums s1 and s2 over the member cells with
@@ -35,7 +36,8 @@ import math
 
 import numpy as np
 
-from pcor_sql.core.jit import bit_of, compiled, member_cells_indexed
+from pcor_sql.core.cell_moves import moved_cells
+from pcor_sql.core.jit import compiled, member_cells_indexed
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, UNDECIDED, _moments, grubbs_code
 
 _REL = 1e-11  # relative widening per step (one rounding is ≤ 1.1e-16)
@@ -112,35 +114,22 @@ def _fresh(x, words, flat, index, stats, v, state_i, state_f):
 @compiled
 def _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f):
     """Bring the state to the context (x, words), from the last one, which differs from it in
-    the bits (dx, dwords); afresh when that would touch more than half the cells."""
+    the bits (dx, dwords) (`cell_moves.moved_cells`); afresh when that would touch more than
+    half the cells."""
     cells, width = flat.shape
-    t = index[1]
-    m = index[0]
-    s0 = 2 + m + 1
-    c0 = s0 + t + 1
-    if state_i[I_FRESH] == 0 and m > 0:
-        touched = 0
-        for b in range(t):
-            if bit_of(dx, dwords, b):
-                touched += index[s0 + b + 1] - index[s0 + b]
-        if 2 * touched <= cells:
-            for b in range(t):
-                if not bit_of(dx, dwords, b):
-                    continue
-                adding = bit_of(x, words, b)
-                for j in range(index[s0 + b], index[s0 + b + 1]):
-                    c = index[c0 + j]
-                    if not adding:
-                        if state_i[I_HEAD + c]:
-                            state_i[I_HEAD + c] = 0
-                            _enter(c, -1, stats, v, state_i, state_f)
-                    elif not state_i[I_HEAD + c]:
-                        inside = np.int64(1)
-                        for g in range(width):
-                            inside &= bit_of(x, words, flat[c, g])
-                        if inside:
-                            state_i[I_HEAD + c] = 1
-                            _enter(c, 1, stats, v, state_i, state_f)
+    if state_i[I_FRESH] == 0 and index[0] > 0:
+        out = np.empty(cells // 2 + 1, dtype=np.int64)
+        leaving, total = moved_cells(x, words, dx, dwords, flat, index, out)
+        if leaving >= 0:
+            for j in range(total):
+                c = out[j]
+                if j < leaving:
+                    if state_i[I_HEAD + c]:
+                        state_i[I_HEAD + c] = 0
+                        _enter(c, -1, stats, v, state_i, state_f)
+                elif not state_i[I_HEAD + c]:
+                    state_i[I_HEAD + c] = 1
+                    _enter(c, 1, stats, v, state_i, state_f)
             a = state_f[F_A1] + state_f[F_A2]
             if state_f[F_W1] + state_f[F_W2] <= _RESET * a and state_i[I_OPS] <= _MAX_OPS:
                 return

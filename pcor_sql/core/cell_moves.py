@@ -1,0 +1,142 @@
+"""The cells a move between two contexts can take out of the population or bring in (issue 28).
+
+When a context changes by a few values, only cells holding one of them change membership, and
+of those only the ones matching the rest of the context: the slice {value b of attribute i} ×
+(the selected values of every other attribute). `moved_cells` lists, per changed value, the
+cheaper of that slice (read off `jit.cell_index`'s grid of value combinations: exactly the
+cells that change, plus grid points without rows) and the value's whole cell list, then
+`moment_walk` and `lof_kernel_walk` apply them against their member flags. A removed value's
+slice is taken in the old context (its cells are members there: they all leave); an added
+value's in the new one (its cells all belong there: those not yet members enter). Cells listed
+twice (two changed values) are harmless: a walk enters or leaves a cell by its flag.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pcor_sql.core.jit import bit_of, compiled
+
+
+@compiled
+def _bit(x, words, dx, dwords, old, b):
+    """Bit b of the new context (x, words), or with `old` of the last one (new ^ diff)."""
+    bit = bit_of(x, words, b)
+    if old:
+        bit ^= bit_of(dx, dwords, b)
+    return bit
+
+
+@compiled
+def _slice_size(x, words, dx, dwords, old, index, i):
+    """How many grid points the slice of one value of attribute i holds in the context."""
+    m = index[0]
+    size = 1
+    for j in range(m):
+        if j == i:
+            continue
+        count = 0
+        for b in range(index[2 + j], index[3 + j]):
+            count += _bit(x, words, dx, dwords, old, b)
+        size *= count
+    return size
+
+
+@compiled
+def _slice(x, words, dx, dwords, old, index, at0, i, b, out, k):
+    """Append to out[k:] the cells of attribute i's value b × the context's values elsewhere."""
+    m = index[0]
+    t = index[1]
+    sel = np.empty(t, dtype=np.int64)  # per attribute, the selected values (local indices)
+    first = np.empty(m + 1, dtype=np.int64)
+    stride = np.empty(m, dtype=np.int64)
+    pos = 0
+    s = 1
+    for j in range(m):
+        first[j] = pos
+        stride[j] = s
+        lo, hi = index[2 + j], index[3 + j]
+        s *= hi - lo
+        if j == i:
+            sel[pos] = b - lo
+            pos += 1
+            continue
+        for bb in range(lo, hi):
+            if _bit(x, words, dx, dwords, old, bb):
+                sel[pos] = bb - lo
+                pos += 1
+        if pos == first[j]:
+            return k  # no value of attribute j: an empty slice
+    first[m] = pos
+    digit = np.zeros(m, dtype=np.int64)
+    while True:
+        key = 0
+        for j in range(m):
+            key += sel[first[j] + digit[j]] * stride[j]
+        c = index[at0 + key]
+        if c >= 0:
+            out[k] = c
+            k += 1
+        j = 0
+        while j < m:
+            digit[j] += 1
+            if first[j] + digit[j] < first[j + 1]:
+                break
+            digit[j] = 0
+            j += 1
+        if j == m:
+            return k
+
+
+@compiled
+def moved_cells(x, words, dx, dwords, flat, index, out):
+    """(leaving, total): cells that may leave the population in out[:leaving] and cells that
+    may enter in out[leaving:total], for the move to (x, words) from the context that differs
+    in the bits (dx, dwords); (−1, cost) when listing them would cost more than half the cells
+    (then the caller counts the new context afresh). `out` holds at least half the cells."""
+    cells, width = flat.shape
+    m = index[0]
+    t = index[1]
+    s0 = 2 + m + 1
+    c0 = s0 + t + 1
+    g0 = c0 + index[s0 + t]  # the grid's size, then its cells
+    dense = index[g0] > 0
+    # What each changed value costs, the cheaper way: its slice or its cell list.
+    cost = 0
+    for i in range(m):
+        for b in range(index[2 + i], index[3 + i]):
+            if not bit_of(dx, dwords, b):
+                continue
+            listed = index[s0 + b + 1] - index[s0 + b]
+            if dense:
+                sliced = _slice_size(x, words, dx, dwords, not bit_of(x, words, b), index, i)
+                cost += min(sliced, listed)
+            else:
+                cost += listed
+    if 2 * cost > cells:
+        return -1, cost
+    k = 0
+    leaving = 0
+    for adding in range(2):  # removed values first: their cells are listed as leaving
+        for i in range(m):
+            for b in range(index[2 + i], index[3 + i]):
+                if not bit_of(dx, dwords, b) or bit_of(x, words, b) != adding:
+                    continue
+                old = adding == 0
+                listed = index[s0 + b + 1] - index[s0 + b]
+                if dense and _slice_size(x, words, dx, dwords, old, index, i) < listed:
+                    k = _slice(x, words, dx, dwords, old, index, g0 + 1, i, b, out, k)
+                    continue
+                for j in range(index[s0 + b], index[s0 + b + 1]):
+                    c = index[c0 + j]
+                    if adding:
+                        inside = np.int64(1)
+                        for g in range(width):
+                            inside &= bit_of(x, words, flat[c, g])
+                        if not inside:
+                            continue
+                    out[k] = c
+                    k += 1
+        if adding == 0:
+            leaving = k
+    return leaving, k
