@@ -24,7 +24,12 @@ SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
     "wide70": (("state", 50), ("product", 6), ("channel", 4), ("segment", 10)),
     # 500 values, 497 free bits, 46,080 cells.
     "wide500": (("zip", 480), ("product", 12), ("channel", 8)),
+    # Shaped like issue 28's flights (destination 105, carrier 16, month 12, hour bins 7, origin
+    # 3): 143 values, 138 free bits, 423,360 value combinations, about half of them with rows at
+    # 300,000 rows (FLIGHTS_ROWS).
+    "flights": (("dest", 105), ("carrier", 16), ("month", 12), ("hour", 7), ("origin", 3)),
 }
+FLIGHTS_ROWS = 300_000
 TABLE = "t"
 RECORD_QUERY = f"SELECT v FROM {TABLE} WHERE id = 0"
 REFERENCE_SQL = f"SELECT v FROM {TABLE} ORDER BY v"
@@ -59,7 +64,7 @@ def generation_sql(shape: str, rows: int) -> list[str]:
 
 
 def _prefix(name: str) -> str:
-    return {"segment": "g"}.get(name, name[0])
+    return {"segment": "g", "month": "n"}.get(name, name[0])
 
 
 def table_path(workdir: Path, shape: str, rows: int) -> Path:
