@@ -1,0 +1,59 @@
+"""Where one fresh release's time goes on a scale table: cProfile of a seeded BFS release.
+
+    PYTHONPATH=. python -m benchmarks.profile_release wide500 1000000 grubbs [--top 18]
+
+Generates the table as `python -m benchmarks scale` does (kept under /tmp/pcor-scale), warms
+the imports, times DuckDB's sort of the metric once, then runs two seeded fresh releases (a new
+Session each), the first under cProfile; prints each one's time, ratio to the sort, contexts
+verified and released context sizes, and the first's functions by own time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+import warnings
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shape", choices=("base", "wide70", "wide500", "flights"))
+    parser.add_argument("rows", type=int)
+    parser.add_argument("verifier")
+    parser.add_argument("--top", type=int, default=18)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # the in-memory ledger
+
+    import pcor_sql
+    from benchmarks.scale import _connect, _reference, _warm_imports
+    from benchmarks.scale_tables import RECORD_QUERY, ensure_table
+
+    info = ensure_table(Path("/tmp/pcor-scale"), args.shape, args.rows, print)
+    _warm_imports()
+    con = _connect(info["path"])
+    started = time.perf_counter()
+    _reference(con)
+    ref = time.perf_counter() - started
+    options = dict(search="bfs", verifier=args.verifier, epsilon=0.2, samples=50, owner_view=True)
+    for seed in (1, 2):
+        session = pcor_sql.Session(con, allow_seeded=True)
+        profile = cProfile.Profile() if seed == 1 else None
+        started = time.perf_counter()
+        if profile:
+            profile.enable()
+        r = pcor_sql.explain_outlier(None, RECORD_QUERY, session=session, seed=seed, **options)
+        if profile:
+            profile.disable()
+        took = time.perf_counter() - started
+        print(f"{args.shape} {args.verifier} seed {seed}: {took:.2f} s, sort {ref:.3f} s, {took / ref:.1f}x, "
+              f"contexts verified {r.owner.contexts_verified}, context sizes {sorted(map(len, r.context.values()))}")
+        if profile:
+            pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
