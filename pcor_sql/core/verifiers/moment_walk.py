@@ -14,8 +14,10 @@ Why the verdicts are the reference's. The reference (`moment_kernel._moments`, b
 numpy's pairwise summation, whose result t differs from the exact sum S by at most
 γ_L·Σ|a| with L ≤ 25 + log2(cells) (blocks of 128 in 8 lanes of ≤ 16 additions, 3 levels
 joining the lanes, ≤ 7 left over, then one level per halving; Higham, Accuracy and Stability
-§4.2). The kept double-double sums differ from S by far less than 2⁻¹⁰⁰ of every term ever
-added or removed (`W`, kept too). So t lies in an interval around the kept sum, and so do, step
+§4.2). A move's cells are summed in plain doubles, which errs by at most γ_k times their
+absolute sum (k cells), and that bound is added to `E`; the batch then enters the kept sums by
+one double-double addition each, which err by far less than 2⁻⁷⁰ of the terms passed through
+(`W`). So the kept sums differ from S by at most E + 2⁻⁷⁸·W, and Σ|a| from the kept one by E. So t lies in an interval around the kept sum, and so do, step
 by step, the reference's mean, m2, s and statistic G — each step widened by `_REL` (≥ 10⁵ times
 the rounding of one operation, theirs and ours) and the terms' error `_GAMMA`. When the
 threshold (z, or Grubbs' critical value through the same table as the kernel) lies outside
@@ -49,8 +51,11 @@ _MAX_OPS = 1 << 20
 _RESET = 2.0**20  # fresh sums once W exceeds this many times the population's Σ|terms|
 # state_i: [fresh, n, rows constant at v, member cells, cells entered or left, then a flag per cell]
 I_FRESH, I_N, I_EQ, I_K, I_OPS, I_HEAD = 0, 1, 2, 3, 4, 5
-# state_f: double-double (hi, lo) of Σs1, Σs2, Σ|s1|, Σ|s2|, then W1, W2 (plain, monotone)
-F_T1, F_T2, F_A1, F_A2, F_W1, F_W2, F_SIZE = 0, 2, 4, 6, 8, 9, 10
+# state_f: double-double (hi, lo) of Σs1, Σs2, Σ|s1|, Σ|s2|, then W1, W2 (plain, monotone), then
+# E1, E2: bounds on the error the moves' batch sums (plain doubles) added to the s1 and s2 sums
+F_T1, F_T2, F_A1, F_A2, F_W1, F_W2, F_E1, F_E2, F_SIZE = 0, 2, 4, 6, 8, 9, 10, 11, 12
+_U = 2.0**-53
+_STALE = 2.0**-24  # fresh sums once a move's batch errors (E) pass this share of the terms
 
 
 def new_state(cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,17 +126,50 @@ def _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f):
         out = np.empty(cells // 2 + 1, dtype=np.int64)
         leaving, total = moved_cells(x, words, dx, dwords, flat, index, out)
         if leaving >= 0:
+            # One batch: the moved cells' terms summed in plain doubles (error ≤ γ_k of their
+            # absolute sum, kept in E), then one double-double addition per sum.
+            d1 = d2 = da1 = da2 = b1 = b2 = 0.0
+            moved = 0
             for j in range(total):
                 c = out[j]
                 if j < leaving:
-                    if state_i[I_HEAD + c]:
-                        state_i[I_HEAD + c] = 0
-                        _enter(c, -1, stats, v, state_i, state_f)
-                elif not state_i[I_HEAD + c]:
+                    if not state_i[I_HEAD + c]:
+                        continue
+                    state_i[I_HEAD + c] = 0
+                    sign = -1
+                elif state_i[I_HEAD + c]:
+                    continue
+                else:
                     state_i[I_HEAD + c] = 1
-                    _enter(c, 1, stats, v, state_i, state_f)
+                    sign = 1
+                count = np.int64(stats[0, c])
+                s1 = stats[1, c]
+                s2 = stats[2, c]
+                state_i[I_N] += sign * count
+                if stats[3, c] == v and stats[4, c] == v:
+                    state_i[I_EQ] += sign * count
+                state_i[I_K] += sign
+                d1 += sign * s1
+                d2 += sign * s2
+                da1 += sign * abs(s1)
+                da2 += sign * abs(s2)
+                b1 += abs(s1)
+                b2 += abs(s2)
+                moved += 1
+            if moved:
+                gamma = moved * _U / (1.0 - moved * _U) * (1.0 + _REL)  # ≥ γ_k: the sums' and b's own error
+                _dd_add(state_f, F_T1, d1)
+                _dd_add(state_f, F_T2, d2)
+                _dd_add(state_f, F_A1, da1)
+                _dd_add(state_f, F_A2, da2)
+                state_f[F_E1] += gamma * b1 * (1.0 + 2.0 * gamma)
+                state_f[F_E2] += gamma * b2 * (1.0 + 2.0 * gamma)
+                state_f[F_W1] += b1
+                state_f[F_W2] += b2
+                state_i[I_OPS] += 1
             a = state_f[F_A1] + state_f[F_A2]
-            if state_f[F_W1] + state_f[F_W2] <= _RESET * a and state_i[I_OPS] <= _MAX_OPS:
+            fresh_enough = state_f[F_E1] + state_f[F_E2] <= _STALE * a
+            if state_f[F_W1] + state_f[F_W2] <= _RESET * a and state_i[I_OPS] <= _MAX_OPS and fresh_enough:
                 return
     _fresh(x, words, flat, index, stats, v, state_i, state_f)
 
@@ -156,8 +194,11 @@ def statistic_bounds(state_i, state_f, shift, v, min_n):
     t2 = state_f[F_T2] + state_f[F_T2 + 1]
     a1 = abs(state_f[F_A1] + state_f[F_A1 + 1])
     a2 = abs(state_f[F_A2] + state_f[F_A2 + 1])
-    e1 = _GAMMA * a1 * (1.0 + _REL) + _DRIFT * state_f[F_W1] + _REL * abs(t1)
-    e2 = _GAMMA * a2 * (1.0 + _REL) + _DRIFT * state_f[F_W2] + _REL * abs(t2)
+    # The batches may have left Σ|s| short by up to E too.
+    a1 += state_f[F_E1]
+    a2 += state_f[F_E2]
+    e1 = _GAMMA * a1 * (1.0 + _REL) + state_f[F_E1] + _DRIFT * state_f[F_W1] + _REL * abs(t1)
+    e2 = _GAMMA * a2 * (1.0 + _REL) + state_f[F_E2] + _DRIFT * state_f[F_W2] + _REL * abs(t2)
     t1_lo, t1_hi = t1 - e1, t1 + e1
     t2_lo, t2_hi = t2 - e2, t2 + e2
     if t1_lo >= 0.0:
