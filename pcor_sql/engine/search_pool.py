@@ -42,14 +42,12 @@ from typing import Any, Callable, Hashable
 
 from pcor_sql.core import work
 from pcor_sql.core.randomness import record_source
-from pcor_sql.core.verifiers.grubbs import Grubbs
-from pcor_sql.core.verifiers.histogram import Histogram
-from pcor_sql.core.verifiers.lof import Lof
-from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.core.verifiers.builtins import BUILTINS
 from pcor_sql.errors import InternalError, UserError, option_hint, option_name, register_spelling
 
 #: Verifiers whose checks run on the summary alone (compiled kernels, numpy): safe in a worker.
-SUMMARY_ONLY_VERIFIERS = (Lof, Grubbs, Histogram, ZScore)
+#: The built-ins exactly (`core.verifiers.builtins`): a subclass or a user class may call back.
+SUMMARY_ONLY_VERIFIERS = BUILTINS
 
 register_spelling("workers", "--workers", None)
 #: More worker processes than this is a typo, not a machine.
