@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import pcor_sql
+from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.builtins import BUILTIN_NAMES
+from pcor_sql.core.verifiers.registry import default_registry
 from pcor_sql.engine.coe_enumeration import MAX_ENUMERABLE, check_size
 from pcor_sql.errors import UserError
 
@@ -51,6 +53,12 @@ def test_every_sampling_search_releases_on_a_70_value_space(con70, search, verif
                                      seed=3, owner_view=True)
     assert r.owner.population >= 1 and set(r.context) == {"state", "product", "channel", "segment"}
     assert "state0" in r.context["state"]  # the record's own values are always in its context
+    # 12,000 cells: the checks walked (issue 28). The released context, read back by its own SQL
+    # and judged by the reference verifier, is valid.
+    values = con70.execute(f"SELECT v FROM t WHERE {r.predicate}").fetchnumpy()["v"]
+    [(v,)] = con70.execute(QUERY).fetchall()
+    assert values.size == r.owner.population
+    assert default_registry().make(verifier).check(ArrayPopulation.of(values, v))
 
 
 def test_direct_and_coe_refuse_with_the_count_and_the_searches_that_work(con70):
