@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pcor_sql.core.cell_moves import moved_cells
-from pcor_sql.core.jit import DENSE_CELLS, cell_index, context_words, flat_bits, member_cells
+from pcor_sql.core.jit import cell_index, context_words, flat_bits, member_cells
 
 
 @pytest.mark.parametrize("sizes", [(40, 3, 5), (7, 2, 3, 2), (100, 30)])
@@ -23,7 +23,8 @@ def test_a_move_lists_the_cells_that_leave_and_enter(sizes, dense, monkeypatch):
     n_words = (t + 63) // 64
     flat = flat_bits(coords, offsets, always=int(offsets[0] + coords[0, 0]))
     index = cell_index(coords, offsets, t)
-    assert (index[2 + len(sizes) + 1 + t + 1 + int(index[2 + len(sizes) + 1 + t])] > 0) == (dense and DENSE_CELLS > 0)
+    starts = 2 + len(sizes) + 1  # `cell_index`'s layout: header, bounds, starts, cells, grid size, grid
+    assert (index[starts + t + 1 + int(index[starts + t])] > 0) == dense
     cells = len(coords)
     out, now, then = (np.empty(cells, dtype=np.int64) for _ in range(3))
     anchor = sum(1 << int(offsets[i] + coords[0, i]) for i in range(len(sizes)))
