@@ -199,6 +199,32 @@ def bit_of(x, words, b):
 
 
 @compiled
+def index_offsets(index):
+    """Where `cell_index`'s parts start: (attribute offsets, value offsets, cell lists)."""
+    a0 = 2
+    s0 = a0 + index[0] + 1
+    return a0, s0, s0 + index[1] + 1
+
+
+@compiled
+def sparsest_attribute(x, words, index, none):
+    """(cells, attribute) of the attribute whose values chosen in the context (x, words) hold the
+    fewest cells (`none` cells, attribute 0 when there is no attribute)."""
+    a0, s0, _ = index_offsets(index)
+    best = none
+    best_i = 0
+    for i in range(index[0]):
+        total = 0
+        for b in range(index[a0 + i], index[a0 + i + 1]):
+            if bit_of(x, words, b):
+                total += index[s0 + b + 1] - index[s0 + b]
+        if total < best:
+            best = total
+            best_i = i
+    return best, best_i
+
+
+@compiled
 def member_cells_indexed(x, words, flat, index, out):
     """`member_cells` with `cell_index`: the cost follows the context, not the width. The
     attribute whose chosen values hold the fewest cells is found from the index (O(declared
@@ -209,20 +235,8 @@ def member_cells_indexed(x, words, flat, index, out):
     m = index[0]
     if m == 0:
         return member_cells(x, words, flat, out)
-    t = index[1]
-    a0 = 2
-    s0 = a0 + m + 1
-    c0 = s0 + t + 1
-    best = cells + 1
-    best_i = 0
-    for i in range(m):
-        total = 0
-        for b in range(index[a0 + i], index[a0 + i + 1]):
-            if bit_of(x, words, b):
-                total += index[s0 + b + 1] - index[s0 + b]
-        if total < best:
-            best = total
-            best_i = i
+    a0, s0, c0 = index_offsets(index)
+    best, best_i = sparsest_attribute(x, words, index, cells + 1)
     if best * SPARSE_SHARE > cells:
         return member_cells(x, words, flat, out)
     width = flat.shape[1]
@@ -248,20 +262,8 @@ def listed_members(x, words, index, member, out):
     ascending; their count. Read off the cells of the attribute whose chosen values hold the
     fewest (`cell_index`), a flag each, rather than off every cell."""
     m = index[0]
-    t = index[1]
-    a0 = 2
-    s0 = a0 + m + 1
-    c0 = s0 + t + 1
-    best = member.size + 1
-    best_i = 0
-    for i in range(m):
-        total = 0
-        for b in range(index[a0 + i], index[a0 + i + 1]):
-            if bit_of(x, words, b):
-                total += index[s0 + b + 1] - index[s0 + b]
-        if total < best:
-            best = total
-            best_i = i
+    a0, s0, c0 = index_offsets(index)
+    best, best_i = sparsest_attribute(x, words, index, member.size + 1)
     k = 0
     if m == 0 or best * SPARSE_SHARE > member.size:
         for c in range(member.size):

@@ -235,11 +235,10 @@ def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, 
                   near_share, k, rule)
 
 
-@compiled_with(nogil=True, error_model="numpy")
-def lof_context(x, words, values, ints, floats):
-    """(LOF(V), N, status) of the context (x, words: `jit.context_words`) on a record packed by
-    `pack_record`: membership (`jit.member_cells`) and `_score` in one call — five arguments,
-    since numba's dispatch costs about 0.15 µs per array argument."""
+@compiled_with(nogil=True, inline="always")
+def unpack_record(ints, floats):
+    """The arrays `pack_record` packed, as views: (cells, starts, pos, near_c, flat, index, keys,
+    near_v)."""
     cells, n_near, width = ints[I_CELLS], ints[I_NEAR], ints[I_WIDTH]
     o = I_HEAD
     starts = ints[o : o + cells + 1]
@@ -253,6 +252,15 @@ def lof_context(x, words, values, ints, floats):
     index = ints[o:]
     keys = floats[F_HEAD : F_HEAD + 6 * cells].reshape((6, cells))
     near_v = floats[F_HEAD + 6 * cells : F_HEAD + 6 * cells + n_near]
+    return cells, starts, pos, near_c, flat, index, keys, near_v
+
+
+@compiled_with(nogil=True, error_model="numpy")
+def lof_context(x, words, values, ints, floats):
+    """(LOF(V), N, status) of the context (x, words: `jit.context_words`) on a record packed by
+    `pack_record`: membership (`jit.member_cells`) and `_score` in one call — five arguments,
+    since numba's dispatch costs about 0.15 µs per array argument."""
+    cells, starts, pos, near_c, flat, index, keys, near_v = unpack_record(ints, floats)
     inside = np.empty(cells, dtype=np.int64)
     m = member_cells_indexed(x, words, flat, index, inside)
     member = np.zeros(cells, dtype=np.bool_)

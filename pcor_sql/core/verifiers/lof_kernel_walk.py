@@ -21,7 +21,7 @@ import numpy as np
 from pcor_sql.core.cell_moves import moved_cells
 from pcor_sql.core.jit import compiled_with, listed_members, member_cells_indexed
 from pcor_sql.core.verifiers.lof_kernel import (
-    F_HEAD, F_SHARE, F_V, I_BELOW, I_CELLS, I_HEAD, I_K, I_NEAR, I_RULE, I_UPTO, I_WIDTH, PLAIN_RULE, _OK, walk_score,
+    F_HEAD, F_SHARE, F_V, I_BELOW, I_CELLS, I_HEAD, I_K, I_NEAR, I_RULE, I_UPTO, I_WIDTH, PLAIN_RULE, _OK, walk_score, unpack_record,
 )
 
 # state: [fresh, N, V's copies, member cells with rows, rows constant at v]; flags in `member`
@@ -80,19 +80,7 @@ def _move(x, words, dx, dwords, flat, index, starts, pos, keys, v, state, member
 def lof_context_walk(x, words, dx, dwords, values, ints, floats, state, member):
     """(LOF(V), N, status) as `lof_kernel.lof_context` (same packed record), the context given
     with its difference from the last one checked with this (state, member)."""
-    cells, n_near, width = ints[I_CELLS], ints[I_NEAR], ints[I_WIDTH]
-    o = I_HEAD
-    starts = ints[o : o + cells + 1]
-    o += cells + 1
-    pos = ints[o : o + 4 * cells].reshape((4, cells))
-    o += 4 * cells
-    near_c = ints[o : o + n_near]
-    o += n_near
-    flat = ints[o : o + cells * width].reshape((cells, width))
-    o += cells * width
-    index = ints[o:]
-    keys = floats[F_HEAD : F_HEAD + 6 * cells].reshape((6, cells))
-    near_v = floats[F_HEAD + 6 * cells : F_HEAD + 6 * cells + n_near]
+    cells, starts, pos, near_c, flat, index, keys, near_v = unpack_record(ints, floats)
     v, k, rule, near_share = floats[F_V], ints[I_K], ints[I_RULE], floats[F_SHARE]
     _move(x, words, dx, dwords, flat, index, starts, pos, keys, v, state, member)
     n, cv = state[S_N], state[S_CV]
