@@ -3,6 +3,7 @@ function-level ones and those under `if TYPE_CHECKING:` included: an import for 
 is still a dependency, and a cycle through one is still a cycle), and no import cycles.
 
     errors, resources                  nothing of pcor_sql
+    jsonable  values as JSON data      nothing of pcor_sql (every layer may use it)
     sqltext   quoting, tokens, SQL     errors (and duckdb)
     core      pure numpy/scipy         errors
     request_specs  options declared once  core, anomaly.mechanisms (pure), errors
@@ -31,8 +32,9 @@ import pathlib
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
-BASE = {"pcor_sql.errors", "pcor_sql.resources"}
+BASE = {"pcor_sql.errors", "pcor_sql.resources", "pcor_sql.jsonable"}
 LOWER = {
+    "jsonable": set(),
     "sqltext": set(),
     "core": set(),
     "request_specs": {"core", "pcor_sql.anomaly.mechanisms"},
