@@ -23,7 +23,7 @@ from rich.text import Text
 
 from pcor_sql.cli.console import stdout_console, write_line
 from pcor_sql.jsonable import jsonable
-from pcor_sql.readable import certificate_words, round_epsilon
+from pcor_sql.readable import certificate_words, round_epsilon, start_words
 
 TABLE = "table"
 JSON = "json"
@@ -35,12 +35,6 @@ CSV = "csv"
 TABLE_ROWS = 100
 #: The last line of a text release: where the words it uses are explained.
 GLOSSARY_POINTER = "terms (ε, ε1, OCDP, utility, ...): pcor-sql glossary"
-
-_START_SOURCES = {
-    "user": "given (--start / start = ...), checked to hold the record and be valid",
-    "search": "found by a validity-only search (free under OCDP)",
-    "none": "none needed (the search does not walk from a start)",
-}
 
 
 def json_text(obj: Any) -> str:
@@ -211,7 +205,7 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
     _field(console, "explanation", e.explanation_sql)
     _field(console, "privacy", e.privacy_summary)
     _field(console, "search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}")
-    _field(console, "start", _START_SOURCES.get(e.start_source, e.start_source))
+    _field(console, "start", start_words(e.start_source))
     _field(console, "record", record_text(e.record))
     units = ", ".join(e.units) + (f" (dataset {e.dataset})" if e.dataset else "")
     if e.budget_limit is not None:
