@@ -9,6 +9,7 @@ import pathlib
 import typer
 
 from pcor_sql.backends.base import Engine
+from pcor_sql.core.choices import Engine as CoreEngine
 from pcor_sql.cli import parameters
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
@@ -26,4 +27,4 @@ def test_each_public_class_is_defined_once():
 def test_the_engine_option_is_the_backends_engine():
     choices, option = parameters.EngineOption.__origin__, parameters.EngineOption.__metadata__[0]
     assert choices is Engine and isinstance(option, typer.models.OptionInfo)
-    assert not hasattr(parameters, "EngineName")
+    assert not hasattr(parameters, "EngineName") and Engine is CoreEngine

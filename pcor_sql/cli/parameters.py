@@ -11,7 +11,7 @@ from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
-from pcor_sql.backends.base import Engine
+from pcor_sql import Engine
 from pcor_sql.errors import UserError
 from pcor_sql.request_specs import Job, specs_for
 
