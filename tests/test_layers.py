@@ -149,13 +149,13 @@ def find_cycle(graph: dict[str, set[str]]) -> str | None:
 
 def test_a_cycle_through_a_type_checking_import_is_a_cycle():
     """The check must see what it checks: a TYPE_CHECKING import closing a loop is found."""
-    store = "from pcor_sql.ledger.pending import PendingCharge\n"
-    pending = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-               "    from pcor_sql.ledger.store import Ledger\n")
-    assert imports_in(pending, "pcor_sql.ledger.pending") >= {"pcor_sql.ledger.store"}
+    store = "from pcor_sql.ledger.reservation import Reservation\n"
+    reservation = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                   "    from pcor_sql.ledger.store import Ledger\n")
+    assert imports_in(reservation, "pcor_sql.ledger.reservation") >= {"pcor_sql.ledger.store"}
     graph = {"pcor_sql.ledger.store": imports_in(store, "pcor_sql.ledger.store") & set(MODULES),
-             "pcor_sql.ledger.pending": imports_in(pending, "pcor_sql.ledger.pending") & set(MODULES)}
-    assert find_cycle(graph) == "pcor_sql.ledger.pending → pcor_sql.ledger.store → pcor_sql.ledger.pending"
+             "pcor_sql.ledger.reservation": imports_in(reservation, "pcor_sql.ledger.reservation") & set(MODULES)}
+    assert find_cycle(graph) == "pcor_sql.ledger.reservation → pcor_sql.ledger.store → pcor_sql.ledger.reservation"
 
 
 #: CLI modules that reach the ledger only through the owner/session/api layer (DESIGN.md §6:

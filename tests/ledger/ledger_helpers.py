@@ -1,25 +1,34 @@
-"""Helpers shared by the ledger tests: a charge as a release makes it, the raw tables, and the
-environment of worker processes."""
+"""Helpers shared by the ledger tests: a charge as a release makes it (the pipeline's path:
+`reserve`, then `answered`), the raw tables, and the environment of worker processes."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pcor_sql
 from pcor_sql.core.accounting import OcdpCost
-from pcor_sql.ledger.store import Ledger, new_release_id
+from pcor_sql.ledger.store import ChargeItem, Ledger, new_release_id
+
+
+def charge_items(ledger: Ledger, units: str | Sequence[str], items: Sequence[ChargeItem]) -> float:
+    """Charge `items` to `units` as the pipeline does (reserve, then record the answer); the
+    binding unit's total afterwards."""
+    reservation = ledger.reserve(units, items)
+    reservation.answered()
+    return reservation.spent
 
 
 def charge(ledger: Ledger, dataset: str, epsilon: float, release_id: str | None = None) -> float:
-    return ledger.charge(
-        dataset,
-        OcdpCost(epsilon),
-        mechanism="bfs",
-        record_key="id = 42",
-        statement="SELECT salary FROM salaries WHERE id = 42",
-        release_id=release_id or new_release_id(),
-    )
+    return charge_items(ledger, dataset, [ChargeItem(
+        release_id or new_release_id(), OcdpCost(epsilon), "bfs", record_key="id = 42",
+        statement="SELECT salary FROM salaries WHERE id = 42")])
+
+
+def check_fit(ledger: Ledger, units: str | Sequence[str], epsilon: float) -> None:
+    """Refuse early as the analyst service does (`Ledger.check_fit`), for one release of ε."""
+    ledger.check_fit(units, [ChargeItem("check", OcdpCost(epsilon), "bfs")])
 
 
 def ledger_rows(con) -> tuple[list, list]:

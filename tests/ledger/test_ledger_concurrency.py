@@ -112,8 +112,8 @@ def test_two_processes_never_overspend(tmp_path):
     Ledger(setup).set_limit("salaries", 1.0)
     setup.close()
     go = tmp_path / "go"
-    # A releases as the engine does (precheck, work, charge); B charges without a precheck, so
-    # only the charge's own atomic check keeps the two processes within the limit.
+    # A checks early, works, then charges; B charges without the early check, so only the
+    # reservation's own atomic check keeps the two processes within the limit.
     workers = [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(path), "salaries", tag, "10", "0.1", str(go), "0.02", mode],
@@ -122,7 +122,7 @@ def test_two_processes_never_overspend(tmp_path):
             text=True,
             env=subprocess_env(),
         )
-        for tag, mode in (("A", "precheck"), ("B", "direct"))
+        for tag, mode in (("A", "check"), ("B", "direct"))
     ]
     time.sleep(0.5)  # let both import duckdb, so they start charging together
     go.touch()
