@@ -321,7 +321,7 @@ def _headroom(limit: float, spent: float) -> str | None:
 
 def check_item(item: Any) -> None:
     if not isinstance(item, ChargeItem):
-        raise InternalError(f"charge_many expects ChargeItem values, got {type(item).__name__}")
+        raise InternalError(f"a charge takes ChargeItem values, got {type(item).__name__}")
     if not hasattr(item.cost, "notion"):
         raise InternalError(f"a charge's cost must be typed (OcdpCost, DpCost, SpCost), got {item.cost!r}")
     check_positive(item.cost.epsilon, "ε")
