@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,6 +30,23 @@ def charge(ledger: Ledger, dataset: str, epsilon: float, release_id: str | None 
 def check_fit(ledger: Ledger, units: str | Sequence[str], epsilon: float) -> None:
     """Refuse early as the analyst service does (`Ledger.check_fit`), for one release of ε."""
     ledger.check_fit(units, [ChargeItem("check", OcdpCost(epsilon), "bfs")])
+
+
+def conflicts_seen(monkeypatch) -> threading.Event:
+    """An event set once a ledger transaction meets a conflict and is about to run again
+    (`transactions.run_transaction`): a test waits on it to know a writer really is waiting."""
+    from pcor_sql.ledger import transactions
+
+    seen, real = threading.Event(), transactions.is_conflict
+
+    def watched(exc: BaseException) -> bool:
+        conflict = real(exc)
+        if conflict:
+            seen.set()
+        return conflict
+
+    monkeypatch.setattr(transactions, "is_conflict", watched)
+    return seen
 
 
 def ledger_rows(con) -> tuple[list, list]:

@@ -2,7 +2,7 @@
 
 Usage: python ledger_worker.py DB DATASET TAG ATTEMPTS EPSILON GO_FILE WORK_SECONDS MODE
 
-Waits for GO_FILE to exist (so both processes start together), then ATTEMPTS times does what a
+Waits at the start line for GO_FILE (tests/start_line.py: both processes start together), then ATTEMPTS times does what a
 release does, opening and closing the database file each time. MODE "check": open, check that
 the charge fits (`Ledger.check_fit`, the analyst service's early refusal), close (the "expensive
 work" happens here: a sleep of WORK_SECONDS, while the other process may charge), open again,
@@ -24,6 +24,7 @@ from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.core.accounting import OcdpCost
 from pcor_sql.ledger.store import ChargeItem, Ledger
 from pcor_sql.errors import BudgetExceeded
+from tests.start_line import arrive_and_wait
 
 
 def main(
@@ -31,11 +32,7 @@ def main(
 ) -> dict:
     if mode not in ("check", "direct"):
         raise SystemExit(f"unknown mode {mode!r}")
-    deadline = time.monotonic() + 20
-    while not go_file.exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the go signal never came")
-        time.sleep(0.001)
+    arrive_and_wait(go_file)
     charged = refused = 0
     open_waits: list[float] = []
 
