@@ -39,6 +39,7 @@ _EXPORTS = {
     "sql": "pcor_sql.statement_runner",
     "run_script": "pcor_sql.statement_runner",
     "Session": "pcor_sql.session",
+    "Engine": "pcor_sql.core.choices",
     "Owner": "pcor_sql.owner",
     "Analyst": "pcor_sql.analyst",
     "connect": "pcor_sql.client",

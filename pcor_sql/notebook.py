@@ -10,16 +10,11 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from pcor_sql.readable import certificate_words, round_epsilon, selector_key, selector_words
+from pcor_sql.readable import certificate_words, round_epsilon, selector_key, selector_words, start_words
 
 #: At most this many valid contexts in a CoeResult's table (the rest is counted).
 COE_ROWS = 20
 _NOT_FOR_RELEASE = "OWNER ONLY — NOT FOR RELEASE"
-_START_SOURCES = {
-    "user": "given by the caller",
-    "search": "found by a validity-only search (free under OCDP)",
-    "none": "none needed (direct search over every admissible context)",
-}
 
 
 def _e(value: Any) -> str:
@@ -50,7 +45,7 @@ def _explanation_pairs(e: Any) -> list[tuple[str, str]]:
         ("explanation", e.explanation_sql),
         ("privacy", e.privacy_summary),
         ("search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}"),
-        ("start", _START_SOURCES.get(e.start_source, e.start_source)),
+        ("start", start_words(e.start_source)),
     ]
     if e.budget_limit is not None:
         pairs.append(("charged to", f"{_charged(e.units, e.dataset)}: spent ε = {round_epsilon(e.budget_spent):g} "

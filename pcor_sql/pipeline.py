@@ -15,7 +15,7 @@ differs between callers is a `Policy` value (DESIGN.md §6):
 | what a result carries | everything, owner view if asked | key, context, predicate, privacy parameters |
 | result order | the records' order | the order the analyst gave the keys |
 
-A job (`jobs.ReleaseJob`, `jobs.AnswerJob`) is a measurement with its privacy map, OpenDP's
+A job (`jobs.ReleaseJob`, `jobs.AnswerJob`) is a `Measurement` with its privacy map, OpenDP's
 habit: it states its cost per record (`job.items`) before anything is reserved, and the ledger
 checks that cost against every unit's limit and the analyst's quota in one transaction. The
 cost check that decides happens once, there; `admit` checks the cost against the limits and the
@@ -151,7 +151,7 @@ def analyst_words(policy: Policy, items: Sequence[Any] = ()) -> Iterator[None]:
         raise not_open() from None
 
 
-class Job(Protocol):
+class Measurement(Protocol):
     """A measurement: its SQL (for units), its cost per record, and its steps."""
 
     extra_units: tuple[str, ...]
@@ -179,7 +179,7 @@ class Quote:
     rows: Any = None
 
 
-def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+def quote(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
           max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
           progress: Progress | None = None) -> Quote:
     """Everything `run` does before the reservation: units from the catalog, the policy's checks
@@ -217,13 +217,13 @@ def quote(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None 
     return Quote(units, items, rows)
 
 
-def _described(session: Any, job: Job, policy: Policy) -> str | None:
+def _described(session: Any, job: Measurement, policy: Policy) -> str | None:
     """What the history says was asked (`job.describe`): never a token, never the rows."""
     describe = getattr(job, "describe", None)
     return describe(session, policy) if describe is not None else None
 
 
-def run(session: Any, job: Job, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+def run(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
         max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
         progress: Progress | None = None, shape: Callable[[list], Any] | None = None) -> Any:
     """Run `job` for `policy`: charged before any result exists, refused before anything is
@@ -290,7 +290,7 @@ class RecordFailure:
     record: Any = None
 
 
-def admit(session: Any, job: Job, policy: Policy, *, keys: Sequence[str]) -> list:
+def admit(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str]) -> list:
     """An early, cheap refusal of an analyst's request (nothing charged, no row read, no catalog
     read): its cost (`job.items`, data independent), the minimum ε, and whether that cost would
     pass a limit of the units the job carries (a registered dataset's, frozen at registration:

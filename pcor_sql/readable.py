@@ -58,6 +58,19 @@ _SHORT_LIST = 3
 _EQUALS = re.compile(r"\s*=\s*")
 
 
+#: Where a release's start context came from (`Explanation.start_source`), in words.
+START_SOURCES = {
+    "user": "given (--start / start = ...), checked to hold the record and be valid",
+    "search": "found by a validity-only search (free under OCDP)",
+    "none": "none needed (the search does not walk from a start)",
+}
+
+
+def start_words(source: str) -> str:
+    """Where the start context came from, in words (the source itself when it has none)."""
+    return START_SOURCES.get(source, source)
+
+
 def round_epsilon(value: float | None) -> float | None:
     """ε for display: sums of floats print as 0.6000000000000001; 12 significant digits do not.
     Only what is shown is rounded — the ledger adds and compares the exact values."""

@@ -30,7 +30,7 @@ from pcor_sql.errors import UserError
 from pcor_sql.core.choices import Privacy
 from pcor_sql.request_specs import (
     ACCOUNTING, BINS, BY, DATASET, DOMAINS, EPSILON_ANSWER, EPSILON_RELEASE, MONOTONE_UTILITIES, NORM, OWNER_VIEW, PRIVACY,
-    SEARCH, SEED, START, UTILITIES, UTILITY, VERIFIER, BETA, RADIUS, K, Job, explain_specs, identify_specs,
+    SEARCH, SEED, START, UTILITIES, UTILITY, VERIFIER, BETA, RADIUS, K, explain_specs, identify_specs,
 )
 
 Selection = tuple[tuple[str, tuple[Any, ...]], ...]
@@ -216,15 +216,6 @@ class AnomalyRequest:
 def request_options(cls: type) -> dict[str, OptionSpec]:
     """The options a caller sets by name on a request class (all but the parsed SQL)."""
     return explain_specs() if cls is OutlierRequest else identify_specs()
-
-
-def statement_options(cls: type) -> dict[str, OptionSpec]:
-    """The options of a request class that its SQL statement accepts in `WITH (...)`."""
-    return {name: s for name, s in request_options(cls).items() if s.sql == "with"}
-
-
-def job_of(request: Any) -> Job:
-    return Job.EXPLAIN if isinstance(request, OutlierRequest) else Job.IDENTIFY
 
 
 def _set(request: Any, name: str, value: Any) -> None:

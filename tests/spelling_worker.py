@@ -2,7 +2,7 @@
 
 Usage: python spelling_worker.py DB SPELLING ATTEMPTS GO_FILE
 
-Waits for GO_FILE, then ATTEMPTS times opens the database file, releases record 42 through
+Waits at the start line for GO_FILE (tests/start_line.py), then ATTEMPTS times opens the database file, releases record 42 through
 SPELLING (a FROM clause) at ε = 0.1 and closes it. Prints one JSON line: charged, refused.
 """
 
@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import warnings
 from pathlib import Path
 
 import pcor_sql
 from pcor_sql.ledger.database_file import connect_with_retry
+from tests.start_line import arrive_and_wait
 
 
 def main(db: str, spelling: str, attempts: int, go: Path) -> dict:
-    deadline = time.monotonic() + 30
-    while not go.exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the go signal never came")
-        time.sleep(0.001)
+    arrive_and_wait(go)
     charged = refused = 0
     warnings.simplefilter("ignore", pcor_sql.PrivacyWarning)
     for _ in range(attempts):

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 import pcor_sql
 from test_owner import make_table
+from tests.start_line import start_together
 
 SPELLINGS = ["t", "main.t", "memory.main.t", "v", "vv", "(SELECT * FROM t)", "t AS s", "(SELECT * FROM v)",
              # the public ids, with pay read from t in the select list: t pays
@@ -78,8 +78,7 @@ def test_two_processes_with_two_spellings_share_one_limit(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for spelling in ("t", "(SELECT * FROM main.v)")
     ]
-    time.sleep(0.5)
-    go.touch()
+    start_together(go, len(workers))
     reports = []
     for worker in workers:
         out, err = worker.communicate(timeout=180)

@@ -131,3 +131,23 @@ def test_an_ordinal_attribute_reads_as_one_range():
     assert "among the rows where age is [18, 45) and dept is a: " in e.summary
     assert " or " not in e.summary
     assert conditions_words(context) == "age is [18, 30) or [30, 45) and dept is a"  # without ranges: the labels
+
+
+@pytest.mark.parametrize("search", ["direct", "uniform", "explore"])
+def test_the_start_line_is_the_same_in_the_cli_and_the_notebook(search):
+    """One text per start source (issue 30, item 9): a search that walks from no start says so,
+    and the notebook no longer calls uniform or explore a direct search."""
+    import io
+
+    from rich.console import Console
+
+    from pcor_sql.cli.render import print_explanations
+    from pcor_sql.readable import START_SOURCES
+
+    request = OutlierRequest(relation="s", metric="salary", selector="(id = 42)", epsilon=0.2, search=search)
+    e = explanation(request=request, start_source="none")
+    out = io.StringIO()
+    print_explanations([e], "table", Console(file=out, width=400))
+    words = START_SOURCES["none"]
+    assert words in out.getvalue() and f"| start | {words} |" in e._repr_markdown_()
+    assert "direct" not in words and "walk" in words

@@ -16,8 +16,8 @@ from pcor_sql.requests import (
     OutlierRequest,
     VerifierSpec,
     request_options,
-    statement_options,
 )
+from pcor_sql.request_specs import Job, statement_specs
 
 BASE = dict(relation="salaries", metric="salary", selector="id = 42")
 
@@ -126,7 +126,7 @@ def test_options_are_described_once_in_their_specs():
     for cls in (OutlierRequest, AnomalyRequest):
         for name, spec in request_options(cls).items():
             assert spec.name == name and spec.help and spec.example, name
-    assert set(statement_options(OutlierRequest)) == {
+    assert {spec.name for spec in statement_specs(Job.EXPLAIN)} == {
         "start", "utility", "search", "samples", "descents", "max_checks", "max_draws", "epsilon", "accounting", "seed",
         "dataset", "owner_view",
     }

@@ -3,8 +3,8 @@
 `prepare_anomaly_queries` validates the parameters and the data and computes every selected
 record's ball count — nothing random yet, so the caller can charge the budget ledger with
 `batch.cost` (n answers × ε, sequential composition) before any answer exists.
-`AnomalyBatch.answer(source)` then draws Construction 1 for each record with independent coins.
-`answer_anomaly_queries` does both in one call.
+`AnomalyBatch.answer(source)` then draws Construction 1 for each record with independent coins
+(`jobs.AnswerJob` runs both, with the reservation between them).
 
 Privacy: each answer is ε-DP (privacy="dp", λ = Δ_G, pareto optimal) or (ε, k)-sensitively
 private (privacy="sp", λ = λ_k) — proofs in `pcor_sql.anomaly.mechanisms`. The noisy `anomaly` bit is
@@ -147,21 +147,3 @@ def prepare_point_query(
     lam = mech.mechanism_lambda(counted.multiplicity, counted.ball, params)
     flip = mech.flip_probability(lam, params.epsilon)
     return AnomalyBatch(params, norm_name, None, (dict(point),), counted.multiplicity, counted.ball, truth, lam, flip)
-
-
-def answer_anomaly_queries(
-    con: duckdb.DuckDBPyConnection,
-    relation_sql: str,
-    columns: Sequence[str],
-    selector_sql: str | None,
-    *,
-    source: Source,
-    **params: Any,
-) -> list[AnomalyAnswer]:
-    """One noisy answer per selected record, in scan order (see `prepare_anomaly_queries`).
-
-    Cost: len(result) × ε under the chosen notion (`AnomalyBatch.cost`); callers that keep a
-    budget ledger should use prepare/answer to charge before the coins are drawn.
-    """
-    batch = prepare_anomaly_queries(con, relation_sql, columns, selector_sql, **params)
-    return batch.answer(source)

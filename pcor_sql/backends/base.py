@@ -26,19 +26,12 @@ from pcor_sql.anomaly.balls import BallCounts
 from pcor_sql.engine.release import SelectedRecord
 from pcor_sql.engine.schema import Described, Schema
 from pcor_sql.engine.summary import CellSummary
-from pcor_sql.core.option_spec import StrEnum
+from pcor_sql.core.choices import Engine
 from pcor_sql.core.verifiers.capabilities import Reads
 
 Warn = Callable[[str], None]
 Records = tuple[dict[str, Any], ...]
 
-
-
-class Engine(StrEnum):
-    """Where rows are read."""
-
-    DUCKDB = "duckdb"
-    SPARK = "spark"
 
 
 class DataAccess(Protocol):

@@ -18,7 +18,7 @@ from pcor_sql.cli import parameters as o
 @dataclass(frozen=True)
 class DataFlags:
     db: Path | None = None
-    engine: o.EngineName = o.EngineName.duckdb
+    engine: o.Engine = o.Engine.DUCKDB
     spark_master: str = "local[*]"
     ledger: str | None = None
     allow_seeded: bool = False
@@ -40,7 +40,7 @@ class DataFlags:
 def _flags(charged: bool) -> list[inspect.Parameter]:
     keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD  # as the command's own `data`
     out = [inspect.Parameter("db", keyword, default=None, annotation=o.Db),
-           inspect.Parameter("engine", keyword, default=o.EngineName.duckdb, annotation=o.Engine),
+           inspect.Parameter("engine", keyword, default=o.Engine.DUCKDB, annotation=o.EngineOption),
            inspect.Parameter("spark_master", keyword, default="local[*]", annotation=o.SparkMaster)]
     if charged:
         out += [inspect.Parameter("ledger", keyword, default=None, annotation=o.Ledger),

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Callable, List, Optional
 
 import typer
 
+from pcor_sql import Engine
 from pcor_sql.errors import UserError
 from pcor_sql.request_specs import Job, specs_for
 
@@ -36,11 +37,6 @@ class ExportFormat(str, Enum):
     duckdb = "duckdb"
 
 
-class EngineName(str, Enum):
-    duckdb = "duckdb"
-    spark = "spark"
-
-
 Db = Annotated[
     Optional[Path],
     typer.Option(
@@ -49,8 +45,8 @@ Db = Annotated[
         "Default: an in-memory database with the bundled datasets loaded.",
     ),
 ]
-Engine = Annotated[
-    EngineName,
+EngineOption = Annotated[
+    Engine,
     typer.Option(
         "--engine",
         help="Where the rows are read: duckdb (embedded) or spark (the relation names Spark tables or "

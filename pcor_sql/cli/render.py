@@ -3,8 +3,9 @@ tables (rich), one JSON document, JSON Lines, CSV, or SQL.
 
 `json` is one JSON document, a list with one object per result (`python -m json.tool` reads
 it); `jsonl` is the same objects one per line. Both carry the library's stable keys
-(`Explanation.as_dict()`); values DuckDB returns that JSON lacks are converted: decimals to
-numbers, dates and times to ISO 8601 text, bytes to hex, NaN and ±inf to null. `csv` has flat
+(`Explanation.as_dict()`); values DuckDB returns that JSON lacks are converted as everywhere
+(`pcor_sql.jsonable`): decimals to numbers, dates and times to ISO 8601 text, a timedelta to
+seconds, bytes to hex, NaN and ±inf to null. `csv` has flat
 columns: a nested mapping's keys joined with '.' (`record.id`, `context.year`), a list's items
 joined with '|', so no cell holds JSON.
 """
@@ -12,12 +13,8 @@ joined with '|', so no cell holds JSON.
 from __future__ import annotations
 
 import csv
-import datetime as _dt
-import decimal
 import json
-import math
 import sys
-import uuid
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich.console import Console
@@ -25,7 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from pcor_sql.cli.console import stdout_console, write_line
-from pcor_sql.readable import certificate_words, round_epsilon
+from pcor_sql.jsonable import jsonable
+from pcor_sql.readable import certificate_words, round_epsilon, start_words
 
 TABLE = "table"
 JSON = "json"
@@ -37,37 +35,6 @@ CSV = "csv"
 TABLE_ROWS = 100
 #: The last line of a text release: where the words it uses are explained.
 GLOSSARY_POINTER = "terms (ε, ε1, OCDP, utility, ...): pcor-sql glossary"
-
-_START_SOURCES = {
-    "user": "given (--start / start = ...), checked to hold the record and be valid",
-    "search": "found by a validity-only search (free under OCDP)",
-    "none": "none needed (the search does not walk from a start)",
-}
-
-
-def jsonable(value: Any) -> Any:
-    """`value` with every part JSON can carry as is, or converted (see the module docstring)."""
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, decimal.Decimal):
-        return jsonable(float(value))
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, (_dt.date, _dt.time, _dt.datetime)):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if callable(getattr(value, "tolist", None)):  # numpy scalars and arrays
-        return jsonable(value.tolist())
-    return str(value)
 
 
 def json_text(obj: Any) -> str:
@@ -238,7 +205,7 @@ def _explanation_block(console: Console, e: Any, number_: int, total: int) -> No
     _field(console, "explanation", e.explanation_sql)
     _field(console, "privacy", e.privacy_summary)
     _field(console, "search", f"{e.search}, {e.samples} samples; verifier {e.verifier}; utility {e.utility}")
-    _field(console, "start", _START_SOURCES.get(e.start_source, e.start_source))
+    _field(console, "start", start_words(e.start_source))
     _field(console, "record", record_text(e.record))
     units = ", ".join(e.units) + (f" (dataset {e.dataset})" if e.dataset else "")
     if e.budget_limit is not None:

@@ -46,7 +46,7 @@ def serve(
     ssl_certfile: Annotated[Optional[str], typer.Option(
         "--ssl-certfile", metavar="PATH", help="TLS certificate chain.")] = None,
     ledger: o.Ledger = None,
-    engine: o.Engine = o.EngineName.duckdb,
+    engine: o.EngineOption = o.Engine.DUCKDB,
     spark_master: o.SparkMaster = "local[*]",
 ) -> None:
     """Serve analysts over HTTP: GET /v1/datasets, POST /v1/explain, /v1/identify, /v1/cost,
@@ -63,7 +63,7 @@ def serve(
     Example:
         pcor-sql serve --db salaries.duckdb --port 8000
     """
-    if db is None and engine is o.EngineName.duckdb:
+    if db is None and engine is o.Engine.DUCKDB:
         raise UserError("serve needs the data: --db FILE", "e.g. pcor-sql serve --db salaries.duckdb")
     if (ssl_keyfile is None) != (ssl_certfile is None):
         raise UserError("TLS needs both --ssl-keyfile and --ssl-certfile", "give both, or neither (plain HTTP)")

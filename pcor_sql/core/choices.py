@@ -22,3 +22,9 @@ class Notion(StrEnum):
     """The ledger's privacy notions, never added together (DESIGN.md §6)."""
 
     OCDP, DP, SP = "ocdp", "dp", "sp"
+
+
+class Engine(StrEnum):
+    """Where rows are read: embedded DuckDB, or Spark (`pcor_sql.backends`)."""
+
+    DUCKDB, SPARK = "duckdb", "spark"

@@ -13,16 +13,15 @@ lattice table), against ~10² µs for one verifier check.
 
 An ordinal attribute (declared bins, DESIGN.md §2) selects a contiguous run of bins holding
 V's bin: admissibility checks the run, and the moves (`neighbours`, `grow_bits`,
-`shrink_bits`, `grow_pairs`) flip only the bins at its ends. A space without ordinal
+`shrink_bits`) flip only the bins at its ends. A space without ordinal
 attributes takes exactly the plain bitset paths (same contexts, same order, same draws).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -106,8 +105,8 @@ class ContextSpace:
     by flipping one bit that keeps the context admissible — any of the t − m free bits of a
     categorical attribute, one end of an ordinal attribute's run (grow or shrink it by one bin).
 
-    Admissible contexts are numbered 0 … n_admissible − 1 by a mixed-radix index (`from_free`,
-    `to_free`; attribute 0 is the lowest digit). A categorical attribute's digit is its free-bit
+    Admissible contexts are numbered 0 … n_admissible − 1 by a mixed-radix index (`from_free`;
+    attribute 0 is the lowest digit). A categorical attribute's digit is its free-bit
     word (radix 2^(|dom| − 1)), so on a space without ordinal attributes the index is the
     free-bit word. An ordinal attribute with B bins and V in bin a has digit
     (a − lo) + (a + 1)·(hi − a) for the run [lo, hi]: radix (a + 1)(B − a), 0 = V's bin alone.
@@ -191,24 +190,6 @@ class ContextSpace:
         raw = np.frombuffer(bits.to_bytes((self.t + 7) // 8, "little"), dtype=np.uint8)
         return np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()
 
-    def grow_pairs(self, mask: int) -> list[int]:
-        """The additions of two values that keep `mask` admissible, as masks of the two bits, in
-        lexicographic bit order (on an ordinal attribute: the two bins beyond one end, or one
-        beyond each end)."""
-        if not self.ordinal:
-            missing = [b for b in self.free_bits if not (mask >> b) & 1]
-            return [(1 << x) | (1 << y) for x, y in itertools.combinations(missing, 2)]
-        reach: list[int] = []
-        for i in range(self.m):
-            if i not in self.ordinal:
-                reach.extend(b for b in self._attr_free[i] if not (mask >> b) & 1)
-                continue
-            o, size = self.offsets[i], len(self.attributes[i].domain)
-            lo, hi = self.run(mask, i)
-            reach.extend(o + j for j in (lo - 2, lo - 1, hi + 1, hi + 2) if 0 <= j < size)
-        pairs = ((1 << x) | (1 << y) for x, y in itertools.combinations(reach, 2))
-        return [p for p in pairs if self.is_admissible(mask | p)]
-
     def _moves(self, mask: int, *, grow: bool, shrink: bool) -> list[int]:
         out: list[int] = []
         for i in range(self.m):
@@ -231,9 +212,6 @@ class ContextSpace:
     def weight(mask: int) -> int:
         return mask.bit_count()
 
-    def free_bits_set(self, mask: int) -> Iterator[int]:
-        return (b for b in self.free_bits if (mask >> b) & 1)
-
     def from_free(self, free_word: int) -> int:
         """The admissible context with index `free_word` (see the class docstring); without
         ordinal attributes, the context whose free bits are the bits of `free_word` (bit i →
@@ -247,16 +225,6 @@ class ContextSpace:
             mask |= 1 << free_bits[low.bit_length() - 1]
             free_word ^= low
         return mask
-
-    def to_free(self, mask: int) -> int:
-        """The index of an admissible context (the inverse of `from_free`)."""
-        if self.ordinal:
-            return self._to_index(mask)
-        word = 0
-        for i, b in enumerate(self.free_bits):
-            if (mask >> b) & 1:
-                word |= 1 << i
-        return word
 
     def digit_bits(self, i: int, digit: int) -> int:
         """Attribute i's selection (|dom(A_i)| bits, unshifted) for its index digit `digit`."""
@@ -295,13 +263,6 @@ class ContextSpace:
             index, d = divmod(index, radix)
             mask |= self.digit_bits(i, d) << self.offsets[i]
         return mask
-
-    def _to_index(self, mask: int) -> int:
-        index, stride = 0, 1
-        for i, radix in enumerate(self.radices):
-            index += self.digit(mask, i) * stride
-            stride *= radix
-        return index
 
     def random_admissible(self, source: Any) -> int:
         """A uniformly random admissible context: each free bit of a categorical attribute a

@@ -13,12 +13,11 @@ or clock is read (a time limit would let the data's check costs steer it).
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
 
 # Re-exported for callers that import it from here (benchmarks.profiles): one descent for the
 # package, which on an ordinal attribute removes only a bin at an end of the run (removing any
 # selected value, as a copy here once did, cuts a gap into the run: an inadmissible context).
-from pcor_sql.core.exploration import random_descents
+from pcor_sql.core.exploration import ValidityOracle, random_descents
 from pcor_sql.core.space import ContextSpace
 
 __all__ = ["DEFAULT_DESCENTS", "DEFAULT_MAX_CHECKS", "DEFAULT_NEAR_CHECKS", "DEFAULT_START_CHECKS", "ValidityOracle",
@@ -31,12 +30,6 @@ DEFAULT_NEAR_CHECKS = 64
 #: The most contexts the whole search checks when it met a valid one near the record.
 DEFAULT_START_CHECKS = 300
 DEFAULT_DESCENTS = 24
-
-
-class ValidityOracle(Protocol):
-    space: ContextSpace
-
-    def is_valid(self, mask: int) -> bool: ...
 
 
 class _Checker:

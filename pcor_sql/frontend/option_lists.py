@@ -219,19 +219,3 @@ def _verifier_spec(tokens: Sequence[Token]) -> tuple[str, dict[str, OptionValue]
     if close != len(tokens) - 1:
         raise UserError(f"unexpected {tokens[close + 1].text!r} after ')'", "end the spec with its ')'")
     return name, dict(option_tuple(parse_option_list(tokens[2:close], f"{name}(...)")))
-
-
-def format_verifier_spec(name: str, options: Mapping[str, OptionValue]) -> str:
-    """The inverse of `parse_verifier_spec`: ("lof", {"k": 20}) → "lof(k=20)"; no options → "lof"."""
-    parts = []
-    for key, value in options.items():
-        if isinstance(value, bool):
-            text = "TRUE" if value else "FALSE"
-        elif isinstance(value, str):
-            text = "'" + value.replace("'", "''") + "'"
-        elif isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
-            text = repr(value)
-        else:
-            raise InternalError(f"option {key}={value!r} cannot be written in a verifier spec")
-        parts.append(f"{key}={text}")
-    return f"{name}({', '.join(parts)})" if parts else name

@@ -5,10 +5,9 @@ A charge is one transaction of five statements, whatever the number of units its
 reads: BEGIN, one SELECT of the units' budget rows (with the default limit, the strictness
 flag and any release ids already charged), one INSERT of the history rows, one upsert of the
 budget rows, COMMIT (an analyst's charge adds one SELECT and one upsert of the quota rows,
-`quota_rules`). `Ledger.reserve` runs them at once; `Ledger.open_charge` issues the first two
-before the caller's work (the early refusal) and the rest after it, so the check and the
-write are one transaction. If another writer committed to the same row meanwhile, DuckDB
-refuses our write and the whole body runs again from a fresh snapshot, re-checking the limit.
+`quota_rules`), run by `Ledger.reserve` before the work reads any row. If another writer
+committed to the same row meanwhile, DuckDB refuses our write and the whole body runs again
+from a fresh snapshot, re-checking the limit.
 """
 
 from __future__ import annotations
@@ -16,13 +15,14 @@ from __future__ import annotations
 import decimal
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
 
 from pcor_sql.core.accounting import Cost
 from pcor_sql.errors import BudgetExceeded, InternalError, Refused, from_python
-from pcor_sql.ledger.input_checks import check_positive
+from pcor_sql.ledger.input_checks import check_positive, check_unit
 from pcor_sql.ledger.transactions import utc_now
 
 #: Float slack when comparing spent + ε with a limit, relative to the limit: releases of ε = 0.1
@@ -321,7 +321,7 @@ def _headroom(limit: float, spent: float) -> str | None:
 
 def check_item(item: Any) -> None:
     if not isinstance(item, ChargeItem):
-        raise InternalError(f"charge_many expects ChargeItem values, got {type(item).__name__}")
+        raise InternalError(f"a charge takes ChargeItem values, got {type(item).__name__}")
     if not hasattr(item.cost, "notion"):
         raise InternalError(f"a charge's cost must be typed (OcdpCost, DpCost, SpCost), got {item.cost!r}")
     check_positive(item.cost.epsilon, "ε")
@@ -334,3 +334,43 @@ def check_item(item: Any) -> None:
             raise InternalError(f"{name} of a charge must be text or None")
     if item.role not in ("owner", "analyst") or not isinstance(item.seeded, bool):
         raise InternalError(f"a charge's role must be owner or analyst and seeded a bool, got {item!r}")
+
+
+def unit_names(units: str | Sequence[str]) -> tuple[str, ...]:
+    if not isinstance(units, (str, list, tuple)):
+        check_unit(units)  # the one-line error for a single bad name
+    names = (units,) if isinstance(units, str) else tuple(units)
+    if not names:
+        raise InternalError("a charge needs at least one unit")
+    for unit in names:
+        check_unit(unit)
+    return tuple(sorted(set(names)))
+
+
+def checked_batch(items: Iterable[ChargeItem]) -> tuple[ChargeItem, ...]:
+    """The items of one charge: valid, one notion, distinct release ids."""
+    batch = tuple(items)
+    for item in batch:
+        check_item(item)
+    if len({item.notion for item in batch}) > 1:
+        raise InternalError("one batch of charges mixes privacy notions")
+    ids = [item.release_id for item in batch]
+    if len(set(ids)) != len(ids):
+        raise InternalError("one batch of charges repeats a release_id")
+    return batch
+
+
+def binding(totals: tuple[UnitTotal, ...], after: bool) -> tuple[float, float | None]:
+    """(spent, limit) of the unit with the least headroom (limit None when no unit has one; then
+    the largest spent): spent after the charge if `after`, else as the check read it."""
+    if not totals:
+        return 0.0, None
+
+    def spent(t: UnitTotal) -> float:
+        return t.total if after else t.row.spent
+
+    limited = [t for t in totals if t.limit is not None]
+    if not limited:
+        return max(spent(t) for t in totals), None
+    t = min(limited, key=lambda t: t.limit - t.total)  # type: ignore[operator]
+    return spent(t), t.limit

@@ -34,13 +34,15 @@ from pcor_sql.ledger.charge_rules import (
     Provenance,
     UnitRow,
     UnitTotal,
+    binding,
     check_limits,
+    checked_batch,
     fresh_items,
     read_state,
+    unit_names,
     write_charge,
 )
 from pcor_sql.ledger.outcomes import check_reason, record_outcome, settle_spent_after
-from pcor_sql.ledger.pending import binding, checked_batch, unit_names
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.quota_rules import (
     ALL_DATASETS,
@@ -119,7 +121,7 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
 
 class Reservation:
     """A reserved charge (see the module docstring). `spent`, `limit`: the binding unit's total
-    after the charge and its limit (None if no unit has one), as `PendingCharge` gives them;
+    after the charge and its limit (None if no unit has one, `charge_rules.binding`);
     `release_ids`: one per item; `outcome`: None until one is recorded."""
 
     def __init__(self, access: LedgerAccess, totals: tuple[UnitTotal, ...], batch: tuple[ChargeItem, ...],

@@ -47,12 +47,11 @@ import duckdb
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.ledger import consistency
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, check_limits, read_state, within
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, checked_batch, unit_names, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
 from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
 from pcor_sql.ledger.migration import MigrationReport, read_legacy
 from pcor_sql.ledger.migration import migrate as migration_body
-from pcor_sql.ledger.pending import COSTS, PendingCharge, checked_batch, unit_names
 from pcor_sql.ledger.records import (
     BudgetStatus,
     LimitChange,
@@ -67,7 +66,7 @@ from pcor_sql.ledger.transactions import LedgerAccess, ledger_failure, run_trans
 from pcor_sql.resources import sql_text
 from pcor_sql.sqltext.quoting import quote_identifier
 
-__all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "PendingCharge", "ReleaseRecord",
+__all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "ReleaseRecord",
            "Reservation", "new_release_id", "NOTIONS", "LOCATION_SQL"]
 
 IN_MEMORY_WARNING = (
@@ -163,12 +162,6 @@ class Ledger:
             return tuple(self._statuses("WHERE n.notion = $1", [notion]))
         return tuple(self._statuses("", []))
 
-    def default_limits(self) -> dict[str, float]:
-        """The default limit of each notion that has one."""
-        rows = self.read(f"SELECT name, value FROM {self.tables.settings} WHERE system.main.starts_with(name, 'default_limit_')"
-                         " AND value IS NOT NULL", [])
-        return {name.removeprefix("default_limit_"): value for name, value in rows}
-
     def strict(self) -> bool:
         """True once the ledger holds any limit (own or default): then a unit without one is refused."""
         rows = self.read(
@@ -251,18 +244,6 @@ class Ledger:
             " ON CONFLICT (unit) DO UPDATE SET public = excluded.public, updated_at = excluded.updated_at",
             [unit, bool(public), utc_now()]))
 
-    def precheck(self, units: str | Sequence[str], epsilon: float, notion: str = "ocdp") -> None:
-        """Refuse early: raise UserError if the ledger cannot be charged, BudgetExceeded/Refused if
-        a charge of `epsilon` under `notion` would not fit every unit now. Passing is no
-        reservation — a charge checks again atomically."""
-        self.ensure_writable()
-        check_notion(notion)
-        cost = COSTS[notion](check_positive(epsilon, "ε"))
-        names = unit_names(units)
-        if self._exists:
-            state = self.read_with(lambda cur: read_state(cur, self.tables, names, notion, []))
-            check_limits(state, [ChargeItem("precheck", cost, "precheck")])
-
     def reserve(self, units: str | Sequence[str], items: Sequence[ChargeItem], *,
                 analyst: str | None = None) -> Reservation:
         """Charge `items` to every unit in `units` now, before the work reads any data, in one
@@ -281,30 +262,6 @@ class Ledger:
         """Refuse now (BudgetExceeded) if `reserve` would, for a limit or `analyst`'s quota; writes
         nothing, reserves nothing (`reservation.check_fit`: what it leaves to the reservation)."""
         check_fit(self, units, items, analyst)
-
-    def charge(self, units: str | Sequence[str], cost: object, *, mechanism: str, record_key: str | None = None,
-               statement: str | None = None, release_id: str, seeded: bool = False) -> float:
-        """Charge one release of typed `cost` to every unit in `units`; return the smallest
-        headroom's unit total afterwards (see `charge_many`)."""
-        item = ChargeItem(release_id, cost, mechanism, record_key, statement, seeded)  # type: ignore[arg-type]
-        return self.charge_many(units, [item])
-
-    def charge_many(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> float:
-        """Charge several releases to every unit in `units` in one transaction, all or nothing,
-        and return the largest total spent among the units afterwards. Their ε add up
-        (sequential composition); the whole batch is refused if any unit would pass its limit.
-        Items whose release_id is already in the history are skipped (already paid for).
-        The history records outcome 'charged' (no outcome: prefer `reserve`)."""
-        with self.open_charge(units, items) as pending:
-            return pending.commit().spent
-
-    def open_charge(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> PendingCharge:
-        """Begin charging `items` to `units`: the transaction opens and the limits are checked
-        now (refused now, nothing written), the write waits for `commit()` — so the caller's
-        work can run between an early refusal and the charge, inside one ledger transaction.
-        Use it as a context manager: leaving the block without `commit()` charges nothing."""
-        names, batch = self._batch(units, items)
-        return PendingCharge(self.access, names, batch)
 
     def _batch(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> tuple[tuple[str, ...], tuple[ChargeItem, ...]]:
         self.ensure_writable()

@@ -9,11 +9,9 @@ the caller answers every one with the same 401 and the same body.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import decimal
-import enum
-import numbers
 from typing import Any
+
+from pcor_sql.jsonable import jsonable
 
 #: The longest Authorization header read (a token is ~43 characters; anything longer is refused unread).
 MAX_HEADER = 512
@@ -58,39 +56,11 @@ def usage(ledger: Any, name: str) -> Any:
     """The analyst's quotas and spent ε per notion, as plain JSON."""
     from pcor_sql.ledger.analysts import analyst_usage
 
-    return plain(analyst_usage(ledger, name))
+    return jsonable(analyst_usage(ledger, name))
 
 
 def history(ledger: Any, name: str, limit: int | None = None, before: str | None = None) -> Any:
     """The analyst's own requests, oldest first, as plain JSON."""
     from pcor_sql.ledger.analysts import analyst_history
 
-    return plain(analyst_history(ledger, name, limit, before))
-
-
-def plain(value: Any) -> Any:
-    """`value` as JSON data: dataclasses and mappings as objects, sequences as lists, times in
-    ISO 8601, anything else of no JSON type as its text."""
-    if value is None or type(value) in (bool, int, str):
-        return value
-    if type(value) is float:
-        return value if value == value and abs(value) != float("inf") else None
-    if isinstance(value, enum.Enum):
-        return plain(value.value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if hasattr(value, "as_dict"):
-            return plain(value.as_dict())
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(v) for v in value]
-    if isinstance(value, (_dt.datetime, _dt.date)):
-        return value.isoformat()
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, (numbers.Real, decimal.Decimal)):
-        return plain(float(value))
-    return str(value)
+    return jsonable(analyst_history(ledger, name, limit, before))

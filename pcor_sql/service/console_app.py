@@ -54,7 +54,7 @@ HEADERS = {"Cache-Control": "no-store", "Content-Security-Policy": CSP, "X-Frame
 
 
 @dataclass
-class Session:
+class ConsoleSession:
     csrf: str
     created: float
     seen: float
@@ -62,16 +62,16 @@ class Session:
     flash: tuple[str, str] | None = field(default=None)
 
 
-class Sessions:
+class ConsoleSessions:
     """The console's sessions, in memory (a restart logs everyone out)."""
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Session] = {}
+        self._by_id: dict[str, ConsoleSession] = {}
         self._lock = threading.Lock()
 
-    def open(self) -> tuple[str, Session]:
+    def open(self) -> tuple[str, ConsoleSession]:
         now = time.monotonic()
-        sid, session = secrets.token_urlsafe(32), Session(secrets.token_urlsafe(32), now, now)
+        sid, session = secrets.token_urlsafe(32), ConsoleSession(secrets.token_urlsafe(32), now, now)
         with self._lock:
             self._expire(now)
             while len(self._by_id) >= MAX_SESSIONS:
@@ -79,7 +79,7 @@ class Sessions:
             self._by_id[sid] = session
         return sid, session
 
-    def get(self, sid: str | None) -> Session | None:
+    def get(self, sid: str | None) -> ConsoleSession | None:
         if not sid:
             return None
         now = time.monotonic()
@@ -139,12 +139,12 @@ async def form(request: Request) -> dict[str, str]:
 def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> list[BaseRoute]:
     """The console's routes, every path under `/console`, to add to the owner listener's app.
     `check_token(text)` says whether `text` is the owner token (an analyst's is not)."""
-    sessions = Sessions()
+    sessions = ConsoleSessions()
 
     async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
-    def page(render: Callable[[Request, Session], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    def page(render: Callable[[Request, ConsoleSession], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
             session = sessions.get(request.cookies.get(COOKIE))
             if session is None:
@@ -158,7 +158,7 @@ def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> lis
                 return html(pages.message_page("Error", "internal error: the service log has the details"), 500)
         return handle
 
-    def action(work: Callable[[Request, Session, dict[str, str]], Awaitable[Response]]) -> Callable[..., Any]:
+    def action(work: Callable[[Request, ConsoleSession, dict[str, str]], Awaitable[Response]]) -> Callable[..., Any]:
         async def handle(request: Request) -> Response:
             if not same_origin(request):
                 return refused("a form posted from another site is refused")
@@ -200,27 +200,27 @@ def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> lis
                             secure=request.url.scheme == "https")
         return response
 
-    async def logout(request: Request, session: Session, fields: dict[str, str]) -> Response:
+    async def logout(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         sessions.close(request.cookies.get(COOKIE))
         response = redirect("/console/login")
         response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
         return response
 
-    def flash(session: Session) -> tuple[str, str] | None:
+    def flash(session: ConsoleSession) -> tuple[str, str] | None:
         shown, session.flash = session.flash, None
         return shown
 
-    async def overview(request: Request, session: Session) -> Response:
+    async def overview(request: Request, session: ConsoleSession) -> Response:
         return html(pages.overview_page(await call(plane.overview, 12), session.csrf, flash(session)))
 
-    async def datasets(request: Request, session: Session) -> Response:
+    async def datasets(request: Request, session: ConsoleSession) -> Response:
         return html(pages.datasets_page(await call(plane.datasets), session.csrf))
 
-    async def analysts(request: Request, session: Session) -> Response:
+    async def analysts(request: Request, session: ConsoleSession) -> Response:
         found, names = await call(lambda: (plane.analysts(), [d["name"] for d in plane.datasets()]))
         return html(pages.analysts_page(found, names, session.csrf, flash(session)))
 
-    async def history(request: Request, session: Session) -> Response:
+    async def history(request: Request, session: ConsoleSession) -> Response:
         query = request.query_params
         chosen = {k: query.get(k, "") for k in ("analyst", "dataset", "outcome")}
         text = query.get("offset", "0")
@@ -236,32 +236,32 @@ def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> lis
         found, choices = await call(read)
         return html(pages.history_page(found, choices, chosen, session.csrf))
 
-    async def spending(request: Request, session: Session) -> Response:
+    async def spending(request: Request, session: ConsoleSession) -> Response:
         by_unit, by_analyst = await call(lambda: (plane.spending("unit"), plane.spending("analyst")))
         return html(pages.spending_page(by_unit, by_analyst, session.csrf))
 
-    async def audit(request: Request, session: Session) -> Response:
+    async def audit(request: Request, session: ConsoleSession) -> Response:
         return html(pages.audit_page(await call(plane.audit.latest, 200), session.csrf))
 
-    async def revoke(request: Request, session: Session, fields: dict[str, str]) -> Response:
+    async def revoke(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name = _name(fields)
         await call(plane.revoke, name)
         session.flash = ("ok", f"Revoked {name}: their token is refused from now on.")
         return redirect("/console/analysts")
 
-    async def rotate(request: Request, session: Session, fields: dict[str, str]) -> Response:
+    async def rotate(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name = _name(fields)
         token = await call(plane.rotate, name)
         return html(pages.token_page(session.csrf, name, token, "A new token for"))
 
-    async def add(request: Request, session: Session, fields: dict[str, str]) -> Response:
+    async def add(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name = _name(fields)
         quota = _epsilon(fields.get("quota", ""))
         scope = [d.strip() for d in fields.get("datasets", "").split(",") if d.strip()] or None
         token = await call(plane.add_analyst, name, quota, fields.get("notion") or None, scope)
         return html(pages.token_page(session.csrf, name, token, "Added"))
 
-    async def quota(request: Request, session: Session, fields: dict[str, str]) -> Response:
+    async def quota(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name, epsilon = _name(fields), _epsilon(fields.get("epsilon", ""))
         notion, dataset = fields.get("notion") or None, fields.get("dataset") or None
         await call(plane.set_quota, name, epsilon, notion=notion, dataset=dataset)

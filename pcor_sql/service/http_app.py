@@ -67,9 +67,10 @@ from starlette.routing import Route
 from pcor_sql import pipeline
 from pcor_sql.analyst import OWNER_ONLY, Analyst
 from pcor_sql.errors import Refused, UserError
+from pcor_sql.jsonable import jsonable
 from pcor_sql.ledger.dataset_registry import list_datasets
 from pcor_sql.service import analyst_identity
-from pcor_sql.service.analyst_identity import Identity, plain
+from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Endpoint
 from pcor_sql.service.http_plumbing import http_error, internal, make_route, ok
 from pcor_sql.service.owner_plane import AuditLog
@@ -198,7 +199,7 @@ class Service:
         dataset, keys = body.pop("dataset"), body.pop("keys")
         request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": len(keys)}
         results = await self.answer(identity, "explain_outliers", dataset, keys, body)
-        return {"results": [plain(r.as_dict()) for r in results]}
+        return {"results": [jsonable(r.as_dict()) for r in results]}
 
     async def identify(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         body = await self.body(request)
@@ -206,7 +207,7 @@ class Service:
         dataset, value = body.pop("dataset"), body.pop("value")
         request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": 1}
         answer = await self.answer(identity, "identify_value", dataset, value, body)
-        shown = plain(answer.as_dict())
+        shown = jsonable(answer.as_dict())
         shown["value"] = shown.pop("key")
         return {"results": [shown]}
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from pcor_sql.errors import UserError
 from pcor_sql.ledger.records import HISTORY_COLUMNS, ReleaseRecord
-from pcor_sql.service.analyst_identity import plain
+from pcor_sql.jsonable import jsonable
 
 #: The outcomes a history row can have (the console's filter offers these).
 OUTCOMES = ("answered", "failed", "interrupted", "running", "charged")
@@ -57,7 +57,7 @@ class AuditLog:
 
 
 def _row(record: ReleaseRecord) -> dict[str, Any]:
-    out = plain({name: getattr(record, name) for name in record.__dataclass_fields__})
+    out = jsonable({name: getattr(record, name) for name in record.__dataclass_fields__})
     out["shown_outcome"] = record.shown_outcome
     out["asked"] = record.statement or ""
     return out
@@ -75,7 +75,7 @@ class OwnerPlane:
 
     def units(self) -> list[dict[str, Any]]:
         """Per unit and notion: spent, limit (and where it comes from), releases, public."""
-        return [plain(s) for s in self.owner.status()]
+        return [jsonable(s) for s in self.owner.status()]
 
     def analysts(self) -> list[dict[str, Any]]:
         """Every analyst: created, revoked, datasets, per notion quota and spent, and how many
@@ -152,7 +152,7 @@ class OwnerPlane:
             " ORDER BY who, 2")
         series: dict[str, list[list[Any]]] = {}
         for who, moment, total in self.ledger.read(query, [int(points)]):
-            series.setdefault(who, []).append([plain(moment), float(total)])
+            series.setdefault(who, []).append([jsonable(moment), float(total)])
         return {"by": by, "series": series}
 
     def overview(self, latest: int = 10) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""answer_anomaly_queries: the DuckDB entry point the public API calls."""
+"""prepare_anomaly_queries, then AnomalyBatch.answer: the DuckDB path the public API takes
+(`jobs.AnswerJob` charges the ledger between the two)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pyarrow as pa
 import pytest
 
 from pcor_sql.anomaly import mechanisms as mech
-from pcor_sql.anomaly.batch import AnomalyAnswer, answer_anomaly_queries, prepare_anomaly_queries
+from pcor_sql.anomaly.batch import AnomalyAnswer, prepare_anomaly_queries
 from pcor_sql.core.randomness import SecureRandom
 from pcor_sql.errors import UserError
 
 KW = dict(beta=5, radius=1.0, epsilon=0.5, privacy="sp", k=1, norm="l2")
+
+
+def answer_queries(con, relation_sql, columns, selector_sql, *, source, **params) -> list[AnomalyAnswer]:
+    return prepare_anomaly_queries(con, relation_sql, columns, selector_sql, **params).answer(source)
 
 
 @pytest.fixture()
@@ -30,7 +35,7 @@ def con():
 
 
 def test_answers_selected_records_with_owner_fields(con):
-    answers = answer_anomaly_queries(con, "people", ["age"], "age >= 50", source=np.random.default_rng(3), **KW)
+    answers = answer_queries(con, "people", ["age"], "age >= 50", source=np.random.default_rng(3), **KW)
     # The record is the whole selected row, so an answer can be matched to its record by id.
     assert [a.record for a in answers] == [
         {"id": 101, "age": 50, "score": 125.0, "name": "x"},
@@ -47,8 +52,8 @@ def test_answers_selected_records_with_owner_fields(con):
 
 def test_same_seed_same_answers_and_the_bit_is_truth_xor_flip(con):
     # Seed 9 flips one answer (most flip probabilities here are < 0.1), so the check below sees a flip.
-    first = answer_anomaly_queries(con, "people", ["age"], None, source=np.random.default_rng(9), **KW)
-    again = answer_anomaly_queries(con, "people", ["age"], None, source=np.random.default_rng(9), **KW)
+    first = answer_queries(con, "people", ["age"], None, source=np.random.default_rng(9), **KW)
+    again = answer_queries(con, "people", ["age"], None, source=np.random.default_rng(9), **KW)
     assert [a.anomaly for a in first] == [a.anomaly for a in again]
     # One exact coin per answer, in order: the first 64-bit word W flips iff W < ⌊p·2⁶⁴⌋ (a tie,
     # W = ⌊p·2⁶⁴⌋, would read on; it has probability 2⁻⁶⁴ and does not happen here).
@@ -62,7 +67,7 @@ def test_same_seed_same_answers_and_the_bit_is_truth_xor_flip(con):
 
 
 def test_dp_mode_uses_delta_g_and_reports_no_k(con):
-    answers = answer_anomaly_queries(con, "people", ["age"], "age = 100", source=SecureRandom(), **(KW | {"privacy": "dp"}))
+    answers = answer_queries(con, "people", ["age"], "age = 100", source=SecureRandom(), **(KW | {"privacy": "dp"}))
     (a,) = answers
     assert a.k is None and a.privacy == "dp" and a.lambda_ == 1  # Δ_G = min(x_i, β+1−B) = 1
 
@@ -101,16 +106,16 @@ def test_cost_is_charged_per_answer(con):
 )
 def test_bad_input_is_a_user_error(con, columns, selector, overrides, needle):
     with pytest.raises(UserError) as err:
-        answer_anomaly_queries(con, "people", columns, selector, source=np.random.default_rng(0), **(KW | overrides))
+        answer_queries(con, "people", columns, selector, source=np.random.default_rng(0), **(KW | overrides))
     assert needle in str(err.value) and " — " in str(err.value)
 
 
 def test_nulls_and_nans_are_named(con):
     con.execute("CREATE TABLE holes AS SELECT * FROM (VALUES (1, 1.0), (2, NULL), (3, 'nan'::DOUBLE)) t(id, v)")
     with pytest.raises(UserError, match="'v' has 1 NULL value.*WHERE \"v\" IS NOT NULL"):
-        answer_anomaly_queries(con, "holes", ["v"], None, source=np.random.default_rng(0), **KW)
+        answer_queries(con, "holes", ["v"], None, source=np.random.default_rng(0), **KW)
     with pytest.raises(UserError, match="'v' has 1 NaN"):
-        answer_anomaly_queries(con, "(SELECT * FROM holes WHERE v IS NOT NULL)", ["v"], None, source=np.random.default_rng(0), **KW)
+        answer_queries(con, "(SELECT * FROM holes WHERE v IS NOT NULL)", ["v"], None, source=np.random.default_rng(0), **KW)
 
 
 def test_batch_over_every_row_of_110k_takes_seconds(con):
@@ -122,7 +127,7 @@ def test_batch_over_every_row_of_110k_takes_seconds(con):
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        answers = answer_anomaly_queries(con, "victims", ["victim_age"], None, source=np.random.default_rng(1),
+        answers = answer_queries(con, "victims", ["victim_age"], None, source=np.random.default_rng(1),
                                          **(KW | {"beta": 50, "radius": 1}))
         times.append(time.perf_counter() - t0)
     assert len(answers) == 110_000

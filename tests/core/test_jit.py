@@ -111,7 +111,7 @@ def test_every_kernel_releases_the_gil():
 
     kernels = [jit.member_cells, jit.numpy_sum, jit.first_position,
                moment_kernel.member_span, moment_kernel.zscore_kernel, moment_kernel.grubbs_kernel,
-               moment_kernel.moment_statistic, histogram_kernel.histogram_kernel]
+               histogram_kernel.histogram_kernel]
     kernels += [f for f in vars(lof_kernel).values() if hasattr(f, "targetoptions")]
     for kernel in kernels:
         assert kernel.targetoptions.get("nogil") is True, kernel.__name__

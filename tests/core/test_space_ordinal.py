@@ -5,7 +5,6 @@ Every law is checked against a brute-force definition over all t-bit masks, on r
 mixing categorical and ordinal attributes (hypothesis), and a space without ordinal attributes
 keeps the plain bitset behaviour exactly."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -61,7 +60,6 @@ def test_admissible_contexts_and_their_index_match_the_definition(space):
     masks = [space.from_free(w) for w in range(space.n_admissible)]
     assert sorted(masks) == expected  # a bijection onto the admissible contexts
     assert masks[0] == space.v_mask and masks[-1] == space.full
-    assert [space.to_free(m) for m in masks] == list(range(space.n_admissible))
 
 
 @settings(max_examples=150, deadline=None)
@@ -74,8 +72,6 @@ def test_moves_are_the_admissible_contexts_one_value_away(space):
         assert space.neighbours(mask) == sorted(space.neighbours(mask), key=lambda nb: (nb ^ mask).bit_length())
         assert {mask | (1 << b) for b in space.grow_bits(mask)} == {nb for nb in one_away if nb > mask}
         assert {mask & ~(1 << b) for b in space.shrink_bits(mask)} == {nb for nb in one_away if nb < mask}
-        two_up = {m ^ mask for m in admissible if m & mask == mask and (m ^ mask).bit_count() == 2}
-        assert sorted(space.grow_pairs(mask)) == sorted(two_up)
 
 
 def test_an_ordinal_attribute_moves_only_at_the_ends_of_its_run():
@@ -89,7 +85,6 @@ def test_an_ordinal_attribute_moves_only_at_the_ends_of_its_run():
     with pytest.raises(UserError, match="the bins selected for 'age' are not one run"):
         space.from_values({"age": ["[25, 35)", "[35, 45)", "[55, 65)"]})
     assert not space.is_admissible(space.v_mask | (1 << 4))  # bins 2 and 4: a gap
-    assert [space.run(space.v_mask | p, 0) for p in space.grow_pairs(space.v_mask)] == [(0, 2), (1, 3), (2, 4)]
 
 
 def test_a_space_without_ordinal_attributes_keeps_the_plain_moves():
@@ -100,7 +95,6 @@ def test_a_space_without_ordinal_attributes_keeps_the_plain_moves():
         missing = [b for b in space.free_bits if not (mask >> b) & 1]
         assert space.grow_bits(mask) == missing
         assert space.shrink_bits(mask) == [b for b in space.free_bits if (mask >> b) & 1]
-        assert space.grow_pairs(mask) == [(1 << x) | (1 << y) for x, y in itertools.combinations(missing, 2)]
 
 
 def test_random_admissible_draws_as_the_plain_coins_without_ordinal_attributes():

@@ -2,11 +2,13 @@
 
 Usage: python ledger_worker.py DB DATASET TAG ATTEMPTS EPSILON GO_FILE WORK_SECONDS MODE
 
-Waits for GO_FILE to exist (so both processes start together), then ATTEMPTS times does what a
-release does, opening and closing the database file each time. MODE "precheck": open, precheck,
-close (the "expensive work" happens here: a sleep of WORK_SECONDS, while the other process may
-charge), open again, charge, close. MODE "direct": the same without the precheck, so the
-charge's own check is all that stands between the two processes and an overspent budget.
+Waits at the start line for GO_FILE (tests/start_line.py: both processes start together), then ATTEMPTS times does what a
+release does, opening and closing the database file each time. MODE "check": open, check that
+the charge fits (`Ledger.check_fit`, the analyst service's early refusal), close (the "expensive
+work" happens here: a sleep of WORK_SECONDS, while the other process may charge), open again,
+charge (`reserve`, then `answered`, as the pipeline does), close. MODE "direct": the same without
+the check, so the reservation's own check is all that stands between the two processes and an
+overspent budget.
 Prints one JSON line: how many charges went through, how many were refused, and how long the
 opens waited for the other process's lock.
 """
@@ -20,20 +22,17 @@ from pathlib import Path
 
 from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.core.accounting import OcdpCost
-from pcor_sql.ledger.store import Ledger
+from pcor_sql.ledger.store import ChargeItem, Ledger
 from pcor_sql.errors import BudgetExceeded
+from tests.start_line import arrive_and_wait
 
 
 def main(
     db: str, dataset: str, tag: str, attempts: int, epsilon: float, go_file: Path, work: float, mode: str
 ) -> dict:
-    if mode not in ("precheck", "direct"):
+    if mode not in ("check", "direct"):
         raise SystemExit(f"unknown mode {mode!r}")
-    deadline = time.monotonic() + 20
-    while not go_file.exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the go signal never came")
-        time.sleep(0.001)
+    arrive_and_wait(go_file)
     charged = refused = 0
     open_waits: list[float] = []
 
@@ -44,10 +43,11 @@ def main(
         return con
 
     for attempt in range(attempts):
-        if mode == "precheck":
+        item = ChargeItem(f"{tag}-{attempt}", OcdpCost(epsilon), "test", record_key=tag)
+        if mode == "check":
             con = open_db()
             try:
-                Ledger(con).precheck(dataset, epsilon)
+                Ledger(con).check_fit(dataset, [item])
             except BudgetExceeded:
                 refused += 1
                 continue
@@ -56,7 +56,7 @@ def main(
         time.sleep(work)
         con = open_db()
         try:
-            Ledger(con).charge(dataset, OcdpCost(epsilon), mechanism="test", record_key=tag, release_id=f"{tag}-{attempt}")
+            Ledger(con).reserve(dataset, [item]).answered()
             charged += 1
         except BudgetExceeded:
             refused += 1

@@ -5,7 +5,7 @@ Usage:
       reserve EPSILON on UNIT, print "reserved <release id>", then sleep until killed (the
       parent kills it with SIGKILL between the reservation and its outcome).
   python reserve_worker.py race DB UNIT EPSILON ANALYST ATTEMPTS GO_FILE
-      wait for GO_FILE, then ATTEMPTS times: open the file, reserve EPSILON for ANALYST,
+      wait at the start line for GO_FILE (tests/start_line.py), then ATTEMPTS times: open the file, reserve EPSILON for ANALYST,
       record 'answered', close; print one JSON line {"charged": n, "refused": m}.
 """
 
@@ -22,6 +22,7 @@ from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.store import Ledger
+from tests.start_line import arrive_and_wait
 
 
 def hold(db: str, unit: str, epsilon: float) -> None:
@@ -34,11 +35,7 @@ def hold(db: str, unit: str, epsilon: float) -> None:
 
 
 def race(db: str, unit: str, epsilon: float, analyst: str, attempts: int, go: Path) -> dict:
-    deadline = time.monotonic() + 20
-    while not go.exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the go signal never came")
-        time.sleep(0.001)
+    arrive_and_wait(go)
     charged = refused = 0
     for _ in range(attempts):
         con = connect_with_retry(db, timeout=20)

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import duckdb
@@ -33,7 +32,8 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, add_dataset
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.store import Ledger
 
-from ledger_helpers import ledger_rows, subprocess_env
+from ledger_helpers import conflicts_seen, ledger_rows, subprocess_env
+from tests.start_line import start_together
 
 WORKER = Path(__file__).with_name("reserve_worker.py")
 pytestmark = pytest.mark.filterwarnings("ignore::pcor_sql.errors.PrivacyWarning")
@@ -145,7 +145,7 @@ def test_revoked_and_unknown_analysts_are_refused(con, ledger):
         add_analyst(ledger, "carl", notion="dp")
 
 
-def test_a_revocation_during_a_reservation_is_seen(con):
+def test_a_revocation_during_a_reservation_is_seen(con, monkeypatch):
     ledger = Ledger(con)
     add_analyst(ledger, "ana", quota=1.0)
     holder = con.cursor()
@@ -155,9 +155,12 @@ def test_a_revocation_during_a_reservation_is_seen(con):
     holder.execute("UPDATE pcor.analysts SET revoked_at = now()::TIMESTAMP")
     holder.execute("UPDATE pcor.quotas SET updated_at = now()::TIMESTAMP")
     outcome: list[object] = []
+    conflicted = conflicts_seen(monkeypatch)
     worker = threading.Thread(target=lambda: outcome.append(_try(Ledger(con.cursor()), asked(0.1))))
     worker.start()
-    time.sleep(0.3)
+    # Commit only once the reservation has met the revocation in flight: without the wait it
+    # could start after the commit and never take the conflict path this test is about.
+    assert conflicted.wait(timeout=10) and outcome == []
     holder.execute("COMMIT")
     worker.join(timeout=10)
     assert len(outcome) == 1 and isinstance(outcome[0], Refused), outcome
@@ -233,8 +236,7 @@ def test_two_processes_racing_on_one_quota_never_overspend_it(tmp_path):
     workers = [subprocess.Popen([sys.executable, str(WORKER), "race", str(path), unit, "0.1", "ana", "8", str(go)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env())
                for unit in ("t1", "t2")]
-    time.sleep(0.5)
-    go.touch()
+    start_together(go, len(workers))
     reports = []
     for worker in workers:
         out, err = worker.communicate(timeout=120)

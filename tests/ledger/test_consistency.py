@@ -57,8 +57,7 @@ def test_a_hand_edit_of_the_budget_refuses_releases_until_repair(file_ledger):
     con, ledger = reopen(file_ledger)
     assert ledger.verify() == [Mismatch("t", "ocdp", pytest.approx(0.0, abs=1e-15), pytest.approx(0.3))]
     assert ledger.mismatches == tuple(ledger.verify())
-    for attempt in (lambda: ledger.reserve("t", [item(0.1)]), lambda: charge(ledger, "u", 0.1),
-                    lambda: ledger.precheck("u", 0.1)):
+    for attempt in (lambda: ledger.reserve("t", [item(0.1)]), lambda: charge(ledger, "u", 0.1)):
         with pytest.raises(Refused) as refused:
             attempt()
         assert "pcor-sql budget verify" in str(refused.value) and "pcor-sql budget repair" in str(refused.value)

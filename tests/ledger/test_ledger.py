@@ -1,5 +1,5 @@
 """The privacy budget ledger: refusal at the limit, no charge on error, idempotency, history,
-status, in-memory and read-only databases, a charge open around the caller's work."""
+status, in-memory and read-only databases."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pcor_sql.ledger.store import (
 )
 from pcor_sql.errors import BudgetExceeded, InternalError, UserError
 
-from ledger_helpers import charge, ledger_rows
+from ledger_helpers import charge, charge_items, check_fit, ledger_rows
 
 
 # ---- limits and refusal ------------------------------------------------------------------
@@ -47,7 +47,7 @@ def test_refusal_at_the_limit(con, ledger):
     assert "salaries" in str(refused.value) and "limit" in str(refused.value)
     assert refused.value.fix
     with pytest.raises(BudgetExceeded):  # past the slack of 1e-9 of the limit
-        ledger.precheck("salaries", 2e-9)
+        check_fit(ledger, "salaries", 2e-9)
     assert ledger_rows(con) == before
     assert ledger.status("salaries") == BudgetStatus("salaries", "ocdp", 1.0, "own", 1.0, 0.0, 10)
 
@@ -55,11 +55,11 @@ def test_refusal_at_the_limit(con, ledger):
 def test_a_charge_that_exactly_uses_the_remainder_passes(ledger):
     ledger.set_limit("d", 0.3)
     charge(ledger, "d", 0.1)
-    ledger.precheck("d", 0.2)
+    check_fit(ledger, "d", 0.2)
     # 0.1 + 0.2 is 0.30000000000000004 in floats: the tolerance lets it fit a limit of 0.3.
     assert charge(ledger, "d", 0.2) == pytest.approx(0.3, abs=1e-15)
     with pytest.raises(BudgetExceeded):
-        ledger.precheck("d", 1e-6)
+        check_fit(ledger, "d", 1e-6)
 
 
 def test_refused_charge_writes_nothing_and_names_the_headroom(con, ledger):
@@ -76,13 +76,13 @@ def test_refused_charge_writes_nothing_and_names_the_headroom(con, ledger):
     assert [r.release_id for r in ledger.history("d")][-1] == "big"
 
 
-def test_no_charge_when_the_release_fails_after_precheck(con, ledger):
+def test_no_charge_when_the_release_fails_after_the_early_check(con, ledger):
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.25)
     before = ledger_rows(con)
 
     def release():
-        ledger.precheck("d", 0.5)
+        check_fit(ledger, "d", 0.5)
         raise RuntimeError("the search crashed")  # the expensive work fails before the charge
 
     with pytest.raises(RuntimeError):
@@ -141,7 +141,7 @@ def test_limits_and_epsilons_are_validated(ledger, bad):
         with pytest.raises(UserError):
             ledger.set_limit("d", bad)
     with pytest.raises(UserError):
-        ledger.precheck("d", bad)
+        check_fit(ledger, "d", bad)
     with pytest.raises(UserError):
         charge(ledger, "d", bad)
     assert ledger.statuses() == ()
@@ -172,26 +172,27 @@ def test_a_release_is_never_charged_twice(con, ledger):
         charge(ledger, "other", 0.6, release_id="r1")
 
 
-def test_charge_many_is_all_or_nothing(con, ledger):
+def test_a_batch_is_all_or_nothing(con, ledger):
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.5, release_id="first")
     before = ledger_rows(con)
     too_many = [ChargeItem(f"rec-{i}", OcdpCost(0.1), "sensitive", record_key=f"id = {i}") for i in range(6)]
     with pytest.raises(BudgetExceeded, match="6 releases"):
-        ledger.charge_many("d", too_many)
+        charge_items(ledger, "d", too_many)
     assert ledger_rows(con) == before
-    assert ledger.charge_many("d", too_many[:5]) == 1.0
+    assert charge_items(ledger, "d", too_many[:5]) == 1.0
     history = ledger.history("d")
     assert [r.release_id for r in history] == ["first"] + [f"rec-{i}" for i in range(5)]
     assert [r.seq for r in history] == [1, 2, 3, 4, 5, 6]
     assert [r.spent_after for r in history] == [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     # Re-sending the batch (with the already charged records) charges only what is new.
     ledger.set_limit("d", 2.0)
-    assert ledger.charge_many("d", too_many) == pytest.approx(1.1)
+    assert charge_items(ledger, "d", too_many) == pytest.approx(1.1)
     assert ledger.status("d").releases == 7
-    assert ledger.charge_many("d", []) == pytest.approx(1.1)
+    with pytest.raises(InternalError):  # an empty batch is a caller's bug
+        charge_items(ledger, "d", [])
     with pytest.raises(InternalError):
-        ledger.charge_many("d", [ChargeItem("dup", OcdpCost(0.1), "m"), ChargeItem("dup", OcdpCost(0.1), "m")])
+        charge_items(ledger, "d", [ChargeItem("dup", OcdpCost(0.1), "m"), ChargeItem("dup", OcdpCost(0.1), "m")])
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -199,9 +200,9 @@ def test_charge_many_is_all_or_nothing(con, ledger):
 
 def test_history_contents_and_order(ledger):
     started = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    ledger.charge("a", OcdpCost(0.2), mechanism="bfs", record_key="id = 1", statement="EXPLAIN OUTLIER ...", release_id="a1")
-    ledger.charge("b", OcdpCost(0.3), mechanism="pareto", release_id="b1")
-    ledger.charge("a", OcdpCost(0.1), mechanism="dfs", record_key="id = 2", statement=None, release_id="a2")
+    charge_items(ledger, "a", [ChargeItem("a1", OcdpCost(0.2), "bfs", record_key="id = 1", statement="EXPLAIN OUTLIER ...")])
+    charge_items(ledger, "b", [ChargeItem("b1", OcdpCost(0.3), "pareto")])
+    charge_items(ledger, "a", [ChargeItem("a2", OcdpCost(0.1), "dfs", record_key="id = 2", statement=None)])
     ended = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     first, second = ledger.history("a")
     assert (first.release_id, first.unit, first.seq, first.mechanism) == ("a1", "a", 1, "bfs")
@@ -290,7 +291,7 @@ def test_read_only_database_is_refused_before_any_work(tmp_path):
     assert len(ledger.history("d")) == 1
     for attempt in (
         ledger.ensure_writable,
-        lambda: ledger.precheck("d", 0.1),
+        lambda: check_fit(ledger, "d", 0.1),
         lambda: charge(ledger, "d", 0.1),
         lambda: ledger.set_limit("d", 2.0),
     ):
@@ -312,7 +313,7 @@ def test_read_only_database_without_a_ledger_reads_as_empty(tmp_path):
     assert ledger.statuses() == () and ledger.history() == ()
     assert ledger.status("d").spent == 0.0
     with pytest.raises(UserError, match="read-only"):
-        ledger.precheck("d", 0.1)
+        check_fit(ledger, "d", 0.1)
     reader.close()
 
 
@@ -321,36 +322,6 @@ def test_opening_a_missing_file_read_only_is_a_user_error(tmp_path):
         connect_with_retry(tmp_path / "missing.db", read_only=True)
 
 
-# ---- a charge open around the caller's work ------------------------------------------------
-
-
-def test_an_open_charge_refuses_early_and_writes_only_on_commit(con, ledger):
-    ledger.set_limit("d", 1.0)
-    before = ledger_rows(con)
-    with pytest.raises(BudgetExceeded):
-        ledger.open_charge("d", [ChargeItem("big", OcdpCost(1.5), "bfs")])
-    with ledger.open_charge("d", [ChargeItem("abandoned", OcdpCost(0.5), "bfs")]) as pending:
-        assert (pending.limit, pending.spent) == (1.0, 0.0)
-    assert ledger_rows(con) == before  # left without commit: nothing charged
-    with ledger.open_charge("d", [ChargeItem("kept", OcdpCost(0.5), "bfs")]) as pending:
-        assert pending.commit().spent == 0.5
-    assert [r.release_id for r in ledger.history("d")] == ["kept"]
-
-
-def test_a_charge_committed_meanwhile_is_seen_by_the_open_one(con, ledger):
-    """Another writer charges the same dataset between our check and our write: our write
-    conflicts, runs again from a fresh snapshot, and the limit is checked against both."""
-    ledger.set_limit("d", 1.0)
-    pending = ledger.open_charge("d", [ChargeItem("ours", OcdpCost(0.6), "bfs")])
-    charge(Ledger(con), "d", 0.6, release_id="theirs")
-    with pytest.raises(BudgetExceeded):
-        pending.commit()
-    assert [r.release_id for r in ledger.history("d")] == ["theirs"]
-    pending = ledger.open_charge("d", [ChargeItem("small", OcdpCost(0.3), "bfs")])
-    charge(Ledger(con), "d", 0.05, release_id="tiny")
-    assert pending.commit().spent == pytest.approx(0.95)
-
-
 def test_a_charge_needs_a_typed_cost(ledger):
     with pytest.raises(InternalError, match="typed"):
-        ledger.charge("d", 0.5, mechanism="bfs", release_id="r")
+        charge_items(ledger, "d", [ChargeItem("r", 0.5, "bfs")])

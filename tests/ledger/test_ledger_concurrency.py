@@ -18,7 +18,8 @@ from pcor_sql.ledger import transactions as ledger_charge
 from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.ledger.store import BudgetStatus, Ledger
 
-from ledger_helpers import charge, subprocess_env
+from ledger_helpers import charge, conflicts_seen, subprocess_env
+from tests.start_line import start_together
 
 WORKER = Path(__file__).with_name("ledger_worker.py")
 
@@ -64,7 +65,7 @@ def test_threads_charging_concurrently_never_overspend(con, sharing):
         cursor.close()
 
 
-def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con):
+def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con, monkeypatch):
     ledger = Ledger(con)
     ledger.set_limit("d", 1.0)
     holder = con.cursor()
@@ -73,6 +74,7 @@ def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con):
     # 0.95 would): DuckDB refuses our write until it ends, and then we must see its 0.95.
     holder.execute("UPDATE pcor.budget SET spent_epsilon = 0.95 WHERE unit = 'd'")
     outcome: list[object] = []
+    conflicted = conflicts_seen(monkeypatch)
 
     def work():
         try:
@@ -82,8 +84,7 @@ def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con):
 
     thread = threading.Thread(target=work)
     thread.start()
-    time.sleep(0.3)
-    assert thread.is_alive() and outcome == []  # still retrying
+    assert conflicted.wait(timeout=10) and outcome == []  # it met the other writer and is retrying
     holder.execute("COMMIT")
     thread.join(timeout=10)
     assert len(outcome) == 1 and isinstance(outcome[0], BudgetExceeded)
@@ -112,8 +113,8 @@ def test_two_processes_never_overspend(tmp_path):
     Ledger(setup).set_limit("salaries", 1.0)
     setup.close()
     go = tmp_path / "go"
-    # A releases as the engine does (precheck, work, charge); B charges without a precheck, so
-    # only the charge's own atomic check keeps the two processes within the limit.
+    # A checks early, works, then charges; B charges without the early check, so only the
+    # reservation's own atomic check keeps the two processes within the limit.
     workers = [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(path), "salaries", tag, "10", "0.1", str(go), "0.02", mode],
@@ -122,10 +123,9 @@ def test_two_processes_never_overspend(tmp_path):
             text=True,
             env=subprocess_env(),
         )
-        for tag, mode in (("A", "precheck"), ("B", "direct"))
+        for tag, mode in (("A", "check"), ("B", "direct"))
     ]
-    time.sleep(0.5)  # let both import duckdb, so they start charging together
-    go.touch()
+    start_together(go, len(workers))  # both have imported duckdb: they start charging together
     reports = []
     for worker in workers:
         out, err = worker.communicate(timeout=60)

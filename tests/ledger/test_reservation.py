@@ -206,7 +206,7 @@ def test_huge_numbers_are_one_line_errors(ledger):
     with pytest.raises(UserError, match="finite number > 0"):
         ledger.reserve("t", [ChargeItem("r", OcdpCost(10**400), "m")])
     with pytest.raises(UserError, match="finite number > 0"):
-        ledger.precheck("t", 10**400)
+        ledger.check_fit("t", [ChargeItem("r", OcdpCost(10**400), "m")])
 
 
 def test_a_reservation_takes_one_notion(ledger):

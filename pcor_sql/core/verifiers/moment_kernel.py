@@ -157,9 +157,3 @@ def grubbs_code(n, g, table):
     if g > table[1, j + 1] * (1.0 + _MARGIN):
         return TRUE
     return UNDECIDED
-
-
-@compiled
-def moment_statistic(x, words, flat, index, stats, shift, v, min_n):
-    """(n, statistic) for tests: the kernels' |v − mean|/s."""
-    return _moments(x, words, flat, index, stats, shift, v, min_n)

@@ -1,0 +1,30 @@
+"""Names that say what they hold (issue 30, item 9): a public class is defined in one module of
+the package, so `Job`, `ValidityOracle` or `Session` each name one thing, and the CLI's --engine
+takes the backends' own `Engine`."""
+
+import ast
+import collections
+import pathlib
+
+import typer
+
+from pcor_sql.backends.base import Engine
+from pcor_sql.core.choices import Engine as CoreEngine
+from pcor_sql.cli import parameters
+
+PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
+
+
+def test_each_public_class_is_defined_once():
+    where = collections.defaultdict(list)
+    for path in sorted(PKG.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where[node.name].append(str(path.relative_to(PKG)))
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+def test_the_engine_option_is_the_backends_engine():
+    choices, option = parameters.EngineOption.__origin__, parameters.EngineOption.__metadata__[0]
+    assert choices is Engine and isinstance(option, typer.models.OptionInfo)
+    assert not hasattr(parameters, "EngineName") and Engine is CoreEngine
