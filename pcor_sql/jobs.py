@@ -22,7 +22,7 @@ from pcor_sql.core.randomness import make_source, record_source
 from pcor_sql.core.selection import resolve_selection
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine import search_pool
-from pcor_sql.engine.release import OutlierRun, released_predicate
+from pcor_sql.engine.record_search import OutlierRun, released_predicate
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.pipeline import Policy, RecordFailure, failed, failure_reason
@@ -117,7 +117,7 @@ class ReleaseJob(_Measurement):
     def describe(self, session: Any, policy: Policy) -> str:
         """What was asked, as one `EXPLAIN OUTLIER` statement with every option resolved (the
         verifier with its options, the search, ε, ...): the history's statement column."""
-        from pcor_sql.engine.release import verifier_label
+        from pcor_sql.engine.record_search import verifier_label
 
         r = self.request
         text = f"EXPLAIN OUTLIER SELECT {r.select_list} FROM {self.relation_shown(policy)} WHERE {r.selector}"

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from pcor_sql.engine.release import OwnerView
+from pcor_sql.engine.record_search import OwnerView
 from pcor_sql.readable import (
     anomaly_privacy_sentence,
     anomaly_sentence,

@@ -24,9 +24,9 @@ from pcor_sql.backends import open_access
 from pcor_sql.core.verifiers.builtins import unserved
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
-from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.engine.progress import report_phase
-from pcor_sql.engine.release import OutlierRun
+from pcor_sql.engine.record_search import OutlierRun
 from pcor_sql.engine.schema import Schema
 from pcor_sql.engine.search_pool import check_workers
 from pcor_sql.engine.summary import CellSummary

@@ -77,7 +77,7 @@ def test_the_readme_says_where_the_ledger_is_what_the_tests_need_and_when_is_not
 
 def test_a_full_attribute_is_omitted_when_declared_not_null_and_written_is_not_null_otherwise():
     from pcor_sql.core.space import Attribute, ContextSpace
-    from pcor_sql.engine.compile import context_predicate
+    from pcor_sql.engine.context_sql import context_predicate
 
     space = ContextSpace([Attribute("g", ("a", "b")), Attribute("h", ("x", "y"))], [0, 0])
     mask = space.from_values({"g": ["a", "b"], "h": ["x"]})

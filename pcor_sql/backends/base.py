@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from pcor_sql.anomaly.balls import BallCounts
-from pcor_sql.engine.release import SelectedRecord
+from pcor_sql.engine.record_search import SelectedRecord
 from pcor_sql.engine.schema import Described, Schema
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.core.choices import Engine

@@ -16,7 +16,7 @@ from pcor_sql.anomaly.points import load_points, load_values, point_ball_counts,
 from pcor_sql.backends.base import Engine, Records, Warn
 from pcor_sql.core.verifiers.capabilities import Reads
 from pcor_sql.engine.progress import watch_query
-from pcor_sql.engine.release import SelectedRecord, load_records
+from pcor_sql.engine.record_search import SelectedRecord, load_records
 from pcor_sql.engine.schema import Described, Schema, describe_with_metric, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
 from pcor_sql.errors import UserError

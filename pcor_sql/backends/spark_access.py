@@ -36,7 +36,7 @@ from pcor_sql.backends.spark_windows import TwoScanWindowReader
 from pcor_sql.backends.spark_session import require_spark, spark_error
 from pcor_sql.core.verifiers.capabilities import Reads
 from pcor_sql.engine.progress import report_phase
-from pcor_sql.engine.release import SelectedRecord, records_sql, selected_records
+from pcor_sql.engine.record_search import SelectedRecord, records_sql, selected_records
 from pcor_sql.engine.schema import Described, Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, summary_from_moments
 from pcor_sql.errors import InternalError, UserError

@@ -4,7 +4,7 @@ A numeric or date column becomes a context attribute through edges e_1 < … < e
 ordered bins [e_j, e_{j+1}), the last one closed, −inf/+inf allowed at the ends. The
 attribute's domain is the bin list (one label per bin, e.g. `[25, 35)`); a context keeps a
 contiguous run of bins holding the record's bin (`core.space`), released as a range over the
-column (`engine.compile`).
+column (`engine.context_sql`).
 
 `Bins` is what a caller declares: edges (numbers, dates or their text — the engine converts
 text to the column's type), or `auto` quantile bins from the data, which the engine computes

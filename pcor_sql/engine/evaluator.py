@@ -18,7 +18,7 @@ from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.base import ArrayPopulation, Population
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.coe_enumeration import enumerate_coe
-from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.core.work import spend

@@ -212,7 +212,7 @@ def binned_relation(relation_sql: str, metric_sql: str, attributes: Sequence[Att
     NULL). Everything that groups, windows or filters by attribute values then sees bins as
     labels, as for any declared domain; the metric is computed inside, so that qualified
     references (`s.salary` over `salaries s`) keep resolving. The released predicate is a range
-    over the raw column of the request's own relation (`compile.context_predicate`)."""
+    over the raw column of the request's own relation (`context_sql.context_predicate`)."""
     metric_alias = metric_sql  # the metric's column is named for its SQL, as messages show it
     plain = metric_sql[1:-1].replace('""', '"')
     if plain and quote_identifier(plain) == metric_sql:  # a quoted name: named for the name

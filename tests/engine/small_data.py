@@ -19,7 +19,7 @@ import numpy as np
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.evaluator import Evaluator
-from pcor_sql.engine.release import prepare_space
+from pcor_sql.engine.record_search import prepare_space
 from pcor_sql.engine.schema import Schema, resolve_schema
 from pcor_sql.engine.summary import CellSummary, build_summary
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal

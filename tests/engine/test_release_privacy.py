@@ -28,7 +28,7 @@ from pcor_sql.core.start import find_start
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.zscore import ZScore
 from pcor_sql.engine.evaluator import plain_population_sql
-from pcor_sql.engine.release import release_one, released_predicate
+from pcor_sql.engine.record_search import release_one, released_predicate
 from pcor_sql.errors import UserError
 from tests.engine.small_data import BASE_ROWS, NEIGHBOUR_DROP_ID, MomentZ, SmallCase, small_case
 
@@ -191,7 +191,7 @@ def independent_z_check(case: SmallCase, mask: int, z: float) -> bool:
 
 def _release(d, verifier, source, *, start=None, epsilon=1.0, **options):
     """One record's release with a request holding `options` (search, samples, utility, ...)."""
-    from pcor_sql.engine.release import SelectedRecord
+    from pcor_sql.engine.record_search import SelectedRecord
     from pcor_sql.requests import OutlierRequest
 
     request = OutlierRequest("emp", "pay", "id = 0", epsilon=epsilon, **options)

@@ -20,7 +20,7 @@ from pcor_sql.core.randomness import record_source
 from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.core.verifiers.registry import PythonVerifier
 from pcor_sql.engine import search_pool
-from pcor_sql.engine.release import OutlierRun
+from pcor_sql.engine.record_search import OutlierRun
 from pcor_sql.errors import PrivacyWarning, UserError
 from pcor_sql.results import NotReleased
 

@@ -44,7 +44,7 @@ import pytest
 
 from pcor_sql.core.bins import Bins, edge_text
 from pcor_sql.core.space import ContextSpace
-from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.frontend import (
     ExplainOutlier,
     IdentifyAnomaly,

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.registry import default_registry
-from pcor_sql.engine.release import verifier_label
+from pcor_sql.engine.record_search import verifier_label
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.option_lists import parse_verifier_spec
 

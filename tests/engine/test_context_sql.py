@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcor_sql.core.space import Attribute, ContextSpace
-from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
 TEXT_VALUES = st.text(alphabet=st.sampled_from("ab'\" ,|=();-x"), min_size=1, max_size=5)

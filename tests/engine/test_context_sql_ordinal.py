@@ -1,4 +1,4 @@
-"""Ordinal attributes in SQL (engine.compile, engine.schema): the released range over the raw
+"""Ordinal attributes in SQL (engine.context_sql, engine.schema): the released range over the raw
 column, the label form over the binned relation, and the binned relation's CASE — each run
 on DuckDB against bin membership computed in Python."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from pcor_sql.core.bins import bin_of
 from pcor_sql.core.space import Attribute, ContextSpace
-from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.engine.schema import OUTSIDE_BINS, binned_relation
 
 INF = math.inf

@@ -1,4 +1,5 @@
-"""Contexts compiled to conjunction-of-disjunction WHERE clauses over the declared domains.
+"""Contexts written as SQL: conjunction-of-disjunction WHERE clauses over the declared domains
+(SQL text only — the compiled validity checks are numba's, in `compiled_checks`).
 
 An attribute whose whole domain is selected constrains nothing but NULLs, and rows with a
 NULL attribute are in no population. So in the released form it is omitted when the catalog

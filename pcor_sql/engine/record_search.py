@@ -1,4 +1,5 @@
-"""One private contextual outlier release for one record, end to end (no parsing, no printing).
+"""One record's search: the private context search for one record, uncharged (no parsing, no
+printing; the pipeline charges and shows — this module does not release anything itself).
 
 The steps, in order: resolve the lattice for V, find or check the starting context (validity
 only: free), derive ε1, run the private search (the only use of utilities), re-verify the
@@ -24,7 +25,7 @@ from pcor_sql.core.search_specs import run_search, search_spec
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS
 from pcor_sql.engine.coe_enumeration import lattice_moments
-from pcor_sql.engine.compile import context_predicate
+from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
