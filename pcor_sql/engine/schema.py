@@ -170,6 +170,7 @@ def resolve_schema(
                     f"{name} has no declared domain: using the values present in the data, which reveals "
                     f"which {name} values exist; declare it (e.g. {_domain_hint(name, [str(v) for v in values[:4]], more=len(values) > 4)}) or use an ENUM column"
                 )
+        _refuse_wide_domain(name, len(values))
         attributes.append(Attribute(name, tuple(values)))
     if any(a.ordinal for a in attributes):
         relation_sql, metric_sql = binned_relation(relation_sql, metric_sql, attributes)
@@ -182,6 +183,26 @@ MAX_LABELS = 64
 #: What the binned relation holds for a value outside its attribute's bins (never a bin label).
 OUTSIDE_BINS = "outside the bins"
 _BINNED_ALIAS = "__pcor_binned"
+
+
+#: Most values a declared (or ENUM) domain may have. Memory and work follow the declared values,
+#: not the rows: a context is a bitset of Σ|domain| bits, a BFS expansion or a start sweep asks up
+#: to Σ|domain| neighbours, and a move's cell grid (`core.cell_moves`) grows with the values. At
+#: 10,000 values a context is ≤ 1.25 KiB and an expansion ≤ 10,000 questions per attribute; past
+#: that, values are better binned (an ordinal attribute is a run of bins: two ends, not a set).
+MAX_DOMAIN_VALUES = 10_000
+
+
+def _refuse_wide_domain(name: str, size: int) -> None:
+    """A declared domain past MAX_DOMAIN_VALUES is refused while the schema is resolved (before
+    any charge), saying what to do instead (issue 28 "Bad input")."""
+    if size <= MAX_DOMAIN_VALUES:
+        return
+    raise UserError(
+        f"the domain of {name!r} has {size:,} values, more than the {MAX_DOMAIN_VALUES:,} a context attribute may have",
+        f"bin it if it is a number or a date ({option_hint('bins', f'{name}=auto:20', python=f'{{{name!r}: ' + repr('auto:20') + '}', sql=f'{quote_identifier(name)} BINS ' + repr('auto:20'))}), "
+        f"group its values into fewer labels, or leave it out of {option_name('by')}",
+    )
 
 
 def _refuse_as_labels(name: str, type_name: str, distinct: int) -> None:

@@ -108,3 +108,21 @@ def test_an_aggregate_metric_is_typed_as_before():
     con.execute("CREATE TYPE k AS ENUM ('a')")
     con.execute("CREATE TABLE t(g k, x DOUBLE)")
     assert resolve_schema(con, "t", "count(*)").names == ("g",)
+
+
+def test_a_declared_domain_past_the_maximum_is_refused_before_any_charge():
+    """Issue 28 "Bad input": a 50,000-value domain is one line saying what to do, nothing charged."""
+    import pcor_sql
+    from pcor_sql.engine.schema import MAX_DOMAIN_VALUES
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i AS id, 'v' || (i % 60000)::VARCHAR AS city, (i % 7)::DOUBLE AS pay"
+                " FROM range(61000) t(i)")
+    session = pcor_sql.Session(con, ledger=":memory:", warn=lambda message: None)
+    wide = {"city": [f"v{i}" for i in range(50_000)]}
+    with pytest.raises(UserError, match="50,000 values, more than the 10,000") as refused:
+        pcor_sql.explain_outlier(None, "SELECT pay FROM t WHERE id = 7", session=session, domains=wide,
+                                 verifier="grubbs")
+    assert "bin it" in str(refused.value) and "\n" not in str(refused.value)
+    assert session.ledger().history() == ()
+    assert MAX_DOMAIN_VALUES == 10_000
