@@ -41,8 +41,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql import pipeline
-from pcor_sql.core.option_spec import text_problem
 from pcor_sql.errors import Refused, UserError
+from pcor_sql.analyst_inputs import check_key_types, check_start, key_kind, keys_of, plain_data
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
@@ -80,7 +80,7 @@ class Analyst:
         """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (see the module docstring)."""
         from pcor_sql.frontend.value_statement import is_value_statement, parse_value_statement
 
-        _plain(text, "the statement")
+        plain_data(text, "the statement")
         if is_value_statement(text):
             value = parse_value_statement(text)
             return [self._identify_value(value.dataset, dict(value.point), value.options(), statement=text)]
@@ -118,10 +118,10 @@ class Analyst:
         A key that cannot be released (missing, no valid context, ...) is a `NotReleased` in its
         place, with the one generic message (its ε stays charged); the others are released.
         One key alone raises RequestFailed instead."""
-        _plain(options, "an option")
+        plain_data(options, "an option")
         registered = self._dataset(dataset)
         metric = options.pop("metric", registered.metrics[0])
-        return self._explain(KeyedSelect(registered.name, (metric,), registered.key, _keys(keys)), options)
+        return self._explain(KeyedSelect(registered.name, (metric,), registered.key, keys_of(keys)), options)
 
     def identify_anomaly(self, dataset: str, key: Any, **options: Any) -> AnalystAnswer:
         """The private anomaly answer for the record with `key` in registered `dataset`."""
@@ -129,11 +129,11 @@ class Analyst:
         return result
 
     def identify_anomalies(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystAnswer]:
-        _plain(options, "an option")
+        plain_data(options, "an option")
         registered = self._dataset(dataset)
         columns = options.pop("columns", registered.metrics)
         columns = (columns,) if isinstance(columns, str) else tuple(columns)
-        return self._identify(KeyedSelect(registered.name, columns, registered.key, _keys(keys)), options)
+        return self._identify(KeyedSelect(registered.name, columns, registered.key, keys_of(keys)), options)
 
     def identify_value(self, dataset: str, value: Mapping[str, float], **options: Any) -> AnalystAnswer:
         """The private anomaly answer for a point of the metric space (`{"income": 50000}`: one
@@ -144,8 +144,8 @@ class Analyst:
     def _identify_value(self, dataset: str, value: Any, options: dict[str, Any], statement: str | None = None,
                         ) -> AnalystAnswer:
         registered = self._dataset(dataset)
-        _plain(options, "an option")
-        _plain(value, "value")
+        plain_data(options, "an option")
+        plain_data(value, "value")
         if not isinstance(value, dict) or not value:
             raise UserError("value must map metric columns to numbers", f"e.g. {{{registered.metrics[0]!r}: 50000}}")
         for column, number in value.items():
@@ -220,7 +220,7 @@ class Analyst:
             options["accounting"] = registered.accounting
         frozen, binned = dict(registered.domains), dict(registered.bins)
         if options.get("start") is not None:
-            _check_start(options["start"], by, frozen)
+            check_start(options["start"], by, frozen)
         request = OutlierRequest(
             relation=registered.relation, metric=quote_identifier(metric), selector=_selector(keyed),
             select_list=quote_identifier(metric), statement=statement, by=by,
@@ -286,7 +286,7 @@ class Analyst:
     # ---- checks that read only the request and the registry ------------------------------
 
     def _dataset(self, name: Any) -> RegisteredDataset:
-        _plain(name, "the dataset name")
+        plain_data(name, "the dataset name")
         return get_dataset(self._session.ledger(), name)
 
     def _key_kind(self, registered: RegisteredDataset) -> str:
@@ -302,7 +302,7 @@ class Analyst:
 
     def _checked(self, keyed: KeyedSelect, options: dict[str, Any], allowed: frozenset[str], *,
                  by_key: bool = True) -> RegisteredDataset:
-        _plain(list(keyed.columns), "a column")
+        plain_data(list(keyed.columns), "a column")
         owner_only = sorted(set(options) & OWNER_ONLY)
         if owner_only:
             raise Refused(f"{owner_only[0]} is the data owner's option", f"drop {owner_only[0]}")
@@ -321,7 +321,7 @@ class Analyst:
             raise Refused(f"dataset {registered.name!r} has no releasable keys: its owner declared none, so no "
                           "request may name a key", "ask the data owner to declare releasable keys (pcor-sql dataset "
                           "add ... --releasable-keys), or ask IDENTIFY ANOMALY about a value")
-        _check_key_types(keyed.keys, registered, self._key_kind(registered))
+        check_key_types(keyed.keys, registered, self._key_kind(registered))
         if not all_releasable(self._session.ledger(), registered.name, keyed.keys):
             # One message, whether or not the key exists: the set is public, the data is not read.
             raise Refused(f"a key asked about is not among the releasable keys of dataset {registered.name!r}",
@@ -359,108 +359,6 @@ class RequestCost:
 
     def as_dict(self) -> dict[str, Any]:
         return {"notion": self.notion, "epsilon": self.epsilon, "k": self.k, "count": self.count, "total": self.total}
-
-
-_PLAIN = (str, int, float, bool, type(None))
-
-
-def _plain(value: Any, what: str, depth: int = 0) -> None:
-    """Refuse anything but plain data of exact type (JSON's: str, int, float, bool, None, and
-    lists and dicts of them, dict keys str): a subclass can override `__str__`, `__eq__` or
-    `__hash__`, and any other object can run the caller's code inside the release."""
-    kind = type(value)
-    if kind in _PLAIN:
-        if kind is float and not math.isfinite(value):
-            raise UserError(f"{what} is not a finite number", "pass finite numbers")
-        if kind is str:
-            _text(value, what)
-        return
-    if depth < 4 and kind in (list, tuple):
-        for item in value:
-            _plain(item, what, depth + 1)
-        return
-    if depth < 4 and kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise UserError(f"{what} has a key that is not a plain string", "use plain strings as names")
-            _text(key, what)
-            _plain(item, what, depth + 1)
-        return
-    raise UserError(f"{what} must be plain data (str, int, float, bool, None, lists and dicts of them), "
-                    f"got {kind.__name__}", "pass plain values: no subclasses, no objects")
-
-
-def _text(value: str, what: str) -> None:
-    """Valid Unicode text without NUL (DESIGN.md §8 "Inputs are exact"): a lone surrogate cannot
-    be encoded for DuckDB or a response, and a NUL ends C strings early."""
-    problem = text_problem(value)
-    if problem:
-        raise UserError(f"{what} {problem}", "pass valid Unicode text without NUL characters")
-
-
-def _check_start(start: Any, by: Sequence[str], frozen: dict[str, Sequence[str]]) -> None:
-    """A start's attributes and values against the domains frozen at registration — data
-    independent, so a typo is refused before the reservation; only whether the start holds the
-    record and is valid for it (data) is left to the charged part."""
-    from pcor_sql.core.selection import domain_indices, resolve_selection
-
-    if not hasattr(start, "items"):
-        raise UserError("start must map attributes to lists of values", "e.g. start={'dept': ['a', 'b']}")
-    for name, values in resolve_selection(start, by, "start").items():
-        if isinstance(values, (str, bytes)) or not values:
-            raise UserError(f"start needs a list of values for {name!r}", f"e.g. start={{{name!r}: [...]}}")
-        domain_indices(name, frozen[name], values, "registered", f"its values: {', '.join(frozen[name])}")
-
-
-_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                  "UBIGINT", "UHUGEINT", "INT", "LONG", "SHORT", "BYTE")
-_NUMBER_TYPES = ("FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC")
-
-
-def key_kind(column_type: str) -> str:
-    """The JSON kind of a key column (DESIGN.md §8 "Inputs are exact"): "integer" for an integer
-    column (a JSON integer), "number" for a float or decimal one (an integer or a number), and
-    "string" for every other type — text, and dates, times, UUIDs written as text."""
-    base = column_type.upper().split("(")[0].strip()
-    if base in _INTEGER_TYPES or base.endswith("INT"):
-        return "integer"
-    if base in _NUMBER_TYPES:
-        return "number"
-    return "string"
-
-
-def _check_key_types(keys: Sequence[Any], registered: RegisteredDataset, kind: str) -> None:
-    """Every key of the key column's JSON kind, before the reservation: "42" for an integer key
-    would pass the releasable check (both are the text "42") and then match no row."""
-    allowed = {"integer": (int,), "number": (int, float), "string": (str,)}[kind]
-    for key in keys:
-        if type(key) not in allowed:
-            example = {"integer": "42", "number": "42.5", "string": '"a17"'}[kind]
-            raise UserError(f"a key of {registered.name!r} is {_article(kind)} ({registered.key} is {_article(kind)} "
-                            f"column), got {_kind_of(key)}", f"send keys as JSON {kind}s, e.g. {example}")
-
-
-def _article(kind: str) -> str:
-    return {"integer": "an integer", "number": "a number", "string": "a string"}[kind]
-
-
-def _kind_of(key: Any) -> str:
-    return {int: "an integer", float: "a number", str: "a string"}.get(type(key), type(key).__name__)
-
-
-def _keys(keys: Any) -> tuple[Any, ...]:
-    if type(keys) not in (list, tuple):
-        raise UserError("keys must be a plain list of key values", "e.g. [42, 43]")
-    out: list[Any] = []
-    for key in keys:
-        # Exact types: a subclass of int or str could say anything about itself (issue 19).
-        if type(key) not in (int, float, str) or (type(key) is float and not math.isfinite(key)):
-            raise UserError(f"a key must be a plain number or string, got {type(key).__name__}", "pass e.g. 42 or 'a17'")
-        if type(key) is str:
-            _text(key, "a key")
-        if key not in out:
-            out.append(key)
-    return tuple(out)
 
 
 def _selector(keyed: KeyedSelect) -> str:
