@@ -54,6 +54,10 @@ register_spelling("max_records", "--max-records", None)
 
 #: The smallest ε an analyst may ask for by default (DESIGN.md §6: probing at ε = 1e-300 is refused, not free).
 DEFAULT_MIN_EPSILON = 0.01
+#: An analyst request's default work cap in the service: validity checks + EM candidates
+#: (`core.work`). A compiled check costs ~5-10 µs and the search's own step as much, so this is
+#: ~1-3 s of one core — ~8× the checks of a default BFS release on the scale benchmark's table.
+DEFAULT_MAX_WORK = 50_000
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,8 @@ import typer
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.errors import UserError
-from pcor_sql.pipeline import DEFAULT_MIN_EPSILON
+from pcor_sql.pipeline import DEFAULT_MAX_WORK, DEFAULT_MIN_EPSILON
 
-#: The per-request work cap's default (`pcor_sql.service.http_app.DEFAULT_MAX_WORK`, kept here so
-#: that `--help` needs no service packages).
-DEFAULT_MAX_WORK = 50_000
 #: Seconds a stop waits for open connections before it closes them (running searches stop at once).
 GRACE_S = 3
 
@@ -81,23 +78,23 @@ def serve(
         raise UserError("--owner-port is the analysts' --port", f"give another, e.g. --owner-port {port + 1}")
     from pcor_sql.service import runtime_file
 
-    if db is not None and runtime_file.live(db) is not None:
-        found = runtime_file.live(db) or {}
+    found = None if db is None else runtime_file.live(db)
+    if found is not None:
         raise UserError(f"{db} is served already (pid {found.get('pid')}, owner listener {found.get('owner_url')})",
                         "stop that service first, or serve another file")
     sockets = [_bind(host, port, "--port"), _bind("127.0.0.1", owner_port, "--owner-port")]
 
     token = runtime_file.new_token()
     scheme = "https" if ssl_certfile else "http"
+    analyst_url, owner_url = f"{scheme}://{host}:{port}", f"{scheme}://127.0.0.1:{owner_port}"
     if db is not None:
         # Written as soon as the sockets listen, before the database opens: a command sent while the
         # service starts waits in the socket's queue rather than meeting a locked file.
-        runtime_file.write(db, owner_url=f"{scheme}://127.0.0.1:{owner_port}", analyst_url=f"{scheme}://{host}:{port}",
-                           token=token)
+        runtime_file.write(db, owner_url=owner_url, analyst_url=analyst_url, token=token)
     try:  # the runtime file goes only once the database is closed: a command that then finds none opens it
         _serve(ctx, db, ledger, engine, spark_master, token, audit_log, owner_token_file, sockets, uvicorn, app,
-               host=host, port=port, owner_port=owner_port, min_epsilon=min_epsilon, max_keys=max_keys,
-               workers=workers, max_work=max_work, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile)
+               analyst_url=analyst_url, owner_url=owner_url, owner_port=owner_port, min_epsilon=min_epsilon,
+               max_keys=max_keys, workers=workers, max_work=max_work, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile)
     finally:
         for sock in sockets:
             sock.close()
@@ -106,7 +103,8 @@ def serve(
 
 
 def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token: str, audit_log: Any,
-           owner_token_file: Any, sockets: list, uvicorn: Any, app: Any, *, host: str, port: int, owner_port: int,
+           owner_token_file: Any, sockets: list, uvicorn: Any, app: Any, *, analyst_url: str, owner_url: str,
+           owner_port: int,
            min_epsilon: float, max_keys: int, workers: int, max_work: int, ssl_keyfile: Any,
            ssl_certfile: Any) -> None:
     from pcor_sql.cli.database import open_owner
@@ -121,8 +119,6 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
         served_db = None if db is None else Path(db).expanduser().resolve()
         commands = None if served_db is None else _commands(ctx.find_root().command, owner, served_db)
         owners = owner_app(service, token, commands=commands)
-        scheme = "https" if ssl_certfile else "http"
-        analyst_url, owner_url = f"{scheme}://{host}:{port}", f"{scheme}://127.0.0.1:{owner_port}"
         sys.stderr.write(f"serving analysts on {analyst_url} (Ctrl-C stops)\n")
         sys.stderr.write(f"owner console on {owner_url}/console (loopback only; token in "
                          f"{runtime_file.path_for(db) if db is not None else '--owner-token-file'})\n")

@@ -256,7 +256,7 @@ def token_page(csrf: str, name: str, token: str, verb: str) -> str:
 def history_page(page: dict[str, Any], choices: dict[str, Sequence[str]], chosen: dict[str, str], csrf: str) -> str:
     selects = []
     for field, label in (("analyst", "Analyst"), ("dataset", "Dataset"), ("outcome", "Outcome")):
-        options = f'<option value="">any</option>' + "".join(
+        options = '<option value="">any</option>' + "".join(
             f'<option value="{esc(v)}"{" selected" if v == chosen.get(field) else ""}>{esc(v)}</option>'
             for v in choices[field])
         selects.append(f'<label>{label}<select name="{field}">{options}</select></label>')

@@ -53,7 +53,6 @@ import contextlib
 import copy
 import math
 import threading
-import time
 from typing import Any, AsyncIterator, Callable
 
 import anyio
@@ -78,10 +77,7 @@ from pcor_sql.service.openapi_document import document
 from pcor_sql.service.request_schema import BadRequest, Limits, check, explain_schema, identify_schema, parse_body
 from pcor_sql.service.worker_pool import WorkerPool
 
-#: The default per-request work cap: validity checks + EM candidates (`core.work`). A compiled
-#: check costs ~5-10 µs and the search's own step as much, so this is ~1-3 s of one core —
-#: ~8× the checks of a default BFS release on the scale benchmark's 1,200-cell table.
-DEFAULT_MAX_WORK = 50_000
+DEFAULT_MAX_WORK = pipeline.DEFAULT_MAX_WORK
 
 
 class Service:
