@@ -21,7 +21,7 @@ from pcor_sql.core.accounting import DpCost, SpCost
 from pcor_sql.core.randomness import make_source, record_source
 from pcor_sql.core.selection import resolve_selection
 from pcor_sql.engine.progress import report_phase
-from pcor_sql.engine import search_pool
+from pcor_sql.engine import search_pool, search_processes
 from pcor_sql.engine.record_search import OutlierRun, released_predicate
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
@@ -178,7 +178,7 @@ def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress:
     shape what they release."""
     request = prepared.request
     seeded = request.seed is not None
-    runs = _release_all(prepared, progress, workers)
+    runs = _release_all(prepared, progress, workers, getattr(session, "searches", None))
     out: list[Explanation | RecordFailure] = []
     for rec, run in zip(prepared.records, runs):
         if isinstance(run, RecordFailure):
@@ -314,14 +314,28 @@ def _spent(charge: Any) -> tuple[float | None, float | None]:
     return (spent if limit is not None else None), limit
 
 
-def _release_all(prepared: OutlierRun, progress: Progress | None, workers: int = 1) -> list[Any]:
+def _release_all(prepared: OutlierRun, progress: Progress | None, workers: int = 1,
+                 searches: Any = None) -> list[Any]:
     """Every selected record's search, record i with the coins `record_source(seed, i)`: one
     record reports its search's own progress (direct enumerates contexts); a batch reports
     records done. With `workers` > 1 the records after the first are searched in forked
     worker processes where that is safe (`engine.search_pool`); the first runs here, which
-    loads (or compiles) the kernels the workers then inherit."""
+    loads (or compiles) the kernels the workers then inherit. A service's Session hands every
+    search to its long-lived search process where that is safe (`searches`,
+    `engine.search_processes`)."""
     n = len(prepared.records)
     label = "searching" if n == 1 else "releasing records"
+    if searches is not None and search_processes.accepts(prepared):
+        report_phase(progress, label)
+        done = [0]
+
+        def advance() -> None:
+            done[0] += 1
+            if progress is not None and n > 1:
+                progress(done[0], n)
+
+        outcomes = searches.release_all(prepared, prepared.request.seed, list(range(n)), advance)
+        return [_outcome(prepared, i, outcomes[i]) for i in range(n)]
 
     def compiling(begins: bool) -> None:
         report_phase(progress, COMPILING if begins else label)

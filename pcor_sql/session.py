@@ -79,6 +79,9 @@ class Session:
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
         self._ledger: Ledger | None = None
+        #: A service's search process for this Session's requests (`engine.search_processes`),
+        #: set by the service's worker pool; None: searches run in this thread.
+        self.searches: Any = None
 
     # ---- the jobs ------------------------------------------------------------------------
 
@@ -254,6 +257,11 @@ class Session:
             with self.access.watch(progress, "building the summary"):
                 self._summaries[key] = self.access.summary(schema, with_values=with_values)
         return self._summaries[key]
+
+
+    def cached_summaries(self) -> list[CellSummary]:
+        """The summaries this Session has built (a service shares them with its search process)."""
+        return list(self._summaries.values())
 
 
 def session_for(con: Any, session: Session | None = None, warn: Warn | None = None, **kwargs: Any) -> Session:

@@ -52,6 +52,7 @@ import asyncio
 import contextlib
 import copy
 import math
+import sys
 import threading
 from typing import Any, AsyncIterator, Callable
 
@@ -64,6 +65,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from pcor_sql import pipeline
+from pcor_sql.core.choices import Engine
 from pcor_sql.analyst import OWNER_ONLY, Analyst
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.jsonable import jsonable
@@ -257,7 +259,7 @@ ADMISSION = 2
 
 def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
         max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4, max_work: int | None = DEFAULT_MAX_WORK,
-        warm: bool = True, audit: AuditLog | None = None) -> Starlette:
+        warm: bool = True, audit: AuditLog | None = None, processes: bool | None = None) -> Starlette:
     """The analyst service over `owner` (a `pcor_sql.Owner` on a DuckDB connection or a
     SparkSession, with its ledger) as an ASGI app: run it under uvicorn (`pcor-sql serve`), or
     mount it in the owner's own Starlette/FastAPI app. `min_epsilon`: the smallest ε per
@@ -265,7 +267,10 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     `workers`: how many requests run at once, each on its own cursor (more wait their turn);
     `max_work`: the most validity checks + EM candidates one request's search may use (None:
     no cap); `warm`: build the registered datasets' summaries on every worker at start-up;
-    `audit`: where one line per request goes (`owner_plane.AuditLog`; default: memory only).
+    `audit`: where one line per request goes (`owner_plane.AuditLog`; default: memory only);
+    `processes`: each worker's searches run in a search process of its own, forked at start-up
+    (`worker_pool`; DESIGN.md §10) — default: on Linux over DuckDB (a Spark owner's searches read
+    windows through Spark and stay in the threads).
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
     for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers)):
         if type(value) is not int or value < 1:
@@ -278,10 +283,17 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     service = Service(owner, min_epsilon=min_epsilon, limits=Limits(max_keys, max_text, max_body), workers=workers,
                       max_work=max_work, audit=audit)
 
+    if processes is None:
+        processes = sys.platform.startswith("linux") and owner.session.access.engine == Engine.DUCKDB
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        if processes:
+            service.pool.start_processes()  # forked here, before any request thread runs
         if warm:
             await anyio.to_thread.run_sync(service.warm)
+        if processes:
+            await anyio.to_thread.run_sync(service.pool.share_summaries)
         try:
             yield
         finally:

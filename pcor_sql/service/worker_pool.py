@@ -13,6 +13,13 @@ because another is running. A Spark session is thread-safe: its workers share it
 
 Each worker Session keeps its own caches (schemas, summaries), so the first request that needs
 a summary builds it once per worker.
+
+Search processes (`processes=True`, what `pcor-sql serve` runs on Linux over DuckDB; DESIGN.md
+§10): each worker Session also owns a long-lived child process that runs its requests'
+searches (`engine.search_processes`), the summaries shared with it through memory-mapped
+files (`engine.shared_summary`). The thread keeps the rest of the request and waits on a pipe
+while the child searches, so N requests search on N cores and HTTP never waits on a search's
+GIL. The children are forked by `start_processes` (the service's start) and ended by `close`.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ class WorkerPool:
         if type(size) is not int or size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
+        self._shared: Any = None
+        self._searches: list[Any] = []
         self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._free: queue.SimpleQueue[Session] = queue.SimpleQueue()
         registry = owner.session.registry
@@ -82,7 +91,38 @@ class WorkerPool:
             self._free.put(session)
         return held
 
+    def start_processes(self) -> None:
+        """A search process for every Session (forked now, by the calling thread)."""
+        from pcor_sql.engine.search_processes import SearchProcess
+        from pcor_sql.engine.shared_summary import SharedSummaries
+
+        if self._shared is not None:
+            return
+        self._shared = SharedSummaries()
+        for session in self.sessions():
+            session.searches = SearchProcess(self._shared)
+            session.searches.start()
+            self._searches.append(session.searches)
+
+    def share_summaries(self) -> None:
+        """Maps every summary a Session holds into its search process (after warming)."""
+        for session in self.sessions():
+            if session.searches is not None:
+                session.searches.warm(session.cached_summaries())
+
+    def search_pids(self) -> list[int]:
+        """The search processes' pids (the owner's status and the tests read them)."""
+        return [p.pid for p in self._searches if p.pid is not None]
+
     def close(self) -> None:
+        """Ends the search processes (a search still running is killed: the service stopped it)
+        and closes the cursors; Sessions still lent out are not waited for."""
+        for process in self._searches:
+            process.close(kill=True)
+        self._searches.clear()
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
         for cursor in self._cursors:
             cursor.close()
         self._cursors.clear()

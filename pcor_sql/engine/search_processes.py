@@ -1,0 +1,219 @@
+"""Long-lived search processes for a service (DESIGN.md §10; issue 29, item 3).
+
+The service's worker threads each own a Session; with processes on, each also owns one
+`SearchProcess`: a forked child that runs the searches of the requests its thread serves. The
+thread still does everything else — authentication, admission, the reservation, every read of
+rows (the record, the summary, through its own DuckDB cursor), the outcome in the ledger and
+the response — and waits on a pipe while the child searches, holding no GIL: the search loop
+(Python) no longer shares one interpreter with the other requests and with HTTP.
+
+What crosses per record: the summary's `SummaryFile` (a path and a layout: the arrays are
+mapped, never pickled, `engine.shared_summary`), the verifier, the request, the record and
+the start selection (a few hundred bytes pickled), and back the pickled `RecordRelease`.
+The child keeps the summaries it mapped (the last `KEPT`), with their lazily built parts
+(probes, samples, membership tables) and their verdict caches — keyed, as in one process, by
+who asked (`core.work.partition`), so no analyst's requests warm another's.
+
+Which searches run here: those of the built-in verifiers on a summary with sorted runs or
+moments (`accepts`). A Python or SQL verifier (it calls back into the caller or DuckDB), and
+a Spark summary (values come through per-cell windows, a query each), run in the thread as
+before. Coins: record i draws from `record_source(seed, i)`, here as in one process, so a
+seeded request gives the same release either way. Work: the child meters with what is left
+of the request's cap and reports what it used; the thread's meter adds it up (a cap raises
+there, in order). A stop (SIGTERM) or the thread's caller giving up: the thread kills its
+child (the search is abandoned, the request interrupted) and forks a fresh one. A child that
+dies (kill -9, out of memory) loses its record — `WorkerLost`, reported as not answered —
+and is replaced.
+
+Forking: the first children are forked when the service starts (`start`), before requests;
+a replacement is forked by the thread that found its child dead. Linux's PR_SET_PDEATHSIG
+ties a child to the thread that forked it, so only children forked by the main thread set
+it; any other child still ends at its next read of the pipe once its owner is gone.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+from pcor_sql.core import work
+from pcor_sql.core.randomness import record_source
+from pcor_sql.core.verifiers.capabilities import capabilities_of
+from pcor_sql.engine.record_search import OutlierRun
+from pcor_sql.engine.search_pool import (POLL_S, WorkerLost, _die_with_owner, _pickled, _portable, _unpickled,
+                                         can_fork)
+from pcor_sql.engine.shared_summary import SharedSummaries, SummaryFile, attach
+
+#: Summaries a child keeps mapped (with what its searches built on them); the oldest goes first.
+KEPT = 8
+
+
+def accepts(prepared: OutlierRun) -> bool:
+    """Whether `prepared`'s searches may run in a search process (module doc)."""
+    return can_fork(prepared) and prepared.summary.windows is None
+
+
+class SearchProcess:
+    """One child process and the pipe to it; used by one thread at a time (its Session's)."""
+
+    def __init__(self, shared: SharedSummaries):
+        self.shared = shared
+        self._context = multiprocessing.get_context("fork")
+        self._process: Any = None
+        self._conn: Any = None
+        self.started = 0  # children forked so far (tests and the status read it)
+        self.searched = 0  # records handed to a child
+        self._closed = False
+
+    def start(self) -> None:
+        if self._closed:
+            raise work.Stopping()  # the service closed its search processes: it is stopping
+        if self._process is None:
+            self._fork()
+
+    def _fork(self) -> None:
+        ours, theirs = self._context.Pipe()
+        tie = threading.current_thread() is threading.main_thread()
+        process = self._context.Process(target=_serve, args=(theirs, tie), daemon=True, name="pcor-sql search")
+        process.start()
+        theirs.close()
+        self._process, self._conn = process, ours
+        self.started += 1
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def warm(self, summaries: list[Any]) -> None:
+        """Maps `summaries` in the child now (service start), so no request pays for it."""
+        self.start()
+        for summary in summaries:
+            self._ask(("attach", self.shared.share(summary)), None)
+
+    def release_all(self, prepared: OutlierRun, seed: int | None, indices: list[int],
+                    on_done: Callable[[], None]) -> dict[int, Any]:
+        """{i: RecordRelease, or the exception its search raised}, searched one after another
+        in the child; `on_done()` after each (progress)."""
+        self.start()
+        if capabilities_of(prepared.verifier).needs_values:
+            prepared.summary.runs()  # loaded here (a query on the thread's cursor), then shared
+        shared = self.shared.share(prepared.summary)
+        meter = work.current()
+        results: dict[int, Any] = {}
+        for i in indices:
+            left = None if meter is None or meter.cap is None else max(1, meter.cap - meter.used)
+            task = ("search", shared, prepared.verifier, prepared.request, prepared.records[i],
+                    prepared.start_selection, seed, i, left, work.partition())
+            self.searched += 1
+            try:
+                outcome, used = self._ask(task, meter)
+            except WorkerLost as lost:
+                outcome, used = lost, 0
+            results[i] = outcome
+            if meter is not None:
+                meter.spend(used)  # a cap or a stop raises here
+            on_done()
+        return results
+
+    def _ask(self, task: tuple, meter: Any) -> tuple[Any, int]:
+        """Sends `task`, waits for the answer while watching the request's stop event."""
+        self.start()
+        stop = None if meter is None else meter.stop
+        conn, process = self._conn, self._process
+        try:
+            conn.send(task)
+            while not conn.poll(POLL_S):
+                if stop is not None and stop.is_set():
+                    self._replace()
+                    raise work.Stopping()
+                if not process.is_alive():
+                    break
+            payload, used = conn.recv()
+        except (EOFError, OSError, AttributeError):
+            if self._closed:
+                raise work.Stopping() from None
+            self._replace()
+            raise WorkerLost("the search process running this record ended before answering") from None
+        return _unpickled(payload), used
+
+    def _replace(self) -> None:
+        self._end(kill=True)
+        if not self._closed:
+            self._fork()
+
+    def _end(self, *, kill: bool) -> None:
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if process is None:
+            return
+        try:
+            if kill:
+                process.kill()
+            else:
+                conn.send(None)
+        except OSError:
+            pass
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        conn.close()
+
+    def close(self, *, kill: bool = False) -> None:
+        """Ends the child: told to stop when idle; `kill`: at once (the service is stopping)."""
+        self._closed = True
+        self._end(kill=kill)
+
+
+def _serve(conn: Any, tie: bool) -> None:
+    """The child's loop: tasks in, (pickled outcome, work used) out, until told to stop or its
+    owner is gone. SIGINT and SIGTERM are the owner's to handle: it ends the children."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if tie:
+        _die_with_owner()
+    kept: OrderedDict[str, Any] = OrderedDict()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            break
+        if task is None:
+            break
+        used = 0
+        try:
+            summary = _mapped(kept, task[1])
+            if task[0] == "attach":
+                outcome: Any = None
+            else:
+                _, _, verifier, request, record, start, seed, i, cap, partition = task
+                run = OutlierRun(None, request, summary, verifier, (record,), start)
+                meter = work.WorkMeter(cap)
+                try:
+                    with work.metered(meter, partition):
+                        outcome = _portable(run.release(0, record_source(seed, i)))
+                finally:
+                    used = meter.used
+        except Exception as exc:
+            outcome = exc
+        try:
+            conn.send((_pickled(outcome), used))
+        except (OSError, ValueError):
+            break
+    os._exit(0)
+
+
+def _mapped(kept: OrderedDict[str, Any], shared: SummaryFile) -> Any:
+    summary = kept.get(shared.path)
+    if summary is None:
+        summary = kept[shared.path] = attach(shared)
+        while len(kept) > KEPT:
+            kept.popitem(last=False)
+    else:
+        kept.move_to_end(shared.path)
+    return summary

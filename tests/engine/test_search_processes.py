@@ -1,0 +1,163 @@
+"""Long-lived search processes over shared summaries (issue 29 item 3, DESIGN.md §10): a summary
+mapped from its file equals the one built; a seeded release is the same in the child as in the
+thread; a child killed with kill -9 loses its record and is replaced; a stop ends the search;
+the work cap reaches the child; verifiers that call back stay in the thread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import duckdb
+import numpy as np
+import pytest
+
+import pcor_sql
+from pcor_sql.core import work
+from pcor_sql.engine import search_processes
+from pcor_sql.engine.search_pool import WorkerLost
+from pcor_sql.engine.search_processes import SearchProcess
+from pcor_sql.engine.shared_summary import SharedSummaries, attach, same_summary
+
+BATCH = "SELECT salary FROM salaries WHERE id IN (42, 171, 1777, 1)"
+
+
+@pytest.fixture(scope="module")
+def con():
+    con = duckdb.connect()
+    pcor_sql.load_datasets(con)
+    return con
+
+
+@pytest.fixture()
+def shared():
+    shared = SharedSummaries()
+    yield shared
+    shared.close()
+
+
+def session_of(con, searches=None):
+    session = pcor_sql.Session(con, ledger=":memory:", warn=lambda m: None, allow_seeded=True)
+    session.searches = searches
+    return session
+
+
+def outputs(results):
+    return [(r.record["id"], r.predicate, r.em_calls) if r.released else (r.record["id"], r.reason) for r in results]
+
+
+@pytest.mark.parametrize("verifier", ["lof", "grubbs"])
+def test_a_summary_mapped_from_its_file_equals_the_one_built(con, shared, verifier):
+    session = session_of(con)
+    request = pcor_sql.outlier_request(con, BATCH, verifier=verifier)
+    summary = session.prepare(request).summary
+    mapped = attach(shared.share(summary))
+    assert same_summary(summary, mapped)
+    assert mapped.coords.flags.writeable and mapped._con is None
+    assert shared.share(summary) is shared.share(summary)  # written once
+
+
+@pytest.mark.parametrize("verifier", ["lof", "grubbs", "histogram", "zscore"])
+def test_a_seeded_batch_releases_the_same_in_the_search_process_as_in_the_thread(con, shared, verifier):
+    here = outputs(pcor_sql.explain_outliers(None, BATCH, session=session_of(con), epsilon=0.2, seed=11,
+                                             verifier=verifier))
+    child = SearchProcess(shared)
+    try:
+        there = outputs(pcor_sql.explain_outliers(None, BATCH, session=session_of(con, child), epsilon=0.2, seed=11,
+                                                  verifier=verifier))
+        assert child.pid is not None and child.pid != os.getpid()
+    finally:
+        child.close()
+    assert there == here
+    assert any(len(row) == 3 for row in here)
+
+
+def test_a_python_verifier_runs_in_the_thread_not_the_child(con, shared):
+    session = session_of(con, SearchProcess(shared))
+    pids = set()
+
+    def far(values, v):
+        pids.add(os.getpid())
+        return abs(v - float(np.median(values))) > 3 * float(np.std(values))
+
+    session.registry.register_python("far", far)
+    pcor_sql.explain_outliers(None, BATCH, session=session, epsilon=0.2, seed=3, verifier="far")
+    assert pids == {os.getpid()} and session.searches.pid is None  # never forked
+
+
+def test_a_child_that_died_loses_its_record_and_is_replaced(con, shared):
+    session = session_of(con)
+    prepared = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="lof", epsilon=0.2, seed=5))
+    child = SearchProcess(shared)
+    child.start()
+    first = child.pid
+    os.kill(first, signal.SIGKILL)
+    try:
+        out = child.release_all(prepared, 5, [0, 1], lambda: None)
+        assert isinstance(out[0], WorkerLost)
+        assert child.pid != first and child.started == 2
+        assert not isinstance(out[1], Exception)  # the replacement answered the next record
+    finally:
+        child.close()
+
+
+def test_a_child_killed_mid_search_loses_its_record(con, shared):
+    session = session_of(con)
+    prepared = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="lof", epsilon=0.2, seed=5,
+                                                        search="direct"))
+    child = SearchProcess(shared)
+    child.start()
+    first = child.pid
+    killer = threading.Timer(0.2, os.kill, (first, signal.SIGKILL))
+    killer.start()
+    try:
+        started = time.perf_counter()
+        out = child.release_all(prepared, 5, [1], lambda: None)
+        assert isinstance(out[1], WorkerLost) and time.perf_counter() - started < 5
+        assert child.pid != first
+    finally:
+        killer.cancel()
+        child.close()
+
+
+def test_a_stop_ends_the_search_and_the_child_is_replaced(con, shared):
+    session = session_of(con)
+    prepared = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="lof", epsilon=0.2, seed=5,
+                                                        search="direct"))
+    child = SearchProcess(shared)
+    stop = threading.Event()
+    stop.set()
+    try:
+        with work.metered(work.WorkMeter(None, stop)):
+            with pytest.raises(work.Stopping):
+                child.release_all(prepared, 5, [0], lambda: None)
+        assert child.started == 2  # the stopped child was killed and a fresh one forked
+    finally:
+        child.close()
+
+
+def test_the_work_cap_reaches_the_child(con, shared):
+    session = session_of(con)
+    prepared = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="grubbs", epsilon=0.2, seed=5))
+    child = SearchProcess(shared)
+    try:
+        meter = work.WorkMeter(3)
+        with work.metered(meter):
+            with pytest.raises(work.WorkCapReached):
+                child.release_all(prepared, 5, [1, 2], lambda: None)
+        assert meter.used > 3
+    finally:
+        child.close()
+
+
+def test_spark_summaries_and_user_verifiers_are_not_accepted(con):
+    session = session_of(con)
+    prepared = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="lof"))
+    assert search_processes.accepts(prepared)
+    prepared.summary.windows = object()
+    try:
+        assert not search_processes.accepts(prepared)
+    finally:
+        prepared.summary.windows = None

@@ -1,0 +1,64 @@
+"""The service's searches in search processes (issue 29 item 3, DESIGN.md §10), over real HTTP on
+127.0.0.1: a request's search runs in a child of the service, not in its thread; a child killed
+with kill -9 costs its request one generic failure (charged, recorded), is replaced, and the
+next request is answered; the ledger verifies; closing the service ends the children."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import duckdb
+import httpx
+import pytest
+
+import pcor_sql
+from pcor_sql.service import app
+from tests.service.live_server import live_server
+
+
+@pytest.fixture()
+def owner():
+    con = duckdb.connect()
+    con.execute("CREATE TYPE dept AS ENUM ('a', 'b', 'c', 'd')")
+    con.execute("CREATE TABLE staff AS SELECT i AS id, (['a', 'b', 'c', 'd'])[i % 4 + 1]::dept AS dept,"
+                " CASE WHEN i = 7 THEN 9000.0 ELSE 100.0 + i % 13 END AS pay FROM range(4000) t(i)")
+    owner = pcor_sql.Owner(con, ledger=":memory:", warn=lambda message: None)
+    owner.register("staff", "staff", key="id", metric="pay", by="dept", limit=100.0, releasable=[7])
+    owner.token = owner.add_analyst("alice", quota=50.0)
+    return owner
+
+
+def explain(url, token, verifier="grubbs"):
+    return httpx.post(url + "/v1/explain", json={"dataset": "staff", "keys": [7], "epsilon": 0.5, "verifier": verifier},
+                      headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def test_a_request_searches_in_a_child_and_a_killed_child_is_replaced(owner):
+    served = app(owner, workers=1, processes=True)
+    pool = served.state.service.pool
+    with live_server(served) as url:
+        [pid] = pool.search_pids()
+        assert pid != os.getpid() and os.path.exists(f"/proc/{pid}")
+        first = explain(url, owner.token)
+        assert first.status_code == 200, first.text
+        assert sum(p.searched for p in pool._searches) == 1  # the search went to the child
+        os.kill(pid, signal.SIGKILL)
+        lost = explain(url, owner.token, "grubbs")
+        assert lost.status_code == 422 and set(lost.json()) == {"error", "fix"}
+        [fresh] = pool.search_pids()
+        assert fresh != pid
+        again = explain(url, owner.token)
+        assert again.status_code == 200, again.text
+    assert pool.search_pids() == [] and not os.path.exists(f"/proc/{fresh}")  # ended and reaped
+    outcomes = [h.outcome for h in owner.ledger.history() if h.analyst == "alice"]
+    assert outcomes.count("answered") == 2 and len(outcomes) == 3, outcomes
+    owner.ledger.verify()
+
+
+def test_without_processes_the_threads_search(owner):
+    served = app(owner, workers=1, processes=False)
+    with live_server(served) as url:
+        assert explain(url, owner.token).status_code == 200
+        assert served.state.service.pool.search_pids() == []
+
