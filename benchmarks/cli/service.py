@@ -19,7 +19,17 @@ def service(
     rows: Annotated[int, typer.Option("--rows", metavar="N", help="Rows of the registered table.")] = 1_000_000,
     analysts: Annotated[int, typer.Option("--analysts", metavar="N", help="Concurrent analysts.")] = 8,
     requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests per analyst.")] = 50,
-    workers: Annotated[int, typer.Option("--workers", metavar="N", help="The service's --workers.")] = 4,
+    workers: Annotated[str, typer.Option(
+        "--workers", metavar="N[,N...]", help="The service's --workers; several (e.g. 1,2): measure how answered per "
+        "second scales with them instead of the mixed load (benchmarks.service_scaling).")] = "4",
+    searches: Annotated[str, typer.Option(
+        "--searches", metavar="MODE[,MODE]", help="With several --workers: the serve --searches modes to compare "
+        "(processes, threads).")] = "processes",
+    clients: Annotated[int, typer.Option("--clients", metavar="N", help="With several --workers: client threads.")] = 8,
+    burst: Annotated[int, typer.Option(
+        "--burst", metavar="N", help="With several --workers: timed requests per run.")] = 32,
+    repeats: Annotated[int, typer.Option(
+        "--repeats", metavar="N", help="With several --workers: runs per setting, alternating.")] = 2,
     heavy: Annotated[int, typer.Option(
         "--heavy", metavar="N", help="Analysts sending maximal requests while a light one is timed (0: skip).")] = 8,
     light: Annotated[int, typer.Option("--light", metavar="N", help="Light requests timed alone and under load.")] = 10,
@@ -50,14 +60,19 @@ def service(
     """
     from benchmarks.service_load import LoadConfig, run_service
 
+    settings = _counts(workers, "--workers")
+    if len(settings) > 1:
+        return _scaling(rows, settings, searches, clients, burst, repeats, workdir, out_dir, update_benchmarks,
+                        benchmarks_file, benchmarks_section)
+    workers_n = settings[0]
     section = section_name(benchmarks_section)
-    for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers, "--workers"),
+    for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers_n, "--workers"),
                         (reference, "--reference"), (light, "--light")):
         if value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 4")
     command = command_line("service", [
         ("--rows", rows, 1_000_000), ("--analysts", analysts, 8), ("--requests", requests, 50),
-        ("--workers", workers, 4), ("--reference", reference, 12), ("--heavy", heavy, 8), ("--light", light, 10),
+        ("--workers", workers_n, 4), ("--reference", reference, 12), ("--heavy", heavy, 8), ("--light", light, 10),
         ("--benchmarks-section", benchmarks_section, "service"),
     ])
     if from_json is not None:
@@ -66,7 +81,7 @@ def service(
         result = json.loads(from_json.read_text(encoding="utf-8"))
         command = result.get("command", command)
     else:
-        cfg = LoadConfig(rows=rows, analysts=analysts, requests=requests, workers=workers, reference=reference,
+        cfg = LoadConfig(rows=rows, analysts=analysts, requests=requests, workers=workers_n, reference=reference,
                          workdir=workdir)
         with progress_reporter() as report:
             result = run_service(cfg, report)
@@ -75,7 +90,7 @@ def service(
                 from benchmarks.service_load import PLANTED, TABLE
 
                 db = workdir / f"service-{rows}.duckdb"
-                result["under_maximal"] = run_heavy(db, workers, heavy, light, TABLE, PLANTED - 1, report)
+                result["under_maximal"] = run_heavy(db, workers_n, heavy, light, TABLE, PLANTED - 1, report)
         result["command"] = command
         save_raw(out_dir, "service", result)
     tables = service_tables(result)
@@ -84,6 +99,41 @@ def service(
                   benchmarks_file, section=section)
     if not all(v["met"] for v in result["verdicts"]):
         raise typer.Exit(1)
+
+
+def _counts(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(v < 1 for v in values):
+        raise UserError(f"{flag} takes whole numbers ≥ 1 separated by commas, got {text!r}", f"e.g. {flag} 1,2")
+    return values
+
+
+def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst: int, repeats: int, workdir: Path,
+             out_dir: Path, update_benchmarks: bool, benchmarks_file: Path, benchmarks_section: str) -> None:
+    from benchmarks.service_scaling import run_scaling, scaling_table
+
+    modes = searches.split(",")
+    if any(m not in ("processes", "threads") for m in modes):
+        raise UserError(f"--searches takes processes and/or threads, got {searches!r}", "e.g. --searches processes,threads")
+    for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows")):
+        if value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 2")
+    command = command_line("service", [
+        ("--rows", rows, 1_000_000), ("--workers", ",".join(map(str, settings)), None),
+        ("--searches", searches, "processes"), ("--clients", clients, 8), ("--burst", burst, 32),
+        ("--repeats", repeats, 2)])
+    with progress_reporter() as report:
+        result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report)
+    result["command"] = command
+    save_raw(out_dir, "service-scaling", result)
+    tables = [scaling_table(result)]
+    print_tables(tables)
+    write_results(out_dir, "service-scaling", "python -m benchmarks service --workers " + ",".join(map(str, settings)),
+                  command, result, tables, update_benchmarks, benchmarks_file,
+                  section=section_name(benchmarks_section if benchmarks_section != "service" else "service-scaling"))
 
 
 def service_tables(result: dict[str, Any]) -> list[Any]:

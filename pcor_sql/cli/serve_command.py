@@ -27,7 +27,11 @@ def serve(
         "--min-epsilon", help="The smallest ε an analyst may ask for per request.")] = DEFAULT_MIN_EPSILON,
     max_keys: Annotated[int, typer.Option("--max-keys", help="The most keys per request.")] = 100,
     workers: Annotated[int, typer.Option(
-        "--workers", help="Requests that run at once, each on its own cursor (more wait their turn).")] = 4,
+        "--workers", help="Requests that run at once, each on its own cursor and, over DuckDB on Linux, searching "
+        "in a process of its own (more wait their turn). Up to the machine's cores.")] = 4,
+    searches: Annotated[str, typer.Option(
+        "--searches", metavar="processes|threads", help="Where searches run: each worker's own process (default "
+        "over DuckDB on Linux: every core) or the workers' threads (one interpreter).")] = "processes",
     max_work: Annotated[int, typer.Option(
         "--max-work", metavar="N", help="The most validity checks + EM candidates one request's search may use "
         "(a count, never a time: past it the request fails, charged, with the generic refusal).")] = DEFAULT_MAX_WORK,
@@ -73,6 +77,8 @@ def serve(
                         "pip install 'pcor-sql[service]'") from None
     if max_work < 1:
         raise UserError(f"--max-work must be ≥ 1, got {max_work}", f"e.g. --max-work {DEFAULT_MAX_WORK}")
+    if searches not in ("processes", "threads"):
+        raise UserError(f"--searches must be processes or threads, got {searches!r}", "e.g. --searches processes")
     owner_port = port + 1 if owner_port is None else owner_port
     if owner_port == port:
         raise UserError("--owner-port is the analysts' --port", f"give another, e.g. --owner-port {port + 1}")
@@ -94,7 +100,8 @@ def serve(
     try:  # the runtime file goes only once the database is closed: a command that then finds none opens it
         _serve(ctx, db, ledger, engine, spark_master, token, audit_log, owner_token_file, sockets, uvicorn, app,
                analyst_url=analyst_url, owner_url=owner_url, owner_port=owner_port, min_epsilon=min_epsilon,
-               max_keys=max_keys, workers=workers, max_work=max_work, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile)
+               max_keys=max_keys, workers=workers, max_work=max_work, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile,
+               processes=None if searches == "processes" else False)
     finally:
         for sock in sockets:
             sock.close()
@@ -106,7 +113,7 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
            owner_token_file: Any, sockets: list, uvicorn: Any, app: Any, *, analyst_url: str, owner_url: str,
            owner_port: int,
            min_epsilon: float, max_keys: int, workers: int, max_work: int, ssl_keyfile: Any,
-           ssl_certfile: Any) -> None:
+           ssl_certfile: Any, processes: bool | None) -> None:
     from pcor_sql.cli.database import open_owner
     from pcor_sql.service import runtime_file
     from pcor_sql.service.owner_app import Listeners, owner_app
@@ -114,7 +121,7 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
     with open_owner(db, ledger, engine=engine.value, spark_master=spark_master) as owner:
         audit = AuditLog(audit_log)
         application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers, max_work=max_work,
-                          audit=audit)
+                          audit=audit, processes=processes)
         service = application.state.service
         served_db = None if db is None else Path(db).expanduser().resolve()
         commands = None if served_db is None else _commands(ctx.find_root().command, owner, served_db)

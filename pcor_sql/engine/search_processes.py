@@ -25,19 +25,29 @@ child (the search is abandoned, the request interrupted) and forks a fresh one. 
 dies (kill -9, out of memory) loses its record — `WorkerLost`, reported as not answered —
 and is replaced.
 
-Forking: the first children are forked when the service starts (`start`), before requests;
-a replacement is forked by the thread that found its child dead. Linux's PR_SET_PDEATHSIG
-ties a child to the thread that forked it, so only children forked by the main thread set
-it; any other child still ends at its next read of the pipe once its owner is gone.
+Starting: each child is a fresh interpreter (`python -c`, this package on its path) talking
+over a socket pair — never a fork of the service. A fork would copy a process whose other
+threads (DuckDB's, Arrow's, the request threads) may hold locks mid-operation, and a child
+that then imports a library or loads a compiled kernel can deadlock or crash (seen here: a
+segfault loading numba's BLAS bindings in such a child). Nor multiprocessing's spawn or fork
+server: their children import the caller's `__main__` again, which re-runs an owner's script
+that serves `app(owner)` without a main guard. A child costs an interpreter start (about a
+second, at the service's start, all children at once) and loads its kernels from numba's
+cache on its first search (the benchmark's warm-up round pays it; the same for every analyst
+and key). A child ends when its socket closes (its owner ended or closed it) and, should the
+owner die while the child searches, within a second (it watches its parent's pid).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -45,8 +55,7 @@ from pcor_sql.core import work
 from pcor_sql.core.randomness import record_source
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.record_search import OutlierRun
-from pcor_sql.engine.search_pool import (POLL_S, WorkerLost, _die_with_owner, _pickled, _portable, _unpickled,
-                                         can_fork)
+from pcor_sql.engine.search_pool import POLL_S, WorkerLost, _pickled, _portable, _unpickled, can_fork
 from pcor_sql.engine.shared_summary import SharedSummaries, SummaryFile, attach
 
 #: Summaries a child keeps mapped (with what its searches built on them); the oldest goes first.
@@ -63,7 +72,6 @@ class SearchProcess:
 
     def __init__(self, shared: SharedSummaries):
         self.shared = shared
-        self._context = multiprocessing.get_context("fork")
         self._process: Any = None
         self._conn: Any = None
         self.started = 0  # children forked so far (tests and the status read it)
@@ -77,12 +85,16 @@ class SearchProcess:
             self._fork()
 
     def _fork(self) -> None:
-        ours, theirs = self._context.Pipe()
-        tie = threading.current_thread() is threading.main_thread()
-        process = self._context.Process(target=_serve, args=(theirs, tie), daemon=True, name="pcor-sql search")
-        process.start()
-        theirs.close()
-        self._process, self._conn = process, ours
+        ours, theirs = socket.socketpair()
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        path = os.pathsep.join([package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        code = f"from pcor_sql.engine.search_processes import main; main({theirs.fileno()}, {os.getpid()})"
+        try:
+            process = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], close_fds=True,
+                                       stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path})
+        finally:
+            theirs.close()
+        self._process, self._conn = process, multiprocessing.connection.Connection(ours.detach())
         self.started += 1
 
     @property
@@ -131,7 +143,7 @@ class SearchProcess:
                 if stop is not None and stop.is_set():
                     self._replace()
                     raise work.Stopping()
-                if not process.is_alive():
+                if process.poll() is not None:
                     break
             payload, used = conn.recv()
         except (EOFError, OSError, AttributeError):
@@ -158,10 +170,11 @@ class SearchProcess:
                 conn.send(None)
         except OSError:
             pass
-        process.join(5)
-        if process.is_alive():
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
             process.kill()
-            process.join()
+            process.wait()
         conn.close()
 
     def close(self, *, kill: bool = False) -> None:
@@ -170,13 +183,24 @@ class SearchProcess:
         self._end(kill=kill)
 
 
-def _serve(conn: Any, tie: bool) -> None:
+def main(fd: int, owner: int) -> None:
+    """A child's entry point (`python -c`): serve the socket `fd` for the process `owner`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the owner's: it ends the children
+    threading.Thread(target=_watch, args=(owner,), daemon=True, name="owner watch").start()
+    _serve(multiprocessing.connection.Connection(fd))
+
+
+def _watch(owner: int) -> None:
+    """Ends this child within a second of its owner's end (a search in progress would not read
+    the socket until it finished)."""
+    while os.getppid() == owner:
+        time.sleep(1.0)
+    os._exit(0)
+
+
+def _serve(conn: Any) -> None:
     """The child's loop: tasks in, (pickled outcome, work used) out, until told to stop or its
-    owner is gone. SIGINT and SIGTERM are the owner's to handle: it ends the children."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if tie:
-        _die_with_owner()
+    owner is gone."""
     kept: OrderedDict[str, Any] = OrderedDict()
     while True:
         try:

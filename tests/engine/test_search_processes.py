@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -108,7 +110,7 @@ def test_a_child_killed_mid_search_loses_its_record(con, shared):
     prepared = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="lof", epsilon=0.2, seed=5,
                                                         search="direct"))
     child = SearchProcess(shared)
-    child.start()
+    child.warm([prepared.summary])  # up, with the summary mapped: the kill lands during the search
     first = child.pid
     killer = threading.Timer(0.2, os.kill, (first, signal.SIGKILL))
     killer.start()
@@ -161,3 +163,31 @@ def test_spark_summaries_and_user_verifiers_are_not_accepted(con):
         assert not search_processes.accepts(prepared)
     finally:
         prepared.summary.windows = None
+
+
+def test_a_child_ends_soon_after_its_owner_is_killed(tmp_path):
+    script = (
+        "import sys, time\n"
+        "from pcor_sql.engine.search_processes import SearchProcess\n"
+        "from pcor_sql.engine.shared_summary import SharedSummaries\n"
+        "p = SearchProcess(SharedSummaries()); p.warm([])\n"
+        "print(p.pid, flush=True); time.sleep(60)\n")
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(owner.stdout.readline())
+        assert _alive(child)
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "zombie" not in f.read()
+    except OSError:
+        return False

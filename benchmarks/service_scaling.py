@@ -1,0 +1,164 @@
+"""`python -m benchmarks service --workers 1,2`: how the service scales with its workers (issue 29).
+
+One DuckDB file (the `people` table of `service_load`, `rows` rows, LOF-friendly planted
+outliers ids 0–15) and `clients` analysts with quotas that never run out. For each setting
+of `--workers` (and each `--searches` mode asked for), alternating, `repeats` times: start
+`pcor-sql serve --workers W`, send a warm-up round (every search process loads its compiled
+kernels from numba's cache on its first search; not timed), then `requests` LOF explain
+requests (one planted key each, ε = 0.1) from `clients` threads at once, and stop it. Reported
+per setting: answered per second (the median run), p50/p95 latency over every timed request,
+and the ratio of answered per second to the first setting's. The reference, measured in the
+same run: the same explain through the in-process analyst handle, one at a time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from benchmarks.service_load import ATTRIBUTES, PLANTED, RELEASABLE, TABLE, generation_sql, percentile
+
+EPSILON = 0.1
+VERIFIER = "lof"
+
+
+def prepare(rows: int, clients: int, workdir: Path, report: Callable[[str], None]) -> tuple[Path, list[str]]:
+    import duckdb
+
+    import pcor_sql
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / f"scaling-{rows}.duckdb"
+    for stale in (db, Path(f"{db}.wal")):
+        stale.unlink(missing_ok=True)
+    con = duckdb.connect(str(db))
+    try:
+        for statement in generation_sql(rows):
+            con.execute(statement)
+        owner = pcor_sql.Owner(con, warn=lambda m: None)
+        owner.register(TABLE, TABLE, key="id", metric="salary", by=[a for a, _ in ATTRIBUTES],
+                       releasable=list(RELEASABLE))
+        tokens = [owner.add_analyst(f"client{i}", quota=1e6) for i in range(clients)]
+    finally:
+        con.close()
+    report(f"generated {rows:,} rows in {db}")
+    return db, tokens
+
+
+def reference(db: Path, count: int) -> list[float]:
+    """The same explain in-process (Owner.analyst()), one at a time, after one untimed."""
+    import duckdb
+
+    import pcor_sql
+
+    con = duckdb.connect(str(db))
+    try:
+        handle = pcor_sql.Owner(con, warn=lambda m: None).analyst()
+        out = []
+        for j in range(count + 1):
+            started = time.perf_counter()
+            handle.explain_outliers(TABLE, [j % PLANTED], epsilon=EPSILON, verifier=VERIFIER)
+            if j:
+                out.append(time.perf_counter() - started)
+        return out
+    finally:
+        con.close()
+
+
+def burst(url: str, tokens: list[str], requests: int) -> tuple[list[float], int, float]:
+    """`requests` explains from len(tokens) threads at once: latencies, answered, wall seconds."""
+    import pcor_sql
+    from pcor_sql.errors import PcorError
+
+    latencies: list[float] = []
+    answered = [0]
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(tokens))
+    per = [requests // len(tokens) + (1 if i < requests % len(tokens) else 0) for i in range(len(tokens))]
+
+    def client(i: int, token: str) -> None:
+        with pcor_sql.connect(url, token, timeout=600) as handle:
+            barrier.wait()
+            for j in range(per[i]):
+                started = time.perf_counter()
+                try:
+                    handle.explain_outliers(TABLE, [(i + j) % PLANTED], epsilon=EPSILON, verifier=VERIFIER)
+                    ok = 1
+                except PcorError:
+                    ok = 0
+                took = time.perf_counter() - started
+                with lock:
+                    latencies.append(took)
+                    answered[0] += ok
+
+    threads = [threading.Thread(target=client, args=(i, t)) for i, t in enumerate(tokens)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, answered[0], time.perf_counter() - started
+
+
+def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
+                workdir: Path, report: Callable[[str], None]) -> dict[str, Any]:
+    from benchmarks.measure import load_average, machine
+    from benchmarks.service_process import served
+
+    db, tokens = prepare(rows, clients, workdir, report)
+    result: dict[str, Any] = {"machine": machine(), "rows": rows, "clients": clients, "requests": requests,
+                              "repeats": repeats, "settings": settings, "modes": modes, "runs": []}
+    result["reference"] = reference(db, 8)
+    for rep in range(repeats):
+        for mode in modes:
+            for workers in settings:
+                load = (load_average() or [float("nan")])[0]
+                with served(db, args=["--workers", str(workers), "--searches", mode]) as service:
+                    burst(service.url, tokens[: max(workers, 1)], 2 * workers)  # warm-up, not timed
+                    latencies, answered, wall = burst(service.url, tokens, requests)
+                result["runs"].append({"mode": mode, "workers": workers, "repeat": rep, "latencies": latencies,
+                                       "answered": answered, "wall_s": wall, "load": load})
+                report(f"{mode} --workers {workers}: {answered} answered in {wall:.2f} s (load {load:.1f})")
+    result["reference"] += reference(db, 8)
+    return result
+
+
+def scaling_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
+    from benchmarks.tables import seconds
+
+    ref = statistics.median(result["reference"])
+    rows, base = [], None
+    for mode in result["modes"]:
+        for workers in result["settings"]:
+            runs = [r for r in result["runs"] if r["mode"] == mode and r["workers"] == workers]
+            rate = statistics.median(r["answered"] / r["wall_s"] for r in runs)
+            xs = sorted(x for r in runs for x in r["latencies"])
+            p50, p95 = percentile(xs, 0.5), percentile(xs, 0.95)
+            base = rate if base is None else base
+            loads = [r["load"] for r in runs]
+            rows.append((mode, str(workers), f"{rate:.2f}", f"{rate / base:.2f}×", seconds(p50), seconds(p95),
+                         f"{p50 / ref:.1f}×", f"{min(loads):.1f}–{max(loads):.1f}"))
+    return rows
+
+
+def scaling_table(result: dict[str, Any]) -> Any:
+    from benchmarks.tables import make_table, seconds
+
+    ref = statistics.median(result["reference"])
+    return make_table(
+        f"Answered per second by --workers, {result['requests']} LOF explain requests from {result['clients']} "
+        f"clients at once on {result['rows']:,} rows",
+        ("searches", "--workers", "answered / s (median run)", "vs the first row", "p50", "p95", "p50 / in-process",
+         "load (1 min)"),
+        scaling_rows(result), (
+            f"Each setting ran {result['repeats']} times, settings alternating; a run starts `pcor-sql serve`, sends "
+            "an untimed warm-up round (each search process loads its kernels from numba's cache on its first "
+            "search), then the timed burst.",
+            f"In-process reference: the same explain through Owner.analyst(), one at a time: median {seconds(ref)} "
+            f"({len(result['reference'])} requests, half before and half after the service runs).",
+            "searches: processes — each worker's searches in a process of its own (the default over DuckDB on "
+            "Linux); threads — in the workers' threads (`pcor-sql serve --searches threads`).",
+        ))
