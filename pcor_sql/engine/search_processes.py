@@ -70,8 +70,11 @@ def accepts(prepared: OutlierRun) -> bool:
 class SearchProcess:
     """One child process and the pipe to it; used by one thread at a time (its Session's)."""
 
-    def __init__(self, shared: SharedSummaries):
+    def __init__(self, shared: SharedSummaries, entry: str = __name__):
+        """`entry`: the module whose `main(fd, owner)` the child runs (this one's, or a caller's
+        that warms up first: `service.search_child`)."""
         self.shared = shared
+        self.entry = entry
         self._process: Any = None
         self._conn: Any = None
         self.started = 0  # children forked so far (tests and the status read it)
@@ -88,7 +91,7 @@ class SearchProcess:
         ours, theirs = socket.socketpair()
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         path = os.pathsep.join([package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-        code = f"from pcor_sql.engine.search_processes import main; main({theirs.fileno()}, {os.getpid()})"
+        code = f"from {self.entry} import main; main({theirs.fileno()}, {os.getpid()})"
         try:
             process = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()], close_fds=True,
                                        stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path})
@@ -183,11 +186,15 @@ class SearchProcess:
         self._end(kill=kill)
 
 
-def main(fd: int, owner: int) -> None:
-    """A child's entry point (`python -c`): serve the socket `fd` for the process `owner`."""
+def main(fd: int, owner: int, before: Callable[[], None] | None = None) -> None:
+    """A child's entry point (`python -c`): serve the socket `fd` for the process `owner`,
+    after `before()` (a caller's warm-up) if given."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the owner's: it ends the children
     threading.Thread(target=_watch, args=(owner,), daemon=True, name="owner watch").start()
-    _serve(multiprocessing.connection.Connection(fd))
+    conn = multiprocessing.connection.Connection(fd)
+    if before is not None:
+        before()
+    _serve(conn)
 
 
 def _watch(owner: int) -> None:

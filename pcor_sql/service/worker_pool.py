@@ -100,7 +100,7 @@ class WorkerPool:
             return
         self._shared = SharedSummaries()
         for session in self.sessions():
-            session.searches = SearchProcess(self._shared)
+            session.searches = SearchProcess(self._shared, entry="pcor_sql.service.search_child")
             session.searches.start()
             self._searches.append(session.searches)
 

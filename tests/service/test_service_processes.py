@@ -62,3 +62,10 @@ def test_without_processes_the_threads_search(owner):
         assert explain(url, owner.token).status_code == 200
         assert served.state.service.pool.search_pids() == []
 
+
+
+def test_a_search_child_loads_every_built_in_verifiers_checks_before_serving():
+    from pcor_sql.core.verifiers.builtins import BUILTIN_NAMES
+    from pcor_sql.service.search_child import warm_kernels
+
+    assert warm_kernels() == list(BUILTIN_NAMES)  # each warm-up search ran to a release
