@@ -108,8 +108,11 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
     from benchmarks.measure import load_average, machine
     from benchmarks.service_process import served
 
+    import datetime as _dt
+
     db, tokens = prepare(rows, clients, workdir, report)
-    result: dict[str, Any] = {"machine": machine(), "rows": rows, "clients": clients, "requests": requests,
+    result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                              "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
                               "repeats": repeats, "settings": settings, "modes": modes, "runs": []}
     result["reference"] = reference(db, 8)
     for rep in range(repeats):
