@@ -110,6 +110,7 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
 
     import datetime as _dt
 
+    wall = time.perf_counter()
     db, tokens = prepare(rows, clients, workdir, report)
     result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                               "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
@@ -126,6 +127,7 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
                                        "answered": answered, "wall_s": wall, "load": load})
                 report(f"{mode} --workers {workers}: {answered} answered in {wall:.2f} s (load {load:.1f})")
     result["reference"] += reference(db, 8)
+    result["wall_s"] = time.perf_counter() - wall
     return result
 
 
