@@ -110,6 +110,11 @@ class SearchProcess:
         for summary in summaries:
             self._ask(("attach", self.shared.share(summary)), None)
 
+    def verdict_groups(self, summary: Any) -> list[tuple]:
+        """The verdict groups (partition, cell, value, verifier) the child holds for `summary`."""
+        groups, _ = self._ask(("groups", self.shared.share(summary)), None)
+        return groups
+
     def release_all(self, prepared: OutlierRun, seed: int | None, indices: list[int],
                     on_done: Callable[[], None]) -> dict[int, Any]:
         """{i: RecordRelease, or the exception its search raised}, searched one after another
@@ -221,6 +226,8 @@ def _serve(conn: Any) -> None:
             summary = _mapped(kept, task[1])
             if task[0] == "attach":
                 outcome: Any = None
+            elif task[0] == "groups":  # what the child's verdict caches hold (tests, the owner's status)
+                outcome = list(summary.verdicts._groups)
             else:
                 _, _, verifier, request, record, start, seed, i, cap, partition = task
                 run = OutlierRun(None, request, summary, verifier, (record,), start)

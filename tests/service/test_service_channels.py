@@ -18,14 +18,16 @@ from tests.service.live_server import live_server
 BODY = {"dataset": "staff", "epsilon": 0.05, "verifier": "lof(k=3)", "samples": 30}
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
+@pytest.fixture(scope="module", params=["threads", "processes"])
+def served(tmp_path_factory, request):
+    """The service searching in its threads (where a test can look at the verdict caches) and in
+    its search processes (the default: the caches live in the child, keyed the same way)."""
     con = make_database(tmp_path_factory.mktemp("channels") / "staff.duckdb")
     try:
         owner, tokens = register(con)
         for name in ("ann", "ben", "cid"):
             tokens[name] = owner.add_analyst(name, quota=100.0)
-        application = pcor_sql.service.app(owner, workers=1)
+        application = pcor_sql.service.app(owner, workers=1, processes=request.param == "processes")
         with live_server(application) as url:
             yield Served(url, owner, tokens), application.state.service
     finally:
@@ -44,7 +46,9 @@ def groups(service) -> list[tuple]:
     out = []
     for session in service.pool.sessions():
         for summary in session._summaries.values():
-            out.extend(summary.verdicts._groups)
+            # With search processes the caches are the child's (asked over its socket).
+            out.extend(summary.verdicts._groups if session.searches is None
+                       else session.searches.verdict_groups(summary))
     return out
 
 
