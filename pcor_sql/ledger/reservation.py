@@ -119,6 +119,14 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     ledger.read_with(body)
 
 
+#: Failure reasons that mean the work was cut off rather than failed.
+INTERRUPTING = frozenset({"worker-lost"})
+
+
+def _ending(reason: str) -> str:
+    return "interrupted" if reason in INTERRUPTING else "failed"
+
+
 class Reservation:
     """A reserved charge (see the module docstring). `spent`, `limit`: the binding unit's total
     after the charge and its limit (None if no unit has one, `charge_rules.binding`);
@@ -142,8 +150,10 @@ class Reservation:
     def failed(self, reason: str, *, refund: bool) -> bool:
         """The work failed, for a short `reason` class ('not-found', 'data', 'no-valid-context',
         'internal', ...). `refund` (the owner's requests only) gives the ε back: the history then
-        says 'failed (not charged)'. An analyst's failure is never refunded (DESIGN.md §6)."""
-        return self._finish("failed", check_reason(reason), refund)
+        says 'failed (not charged)'. An analyst's failure is never refunded (DESIGN.md §6). A
+        search process that died ('worker-lost') is recorded 'interrupted', with that reason
+        (DESIGN.md §10): the work was cut off, not refused by the data."""
+        return self._finish(_ending(check_reason(reason)), reason, refund)
 
     def interrupted(self, *, refund: bool) -> bool:
         """The work was interrupted (Ctrl-C); `refund` as for `failed`."""
@@ -157,7 +167,7 @@ class Reservation:
             return self.answered()
         groups: dict[tuple[str, str | None], list[str]] = {}
         for i, rid in enumerate(self.release_ids):
-            key = ("failed", check_reason(failures[i])) if i in failures else ("answered", None)
+            key = (_ending(check_reason(failures[i])), failures[i]) if i in failures else ("answered", None)
             groups.setdefault(key, []).append(rid)
         whole = "failed" if len(failures) == len(self.release_ids) else "partial"
         return self._finish(whole, None, refund, groups)

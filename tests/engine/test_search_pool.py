@@ -148,8 +148,8 @@ def test_a_real_batch_with_a_worker_killed_reports_that_record_and_the_ledger_ve
     assert [r.released for r in results] == [False, True, True, False, True, True]
     assert owner.verify_ledger() == ()
     assert owner.spent("salaries") == pytest.approx(0.2 * 4)  # the answered records alone stay charged
-    outcomes = sorted(r.reason or r.outcome for r in owner.ledger.history())
-    assert outcomes.count("worker-lost") == 1
+    outcomes = sorted((r.outcome, r.reason) for r in owner.ledger.history())
+    assert outcomes.count(("interrupted", "worker-lost")) == 1  # DESIGN.md §10: an interrupted record
 
 
 def test_searches_that_call_back_into_the_callers_python_stay_in_the_owning_process(con):

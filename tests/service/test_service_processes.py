@@ -51,8 +51,8 @@ def test_a_request_searches_in_a_child_and_a_killed_child_is_replaced(owner):
         again = explain(url, owner.token)
         assert again.status_code == 200, again.text
     assert pool.search_pids() == [] and not os.path.exists(f"/proc/{fresh}")  # ended and reaped
-    outcomes = [h.outcome for h in owner.ledger.history() if h.analyst == "alice"]
-    assert outcomes.count("answered") == 2 and len(outcomes) == 3, outcomes
+    outcomes = [(h.outcome, h.reason) for h in owner.ledger.history() if h.analyst == "alice"]
+    assert sorted(outcomes) == [("answered", None)] * 2 + [("interrupted", "worker-lost")], outcomes
     owner.ledger.verify()
 
 

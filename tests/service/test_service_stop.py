@@ -23,10 +23,14 @@ def test_sigterm_stops_within_seconds_and_records_the_running_as_interrupted(tmp
     path = tmp_path / "staff.duckdb"
     con = duckdb.connect(str(path))
     con.execute("CREATE TYPE dept AS ENUM ('a', 'b', 'c', 'd', 'e', 'f')")
+    # A 40-value attribute: a maximal search over 2^46 contexts runs for minutes, so it is surely
+    # running when the signal comes (over 6 values it ended within a second).
+    con.execute("CREATE TYPE grp AS ENUM (" + ", ".join(f"'g{j}'" for j in range(40)) + ")")
     con.execute("CREATE TABLE staff AS SELECT i AS id, (['a', 'b', 'c', 'd', 'e', 'f'])[i % 6 + 1]::dept AS dept,"
-                " CASE WHEN i = 7 THEN 9000.0 ELSE 100.0 + i % 13 END AS pay FROM range(3000) t(i)")
+                " ('g' || (i % 40))::grp AS grp, CASE WHEN i = 7 THEN 9000.0 ELSE 100.0 + i % 13 END AS pay"
+                " FROM range(3000) t(i)")
     owner = pcor_sql.Owner(con, warn=lambda message: None)
-    owner.register("staff", "staff", key="id", metric="pay", by="dept", limit=100.0, releasable=[7])
+    owner.register("staff", "staff", key="id", metric="pay", by=["dept", "grp"], limit=100.0, releasable=[7])
     token = owner.add_analyst("alice", quota=50.0)
     con.close()
 
