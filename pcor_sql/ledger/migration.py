@@ -106,6 +106,8 @@ def migrate(cur: Any, tables: Tables, database: str, layout: Layout, legacy_rows
             if not columns[name].nullable and columns[name].default is None and name not in FILLS:
                 raise UserError(f"the budget ledger cannot be migrated: pcor.{table} lacks column {name}, which"
                                 " nothing can fill", "restore the ledger from a backup")
+        if table == "history":  # DuckDB renames no table an index depends on; sql/ledger.sql makes it again
+            cur.execute(f"DROP INDEX IF EXISTS {tables.prefix}history_release_id")
         cur.execute(f"ALTER TABLE {getattr(tables, table)} RENAME TO {quote_identifier(table + '__before_migration')}")
     cur.execute(f"USE {quote_identifier(database)}")
     cur.execute(sql_text("ledger.sql"))

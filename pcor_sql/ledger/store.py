@@ -137,8 +137,18 @@ class Ledger:
             use = f"USE {quote_identifier(self.database)}"
             self.transaction(lambda cur: (cur.execute(use), cur.execute(sql_text("ledger.sql"))))
             self._exists = True
+        if self._exists and not self.read_only:
+            self._ensure_release_index()
         if self._exists:
             self._check_on_open()
+
+    def _ensure_release_index(self) -> None:
+        """The history's index on release_id (sql/ledger.sql), made once for a ledger from before it."""
+        found = self._plain("SELECT count(*) FROM duckdb_indexes() WHERE database_name = $1 AND schema_name = 'pcor'"
+                            " AND index_name = 'history_release_id'", [self.database])
+        if not found[0][0]:
+            self.transaction(lambda cur: cur.execute(
+                f"CREATE INDEX IF NOT EXISTS history_release_id ON {self.tables.history} (release_id)"))
 
     def _check_on_open(self) -> None:
         """The history is the truth: compare every total with it, and mark the rows of this
