@@ -98,6 +98,12 @@ class WorkerPool:
 
         if self._shared is not None:
             return
+        # Here first: on a machine that has not compiled the checks yet, this process compiles
+        # them once into numba's cache and the children load them, rather than each child
+        # compiling everything at once (minutes on a small machine).
+        from pcor_sql.service.search_child import warm_kernels
+
+        warm_kernels()
         self._shared = SharedSummaries()
         for session in self.sessions():
             session.searches = SearchProcess(self._shared, entry="pcor_sql.service.search_child")
