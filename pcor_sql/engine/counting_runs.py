@@ -45,21 +45,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pcor_sql.engine.cellruns import CellRuns
+from pcor_sql.engine.build_threads import even_blocks, in_threads
 from pcor_sql.engine.run_sorting import sorted_runs
 from pcor_sql.engine.schema import Schema
 from pcor_sql.sqltext.build import METRIC_ALIAS, as_double, quoted, select_from
 
 MAX_KEYS = (1 << 16) - 1  # cells; one more key stands for "a NULL attribute"
-_DIGIT = 1 << 12  # Arrow counts keys of this range; wider keys are sorted as two such digits
 
 
 @dataclass
 class CellRows:
     """The scanned rows: each row's cell key (`n_keys` for a row with a NULL attribute) and
-    metric value, and what the checks need."""
+    metric value, in blocks of DuckDB's record batches with each block's count of rows per key;
+    and what the checks need."""
 
-    key: np.ndarray  # uint16
-    values: pa.ChunkedArray  # float64, as scanned
+    key: np.ndarray  # uint16, every row
+    values: list[np.ndarray]  # float64, batch by batch (views of the scanned Arrow buffers)
+    blocks: list[tuple[int, int]]  # [first, last) batches of each block
+    block_counts: np.ndarray  # (blocks, n_keys + 1) rows per key in each block
     sizes: tuple[int, ...]
     bad_metric: int  # rows whose metric is NULL, NaN or infinite
     outside: tuple[str, Any] | None  # (attribute, value) of a row outside its declared domain
@@ -68,40 +71,33 @@ class CellRows:
     def n_keys(self) -> int:
         return int(np.prod(self.sizes))
 
-    def runs(self) -> tuple[np.ndarray, CellRuns, tuple]:
+    def runs(self, threads: int = 1) -> tuple[np.ndarray, CellRuns, tuple]:
         """(the present cells' keys, ascending; their sorted runs; their (count, mean, var, lo, hi)).
 
-        Batch by batch (DuckDB's record batches, ~123k rows): Arrow's counting sort of the
-        batch's keys and a `take` of its metric — both within the batch, in cache — give its
-        rows cell after cell; each cell's slice is then copied to its place in the output (the
-        cell's start plus its rows in earlier batches). One global `take` instead reads 80 MB
-        at random (1,200 interleaved strides at 10M rows): 70–290 ms by how the pages fall,
-        against a GROUP BY's steady 430 ms (measured in fresh releases at load 0.5)."""
+        A counting sort in blocks of batches, one thread per block at a time
+        (`core.run_kernels.scatter_rows`): each block copies its rows to their cells' places,
+        from the cell's start plus the rows of earlier blocks, so within a cell rows keep their
+        order whatever the number of threads; then each cell's run is sorted (`sorted_runs`)."""
+        from pcor_sql.core.run_kernels import scatter_rows
+
         n_keys = self.n_keys
-        offsets = np.cumsum([0] + [len(c) for c in self.values.chunks])
-        per_batch = [np.bincount(self.key[a:b], minlength=n_keys + 1) for a, b in zip(offsets[:-1], offsets[1:])]
-        counts = np.sum(per_batch, axis=0) if per_batch else np.zeros(n_keys + 1, dtype=np.int64)
+        counts = self.block_counts.sum(axis=0)
         starts = np.zeros(n_keys + 2, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        kept = int(starts[n_keys])  # rows with a NULL attribute have the last key: left out
-        out = np.empty(kept, dtype=np.float64)
-        cursor = starts[:-1].copy()  # where each cell's next rows go
-        for chunk, a, b, batch_counts in zip(self.values.chunks, offsets[:-1], offsets[1:], per_batch):
-            key = self.key[a:b]
-            order = _counting_order(key, n_keys)
-            values = pc.take(chunk, order).to_numpy(zero_copy_only=False)
-            rows = batch_counts[:n_keys]
-            cells = np.flatnonzero(rows)
-            # In `values` the cells come in key order, each slice contiguous: slice j goes to
-            # cursor[cell j] onwards. One vectorised scatter of piecewise-contiguous targets.
-            length = int(rows.sum())
-            first = np.cumsum(rows[cells]) - rows[cells]
-            dest = np.repeat(cursor[cells] - first, rows[cells]) + np.arange(length)
-            out[dest] = values[:length]
-            cursor[:n_keys] += rows
-        self.values, self.key = pa.chunked_array([], pa.float64()), np.empty(0, dtype=np.uint16)
+        out = np.empty(int(starts[n_keys]), dtype=np.float64)  # rows with a NULL attribute are left out
+        cursors = starts[:-1] + np.cumsum(self.block_counts, axis=0) - self.block_counts  # each block's first places
+        row_starts = np.cumsum([0] + [v.size for v in self.values])
+
+        def scatter(b: int) -> None:
+            cursor = cursors[b].copy()
+            first, last = self.blocks[b]
+            for j in range(first, last):
+                scatter_rows(self.key[row_starts[j] : row_starts[j + 1]], self.values[j], cursor, n_keys, out)
+
+        in_threads(scatter, range(len(self.blocks)), threads)
+        self.values, self.key = [], np.empty(0, dtype=np.uint16)
         present = np.flatnonzero(counts[:n_keys])
-        runs, moments = sorted_runs(out, counts[present], np.arange(present.size))
+        runs, moments = sorted_runs(out, counts[present], np.arange(present.size), threads)
         return present, runs, moments
 
     def coords(self, present: np.ndarray) -> np.ndarray:
@@ -114,71 +110,102 @@ class CellRows:
         return coords
 
 
-def _counting_order(key: np.ndarray, n_keys: int) -> pa.Array:
-    """A stable order of `key` (values 0..n_keys): Arrow's sort, a counting sort in C++ for a
-    range up to ~4,096 (beyond, a comparison sort ~20× slower on 10M rows, measured). A wider
-    range is sorted as two digits of 12 bits, low then high (stable sorts: least significant
-    digit first gives the order of the whole key)."""
-    if n_keys < _DIGIT:
-        return pc.array_sort_indices(pa.array(key, type=pa.uint16()))
-    by_low = pc.array_sort_indices(pa.array(key % _DIGIT, type=pa.uint16()))
-    high = pc.take(pa.array(key // _DIGIT, type=pa.uint16()), by_low)
-    return pc.take(by_low, pc.array_sort_indices(high))
-
-
-def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellRows | None:
+def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema, threads: int = 1) -> CellRows | None:
     """The rows of `schema`'s relation as cell keys and metric values, or None where the
-    counting sort does not apply (module doc): then nothing has been read."""
+    counting sort does not apply (module doc): then nothing has been read. The keys and
+    counts are computed in blocks of batches in up to `threads` threads."""
+    from pcor_sql.core.run_kernels import count_keys
+
     sizes = tuple(len(a.domain) for a in schema.attributes)
-    if int(np.prod(sizes)) > MAX_KEYS:
+    n_keys = int(np.prod(sizes))
+    if n_keys > MAX_KEYS:
         return None
     relation = con.sql(select_from([*quoted(schema.names), f"{as_double(schema.metric_sql)} AS {METRIC_ALIAS}"],
                                    schema.relation_sql))
     if not all(str(t).startswith("ENUM(") for t in relation.types[:-1]):
         return None
-    table = relation.to_arrow_table()
-    key = np.zeros(table.num_rows, dtype=np.uint16)
-    null = np.zeros(table.num_rows, dtype=bool)
-    outside = None
-    for i, attr in enumerate(schema.attributes):
-        found = _add_codes(key, null, table.column(i), attr.domain, sizes[i])
-        if outside is None and found is not None:
-            outside = (attr.name, found)
-    if null.any():
-        key[null] = int(np.prod(sizes))
-    metric, rows = table.column(len(schema.attributes)), table.num_rows
-    del table  # the attribute columns: the keys hold what is needed of them
-    finite = pc.sum(pc.is_finite(metric)).as_py() or 0  # NULL is not finite (is_finite gives NULL: not counted)
-    return CellRows(key, metric, sizes, rows - int(finite), outside)
+    batches = relation.to_arrow_table().to_batches()
+    m = len(schema.attributes)
+    row_starts = np.cumsum([0] + [b.num_rows for b in batches])
+    key = np.zeros(int(row_starts[-1]), dtype=np.uint16)
+    blocks = even_blocks(row_starts, _blocks(threads, len(batches), n_keys))
+    block_counts = np.zeros((len(blocks), n_keys + 1), dtype=np.int64)
+    lookups = [_Lookup(a.domain) for a in schema.attributes]
+    values: list[np.ndarray] = [np.empty(0)] * len(batches)
+
+    def read_block(b: int) -> tuple[list[Any], int]:
+        """The block's keys, counts and metric arrays; (first outside value per attribute, or
+        None; rows whose metric is finite)."""
+        outside: list[Any] = [None] * m
+        finite = 0
+        for j in range(*blocks[b]):
+            batch, a = batches[j], int(row_starts[j])
+            part, null = key[a : a + batch.num_rows], np.zeros(batch.num_rows, dtype=bool)
+            for i in range(m):
+                found = _add_codes(part, null, batch.column(i), lookups[i], sizes[i])
+                if outside[i] is None and found is not None:
+                    outside[i] = found
+            if null.any():
+                part[null] = n_keys
+            metric = batch.column(m)
+            finite += pc.sum(pc.is_finite(metric)).as_py() or 0  # NULL is not finite (is_finite gives NULL: not counted)
+            values[j] = metric.to_numpy(zero_copy_only=False)
+            count_keys(part, block_counts[b])
+        return outside, finite
+
+    found = in_threads(read_block, range(len(blocks)), threads)
+    del batches  # the attribute columns: the keys hold what is needed of them
+    outside = next(((attr.name, f[0][i]) for i, attr in enumerate(schema.attributes)
+                    for f in found if f[0][i] is not None), None)
+    return CellRows(key, values, blocks, block_counts, sizes, int(row_starts[-1]) - sum(f[1] for f in found), outside)
 
 
-def _add_codes(key: np.ndarray, null: np.ndarray, column: pa.ChunkedArray, domain: tuple, size: int) -> Any:
-    """key ← key·size + each row's domain index (0 where NULL or outside), chunk by chunk in
-    place (a 10M-row scan's fresh temporaries cost page faults: tens of ms each); marks NULLs
-    in `null`. Returns the first value used that is outside the domain, or None."""
-    index = {v: j for j, v in enumerate(domain)}
-    outside, start = None, 0
-    for chunk in column.chunks:
-        part, flags = key[start : start + len(chunk)], null[start : start + len(chunk)]
-        start += len(chunk)
-        labels = chunk.dictionary.to_pylist()
-        # An ENUM's dictionary lists every label of the type, used or not; a label outside the
-        # declared domain is harmless unless a row uses it.
-        lookup = np.array([index.get(v, -1) for v in labels] + [-2], dtype=np.int32)
-        indices = chunk.indices
-        has_null = indices.null_count > 0
-        raw = (pc.fill_null(indices, len(labels)) if has_null else indices).to_numpy(zero_copy_only=False)
-        part *= size
-        if np.array_equal(lookup[:-1], np.arange(len(labels))) and not has_null:
-            part += raw  # the domain is the type's labels in order: the codes are the indices
-            continue
-        mapped = lookup[raw]
-        bad = np.flatnonzero(mapped == -1)
-        if outside is None and bad.size:
-            outside = labels[int(raw[bad[0]])]
-        flags |= mapped == -2
-        part += np.maximum(mapped, 0).astype(np.uint16)
-    return outside
+def _blocks(threads: int, batches: int, n_keys: int) -> int:
+    """How many blocks of batches: a few per thread (a thread slowed by other work leaves its
+    last blocks to the others), fewer where each block's counts per key would pass 16 MiB in all."""
+    if threads <= 1:
+        return 1
+    return max(1, min(batches, 4 * threads, max(threads, (1 << 21) // (n_keys + 1))))
+
+
+class _Lookup:
+    """Domain index of each label of an ENUM's dictionary (−1 outside the domain, −2 for NULL,
+    the last slot), made once per dictionary: every batch of a scan carries the same one."""
+
+    def __init__(self, domain: tuple) -> None:
+        self.index = {v: j for j, v in enumerate(domain)}
+        self.last: tuple[list[Any], np.ndarray, bool] = ([], np.full(1, -2, dtype=np.int32), True)
+
+    def of(self, dictionary: pa.Array) -> tuple[list[Any], np.ndarray, bool]:
+        """(labels, lookup, whether the codes are the domain indices) for `dictionary`."""
+        labels = dictionary.to_pylist()
+        last = self.last  # one read: threads replace the whole tuple, never a part of it
+        if labels == last[0]:
+            return last
+        table = np.array([self.index.get(v, -1) for v in labels] + [-2], dtype=np.int32)
+        self.last = out = (labels, table, bool(np.array_equal(table[:-1], np.arange(len(labels)))))
+        return out
+
+
+def _add_codes(key: np.ndarray, null: np.ndarray, chunk: pa.DictionaryArray, lookup: _Lookup, size: int) -> Any:
+    """key ← key·size + each row's domain index (0 where NULL or outside), in place (a 10M-row
+    scan's fresh temporaries cost page faults: tens of ms each); marks NULLs in `null`.
+    Returns the first value used that is outside the domain, or None."""
+    # An ENUM's dictionary lists every label of the type, used or not; a label outside the
+    # declared domain is harmless unless a row uses it.
+    labels, table, identity = lookup.of(chunk.dictionary)
+    indices = chunk.indices
+    has_null = indices.null_count > 0
+    raw = (pc.fill_null(indices, len(labels)) if has_null else indices).to_numpy(zero_copy_only=False)
+    key *= size
+    if identity and not has_null:
+        key += raw  # the domain is the type's labels in order: the codes are the indices
+        return None
+    mapped = table[raw]
+    null |= mapped == -2
+    key += np.maximum(mapped, 0).astype(np.uint16)
+    bad = np.flatnonzero(mapped == -1)
+    return labels[int(raw[bad[0]])] if bad.size else None
 
 
 def writable_view(values: pa.Array) -> np.ndarray:
