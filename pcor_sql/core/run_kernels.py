@@ -20,10 +20,15 @@ from pcor_sql.core.jit import compiled, numpy_sum
 
 
 @compiled
-def count_keys(key: np.ndarray, counts: np.ndarray) -> None:
-    """counts[k] += the rows of `key` equal to k."""
+def count_keys(key: np.ndarray, values: np.ndarray, counts: np.ndarray) -> int:
+    """counts[k] += the rows of `key` equal to k; returns how many of `values` (the same rows'
+    metric, NaN where NULL) are NaN or infinite."""
+    bad = 0
     for i in range(key.size):
         counts[key[i]] += 1
+        if not np.isfinite(values[i]):
+            bad += 1
+    return bad
 
 
 @compiled

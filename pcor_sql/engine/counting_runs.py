@@ -135,9 +135,9 @@ def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema, threads: int = 1)
 
     def read_block(b: int) -> tuple[list[Any], int]:
         """The block's keys, counts and metric arrays; (first outside value per attribute, or
-        None; rows whose metric is finite)."""
+        None; rows whose metric is NULL, NaN or infinite)."""
         outside: list[Any] = [None] * m
-        finite = 0
+        bad = 0
         for j in range(*blocks[b]):
             batch, a = batches[j], int(row_starts[j])
             part, null = key[a : a + batch.num_rows], np.zeros(batch.num_rows, dtype=bool)
@@ -147,17 +147,15 @@ def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema, threads: int = 1)
                     outside[i] = found
             if null.any():
                 part[null] = n_keys
-            metric = batch.column(m)
-            finite += pc.sum(pc.is_finite(metric)).as_py() or 0  # NULL is not finite (is_finite gives NULL: not counted)
-            values[j] = metric.to_numpy(zero_copy_only=False)
-            count_keys(part, block_counts[b])
-        return outside, finite
+            values[j] = batch.column(m).to_numpy(zero_copy_only=False)  # NULL as NaN: not finite
+            bad += count_keys(part, values[j], block_counts[b])
+        return outside, bad
 
     found = in_threads(read_block, range(len(blocks)), threads)
     del batches  # the attribute columns: the keys hold what is needed of them
     outside = next(((attr.name, f[0][i]) for i, attr in enumerate(schema.attributes)
                     for f in found if f[0][i] is not None), None)
-    return CellRows(key, values, blocks, block_counts, sizes, int(row_starts[-1]) - sum(f[1] for f in found), outside)
+    return CellRows(key, values, blocks, block_counts, sizes, sum(f[1] for f in found), outside)
 
 
 def _blocks(threads: int, batches: int, n_keys: int) -> int:
