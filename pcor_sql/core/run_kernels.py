@@ -8,8 +8,11 @@ Each kernel gives what the numpy code before it gave, bit for bit:
   as Arrow's counting sort of each batch followed by its copy to the cell's place did;
 - `run_moments`: each run's mean and population variance as `run.sum() / n` and
   `np.square(run - mean).sum() / n` (numpy's pairwise sum, `jit.numpy_sum`).
-The sort of each run stays numpy's (`ndarray.sort`, which releases the GIL too): the order of
-values that compare equal but differ in their bits (−0.0 and 0.0) is then the same as before.
+- `sort_small_runs`: runs of at most `SMALL_RUN` values sorted here (insertion sort), the
+  others left to numpy's sort (`ndarray.sort`, which releases the GIL too, and is faster on long
+  runs). A sorted run is unique where values that compare equal have the same bits; a run
+  holding both −0.0 and 0.0, or a NaN, is left to numpy's sort too, whose order of those is
+  the one the build always had.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from pcor_sql.core.jit import compiled, numpy_sum
+
+#: Runs up to this long are sorted in `sort_small_runs`: numpy's sort call costs about a
+#: microsecond of Python per run, holding the GIL (46,080 cells: 23 of a 29 ms build, measured).
+SMALL_RUN = 48
 
 
 @compiled
@@ -61,3 +68,40 @@ def run_moments(values: np.ndarray, starts: np.ndarray, first: int, last: int, m
             scratch[i] = d * d  # np.square's product, stored before it is summed
         mean[c] = mu
         var[c] = numpy_sum(scratch, n) / n
+
+
+@compiled
+def sort_small_runs(values: np.ndarray, starts: np.ndarray, first: int, last: int, small: int,
+                    left: np.ndarray) -> int:
+    """Sorts in place each run c in first..last − 1 of at most `small` values that holds no NaN
+    and not both −0.0 and 0.0; writes the other runs' c to `left`, returns how many."""
+    k = 0
+    for c in range(first, last):
+        a = starts[c]
+        n = starts[c + 1] - a
+        if n <= 1:
+            continue
+        plain = n <= small
+        negative_zero = False
+        positive_zero = False
+        for i in range(a, a + n if plain else a):
+            x = values[i]
+            if x != x:
+                plain = False
+            elif x == 0.0:
+                if np.signbit(x):
+                    negative_zero = True
+                else:
+                    positive_zero = True
+        if not plain or (negative_zero and positive_zero):
+            left[k] = c
+            k += 1
+            continue
+        for i in range(a + 1, a + n):
+            x = values[i]
+            j = i - 1
+            while j >= a and values[j] > x:
+                values[j + 1] = values[j]
+                j -= 1
+            values[j + 1] = x
+    return k

@@ -153,3 +153,21 @@ def test_even_blocks_cover_every_item_once():
         assert blocks[0][0] == 0 and blocks[-1][1] == 8 and len(blocks) <= parts
         assert all(a < b and b == c for (a, b), (c, _) in zip(blocks, blocks[1:] + [(8, 0)]))
     assert even_blocks(np.zeros(1), 4) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(runs=st.lists(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, float("nan"), float("inf")]) | st.floats(-9, 9),
+                              max_size=60), min_size=1, max_size=8))
+def test_short_runs_sorted_as_numpy_sorts_them_or_left_to_it(runs):
+    from pcor_sql.core.run_kernels import SMALL_RUN, sort_small_runs
+
+    values = np.array([x for run in runs for x in run], dtype=np.float64)
+    starts = np.concatenate(([0], np.cumsum([len(r) for r in runs]))).astype(np.int64)
+    left = np.empty(len(runs), dtype=np.int64)
+    left = set(left[: sort_small_runs(values, starts, 0, len(runs), SMALL_RUN, left)].tolist())
+    for c, run in enumerate(runs):
+        arr = np.array(run, dtype=np.float64)
+        ambiguous = np.isnan(arr).any() or ((arr == 0) & np.signbit(arr)).any() and ((arr == 0) & ~np.signbit(arr)).any()
+        assert (c in left) == (len(run) > 1 and (len(run) > SMALL_RUN or bool(ambiguous)))
+        if c not in left:
+            assert values[starts[c] : starts[c + 1]].tobytes() == np.sort(arr).tobytes()
