@@ -8,17 +8,18 @@ a mixed-radix key of small integers, and the rows are partitioned by cell withou
 
 1. one flat scan into Arrow (attributes as dictionary indices, the metric as float64);
 2. each row's cell key, 16 bits (rows with a NULL attribute get the key one past the last cell,
-   so they sort after every cell and are left out);
-3. Arrow's sort of the keys — a counting sort for integers of a small range, in C++ (two
-   passes, 12 bits each, past 4,096 cells) — and one `take` of the metric in that order: the
-   values cell after cell;
+   and are left out), and each block of record batches' count of rows per key;
+3. a counting sort: each block copies its rows' values to their cells' places, from the cell's
+   start plus the rows of the blocks before it (`core.run_kernels.scatter_rows`), so within a
+   cell the rows keep their order, whatever the blocks;
 4. each cell's run sorted and its moments taken (`run_sorting.sorted_runs`, as the GROUP BY path).
 
-Why Arrow's: numpy's stable argsort of 16-bit keys (a radix sort) and its fancy-index gather
-are each ~5× slower on 10M rows (measured: 1.21 s and 1.21 s against 0.24 s and 0.37 s at
-load 9), and lose to the GROUP BY they replace. Step 3 runs per record batch (`CellRows.runs`):
-the sort and the take stay within the batch, in cache, and each cell's slice is then copied to
-its place.
+Steps 2–4 run in blocks over DuckDB's `threads` (`build_threads`: compiled kernels and numpy
+calls that release the GIL). Before issue 29 steps 2–3 ran in one thread (Arrow's counting
+sort of each batch and a `take`, then a numpy scatter) and step 4 in up to 8 whatever `threads`
+said: the build took 371 of a 553 ms fresh 10M-row release on 16 cores while DuckDB's sort
+used them all. The runs and moments are byte for byte
+those of that build (tests/engine/test_parallel_build.py against `benchmarks.summary_build_old`).
 
 The runs are each cell's values, sorted: the same as the GROUP BY path gives, so every
 population, window and verdict is the same; cells come in key order (domain indices,
@@ -26,11 +27,8 @@ lexicographic) instead of the hash table's. It applies where the keys are small:
 returns None (the caller keeps the GROUP BY, nothing read) when an attribute is not an ENUM
 (other types come as values, not codes) or there are 2^16 possible cells or more.
 
-Measured (10M rows, 1,200 cells; BENCHMARKS.md, issue 22 items 2–5): 0.55–0.72× the GROUP
-BY's build time under load 8–10 and 0.75× in a warm loop at load 2, a third of its page faults
-and a lower peak RSS; in fresh releases at load 1–1.5 about the same median (454 against
-441 ms), spread 275–476 ms. A compiled counting sort (numba, not a dependency here) measured
-0.62× at load 2: the floor this path stays above.
+Measured: BENCHMARKS.md, issue 22 items 2–5 (against the GROUP BY) and issue 29 item 4
+(`python -m benchmarks.summary_threads`: the old build against this one at threads = 1, 2, 16).
 """
 
 from __future__ import annotations
