@@ -1,7 +1,7 @@
 """The per-cell summary build (with the sorted runs) at DuckDB's `threads` = 1, 2 and 16, the
 old build against the new one, alternating (issue 29, item 4).
 
-    PYTHONPATH=. python -m benchmarks.summary_threads [PATH] [--repeats 7] [--threads 1,2,16]
+    PYTHONPATH=. python -m benchmarks.summary_threads [PATH] [--repeats 7] [--threads 1,2,16] [--phases]
 
 PATH is a DuckDB file holding the scale benchmark's table `t` (`benchmarks/scale_tables.py`,
 shape `base`: 1,200 cells), e.g. /tmp/pcor-scale/base-10000000.duckdb from `python -m benchmarks
@@ -87,6 +87,56 @@ def measure(path: str, repeats: int, threads: list[int]) -> dict[str, Any]:
     return out
 
 
+def phases(path: str, repeats: int, threads: list[int]) -> str:
+    """Where the new build's time goes at each thread count (medians, ms): DuckDB's scan into
+    Arrow alone, then `read_cells` (that scan, the keys and counts), the counting sort's scatter
+    and the runs' sorts and moments (`sorted_runs`)."""
+    import duckdb
+
+    import pcor_sql.engine.counting_runs as counting_runs
+    from pcor_sql.engine.build_threads import duckdb_threads
+    from pcor_sql.engine.schema import resolve_schema
+    from pcor_sql.sqltext.build import METRIC_ALIAS, as_double, quoted, select_from
+
+    con = duckdb.connect(path, read_only=True)
+    con.execute("SET enable_progress_bar = false")
+    schema = resolve_schema(con, "t", "v")
+    sql = select_from([*quoted(schema.names), f"{as_double(schema.metric_sql)} AS {METRIC_ALIAS}"], schema.relation_sql)
+    sorting, spent = counting_runs.sorted_runs, {}
+
+    def timed_sort(*args: Any) -> Any:
+        started = time.perf_counter()
+        out = sorting(*args)
+        spent["sort"] = time.perf_counter() - started
+        return out
+
+    counting_runs.sorted_runs = timed_sort
+    samples: dict[int, dict[str, list[float]]] = {t: {} for t in threads}
+    try:
+        for _ in range(repeats + 1):  # the first round untimed
+            for t in threads:
+                con.execute(f"SET threads = {t}")
+                t0 = time.perf_counter()
+                con.sql(sql).to_arrow_table()
+                t1 = time.perf_counter()
+                rows = counting_runs.read_cells(con, schema, duckdb_threads(con))
+                t2 = time.perf_counter()
+                rows.runs(t)
+                t3 = time.perf_counter()
+                for key, x in (("scan", t1 - t0), ("read_cells", t2 - t1), ("scatter", t3 - t2 - spent["sort"]),
+                               ("sort", spent["sort"])):
+                    samples[t].setdefault(key, []).append(x)
+    finally:
+        counting_runs.sorted_runs = sorting
+        con.close()
+    lines = ["new build by step, ms (median): scan alone | read_cells (scan, keys, counts) | scatter | sorts and moments",
+             "| threads | scan alone | read_cells | scatter | sort |", "|---|---|---|---|---|"]
+    for t, by in samples.items():
+        lines.append(f"| {t} | " + " | ".join(f"{statistics.median(by[k][1:]) * 1000:.0f}"
+                                               for k in ("scan", "read_cells", "scatter", "sort")) + " |")
+    return "\n".join(lines)
+
+
 def table(result: dict[str, Any]) -> str:
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} ({min(xs) * 1000:.0f}–{max(xs) * 1000:.0f})"  # noqa: E731
     lines = [f"summary build, {result['rows']:,} rows, {result.get('cells', 0):,} cells; ms, median (min–max); "
@@ -103,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", nargs="?", default=str(DEFAULT))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", default="1,2,16", help="DuckDB `threads` settings, those above the cores left out")
+    parser.add_argument("--phases", action="store_true", help="Also time the new build's steps at each setting")
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
     threads = [t for t in (int(x) for x in args.threads.split(",")) if 1 <= t <= max(cores, 1)]
@@ -115,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = measure(args.path, args.repeats, threads)
     print(table(result))
+    if args.phases:
+        print(phases(args.path, args.repeats, threads))
     print(f"{cores} cores; 1-minute load at the end: {os.getloadavg()[0]:.2f}")
     return 0 if result["identical"] else 1
 
