@@ -72,7 +72,7 @@ class CellRows:
     def runs(self, threads: int = 1) -> tuple[np.ndarray, CellRuns, tuple]:
         """(the present cells' keys, ascending; their sorted runs; their (count, mean, var, lo, hi)).
 
-        A counting sort in blocks of batches, one thread per block at a time
+        A counting sort over the blocks of batches in up to `threads` threads
         (`core.run_kernels.scatter_rows`): each block copies its rows to their cells' places,
         from the cell's start plus the rows of earlier blocks, so within a cell rows keep their
         order whatever the number of threads; then each cell's run is sorted (`sorted_runs`)."""
