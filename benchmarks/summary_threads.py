@@ -96,12 +96,11 @@ def phases(path: str, repeats: int, threads: list[int]) -> str:
     import pcor_sql.engine.counting_runs as counting_runs
     from pcor_sql.engine.build_threads import duckdb_threads
     from pcor_sql.engine.schema import resolve_schema
-    from pcor_sql.sqltext.build import METRIC_ALIAS, as_double, quoted, select_from
 
     con = duckdb.connect(path, read_only=True)
     con.execute("SET enable_progress_bar = false")
     schema = resolve_schema(con, "t", "v")
-    sql = select_from([*quoted(schema.names), f"{as_double(schema.metric_sql)} AS {METRIC_ALIAS}"], schema.relation_sql)
+    sql = counting_runs.scan_sql(schema)
     sorting, spent = counting_runs.sorted_runs, {}
 
     def timed_sort(*args: Any) -> Any:

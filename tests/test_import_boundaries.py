@@ -27,8 +27,7 @@ BENCHMARKS_EXCEPTIONS = {
     "_anomaly_api.py": ("pcor_sql.anomaly.points",),
     "per_check.py": ("pcor_sql.engine.evaluator", "pcor_sql.engine.schema", "pcor_sql.engine.summary"),
     "summary_build_old.py": ("pcor_sql.engine.cellruns", "pcor_sql.engine.schema", "pcor_sql.sqltext.build"),
-    "summary_threads.py": ("pcor_sql.engine.build_threads", "pcor_sql.engine.counting_runs", "pcor_sql.engine.schema",
-                           "pcor_sql.sqltext.build"),
+    "summary_threads.py": ("pcor_sql.engine.build_threads", "pcor_sql.engine.counting_runs", "pcor_sql.engine.schema"),
 }
 
 
