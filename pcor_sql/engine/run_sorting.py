@@ -40,5 +40,9 @@ def sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray, thr
     # Contiguous blocks of cells with about equal numbers of rows, a few per thread (a thread
     # slowed by other work leaves its last blocks to the others).
     in_threads(sort_cells, even_blocks(starts, 4 * threads if threads > 1 else 1), threads)
+    empty = lengths == 0
+    if empty.any():  # numpy's 0 / 0, whose NaN's bits are the machine's (the kernel writes numpy's nan)
+        with np.errstate(invalid="ignore"):
+            mean[empty] = var[empty] = np.float64(0.0) / 0
     lo, hi = values[starts[:-1]], values[starts[1:] - 1]  # a sorted run starts at its minimum
     return CellRuns(values, starts), (lengths.astype(np.int64), mean, var, lo, hi)
