@@ -25,7 +25,7 @@ def duckdb_threads(con: duckdb.DuckDBPyConnection | None) -> int:
     if con is None:
         return 1
     try:
-        return max(1, int(con.execute("SELECT current_setting('threads')").fetchall()[0][0]))
+        return max(1, int(con.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0]))
     except (duckdb.Error, TypeError, ValueError, IndexError):
         return 1
 

@@ -179,3 +179,15 @@ def test_short_runs_sorted_as_numpy_sorts_them_or_left_to_it(runs):
         assert (c in left) == (len(run) > 1 and (len(run) > SMALL_RUN or bool(ambiguous)))
         if c not in left:
             assert values[starts[c] : starts[c + 1]].tobytes() == np.sort(arr).tobytes()
+
+
+def test_macros_named_like_the_builtins_change_nothing():
+    # A user's database may hold macros named like DuckDB's functions; the build calls the
+    # built-ins (`system.main.enum_code`, `system.main.current_setting`), which no macro takes.
+    con = duckdb.connect()
+    schema = generated(con, 130_000, 3, (40, 30), 97, 0.5)
+    before = new_build(con, schema, 2)
+    con.execute("CREATE MACRO enum_code(x) AS 0")
+    con.execute("CREATE MACRO current_setting(x) AS 'seven'")
+    assert duckdb_threads(con) == int(con.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0])
+    assert_same(before, new_build(con, schema, 2))

@@ -32,7 +32,7 @@ def test_with_values_summary_runs_one_statement(salaries):
     summary, statements = statements_run(con, lambda: build_summary(con, schema, with_values=True))
     # salaries' attributes are ENUMs: one flat scan, partitioned by a counting sort (no GROUP BY);
     # before it, the build reads DuckDB's `threads` setting (how many threads it may use).
-    assert statements[0] == "SELECT current_setting('threads')", statements
+    assert statements[0] == "SELECT system.main.current_setting('threads')", statements
     assert len(statements) == 2 and "GROUP BY" not in statements[1], statements
     _, later = statements_run(con, summary.runs)
     assert later == []
