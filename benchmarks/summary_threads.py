@@ -3,9 +3,10 @@ old build against the new one, alternating (issue 29, item 4).
 
     PYTHONPATH=. python -m benchmarks.summary_threads [PATH] [--repeats 7] [--threads 1,2,16] [--phases]
 
-PATH is a DuckDB file holding the scale benchmark's table `t` (`benchmarks/scale_tables.py`,
-shape `base`: 1,200 cells), e.g. /tmp/pcor-scale/base-10000000.duckdb from `python -m benchmarks
-scale`; without PATH the 10M-row table is generated there first (about 3 s of DuckDB, not timed).
+PATH is a DuckDB file holding the scale benchmark's table `t` (`benchmarks/scale_tables.py`, any
+shape: its ENUM columns are the attributes), e.g. /tmp/pcor-scale/base-10000000.duckdb from
+`python -m benchmarks scale`; without PATH that 10M-row table is generated first if missing
+(about 3 s of DuckDB, not timed).
 A thread count above the machine's cores is left out. One untimed build of each first (numba's
 kernels are compiled or loaded from their cache then).
 
