@@ -102,6 +102,8 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
             out["summary_bytes"] = summary_bytes(summary)
             out["cells"] = int(summary.count.size)
             del session, summary
+    if fresh:
+        out["summary_threads_s"] = summary_at_threads(con, verifier, fresh)
     out["peak_rss_after_fresh_bytes"] = peak_rss_bytes()
     if warm:
         # One Session: an untimed release, then (1) the same request again, seed included: every
@@ -125,6 +127,25 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
     out["rows"] = int(con.execute(f"SELECT count(*) FROM {TABLE}").fetchall()[0][0])
     con.close()
     out["peak_rss_bytes"] = peak_rss_bytes()
+    return out
+
+
+def summary_at_threads(con, verifier: str, repeats: int, threads: tuple[int, ...] = (1, 2)) -> dict[str, list[float]]:
+    """The per-cell summary's build seconds on a new Session with DuckDB's `threads` set to 1 and
+    2, alternating, `repeats` each (issue 29, item 4: the build follows that setting); the
+    setting is reset after."""
+    import pcor_sql
+
+    out: dict[str, list[float]] = {str(t): [] for t in threads}
+    try:
+        for _ in range(repeats):
+            for t in threads:
+                con.execute(f"SET threads = {int(t)}")
+                session = pcor_sql.Session(con, allow_seeded=True)
+                out[str(t)].append(session.prepare(session_request(con, verifier)).summary.build_seconds)
+                del session
+    finally:
+        con.execute("RESET threads")
     return out
 
 

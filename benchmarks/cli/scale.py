@@ -141,7 +141,7 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
         label = f"{c['name']} ({c['rows']:,} rows, {c.get('cells', '—'):,} cells, {c['free_bits']} free bits)" \
             if isinstance(c.get("cells"), int) else f"{c['name']} ({c['rows']:,} rows)"
         if "error" in c:
-            rows.append((label, c["verifier"], "error: " + c["error"], *[""] * 12))
+            rows.append((label, c["verifier"], "error: " + c["error"], *[""] * 14))
             continue
 
         def checks(key: str) -> str:
@@ -150,7 +150,8 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
 
         warm = [x for key in ("warm_same_s", "warm_s", "warm_other_s") for x in (t(c.get(key) or []), r(c, key))]
         rows.append((label, c["verifier"], t(c["reference_s"]), t(c["fresh_s"]), r(c, "fresh_s"), *warm,
-                     t(c["summary_build_s"]), checks("start_checks"), checks("contexts_verified"),
+                     t(c["summary_build_s"]), *(t((c.get("summary_threads_s") or {}).get(k) or []) for k in ("1", "2")),
+                     checks("start_checks"), checks("contexts_verified"),
                      checks("warm_other_contexts_verified")))
         if c.get("fresh_s"):
             n = c["rows"]
@@ -164,7 +165,7 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
                    "into numpy", ("case", "verifier", "reference", "fresh release", "fresh / ref",
                                   "warm, same request", "/ ref", "warm, new seeds", "/ ref",
                                   "warm, another record", "/ ref", "summary build (in fresh)",
-                                  "start-search checks", "contexts verified", "contexts verified (other records)"), rows, (
+                                  "summary build, threads = 1", "threads = 2", "start-search checks", "contexts verified", "contexts verified (other records)"), rows, (
             "Times: median (min–max) over the repeats, all measured in the same child process; fresh and reference "
             "alternate. fresh = `explain_outlier` end to end on a new Session (parse, schema, record, per-cell "
             "summary with the sorted runs, start search, search, in-memory ledger charge). warm = the same on one "
@@ -173,7 +174,9 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
             "*new seeds* (s, s + 1, ...) draw other coins and reach contexts not checked before, so only part of "
             "the verdicts are cached (those of every release before it); *another record* releases each of the "
             "rows furthest above their cell's mean (benchmarks/scale.py: other_records) once — the summary is "
-            "reused, its verdicts are not.",
+            "reused, its verdicts are not. summary build (in fresh) = `CellSummary.build_seconds` in the fresh "
+            "releases, at DuckDB's default `threads` (every core); threads = 1, 2 = the same build on a new "
+            "Session after `SET threads = 1` or `2`, alternating (the build follows that setting: issue 29).",
             "Each ratio (median over median) carries the 1-minute load average read just before its samples and "
             "the reference's (lowest–highest): the reference uses both cores and halves when one is free, a "
             "release uses one, so a ratio depends on the load (issue 22). start-search checks: the contexts the "

@@ -3,22 +3,23 @@
 The GROUP BY that lists each cell's values (`sqltext.build.cell_lists`) makes DuckDB build a
 list per cell in its hash table and convert the lists to Arrow: 277 of the 405 ms a 10M-row
 summary took (issue 22's profile). When every context attribute is an ENUM, its values come
-out of a plain `SELECT a, b, c, metric` as Arrow dictionary indices, so the cell of each row is
+out of a plain `SELECT enum_code(a), ..., metric` as their codes, so the cell of each row is
 a mixed-radix key of small integers, and the rows are partitioned by cell without a GROUP BY:
 
-1. one flat scan into Arrow (attributes as dictionary indices, the metric as float64);
+1. one flat scan into Arrow (each attribute as its ENUM code, the metric as float64);
 2. each row's cell key, 16 bits (rows with a NULL attribute get the key one past the last cell,
-   so they sort after every cell and are left out);
-3. Arrow's sort of the keys — a counting sort for integers of a small range, in C++ (two
-   passes, 12 bits each, past 4,096 cells) — and one `take` of the metric in that order: the
-   values cell after cell;
+   and are left out), and each block of record batches' count of rows per key;
+3. a counting sort: each block copies its rows' values to their cells' places, from the cell's
+   start plus the rows of the blocks before it (`core.run_kernels.scatter_rows`), so within a
+   cell the rows keep their order, whatever the blocks;
 4. each cell's run sorted and its moments taken (`run_sorting.sorted_runs`, as the GROUP BY path).
 
-Why Arrow's: numpy's stable argsort of 16-bit keys (a radix sort) and its fancy-index gather
-are each ~5× slower on 10M rows (measured: 1.21 s and 1.21 s against 0.24 s and 0.37 s at
-load 9), and lose to the GROUP BY they replace. Step 3 runs per record batch (`CellRows.runs`):
-the sort and the take stay within the batch, in cache, and each cell's slice is then copied to
-its place.
+Steps 2–4 run in blocks over DuckDB's `threads` (`build_threads`: compiled kernels and numpy
+calls that release the GIL). Before issue 29 steps 2–3 ran in one thread (Arrow's counting
+sort of each batch and a `take`, then a numpy scatter) and step 4 in up to 8 whatever `threads`
+said: the build took 371 of a 553 ms fresh 10M-row release on 16 cores while DuckDB's sort
+used them all. The runs and moments are byte for byte
+those of that build (tests/engine/test_parallel_build.py against `benchmarks.summary_build_old`).
 
 The runs are each cell's values, sorted: the same as the GROUP BY path gives, so every
 population, window and verdict is the same; cells come in key order (domain indices,
@@ -26,11 +27,8 @@ lexicographic) instead of the hash table's. It applies where the keys are small:
 returns None (the caller keeps the GROUP BY, nothing read) when an attribute is not an ENUM
 (other types come as values, not codes) or there are 2^16 possible cells or more.
 
-Measured (10M rows, 1,200 cells; BENCHMARKS.md, issue 22 items 2–5): 0.55–0.72× the GROUP
-BY's build time under load 8–10 and 0.75× in a warm loop at load 2, a third of its page faults
-and a lower peak RSS; in fresh releases at load 1–1.5 about the same median (454 against
-441 ms), spread 275–476 ms. A compiled counting sort (numba, not a dependency here) measured
-0.62× at load 2: the floor this path stays above.
+Measured: BENCHMARKS.md, issue 22 items 2–5 (against the GROUP BY) and issue 29 item 4
+(`python -m benchmarks.summary_threads`: the old build against this one at threads = 1, 2, 16).
 """
 
 from __future__ import annotations
@@ -45,21 +43,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pcor_sql.engine.cellruns import CellRuns
+from pcor_sql.engine.build_threads import even_blocks, in_threads
 from pcor_sql.engine.run_sorting import sorted_runs
 from pcor_sql.engine.schema import Schema
 from pcor_sql.sqltext.build import METRIC_ALIAS, as_double, quoted, select_from
 
 MAX_KEYS = (1 << 16) - 1  # cells; one more key stands for "a NULL attribute"
-_DIGIT = 1 << 12  # Arrow counts keys of this range; wider keys are sorted as two such digits
 
 
 @dataclass
 class CellRows:
     """The scanned rows: each row's cell key (`n_keys` for a row with a NULL attribute) and
-    metric value, and what the checks need."""
+    metric value, in blocks of DuckDB's record batches with each block's count of rows per key;
+    and what the checks need."""
 
-    key: np.ndarray  # uint16
-    values: pa.ChunkedArray  # float64, as scanned
+    key: np.ndarray  # uint16, every row
+    values: list[np.ndarray]  # float64, batch by batch (views of the scanned Arrow buffers)
+    blocks: list[tuple[int, int]]  # [first, last) batches of each block
+    block_counts: np.ndarray  # (blocks, n_keys + 1) rows per key in each block
     sizes: tuple[int, ...]
     bad_metric: int  # rows whose metric is NULL, NaN or infinite
     outside: tuple[str, Any] | None  # (attribute, value) of a row outside its declared domain
@@ -68,40 +69,33 @@ class CellRows:
     def n_keys(self) -> int:
         return int(np.prod(self.sizes))
 
-    def runs(self) -> tuple[np.ndarray, CellRuns, tuple]:
+    def runs(self, threads: int = 1) -> tuple[np.ndarray, CellRuns, tuple]:
         """(the present cells' keys, ascending; their sorted runs; their (count, mean, var, lo, hi)).
 
-        Batch by batch (DuckDB's record batches, ~123k rows): Arrow's counting sort of the
-        batch's keys and a `take` of its metric — both within the batch, in cache — give its
-        rows cell after cell; each cell's slice is then copied to its place in the output (the
-        cell's start plus its rows in earlier batches). One global `take` instead reads 80 MB
-        at random (1,200 interleaved strides at 10M rows): 70–290 ms by how the pages fall,
-        against a GROUP BY's steady 430 ms (measured in fresh releases at load 0.5)."""
+        A counting sort over the blocks of batches in up to `threads` threads
+        (`core.run_kernels.scatter_rows`): each block copies its rows to their cells' places,
+        from the cell's start plus the rows of earlier blocks, so within a cell rows keep their
+        order whatever the number of threads; then each cell's run is sorted (`sorted_runs`)."""
+        from pcor_sql.core.run_kernels import scatter_rows
+
         n_keys = self.n_keys
-        offsets = np.cumsum([0] + [len(c) for c in self.values.chunks])
-        per_batch = [np.bincount(self.key[a:b], minlength=n_keys + 1) for a, b in zip(offsets[:-1], offsets[1:])]
-        counts = np.sum(per_batch, axis=0) if per_batch else np.zeros(n_keys + 1, dtype=np.int64)
+        counts = self.block_counts.sum(axis=0)
         starts = np.zeros(n_keys + 2, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        kept = int(starts[n_keys])  # rows with a NULL attribute have the last key: left out
-        out = np.empty(kept, dtype=np.float64)
-        cursor = starts[:-1].copy()  # where each cell's next rows go
-        for chunk, a, b, batch_counts in zip(self.values.chunks, offsets[:-1], offsets[1:], per_batch):
-            key = self.key[a:b]
-            order = _counting_order(key, n_keys)
-            values = pc.take(chunk, order).to_numpy(zero_copy_only=False)
-            rows = batch_counts[:n_keys]
-            cells = np.flatnonzero(rows)
-            # In `values` the cells come in key order, each slice contiguous: slice j goes to
-            # cursor[cell j] onwards. One vectorised scatter of piecewise-contiguous targets.
-            length = int(rows.sum())
-            first = np.cumsum(rows[cells]) - rows[cells]
-            dest = np.repeat(cursor[cells] - first, rows[cells]) + np.arange(length)
-            out[dest] = values[:length]
-            cursor[:n_keys] += rows
-        self.values, self.key = pa.chunked_array([], pa.float64()), np.empty(0, dtype=np.uint16)
+        out = np.empty(int(starts[n_keys]), dtype=np.float64)  # rows with a NULL attribute are left out
+        cursors = starts[:-1] + np.cumsum(self.block_counts, axis=0) - self.block_counts  # each block's first places
+        row_starts = np.cumsum([0] + [v.size for v in self.values])
+
+        def scatter(b: int) -> None:
+            cursor = cursors[b].copy()
+            first, last = self.blocks[b]
+            for j in range(first, last):
+                scatter_rows(self.key[row_starts[j] : row_starts[j + 1]], self.values[j], cursor, n_keys, out)
+
+        in_threads(scatter, range(len(self.blocks)), threads)
+        self.values, self.key = [], np.empty(0, dtype=np.uint16)
         present = np.flatnonzero(counts[:n_keys])
-        runs, moments = sorted_runs(out, counts[present], np.arange(present.size))
+        runs, moments = sorted_runs(out, counts[present], np.arange(present.size), threads)
         return present, runs, moments
 
     def coords(self, present: np.ndarray) -> np.ndarray:
@@ -114,71 +108,99 @@ class CellRows:
         return coords
 
 
-def _counting_order(key: np.ndarray, n_keys: int) -> pa.Array:
-    """A stable order of `key` (values 0..n_keys): Arrow's sort, a counting sort in C++ for a
-    range up to ~4,096 (beyond, a comparison sort ~20× slower on 10M rows, measured). A wider
-    range is sorted as two digits of 12 bits, low then high (stable sorts: least significant
-    digit first gives the order of the whole key)."""
-    if n_keys < _DIGIT:
-        return pc.array_sort_indices(pa.array(key, type=pa.uint16()))
-    by_low = pc.array_sort_indices(pa.array(key % _DIGIT, type=pa.uint16()))
-    high = pc.take(pa.array(key // _DIGIT, type=pa.uint16()), by_low)
-    return pc.take(by_low, pc.array_sort_indices(high))
-
-
-def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema) -> CellRows | None:
+def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema, threads: int = 1) -> CellRows | None:
     """The rows of `schema`'s relation as cell keys and metric values, or None where the
-    counting sort does not apply (module doc): then nothing has been read."""
+    counting sort does not apply (module doc): then nothing has been read. The keys and
+    counts are computed in blocks of batches in up to `threads` threads."""
+    from pcor_sql.core.run_kernels import count_keys
+
     sizes = tuple(len(a.domain) for a in schema.attributes)
-    if int(np.prod(sizes)) > MAX_KEYS:
+    n_keys = int(np.prod(sizes))
+    if n_keys > MAX_KEYS:
         return None
-    relation = con.sql(select_from([*quoted(schema.names), f"{as_double(schema.metric_sql)} AS {METRIC_ALIAS}"],
-                                   schema.relation_sql))
-    if not all(str(t).startswith("ENUM(") for t in relation.types[:-1]):
+    metric = f"{as_double(schema.metric_sql)} AS {METRIC_ALIAS}"
+    types = con.sql(select_from([*quoted(schema.names), metric], schema.relation_sql)).types[:-1]  # bound, not run
+    if not all(str(t).startswith("ENUM(") for t in types):
         return None
-    table = relation.to_arrow_table()
-    key = np.zeros(table.num_rows, dtype=np.uint16)
-    null = np.zeros(table.num_rows, dtype=bool)
-    outside = None
-    for i, attr in enumerate(schema.attributes):
-        found = _add_codes(key, null, table.column(i), attr.domain, sizes[i])
-        if outside is None and found is not None:
-            outside = (attr.name, found)
-    if null.any():
-        key[null] = int(np.prod(sizes))
-    metric, rows = table.column(len(schema.attributes)), table.num_rows
-    del table  # the attribute columns: the keys hold what is needed of them
-    finite = pc.sum(pc.is_finite(metric)).as_py() or 0  # NULL is not finite (is_finite gives NULL: not counted)
-    return CellRows(key, metric, sizes, rows - int(finite), outside)
+    batches = con.sql(scan_sql(schema)).to_arrow_table().to_batches()
+    m = len(schema.attributes)
+    row_starts = np.cumsum([0] + [b.num_rows for b in batches])
+    key = np.zeros(int(row_starts[-1]), dtype=np.uint16)
+    blocks = even_blocks(row_starts, _blocks(threads, len(batches), n_keys))
+    block_counts = np.zeros((len(blocks), n_keys + 1), dtype=np.int64)
+    lookups = [_Lookup(a.domain, dict(t.children)["values"]) for a, t in zip(schema.attributes, types)]
+    values: list[np.ndarray] = [np.empty(0)] * len(batches)
+
+    def read_block(b: int) -> tuple[list[Any], int]:
+        """The block's keys, counts and metric arrays; (first outside value per attribute, or
+        None; rows whose metric is NULL, NaN or infinite)."""
+        outside: list[Any] = [None] * m
+        bad = 0
+        for j in range(*blocks[b]):
+            batch, a = batches[j], int(row_starts[j])
+            part, null = key[a : a + batch.num_rows], np.zeros(batch.num_rows, dtype=bool)
+            for i in range(m):
+                found = _add_codes(part, null, batch.column(i), lookups[i], sizes[i])
+                if outside[i] is None and found is not None:
+                    outside[i] = found
+            if null.any():
+                part[null] = n_keys
+            values[j] = batch.column(m).to_numpy(zero_copy_only=False)  # NULL as NaN: not finite
+            bad += count_keys(part, values[j], block_counts[b])
+        return outside, bad
+
+    found = in_threads(read_block, range(len(blocks)), threads)
+    del batches  # the attribute columns: the keys hold what is needed of them
+    outside = next(((attr.name, f[0][i]) for i, attr in enumerate(schema.attributes)
+                    for f in found if f[0][i] is not None), None)
+    return CellRows(key, values, blocks, block_counts, sizes, sum(f[1] for f in found), outside)
 
 
-def _add_codes(key: np.ndarray, null: np.ndarray, column: pa.ChunkedArray, domain: tuple, size: int) -> Any:
-    """key ← key·size + each row's domain index (0 where NULL or outside), chunk by chunk in
-    place (a 10M-row scan's fresh temporaries cost page faults: tens of ms each); marks NULLs
-    in `null`. Returns the first value used that is outside the domain, or None."""
-    index = {v: j for j, v in enumerate(domain)}
-    outside, start = None, 0
-    for chunk in column.chunks:
-        part, flags = key[start : start + len(chunk)], null[start : start + len(chunk)]
-        start += len(chunk)
-        labels = chunk.dictionary.to_pylist()
-        # An ENUM's dictionary lists every label of the type, used or not; a label outside the
-        # declared domain is harmless unless a row uses it.
-        lookup = np.array([index.get(v, -1) for v in labels] + [-2], dtype=np.int32)
-        indices = chunk.indices
-        has_null = indices.null_count > 0
-        raw = (pc.fill_null(indices, len(labels)) if has_null else indices).to_numpy(zero_copy_only=False)
-        part *= size
-        if np.array_equal(lookup[:-1], np.arange(len(labels))) and not has_null:
-            part += raw  # the domain is the type's labels in order: the codes are the indices
-            continue
-        mapped = lookup[raw]
-        bad = np.flatnonzero(mapped == -1)
-        if outside is None and bad.size:
-            outside = labels[int(raw[bad[0]])]
-        flags |= mapped == -2
-        part += np.maximum(mapped, 0).astype(np.uint16)
-    return outside
+def scan_sql(schema: Schema) -> str:
+    """The flat scan: each attribute as its ENUM code (DuckDB's `enum_code`, an unsigned
+    integer, NULL kept) — less scan time than the ENUMs as Arrow dictionaries (10M rows, 3
+    attributes, 1 thread: 74 against 103 ms at load 2, 104 against 118 ms at load 4) — and
+    the metric as DOUBLE."""
+    codes = [f"system.main.enum_code({name}) AS {name}" for name in quoted(schema.names)]
+    return select_from([*codes, f"{as_double(schema.metric_sql)} AS {METRIC_ALIAS}"], schema.relation_sql)
+
+
+def _blocks(threads: int, batches: int, n_keys: int) -> int:
+    """How many blocks of batches: a few per thread (a thread slowed by other work leaves its
+    last blocks to the others), fewer where each block's counts per key would pass 16 MiB in all."""
+    if threads <= 1:
+        return 1
+    return max(1, min(batches, 4 * threads, max(threads, (1 << 21) // (n_keys + 1))))
+
+
+class _Lookup:
+    """Domain index of each code of an ENUM (−1 for a label outside the declared domain, −2 for
+    NULL: the last slot), and whether the codes are the domain indices."""
+
+    def __init__(self, domain: tuple, labels: list[Any]) -> None:
+        index = {v: j for j, v in enumerate(domain)}
+        self.labels = labels
+        self.table = np.array([index.get(v, -1) for v in labels] + [-2], dtype=np.int32)
+        self.identity = bool(np.array_equal(self.table[:-1], np.arange(len(labels))))
+
+
+def _add_codes(key: np.ndarray, null: np.ndarray, codes: pa.Array, lookup: _Lookup, size: int) -> Any:
+    """key ← key·size + each row's domain index (0 where NULL or outside), in place (a 10M-row
+    scan's fresh temporaries cost page faults: tens of ms each); marks NULLs in `null`.
+    Returns the first value used that is outside the domain, or None."""
+    # An ENUM lists every label of the type, used or not; a label outside the declared domain
+    # is harmless unless a row uses it.
+    has_null = codes.null_count > 0
+    raw = (pc.fill_null(codes, len(lookup.labels)) if has_null else codes).to_numpy(zero_copy_only=False)
+    key *= size
+    if lookup.identity and not has_null:
+        key += raw  # the domain is the type's labels in order: the codes are the indices
+        return None
+    mapped = lookup.table[raw]
+    null |= mapped == -2
+    key += np.maximum(mapped, 0).astype(np.uint16)
+    bad = np.flatnonzero(mapped == -1)
+    return lookup.labels[int(raw[bad[0]])] if bad.size else None
 
 
 def writable_view(values: pa.Array) -> np.ndarray:

@@ -1,22 +1,24 @@
 """The per-cell sorted runs built from the metric's rows grouped by cell (`CellRuns`), with
-each cell's moments, sorted in a few threads (numpy releases the GIL while sorting)."""
+each cell's moments: blocks of cells sorted (short runs compiled, `core.run_kernels.
+sort_small_runs`; the others by numpy's sort, which releases the GIL) and their moments taken
+(`core.run_kernels.run_moments`, compiled, releasing it too) in as many threads as the caller
+gives (DuckDB's `threads` setting: `build_threads`)."""
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
+from pcor_sql.engine.build_threads import even_blocks, in_threads
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 
-SORT_THREADS = max(1, min(8, os.cpu_count() or 1))
-_PARALLEL_SORT_ROWS = 1 << 20  # below this, one thread sorts faster than a pool starts
+_PARALLEL_SORT_ROWS = 1 << 18  # below this, one thread sorts faster than a pool starts
 
 
-def sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> tuple[CellRuns, tuple]:
+def sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray, threads: int = 1) -> tuple[CellRuns, tuple]:
     """The per-cell sorted runs (cell i = list groups[i]) and per cell (count, mean, population
-    variance, min, max), each cell sorted and summed in a few threads (numpy releases the GIL)."""
+    variance, min, max); `values` is sorted in place when `groups` is every list in order."""
+    from pcor_sql.core.run_kernels import SMALL_RUN, run_moments, sort_small_runs
+
     if not np.array_equal(groups, np.arange(lengths.size)):
         offsets = np.concatenate(([0], np.cumsum(lengths)))
         values = gather_segments(values, offsets[groups], offsets[groups + 1])
@@ -24,23 +26,23 @@ def sorted_runs(values: np.ndarray, lengths: np.ndarray, groups: np.ndarray) -> 
     starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     cells = len(lengths)
     mean, var = np.empty(cells), np.empty(cells)
-    bounds = list(zip(starts[:-1].tolist(), starts[1:].tolist()))
 
-    def sort_cells(block: range) -> None:
-        for c in block:
-            run = values[bounds[c][0] : bounds[c][1]]
-            run.sort()
-            mean[c] = mu = run.sum() / run.size
-            var[c] = np.square(run - mu).sum() / run.size
+    def sort_cells(block: tuple[int, int]) -> None:
+        first, last = block
+        left = np.empty(last - first, dtype=np.int64)
+        left = left[: sort_small_runs(values, starts, first, last, SMALL_RUN, left)]
+        for a, b in zip(starts[left].tolist(), starts[left + 1].tolist()):
+            values[a:b].sort()
+        longest = int(lengths[first:last].max()) if last > first else 0
+        run_moments(values, starts, first, last, mean, var, np.empty(longest, dtype=np.float64))
 
-    workers = min(SORT_THREADS, cells)
-    if workers <= 1 or values.size < _PARALLEL_SORT_ROWS:
-        sort_cells(range(cells))
-    else:
-        # Contiguous blocks of cells with about equal numbers of rows, a few per thread.
-        edges = np.searchsorted(starts, np.linspace(0, values.size, 4 * workers + 1)).tolist()
-        blocks = [range(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(sort_cells, blocks))
+    threads = threads if values.size >= _PARALLEL_SORT_ROWS else 1
+    # Contiguous blocks of cells with about equal numbers of rows, a few per thread (a thread
+    # slowed by other work leaves its last blocks to the others).
+    in_threads(sort_cells, even_blocks(starts, 4 * threads if threads > 1 else 1), threads)
+    empty = lengths == 0
+    if empty.any():  # numpy's 0 / 0, whose NaN's bits are the machine's (the kernel writes numpy's nan)
+        with np.errstate(invalid="ignore"):
+            mean[empty] = var[empty] = np.float64(0.0) / 0
     lo, hi = values[starts[:-1]], values[starts[1:] - 1]  # a sorted run starts at its minimum
     return CellRuns(values, starts), (lengths.astype(np.int64), mean, var, lo, hi)

@@ -8,8 +8,8 @@ verifiers) read the metric as per-cell sorted runs (`cellruns.CellRuns`: 8 bytes
 one index entry per cell). For them the GROUP BY lists each cell's values instead
 (`cell_lists`: DuckDB only partitions the rows) — or, when every attribute is an ENUM, one
 flat scan partitions them by a counting sort (`counting_runs`, no GROUP BY) — numpy sorts each
-cell's list — cells spread over the cores, nothing sorts the whole table — and the moments
-come from the sorted runs.
+cell's list — cells spread over DuckDB's `threads` (`build_threads`), nothing sorts the whole
+table — and the moments come from the sorted runs.
 Range queries around the record's value then cost O(cells in the context + values
 returned), whatever the table's size.
 """
@@ -30,6 +30,7 @@ from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import InternalError, UserError, option_name
 from pcor_sql.engine.cellruns import CellRuns, Window, gather_segments
+from pcor_sql.engine.build_threads import duckdb_threads
 from pcor_sql.engine.run_sorting import sorted_runs
 from pcor_sql.engine.counting_runs import read_cells, writable_view
 from pcor_sql.engine.value_counts import DistinctQueries
@@ -138,14 +139,15 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values
     `CellSummary.runs`."""
     started = time.perf_counter()
     if with_values:
-        rows = read_cells(con, schema)
+        threads = duckdb_threads(con)  # the build follows DuckDB's `threads` (`build_threads`)
+        rows = read_cells(con, schema, threads)
         if rows is not None:
             # ENUM attributes: one flat scan and a counting sort by cell (`counting_runs`).
             _check_metric(schema, rows.bad_metric)
             if rows.outside is not None:
                 name, value = rows.outside
                 raise next(a for a in schema.attributes if a.name == name).outside(value)
-            present, runs, (count, mean, var, lo, hi) = rows.runs()
+            present, runs, (count, mean, var, lo, hi) = rows.runs(threads)
             coords = rows.coords(present)
             del rows  # the scanned batches: the runs are a copy
             return _summary(schema, coords, count, mean, var, lo, hi, started, con, runs)
@@ -155,7 +157,7 @@ def build_summary(con: duckdb.DuckDBPyConnection, schema: Schema, *, with_values
         codes = _domain_codes(table, schema)
         del table
         keep = np.all(codes >= 0, axis=1)  # rows with a NULL attribute are in no population
-        runs, (count, mean, var, lo, hi) = sorted_runs(values, lengths, np.flatnonzero(keep))
+        runs, (count, mean, var, lo, hi) = sorted_runs(values, lengths, np.flatnonzero(keep), threads)
         return _summary(schema, codes[keep], count, mean, var, lo, hi, started, con, runs)
     table = _run(con, group_by_cells(schema.names, schema.metric_sql, schema.relation_sql))
     return summary_from_moments(schema, table, started, con)
@@ -261,9 +263,10 @@ def _summary(
 
 def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarray) -> CellRuns:
     """The per-cell sorted runs of a summary built without them, in its cell order."""
-    rows = read_cells(con, schema)
+    threads = duckdb_threads(con)
+    rows = read_cells(con, schema, threads)
     if rows is not None:  # ENUM attributes: the counting sort (`counting_runs`), cells in key order
-        present, runs, _ = rows.runs()
+        present, runs, _ = rows.runs(threads)
         cell_key = _row_keys(coords, [len(a.domain) for a in schema.attributes])
         pos = np.minimum(np.searchsorted(present, cell_key), max(present.size - 1, 0))
         if present.size != cell_key.size or not np.array_equal(present[pos], cell_key):
@@ -282,7 +285,7 @@ def _load_runs(con: duckdb.DuckDBPyConnection, schema: Schema, coords: np.ndarra
     pos = np.minimum(np.searchsorted(group_key[by_key], cell_key), max(len(by_key) - 1, 0))
     if len(group_key) != len(cell_key) or not np.array_equal(group_key[by_key][pos], cell_key):
         raise InternalError("the cells of the per-cell summary and of its sorted runs differ")
-    runs, _ = sorted_runs(values, lengths, kept[by_key[pos]])
+    runs, _ = sorted_runs(values, lengths, kept[by_key[pos]], threads)
     return runs
 
 

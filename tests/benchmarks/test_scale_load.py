@@ -25,6 +25,7 @@ def saved_result(tmp_path: Path, loads: list[float]) -> Path:
         "reference_s": [0.1] * n, "reference_load": loads, "fresh_s": [0.2] * n, "fresh_load": loads,
         "warm_same_s": [0.01] * n, "warm_same_load": loads, "warm_s": [0.05] * n, "warm_load": loads,
         "warm_other_s": [0.1] * n, "warm_other_load": loads, "summary_build_s": [0.05] * n,
+        "summary_threads_s": {"1": [0.125] * n, "2": [0.075] * n},
         "summary_bytes": 16_000, "peak_rss_bytes": 2**28, "contexts_verified": [900] * n, "start_checks": [300] * n,
         "warm_contexts_verified": [100] * n, "warm_other_contexts_verified": [900] * n,
     }
@@ -58,6 +59,20 @@ def test_the_child_records_a_load_beside_every_timed_sample(tmp_path):
     assert len(out["start_checks"]) == 1 and 1 <= out["start_checks"][0] <= 300
 
 
+def test_the_child_times_the_summary_build_at_threads_1_and_2_and_resets_the_setting(tmp_path):
+    import duckdb
+
+    table = ensure_table(tmp_path, "base", 2_000, lambda _m: None)
+    out = scale.measure(table["path"], "lof", fresh=2, warm=0, seed=1, reference=0)
+    assert sorted(out["summary_threads_s"]) == ["1", "2"]
+    assert all(len(xs) == 2 and all(x > 0 for x in xs) for xs in out["summary_threads_s"].values())
+    con = duckdb.connect(table["path"])
+    default = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    con.execute("SET threads = 1")
+    scale.summary_at_threads(con, "lof", 1)
+    assert con.execute("SELECT current_setting('threads')").fetchall()[0][0] == default
+
+
 def test_benchmarks_md_is_written_from_a_quiet_run(tmp_path):
     bench = tmp_path / "BENCHMARKS.md"
     path = saved_result(tmp_path, [0.6, 1.2])
@@ -66,6 +81,8 @@ def test_benchmarks_md_is_written_from_a_quiet_run(tmp_path):
     assert r.exit_code == 0, r.stderr
     text = bench.read_text(encoding="utf-8")
     assert "2.00× (load 0.6–1.2)" in text and "--force" not in text
+    assert "| summary build, threads = 1 | threads = 2 |" in text
+    assert "| 125.0 ms (125.0 ms–125.0 ms) | 75.0 ms (75.0 ms–75.0 ms) |" in text
     assert "≤ 1.00× the reference" in text and "2.00× the reference (load 0.6–1.2)" in text
 
 

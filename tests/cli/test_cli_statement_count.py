@@ -1,7 +1,8 @@
 """How many SQL statements one CLI release runs on its database, its ledger bookkeeping one
 transaction: 1 ledger location, 2 parse, 5 privacy-unit resolution (catalog only: parse and
-names, EXPLAIN, the plan's settings and the JSON plan), 1 DESCRIBE, 1 records, 1 summary, and
-with a --db file the ledger's 6 in the same file: its open check (totals against the history,
+names, EXPLAIN, the plan's settings and the JSON plan), 1 DESCRIBE, 1 records, 1 summary (and,
+for a verifier that reads the values, such as LOF, 1 read of DuckDB's `threads` setting, which
+the summary build follows: issue 29), and with a --db file the ledger's 6 in the same file: its open check (totals against the history,
 rows of ended processes), its reservation (BEGIN, one SELECT, two writes, COMMIT) and the
 outcome (one UPDATE)."""
 
@@ -47,7 +48,7 @@ def _transactions(statements: list[str]) -> int:
 def test_a_release_on_the_bundled_data(statements, verifier):
     result = invoke("explain-outlier", QUERY, "--verifier", verifier, "--seed", "7", "--allow-seeded", "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
-    assert len(statements) <= 11, statements
+    assert len(statements) <= (12 if verifier == "lof" else 11), statements
     assert _transactions(statements) == 0  # the ledger is the per-user file: its own connection
 
 

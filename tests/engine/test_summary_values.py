@@ -30,13 +30,15 @@ def salaries():
 def test_with_values_summary_runs_one_statement(salaries):
     con, schema = salaries
     summary, statements = statements_run(con, lambda: build_summary(con, schema, with_values=True))
-    # salaries' attributes are ENUMs: one flat scan, partitioned by a counting sort (no GROUP BY).
-    assert len(statements) == 1 and "GROUP BY" not in statements[0], statements
+    # salaries' attributes are ENUMs: one flat scan, partitioned by a counting sort (no GROUP BY);
+    # before it, the build reads DuckDB's `threads` setting (how many threads it may use).
+    assert statements[0] == "SELECT system.main.current_setting('threads')", statements
+    assert len(statements) == 2 and "GROUP BY" not in statements[1], statements
     _, later = statements_run(con, summary.runs)
     assert later == []
     lazy = build_summary(con, schema)
     _, loaded = statements_run(con, lazy.runs)
-    assert len(loaded) == 1  # the lazy path still reads the values on first use
+    assert len(loaded) == 2  # the lazy path still reads the values on first use (and the setting)
 
 
 def _cell_moments(summary):

@@ -1,0 +1,50 @@
+"""How many threads the per-cell summary build uses, and blocks of work run in them (issue 29,
+item 4; DESIGN.md §10: building the per-cell summary uses every core).
+
+The build follows the connection's DuckDB `threads` setting, so an owner who limits DuckDB
+(`SET threads = 2`) limits the build too, and DuckDB's default (every core) uses every core.
+The work runs in Python threads over compiled kernels that release the GIL (`core.run_kernels`)
+and numpy/Arrow calls that do: no numba threading layer, so a build may run in any thread
+(the service's) and a process forked after it (the search pool's workers) inherits no
+thread pool.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence, TypeVar
+
+import duckdb
+import numpy as np
+
+T = TypeVar("T")
+
+
+def duckdb_threads(con: duckdb.DuckDBPyConnection | None) -> int:
+    """The connection's `threads` setting (1 without a connection or a readable setting)."""
+    if con is None:
+        return 1
+    try:
+        return max(1, int(con.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0]))
+    except (duckdb.Error, TypeError, ValueError, IndexError):
+        return 1
+
+
+def in_threads(fn: Callable[[Any], T], jobs: Sequence[Any], threads: int) -> list[T]:
+    """[fn(job) for job in jobs], in up to `threads` threads; results in the jobs' order."""
+    workers = min(threads, len(jobs))
+    if workers <= 1:
+        return [fn(job) for job in jobs]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, jobs))
+
+
+def even_blocks(cumulative: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """Up to `parts` contiguous, non-empty ranges [a, b) of items 0..n − 1 with about equal
+    weight, where `cumulative` (n + 1 entries, from 0) is the running total of the weights."""
+    n = len(cumulative) - 1
+    if n <= 0:
+        return []
+    edges = np.searchsorted(cumulative, np.linspace(0, cumulative[-1], max(1, parts) + 1)).tolist()
+    edges[0], edges[-1] = 0, n
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]

@@ -1,0 +1,193 @@
+"""The summary build in DuckDB's `threads` (issue 29, item 4): the same present cells, sorted
+runs and moments, byte for byte, as the build before it (frozen in
+`benchmarks.summary_build_old`) at any thread count, on tables of one record batch and of
+several, with ties, −0.0 beside 0.0, NULL attributes; the same bad-metric count and first value
+outside a domain; the thread count taken from the connection."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pcor_sql.engine.counting_runs as counting_runs
+import pcor_sql.engine.run_sorting as run_sorting
+from benchmarks.summary_build_old import old_build
+from pcor_sql.core.run_kernels import run_moments
+from pcor_sql.engine.build_threads import duckdb_threads, even_blocks
+from pcor_sql.engine.counting_runs import read_cells
+from pcor_sql.engine.run_sorting import sorted_runs
+from pcor_sql.engine.schema import resolve_schema
+from pcor_sql.engine.summary import build_summary
+
+
+def new_build(con, schema, threads):
+    rows = read_cells(con, schema, threads)
+    present, runs, moments = rows.runs(threads)
+    return present, runs, moments, rows.bad_metric, rows.outside
+
+
+def assert_same(old, new):
+    """Byte for byte: present keys, run values and starts, each moment array; then the checks' inputs."""
+    for a, b in zip([old[0], old[1].values, old[1].starts, *old[2]], [new[0], new[1].values, new[1].starts, *new[2]]):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert old[3:] == new[3:]
+
+
+def enum_table(con, rows):
+    con.execute("CREATE TYPE g_t AS ENUM ('a', 'b', 'c', 'unused')")
+    con.execute("CREATE TABLE t(g g_t, h g_t, x DOUBLE)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    return resolve_schema(con, "t", "x")
+
+
+VALUES = st.sampled_from([0.0, -0.0, 1.0, 2.5, -3.0]) | st.floats(-1e6, 1e6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]), st.sampled_from(["a", "b", "c"]), VALUES),
+                     min_size=1, max_size=80))
+def test_one_batch_the_same_as_the_old_build_at_1_and_2_threads(rows):
+    con = duckdb.connect()
+    schema = enum_table(con, rows)
+    old = old_build(con, schema)
+    for threads in (1, 2):
+        assert_same(old, new_build(con, schema, threads))
+
+
+def generated(con, rows, seed, cells, null_every, grain):
+    """`rows` rows over `cells` = (|a|, |b|) cells, several record batches: a NULL `a` every
+    `null_every` rows, values rounded to `grain` (coarse: many ties), −0.0 where they round to 0."""
+    na, nb = cells
+    con.execute(f"CREATE TYPE a_t AS ENUM ({', '.join(repr(f'a{i}') for i in range(na))})")
+    con.execute(f"CREATE TYPE b_t AS ENUM ({', '.join(repr(f'b{i}') for i in range(nb))})")
+    con.execute(
+        f"CREATE TABLE g AS SELECT CASE WHEN i % {null_every} = 0 THEN NULL ELSE ('a' || (hash(i + {seed}) % {na}))::a_t END AS a, "
+        f"('b' || (hash(i * 3 + {seed}) % {nb}))::b_t AS b, "
+        f"CASE WHEN i % 11 = 0 THEN -0.0 ELSE round(((hash(i * 7 + {seed}) % 20001)::DOUBLE - 10000) / {grain}) * {grain} END AS x "
+        f"FROM range({rows}) t(i)")
+    return resolve_schema(con, "g", "x")
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10**6), cells=st.sampled_from([(3, 2), (40, 30), (90, 80)]),
+       null_every=st.sampled_from([7, 1000, 10**9]), grain=st.sampled_from([0.5, 1000.0, 5000.0]))
+def test_several_batches_the_same_as_the_old_build_at_any_thread_count(seed, cells, null_every, grain):
+    con = duckdb.connect()
+    schema = generated(con, 260_000, seed, cells, null_every, grain)
+    old = old_build(con, schema)
+    assert len(read_cells(con, schema, 2).values) >= 3  # DuckDB's record batches: blocks for the threads
+    for threads in (1, 2, 3, 8):
+        assert_same(old, new_build(con, schema, threads))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_same_bad_metric_count_and_first_outside_value(threads):
+    con = duckdb.connect()
+    con.execute("CREATE TYPE a_t AS ENUM ('p', 'q', 'r', 's')")
+    con.execute("CREATE TABLE b AS SELECT (['p', 'q', 'r'][1 + (hash(i) % 3)::BIGINT])::a_t AS a, "
+                "CASE WHEN i % 50000 = 7 THEN NULL WHEN i % 70000 = 9 THEN 'NaN'::DOUBLE "
+                "WHEN i = 250000 THEN 'inf'::DOUBLE ELSE i / 3.0 END AS x FROM range(300000) t(i)")
+    con.execute("UPDATE b SET a = 's' WHERE rowid IN (200000, 140000)")
+    schema = resolve_schema(con, "b", "x", domains={"a": ["p", "q", "r"]})
+    old, new = old_build(con, schema), new_build(con, schema, threads)
+    assert old[3:] == new[3:] and new[3] == 6 + 5 + 1 and new[4] == ("a", "s")
+
+
+def test_the_build_follows_duckdbs_threads_setting(monkeypatch):
+    con = duckdb.connect()
+    con.execute("SET threads = 3")
+    assert duckdb_threads(con) == 3 and duckdb_threads(None) == 1
+    schema = generated(con, 300_000, 1, (40, 30), 1000, 0.5)
+    seen = []
+
+    def recording(fn, jobs, threads):
+        seen.append(threads)
+        return [fn(job) for job in jobs]
+
+    monkeypatch.setattr(counting_runs, "in_threads", recording)
+    monkeypatch.setattr(run_sorting, "in_threads", recording)
+    build_summary(con, schema, with_values=True)
+    assert seen == [3, 3, 3]  # the keys, the counting sort, the runs' sorts
+    con.execute("SET threads = 1")
+    seen.clear()
+    build_summary(con, schema, with_values=True)
+    assert seen == [1, 1, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(0, 300), min_size=1, max_size=12), seed=st.integers(0, 2**32 - 1),
+       scale=st.sampled_from([1e-3, 1.0, 1e9]))
+def test_run_moments_are_numpys_bit_for_bit(lengths, seed, scale):
+    values = np.sort(np.random.default_rng(seed).normal(7.0, 1.0, sum(lengths)) * scale)
+    starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    mean, var = np.empty(len(lengths)), np.empty(len(lengths))
+    run_moments(values, starts, 0, len(lengths), mean, var, np.empty(max(lengths)))
+    for c, (a, b) in enumerate(zip(starts[:-1], starts[1:])):
+        run = values[a:b]
+        if run.size == 0:
+            assert np.isnan(mean[c]) and np.isnan(var[c])
+            continue
+        mu = run.sum() / run.size
+        assert mean[c].tobytes() == mu.tobytes()
+        assert var[c].tobytes() == (np.square(run - mu).sum() / run.size).tobytes()
+
+
+@pytest.mark.parametrize("every_list", [True, False])
+def test_sorted_runs_are_the_old_ones_at_any_thread_count(every_list):
+    # The GROUP BY path's lists (some left out: rows with a NULL attribute) and the counting
+    # sort's cells (every list, sorted in place), long runs and short ones.
+    from benchmarks.summary_build_old import sorted_runs as old_sorted_runs
+
+    rng = np.random.default_rng(5)
+    lengths = np.concatenate((rng.integers(0, 4000, 150), rng.integers(0, 60, 3000)))
+    values = np.round(rng.normal(0, 2, lengths.sum()))  # ties, and −0.0 beside 0.0
+    values[rng.random(values.size) < 0.1] = -0.0
+    groups = np.arange(lengths.size) if every_list else np.flatnonzero(rng.random(lengths.size) < 0.8)
+    with np.errstate(invalid="ignore"):  # an empty list's mean: 0 / 0
+        old_runs, old_moments = old_sorted_runs(values.copy(), lengths, groups)
+    for threads in (1, 2, 5):
+        runs, moments = sorted_runs(values.copy(), lengths, groups, threads)
+        assert runs.values.tobytes() == old_runs.values.tobytes() and np.array_equal(runs.starts, old_runs.starts)
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(moments, old_moments))
+
+
+def test_even_blocks_cover_every_item_once():
+    cumulative = np.concatenate(([0], np.cumsum([5, 0, 1, 9, 3, 0, 0, 2])))
+    for parts in (1, 2, 3, 8, 20):
+        blocks = even_blocks(cumulative, parts)
+        assert blocks[0][0] == 0 and blocks[-1][1] == 8 and len(blocks) <= parts
+        assert all(a < b and b == c for (a, b), (c, _) in zip(blocks, blocks[1:] + [(8, 0)]))
+    assert even_blocks(np.zeros(1), 4) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(runs=st.lists(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, float("nan"), float("inf")]) | st.floats(-9, 9),
+                              max_size=60), min_size=1, max_size=8))
+def test_short_runs_sorted_as_numpy_sorts_them_or_left_to_it(runs):
+    from pcor_sql.core.run_kernels import SMALL_RUN, sort_small_runs
+
+    values = np.array([x for run in runs for x in run], dtype=np.float64)
+    starts = np.concatenate(([0], np.cumsum([len(r) for r in runs]))).astype(np.int64)
+    left = np.empty(len(runs), dtype=np.int64)
+    left = set(left[: sort_small_runs(values, starts, 0, len(runs), SMALL_RUN, left)].tolist())
+    for c, run in enumerate(runs):
+        arr = np.array(run, dtype=np.float64)
+        ambiguous = np.isnan(arr).any() or ((arr == 0) & np.signbit(arr)).any() and ((arr == 0) & ~np.signbit(arr)).any()
+        assert (c in left) == (len(run) > 1 and (len(run) > SMALL_RUN or bool(ambiguous)))
+        if c not in left:
+            assert values[starts[c] : starts[c + 1]].tobytes() == np.sort(arr).tobytes()
+
+
+def test_macros_named_like_the_builtins_change_nothing():
+    # A user's database may hold macros named like DuckDB's functions; the build calls the
+    # built-ins (`system.main.enum_code`, `system.main.current_setting`), which no macro takes.
+    con = duckdb.connect()
+    schema = generated(con, 130_000, 3, (40, 30), 97, 0.5)
+    before = new_build(con, schema, 2)
+    con.execute("CREATE MACRO enum_code(x) AS 0")
+    con.execute("CREATE MACRO current_setting(x) AS 'seven'")
+    assert duckdb_threads(con) == int(con.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0])
+    assert_same(before, new_build(con, schema, 2))
