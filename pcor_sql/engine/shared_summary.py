@@ -14,7 +14,9 @@ Where: `/dev/shm` when it has room for twice the file (memory, never written to 
 else the temporary directory (the page cache holds it; the disk copy is written back
 lazily). The file is unlinked when the summary it mirrors is garbage collected in the owning
 process or when the owner closes: a process that still maps it keeps reading it (Linux frees
-the pages when the last mapping goes).
+the pages when the last mapping goes). The files hold the metric's values: they are 0600 in a
+0700 folder named for the owner's pid, and an owner killed before it could remove them (kill
+-9) leaves them until the next owner starts, which removes the folders of owners that ended.
 
 Memory: a summary's file is the size of its arrays (coords 8·m bytes a cell; five moments
 40 bytes a cell; runs 8 bytes a row + 8 a cell); the owner keeps its own summary besides, so
@@ -59,7 +61,9 @@ class SharedSummaries:
     """The owning process's side: one file per summary object (with its runs, once loaded)."""
 
     def __init__(self, directory: str | None = None):
-        self._dir = tempfile.mkdtemp(prefix="pcor-sql-summaries-", dir=directory)
+        base = directory or tempfile.gettempdir()
+        _remove_stale(base)
+        self._dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base)
         self._lock = threading.Lock()
         self._files: dict[tuple[int, bool], SummaryFile] = {}
         self._folders = {self._dir}
@@ -126,6 +130,41 @@ def attach(shared: SummaryFile) -> CellSummary:
     runs = CellRuns(arrays.pop("values"), arrays.pop("starts")) if "values" in arrays else None
     return CellSummary(shared.schema, **arrays, shift=shared.shift, build_seconds=shared.build_seconds,
                        _con=None, _runs=runs)
+
+
+#: A folder of ours: `pcor-sql-summaries-<owner pid>-<random>` (0700, its files 0600).
+_PREFIX = "pcor-sql-summaries-"
+
+
+def _remove_stale(base: str) -> None:
+    """Folders of owners that ended without closing (kill -9): they hold the metric's values,
+    so the next owner to start removes them, here and in /dev/shm."""
+    for where in (base, "/dev/shm"):
+        try:
+            names = os.listdir(where)
+        except OSError:
+            continue
+        for name in names:
+            pid = name[len(_PREFIX):].split("-", 1)[0]
+            if not name.startswith(_PREFIX) or not pid.isdigit():
+                continue
+            folder = os.path.join(where, name)
+            try:
+                mine = os.stat(folder).st_uid == os.getuid()
+            except OSError:
+                continue
+            if mine and not _alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _room(default: str, size: int) -> str:

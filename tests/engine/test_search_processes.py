@@ -191,3 +191,28 @@ def _alive(pid: int) -> bool:
             return "zombie" not in f.read()
     except OSError:
         return False
+
+
+def test_the_summary_files_are_private_and_an_ended_owners_are_removed(con, tmp_path):
+    import stat
+
+    from pcor_sql.engine import shared_summary
+
+    session = session_of(con)
+    summary = session.prepare(pcor_sql.outlier_request(con, BATCH, verifier="lof")).summary
+    shared = SharedSummaries(str(tmp_path))
+    try:
+        path = shared.share(summary).path
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    finally:
+        shared.close()
+    assert not os.path.exists(path)
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"{shared_summary._PREFIX}{int(ended.stdout)}-abc"
+    stale.mkdir()
+    (stale / "summary-x").write_bytes(b"values")
+    live = tmp_path / f"{shared_summary._PREFIX}{os.getpid()}-def"
+    live.mkdir()
+    SharedSummaries(str(tmp_path)).close()
+    assert not stale.exists() and live.exists()  # the ended owner's folder went; a live owner's stays
