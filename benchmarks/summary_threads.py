@@ -51,9 +51,13 @@ def _builds(con: Any, schema: Any) -> dict[str, Any]:
 
 
 def same(a: tuple, b: tuple) -> bool:
-    """Byte for byte: the present cells, the runs (values and starts) and each moment array."""
+    """Equal: the present cells, the runs (values and starts, -0.0 apart from 0.0) and each
+    moment array (NaN equal to NaN)."""
+    import numpy as np
+
     arrays = lambda x: [x[0], x[1].values, x[1].starts, *x[2]]  # noqa: E731
-    return all(p.dtype == q.dtype and p.tobytes() == q.tobytes() for p, q in zip(arrays(a), arrays(b)))
+    return all(p.dtype == q.dtype and np.array_equal(p, q, equal_nan=p.dtype.kind == "f")
+               and np.array_equal(np.signbit(p), np.signbit(q)) for p, q in zip(arrays(a), arrays(b)))
 
 
 def measure(path: str, repeats: int, threads: list[int]) -> dict[str, Any]:

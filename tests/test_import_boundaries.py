@@ -22,11 +22,13 @@ BENCHMARKS_MAY_IMPORT = (
 # benchmark (issue 22) times one validity check, which no public call runs alone (a release
 # runs a whole search), so it builds the summary and the oracle itself. The summary build's
 # benchmark (issue 29, item 4) times the old build, frozen in `summary_build_old`, against the
-# package's steps of it, which no public call runs alone.
+# package's steps of it, which no public call runs alone. The hand-off benchmark (issue 29, item
+# 1) times one search in a thread and in a search process, which no public call separates.
 BENCHMARKS_EXCEPTIONS = {
     "_anomaly_api.py": ("pcor_sql.anomaly.points",),
     "per_check.py": ("pcor_sql.engine.evaluator", "pcor_sql.engine.schema", "pcor_sql.engine.summary"),
     "summary_build_old.py": ("pcor_sql.engine.cellruns", "pcor_sql.engine.schema", "pcor_sql.sqltext.build"),
+    "handoff.py": ("pcor_sql.engine.search_processes", "pcor_sql.engine.shared_summary", "pcor_sql.engine.verdicts"),
     "summary_threads.py": ("pcor_sql.engine.build_threads", "pcor_sql.engine.counting_runs", "pcor_sql.engine.schema"),
 }
 

@@ -144,7 +144,7 @@ class Ledger:
 
     def _ensure_release_index(self) -> None:
         """The history's index on release_id (sql/ledger.sql), made once for a ledger from before it."""
-        found = self._plain("SELECT count(*) FROM duckdb_indexes() WHERE database_name = $1 AND schema_name = 'pcor'"
+        found = self._plain("SELECT count(*) FROM system.main.duckdb_indexes() WHERE database_name = $1 AND schema_name = 'pcor'"
                             " AND index_name = 'history_release_id'", [self.database])
         if not found[0][0]:
             self.transaction(lambda cur: cur.execute(
