@@ -20,7 +20,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("shape", choices=("base", "wide70", "wide500", "flights"))
+    parser.add_argument("shape", choices=("base", "wide70", "wide500", "flights", "wide5000"))
     parser.add_argument("rows", type=int)
     parser.add_argument("verifier")
     parser.add_argument("--top", type=int, default=18)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmarks.scale_tables import FLIGHTS_ROWS, RECORD_QUERY, REFERENCE_SQL, SHAPES, TABLE, ensure_table
+from benchmarks.scale_tables import FLIGHTS_ROWS, RECORD_QUERY, REFERENCE_SQL, SHAPES, TABLE, WIDE5000_ROWS, ensure_table
 
 #: Above this 1-minute load average the ratios are not comparable with a quiet machine's: the
 #: reference uses both cores (it halves when one is free) while a release is single-threaded
@@ -224,7 +224,10 @@ class ScaleConfig:
     workdir: Path = Path("/tmp/pcor-scale")
 
 
-CASE_NAMES = ("base", "base-grubbs", "wide70", "wide500", "flights", "huge")
+CASE_NAMES = ("base", "base-grubbs", "wide70", "wide500", "flights", "wide5000", "huge")
+# The verifiers each wide case releases with (issue 28 states the 5,000-value case's goal for
+# z-score and LOF).
+WIDE_VERIFIERS = {"wide5000": ("zscore", "lof")}
 
 
 def plan(cfg: ScaleConfig) -> list[Case]:
@@ -233,9 +236,10 @@ def plan(cfg: ScaleConfig) -> list[Case]:
         out.append(Case("base", "base", cfg.rows, "lof", cfg.repeats, cfg.repeats, cfg.repeats))
     if "base-grubbs" in cfg.cases:  # the same table with Grubbs: fresh releases beside the sort
         out.append(Case("base-grubbs", "base", cfg.rows, "grubbs", cfg.repeats, 0, cfg.repeats))
-    for shape, rows in (("wide70", cfg.rows), ("wide500", cfg.wide500_rows), ("flights", FLIGHTS_ROWS)):
+    wide = (("wide70", cfg.rows), ("wide500", cfg.wide500_rows), ("flights", FLIGHTS_ROWS), ("wide5000", WIDE5000_ROWS))
+    for shape, rows in wide:
         if shape in cfg.cases:
-            for verifier in ("grubbs", "lof"):
+            for verifier in WIDE_VERIFIERS.get(shape, ("grubbs", "lof")):
                 n = cfg.wide_repeats
                 out.append(Case(shape, shape, rows, verifier, n, n, n))
     if "huge" in cfg.cases:

@@ -28,8 +28,12 @@ SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
     # 3): 143 values, 138 free bits, 423,360 value combinations, about half of them with rows at
     # 300,000 rows (FLIGHTS_ROWS).
     "flights": (("dest", 105), ("carrier", 16), ("month", 12), ("hour", 7), ("origin", 3)),
+    # Issue 28's "an attribute of 5,000 declared values next to one of 4" (WIDE5000_ROWS rows):
+    # 5,002 free bits, 20,000 value combinations, 5 rows each on average.
+    "wide5000": (("item", 5000), ("kind", 4)),
 }
 FLIGHTS_ROWS = 300_000
+WIDE5000_ROWS = 100_000
 TABLE = "t"
 RECORD_QUERY = f"SELECT v FROM {TABLE} WHERE id = 0"
 REFERENCE_SQL = f"SELECT v FROM {TABLE} ORDER BY v"
@@ -61,6 +65,11 @@ def generation_sql(shape: str, rows: int) -> list[str]:
         f"+ 10 * sqrt(-2 * ln(u1)) * cos(2 * pi() * u2) END AS v FROM d"
     )
     return out
+
+
+def record_cell_values(shape: str) -> dict[str, str]:
+    """The planted record's value of every attribute of `shape` (each attribute's first)."""
+    return {name: f"{_prefix(name)}000" for name, _ in SHAPES[shape]}
 
 
 def _prefix(name: str) -> str:

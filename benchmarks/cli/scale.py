@@ -30,7 +30,7 @@ def scale(
     huge_rows: Annotated[int, typer.Option("--huge-rows", metavar="N", help="Rows of the huge case.")] = 100_000_000,
     cases: Annotated[
         Optional[str],
-        typer.Option("--cases", metavar="A,B", help="Among base,base-grubbs,wide70,wide500,flights,huge (default: base,wide70,wide500)."),
+        typer.Option("--cases", metavar="A,B", help="Among base,base-grubbs,wide70,wide500,flights,wide5000,huge (default: base,wide70,wide500)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="First seed; release i uses seed + i.")] = 1,
     workdir: Annotated[
