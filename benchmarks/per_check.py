@@ -29,9 +29,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from benchmarks.scale_tables import generation_sql
+from benchmarks.scale_tables import SHAPES, generation_sql, record_cell_values
 
 VERIFIERS = ("grubbs", "zscore", "histogram", "lof", "lof-plain")  # lof-plain: lof(duplicates='plain')
+#: random: independent uniformly random admissible contexts (each check starts from nothing);
+#: moves: a random walk, each context one admissible move from the last (what a search checks
+#: in a row, so the wide summaries' checks that follow the change pay only for it).
+ORDERS = ("random", "moves")
 
 
 def _load() -> float | None:
@@ -61,8 +65,21 @@ def _verifier(name: str) -> Any:
     return {"grubbs": Grubbs, "zscore": ZScore, "histogram": Histogram, "lof": Lof}[name]()
 
 
-def measure(rows: int, contexts: int, verifiers: Sequence[str], seed: int = 1) -> dict[str, Any]:
-    """{verifier: {"us": per check, "valid": count, "load": load before}, "parts": {...}}."""
+def contexts_of(space: Any, rng: np.random.Generator, contexts: int, order: str) -> list[int]:
+    """`contexts` admissible contexts of `space` in the given order (ORDERS)."""
+    if order == "random":
+        return [space.random_admissible(rng) for _ in range(contexts)]
+    masks = [space.random_admissible(rng)]
+    while len(masks) < contexts:
+        options = space.neighbours(masks[-1])
+        masks.append(options[int(rng.integers(0, len(options)))])
+    return masks
+
+
+def measure(rows: int, contexts: int, verifiers: Sequence[str], seed: int = 1, shape: str = "base",
+            order: str = "random") -> dict[str, Any]:
+    """{verifier: {"us": per check, "valid": count, "load": load before}, "parts": {...}} on a
+    table of the scale benchmark's `shape` (`benchmarks.scale_tables.SHAPES`)."""
     import duckdb
 
     from pcor_sql.core.space import ContextSpace
@@ -71,18 +88,19 @@ def measure(rows: int, contexts: int, verifiers: Sequence[str], seed: int = 1) -
     from pcor_sql.engine.summary import SummaryPopulation, build_summary, record_cell
 
     con = duckdb.connect()
-    for statement in generation_sql("base", rows):
+    for statement in generation_sql(shape, rows):
         con.execute(statement)
-    schema = resolve_schema(con, "t", '"v"', by=["state", "product", "channel"])
+    names = [name for name, _ in SHAPES[shape]]
+    schema = resolve_schema(con, "t", '"v"', by=names)
     summary = build_summary(con, schema)
     # Row 0 is the planted record (`scale_tables`): every attribute at its first value, v = 120.
-    space = ContextSpace(schema.attributes, record_cell(schema, {"state": "s000", "product": "p000", "channel": "c000"}))
-    rng = np.random.default_rng(seed)
-    masks = [space.random_admissible(rng) for _ in range(contexts)]
+    space = ContextSpace(schema.attributes, record_cell(schema, record_cell_values(shape)))
+    masks = contexts_of(space, np.random.default_rng(seed), contexts, order)
     v = 120.0
     for mask in masks:  # builds and keeps the membership rows, so the first verifier pays no more
         summary.member(space, mask)
-    out: dict[str, Any] = {"rows": rows, "cells": int(len(summary.count)), "contexts": contexts}
+    out: dict[str, Any] = {"rows": rows, "cells": int(len(summary.count)), "contexts": contexts, "shape": shape,
+                           "order": order}
     for name in verifiers:
         verifier = _verifier(name)
         Evaluator(con, summary, space, v, verifier)._verify(masks[0])  # lazy loads (runs, tables, compiling)
@@ -128,13 +146,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--contexts", type=int, default=3000)
     parser.add_argument("--verifiers", default=",".join(VERIFIERS), help=f"among {','.join(VERIFIERS)}")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--shape", default="base", choices=("base", "wide70", "wide500"),
+                        help="the scale benchmark's table shape (wide500: 46,080 cells at 1M rows)")
+    parser.add_argument("--order", default="random", choices=ORDERS,
+                        help="random contexts, or a random walk of one move at a time")
     args = parser.parse_args(argv)
     names = [n for n in args.verifiers.split(",") if n]
     unknown = [n for n in names if n not in VERIFIERS]
     if unknown:
         parser.error(f"unknown verifier {unknown[0]!r}: use some of {','.join(VERIFIERS)}")
-    result = measure(args.rows, args.contexts, names, args.seed)
-    print(f"{result['rows']:,} rows, {result['cells']:,} cells, {result['contexts']:,} random contexts")
+    result = measure(args.rows, args.contexts, names, args.seed, args.shape, args.order)
+    kind = "random contexts" if args.order == "random" else "contexts one move apart"
+    print(f"{args.shape}: {result['rows']:,} rows, {result['cells']:,} cells, {result['contexts']:,} {kind}")
     for name in names:
         r = result[name]
         print(f"  {name:<10} {r['us']:>8.1f} CPU µs/check (reference {r['reference_us']:.1f}, "

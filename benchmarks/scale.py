@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmarks.scale_tables import FLIGHTS_ROWS, RECORD_QUERY, REFERENCE_SQL, SHAPES, TABLE, ensure_table
+from benchmarks.scale_tables import FLIGHTS_ROWS, RECORD_QUERY, REFERENCE_SQL, SHAPES, TABLE, WIDE5000_ROWS, ensure_table
 
 #: Above this 1-minute load average the ratios are not comparable with a quiet machine's: the
 #: reference uses both cores (it halves when one is free) while a release is single-threaded
@@ -78,6 +78,7 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
     from benchmarks.measure import peak_rss_bytes
 
     from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
+    from pcor_sql.errors import NoValidContext
 
     warnings.simplefilter("ignore")  # the in-memory ledger's PrivacyWarning
     _warm_imports()
@@ -120,9 +121,17 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
                 None, RECORD_QUERY, session=session, seed=seed + i, **options))
             out["warm_contexts_verified"].append(r.owner.contexts_verified)
         out["other_records"] = other_records(con, warm)
+        out["other_records_without_start"] = []
         for i, rid in enumerate(out["other_records"]):
-            r = timed_with_load(out, "warm_other_s", lambda: pcor_sql.explain_outlier(
-                None, f"SELECT v FROM {TABLE} WHERE id = {rid}", session=session, seed=seed + i, **options))
+            try:
+                r = timed_with_load(out, "warm_other_s", lambda: pcor_sql.explain_outlier(
+                    None, f"SELECT v FROM {TABLE} WHERE id = {rid}", session=session, seed=seed + i, **options))
+            except NoValidContext:
+                # A contextual outlier for one verifier need not be one for another (on the
+                # flights shape, LOF finds no valid context of those rows): noted, not timed.
+                out["warm_other_load"].pop()
+                out["other_records_without_start"].append(rid)
+                continue
             out["warm_other_contexts_verified"].append(r.owner.contexts_verified)
     out["rows"] = int(con.execute(f"SELECT count(*) FROM {TABLE}").fetchall()[0][0])
     con.close()
@@ -224,7 +233,10 @@ class ScaleConfig:
     workdir: Path = Path("/tmp/pcor-scale")
 
 
-CASE_NAMES = ("base", "base-grubbs", "wide70", "wide500", "flights", "huge")
+CASE_NAMES = ("base", "base-grubbs", "wide70", "wide500", "flights", "wide5000", "huge")
+# The verifiers each wide case releases with (issue 28 states the 5,000-value case's goal for
+# z-score and LOF).
+WIDE_VERIFIERS = {"wide5000": ("zscore", "lof")}
 
 
 def plan(cfg: ScaleConfig) -> list[Case]:
@@ -233,9 +245,10 @@ def plan(cfg: ScaleConfig) -> list[Case]:
         out.append(Case("base", "base", cfg.rows, "lof", cfg.repeats, cfg.repeats, cfg.repeats))
     if "base-grubbs" in cfg.cases:  # the same table with Grubbs: fresh releases beside the sort
         out.append(Case("base-grubbs", "base", cfg.rows, "grubbs", cfg.repeats, 0, cfg.repeats))
-    for shape, rows in (("wide70", cfg.rows), ("wide500", cfg.wide500_rows), ("flights", FLIGHTS_ROWS)):
+    wide = (("wide70", cfg.rows), ("wide500", cfg.wide500_rows), ("flights", FLIGHTS_ROWS), ("wide5000", WIDE5000_ROWS))
+    for shape, rows in wide:
         if shape in cfg.cases:
-            for verifier in ("grubbs", "lof"):
+            for verifier in WIDE_VERIFIERS.get(shape, ("grubbs", "lof")):
                 n = cfg.wide_repeats
                 out.append(Case(shape, shape, rows, verifier, n, n, n))
     if "huge" in cfg.cases:

@@ -6,7 +6,8 @@ cell from the digits of hash(r) — attribute i's value is (hash(r) // Π_{j<i} 
 |dom_i|, so every combination is equally likely — and its metric from a Box–Muller normal of
 two further hashes: v = 50 + (a_0 mod 50) + 3·(a_1 mod 6) + 10·z. Row 0 is the planted
 record: every attribute at its first value, v = 120 (7 standard deviations above its cell's
-mean, ordinary among the cells of high a_0): an outlier in some contexts, not in others.
+mean, ordinary among the cells of high a_0): an outlier in some contexts, not in others. On
+some shapes rows 1..n share its cell (`CELL_MATES`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,18 @@ SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
     # 3): 143 values, 138 free bits, 423,360 value combinations, about half of them with rows at
     # 300,000 rows (FLIGHTS_ROWS).
     "flights": (("dest", 105), ("carrier", 16), ("month", 12), ("hour", 7), ("origin", 3)),
+    # Issue 28's "an attribute of 5,000 declared values next to one of 4" (WIDE5000_ROWS rows):
+    # 5,002 free bits, 20,000 value combinations, 5 rows each on average.
+    "wide5000": (("item", 5000), ("kind", 4)),
 }
 FLIGHTS_ROWS = 300_000
+#: Rows 1..n that share the planted record's cell, with their ordinary metric, by shape. On the
+#: flights shape (1.4 rows a cell) V's cell and the contexts a few values above it hold fewer
+#: rows than LOF's k = 20, and the large ones hold V among their ordinary tail, so no context
+#: among the start search's 20,000 was valid for LOF (NoValidContext). 40 ordinary rows in V's
+#: cell — a busy route, month and hour — make V a LOF (and Grubbs) outlier in its own cell.
+CELL_MATES = {"flights": 40}
+WIDE5000_ROWS = 100_000
 TABLE = "t"
 RECORD_QUERY = f"SELECT v FROM {TABLE} WHERE id = 0"
 REFERENCE_SQL = f"SELECT v FROM {TABLE} ORDER BY v"
@@ -47,20 +58,29 @@ def generation_sql(shape: str, rows: int) -> list[str]:
     for name, size in attrs:
         digits.append(f"((h // {stride}) % {size})::BIGINT AS {name}_i")
         stride *= size
+    mates = CELL_MATES.get(shape, 0)
+    own = f"id <= {mates}" if mates else "id = 0"
     cols = ", ".join(
-        f"CASE WHEN id = 0 THEN '{_prefix(name)}000' ELSE enum_range(NULL::{name}_t)[{name}_i + 1] END::{name}_t AS {name}"
+        f"CASE WHEN {own} THEN '{_prefix(name)}000' ELSE enum_range(NULL::{name}_t)[{name}_i + 1] END::{name}_t AS {name}"
         for name, _ in attrs
     )
     a0, a1 = attrs[0][0], attrs[1][0]
+    noise = "10 * sqrt(-2 * ln(u1)) * cos(2 * pi() * u2)"
+    mate_metric = f"WHEN {own} THEN 50 + {noise} " if mates else ""  # ordinary in V's cell (mean 50)
     out.append(
         f"CREATE TABLE {TABLE} AS WITH g AS (SELECT range AS id, hash(range) AS h, "
         f"(hash(range * 2 + 1) % 4294967295 + 1) / 4294967297.0 AS u1, "
         f"(hash(range * 2 + 2) % 4294967296) / 4294967296.0 AS u2 FROM range({rows})), "
         f"d AS (SELECT id, u1, u2, {', '.join(digits)} FROM g) "
-        f"SELECT id, {cols}, CASE WHEN id = 0 THEN 120.0 ELSE 50 + {a0}_i % 50 + 3 * ({a1}_i % 6) "
-        f"+ 10 * sqrt(-2 * ln(u1)) * cos(2 * pi() * u2) END AS v FROM d"
+        f"SELECT id, {cols}, CASE WHEN id = 0 THEN 120.0 {mate_metric}ELSE 50 + {a0}_i % 50 + 3 * ({a1}_i % 6) "
+        f"+ {noise} END AS v FROM d"
     )
     return out
+
+
+def record_cell_values(shape: str) -> dict[str, str]:
+    """The planted record's value of every attribute of `shape` (each attribute's first)."""
+    return {name: f"{_prefix(name)}000" for name, _ in SHAPES[shape]}
 
 
 def _prefix(name: str) -> str:

@@ -30,7 +30,7 @@ def scale(
     huge_rows: Annotated[int, typer.Option("--huge-rows", metavar="N", help="Rows of the huge case.")] = 100_000_000,
     cases: Annotated[
         Optional[str],
-        typer.Option("--cases", metavar="A,B", help="Among base,base-grubbs,wide70,wide500,flights,huge (default: base,wide70,wide500)."),
+        typer.Option("--cases", metavar="A,B", help="Among base,base-grubbs,wide70,wide500,flights,wide5000,huge (default: base,wide70,wide500)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="First seed; release i uses seed + i.")] = 1,
     workdir: Annotated[
@@ -136,6 +136,11 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
         reference = None if case.get("reference_s") else separate_cases.get(case["name"])
         return f"{x / ref:.2f}× ({load_text(ratio_loads(case, key, reference))})"
 
+    def without_start(case: dict[str, Any]) -> str:
+        missed = case.get("other_records_without_start") or []
+        return f" ({len(missed)} of {len(case.get('other_records') or [])} records without a valid context)" \
+            if missed else ""
+
     rows, memory = [], []
     for c in result["cases"]:
         label = f"{c['name']} ({c['rows']:,} rows, {c.get('cells', '—'):,} cells, {c['free_bits']} free bits)" \
@@ -152,7 +157,7 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
         rows.append((label, c["verifier"], t(c["reference_s"]), t(c["fresh_s"]), r(c, "fresh_s"), *warm,
                      t(c["summary_build_s"]), *(t((c.get("summary_threads_s") or {}).get(k) or []) for k in ("1", "2")),
                      checks("start_checks"), checks("contexts_verified"),
-                     checks("warm_other_contexts_verified")))
+                     checks("warm_other_contexts_verified") + without_start(c)))
         if c.get("fresh_s"):
             n = c["rows"]
             memory.append((label, c["verifier"], mib(c.get("summary_bytes")),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.jit import bit_of, compiled
+from pcor_sql.core.jit import bit_of, compiled, set_bits
 
 
 @compiled
@@ -101,42 +101,50 @@ def moved_cells(x, words, dx, dwords, flat, index, out):
     c0 = s0 + t + 1
     g0 = c0 + index[s0 + t]  # the grid's size, then its cells
     dense = index[g0] > 0
+    # The changed values, ascending (so attribute by attribute), each with its attribute.
+    changed = np.empty(t, dtype=np.int64)
+    nch = set_bits(dx, dwords, 0, t, changed, 0)
+    attr = np.empty(nch, dtype=np.int64)
+    i = 0
+    for q in range(nch):
+        while changed[q] >= index[3 + i]:
+            i += 1
+        attr[q] = i
     # What each changed value costs, the cheaper way: its slice or its cell list.
     cost = 0
-    for i in range(m):
-        for b in range(index[2 + i], index[3 + i]):
-            if not bit_of(dx, dwords, b):
-                continue
-            listed = index[s0 + b + 1] - index[s0 + b]
-            if dense:
-                sliced = _slice_size(x, words, dx, dwords, not bit_of(x, words, b), index, i)
-                cost += min(sliced, listed)
-            else:
-                cost += listed
+    for q in range(nch):
+        b = changed[q]
+        listed = index[s0 + b + 1] - index[s0 + b]
+        if dense:
+            sliced = _slice_size(x, words, dx, dwords, not bit_of(x, words, b), index, attr[q])
+            cost += min(sliced, listed)
+        else:
+            cost += listed
     if 2 * cost > cells:
         return -1, cost
     k = 0
     leaving = 0
     for adding in range(2):  # removed values first: their cells are listed as leaving
-        for i in range(m):
-            for b in range(index[2 + i], index[3 + i]):
-                if not bit_of(dx, dwords, b) or bit_of(x, words, b) != adding:
-                    continue
-                old = adding == 0
-                listed = index[s0 + b + 1] - index[s0 + b]
-                if dense and _slice_size(x, words, dx, dwords, old, index, i) < listed:
-                    k = _slice(x, words, dx, dwords, old, index, g0 + 1, i, b, out, k)
-                    continue
-                for j in range(index[s0 + b], index[s0 + b + 1]):
-                    c = index[c0 + j]
-                    if adding:
-                        inside = np.int64(1)
-                        for g in range(width):
-                            inside &= bit_of(x, words, flat[c, g])
-                        if not inside:
-                            continue
-                    out[k] = c
-                    k += 1
+        for q in range(nch):
+            b = changed[q]
+            if bit_of(x, words, b) != adding:
+                continue
+            i = attr[q]
+            old = adding == 0
+            listed = index[s0 + b + 1] - index[s0 + b]
+            if dense and _slice_size(x, words, dx, dwords, old, index, i) < listed:
+                k = _slice(x, words, dx, dwords, old, index, g0 + 1, i, b, out, k)
+                continue
+            for j in range(index[s0 + b], index[s0 + b + 1]):
+                c = index[c0 + j]
+                if adding:
+                    inside = np.int64(1)
+                    for g in range(width):
+                        inside &= bit_of(x, words, flat[c, g])
+                    if not inside:
+                        continue
+                out[k] = c
+                k += 1
         if adding == 0:
             leaving = k
     return leaving, k

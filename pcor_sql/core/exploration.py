@@ -220,11 +220,16 @@ def descend(space: ContextSpace, is_valid: Callable[[int], bool], source: Source
     value; on an ordinal attribute, the bin at one end of its run) until the context is valid;
     None if V's own cell is reached and invalid. Reads validity and coins only."""
     mask = space.full
+    removable: list[int] | None = None
     while not is_valid(mask):
-        removable = space.shrink_bits(mask)
+        if removable is None or space.ordinal:
+            removable = space.shrink_bits(mask)
         if not removable:
             return None
-        mask &= ~(1 << removable[int(source.integers(0, len(removable)))])
+        # Without ordinal attributes the removable values are the selected free ones: the list
+        # loses the one drawn and stays in bit order, as `shrink_bits` would list it anew (which
+        # costs O(free bits) a step: the descents' main cost on 5,000 values, issue 28).
+        mask &= ~(1 << removable.pop(int(source.integers(0, len(removable)))))
     return mask
 
 

@@ -172,6 +172,13 @@ class ContextSpace:
             return [mask ^ bit for bit in self._free_values]
         return [mask ^ (1 << b) for b in self._moves(mask, grow=True, shrink=True)]
 
+    def neighbour_flips(self, mask: int) -> Sequence[int]:
+        """What `neighbours(mask)` XORs into `mask`, in the same order (one bit each), without
+        building the neighbours: a sweep that may need only a few of them takes them lazily."""
+        if not self.ordinal:
+            return self._free_values
+        return [1 << b for b in self._moves(mask, grow=True, shrink=True)]
+
     def grow_bits(self, mask: int) -> list[int]:
         """The bits whose addition keeps `mask` admissible (one value more), in bit order."""
         if not self.ordinal:

@@ -120,10 +120,11 @@ class _Walk:
     passes the bits that differ from the last one, so its cost follows the change."""
 
     def __init__(self, m: _Moments):
-        from pcor_sql.core.verifiers.moment_walk import new_state
+        from pcor_sql.core.verifiers.moment_walk import new_state, walk_stats
 
         self.n_words = m.n_words
         self.state_i, self.state_f = new_state(m.flat.shape[0])
+        self.ws = walk_stats(m.stats, m.v)
         self.last: int | None = None
 
     def step(self, mask: int) -> tuple[int, Any, int, Any]:
@@ -158,11 +159,11 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
 
         return zscore
     walk = _Walk(m)
-    state_i, state_f = walk.state_i, walk.state_f
+    state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
 
     def zscore_walked(mask: int) -> tuple[bool, int]:
         x, words, dx, dwords = walk.step(mask)
-        code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, z)
+        code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, z)
         _nonempty(n)
         return code == TRUE, int(n)
 
@@ -195,11 +196,12 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
 
         return grubbs
     walk = _Walk(m)
-    state_i, state_f = walk.state_i, walk.state_f
+    state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
 
     def grubbs_walked(mask: int) -> tuple[bool, int]:
         x, words, dx, dwords = walk.step(mask)
-        return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, table), mask)
+        return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table),
+                       mask)
 
     return grubbs_walked
 

@@ -25,7 +25,7 @@ import numpy as np
 from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, context_words, flat_bits
 from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
-from pcor_sql.core.verifiers.lof_kernel_walk import lof_context_walk, new_state
+from pcor_sql.core.verifiers.lof_kernel_walk import cell_counts, lof_context_walk, new_state
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.errors import InternalError
@@ -114,13 +114,15 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
 
     if _walks(summary, space, record):
         state, member = new_state(summary.count.size)
+        counts = cell_counts(record.starts, record.pos, record.keys, record.v)
         last: list[int] = []
 
         def walked(mask: int) -> tuple[bool, int]:
             x, words = context_words(mask, n_words)
             dx, dwords = context_words(mask ^ last[0], n_words) if last else (0, NO_WORDS)
             last[:] = [mask]
-            return decided(mask, *lof_context_walk(x, words, dx, dwords, values, ints, floats, state, member))
+            return decided(mask, *lof_context_walk(x, words, dx, dwords, values, ints, floats, counts, state,
+                                                   member))
 
         return walked
 

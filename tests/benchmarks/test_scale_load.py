@@ -109,3 +109,10 @@ def test_a_busy_machine_is_refused_before_measuring(tmp_path, monkeypatch):
     monkeypatch.setattr(scale, "run_scale", no_run)
     r = invoke("scale", "--update-benchmarks", "--benchmarks-file", str(tmp_path / "B.md"), "--out-dir", str(tmp_path))
     assert_error(r, "3.25")
+
+
+def test_the_5000_value_case_releases_with_zscore_and_lof_on_100k_rows():
+    cases = scale.plan(scale.ScaleConfig(cases=("wide5000",), wide_repeats=2))
+    assert [(c.shape, c.rows, c.verifier, c.fresh) for c in cases] == [
+        ("wide5000", 100_000, "zscore", 2), ("wide5000", 100_000, "lof", 2)]
+    assert scale.free_bits("wide5000") == 5002

@@ -121,3 +121,99 @@ def test_reads_validity_only_and_is_deterministic(p):
         a, b = SetOracle(WIDER, valid), SetOracle(WIDER, valid)
         assert find_start(a) == find_start(b)
         assert a.asked == b.asked  # the same questions in the same number: a function of COE alone
+
+
+class Asked(SetOracle):
+    """A SetOracle that keeps its questions in order."""
+
+    def __init__(self, space, valid):
+        super().__init__(space, valid)
+        self.order = []
+
+    def is_valid(self, mask):
+        self.order.append(mask)
+        return super().is_valid(mask)
+
+
+def eager_find_start(oracle, max_checks=20_000, near_checks=64, start_checks=DEFAULT_START_CHECKS):
+    """`find_start` as it was before issue 28: each sweep queued all of a context's unmet
+    neighbours when it found it invalid. The lazy sweeps must ask the same questions in order."""
+    space, verdicts = oracle.space, {}
+
+    def ask(mask):
+        if mask not in verdicts:
+            if len(verdicts) >= max_checks:
+                return None
+            verdicts[mask] = oracle.is_valid(mask)
+        return verdicts[mask]
+
+    def sweep(origin):
+        return {"queue": deque([origin]), "seen": {origin}, "found": origin}
+
+    def step(s):
+        mask = s["queue"][0]
+        verdict = ask(mask)
+        if verdict is None:
+            return None
+        s["queue"].popleft()
+        s["found"] = mask
+        if not verdict:
+            new = [nb for nb in space.neighbours(mask) if nb not in s["seen"]]
+            s["seen"].update(new)
+            s["queue"].extend(new)
+        return verdict
+
+    def run(s, limit):
+        while s["queue"] and len(verdicts) < limit:
+            if step(s):
+                return s["found"]
+        return None
+
+    up, down = sweep(space.v_mask), sweep(space.full)
+    near, top = run(up, min(near_checks, max_checks)), run(down, min(start_checks, max_checks))
+    found = top if top is not None else near
+    while found is None and any(s["queue"] for s in (up, down)):
+        for s in (up, down):
+            if s["queue"]:
+                verdict = step(s)
+                if verdict is None:
+                    return None, len(verdicts)
+                if verdict:
+                    return s["found"], len(verdicts)
+    return found, len(verdicts)
+
+
+ORDINAL = ContextSpace([Attribute.binned("o", (-np.inf, 1, 2, 3, 4, np.inf)), Attribute("c", tuple(range(4)))], [2, 1])
+
+
+@pytest.mark.parametrize("space", [SPACE, WIDER, ORDINAL], ids=["small", "wider", "ordinal"])
+@pytest.mark.parametrize("p", [0.0, 0.003, 0.02, 0.2])
+def test_the_lazy_sweeps_ask_what_the_eager_ones_asked_in_the_same_order(space, p):
+    for seed in range(12):
+        valid = random_valid(space, 900 + seed, p)
+        for budget in (2, 9, 40):
+            lazy, eager = Asked(space, valid), Asked(space, valid)
+            kwargs = dict(near_checks=budget // 2 + 1, start_checks=budget, max_checks=4 * budget)
+            assert find_start(lazy, **kwargs) == eager_find_start(eager, **kwargs)
+            assert lazy.order == eager.order
+
+
+class CountingFlips(ContextSpace):
+    """Counts the neighbours a sweep draws (through `neighbour_flips`)."""
+
+    drawn = 0
+
+    def neighbour_flips(self, mask):
+        for flip in super().neighbour_flips(mask):
+            CountingFlips.drawn += 1
+            yield flip
+
+
+def test_a_sweep_on_thousands_of_values_draws_about_the_neighbours_it_checks():
+    # Issue 28's 5,000-value attribute: a sweep that queued every neighbour of every invalid
+    # context built checks × 5,002 of them (25 million at the 20,000 checks of a failed start).
+    space = CountingFlips([Attribute("item", tuple(range(5000))), Attribute("kind", tuple(range(4)))], [0, 0])
+    CountingFlips.drawn = 0
+    oracle = SetOracle(space, set())
+    assert find_start(oracle, max_checks=2_000) == (None, 2_000)
+    assert 0 < CountingFlips.drawn <= 2 * 2_000 + 2 * 5_002

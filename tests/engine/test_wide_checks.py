@@ -2,7 +2,8 @@
 populations carried along the moves — give the reference's verdicts and sizes on thousands of
 contexts per verifier, on tie-heavy data, in the orders searches ask them: random descents from
 the full context (one value less each step), walks of single flips, two-bit sibling moves and
-unrelated jumps (which sum afresh)."""
+unrelated jumps (which sum afresh, or walk from the full context's saved state when it is
+near)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ def walks(space: ContextSpace, rng: np.random.Generator, count: int) -> list[int
             out += [a, b]
             mask = a
         out.append(space.random_admissible(rng))  # a jump
+        # A jump to a few values short of the full context: walked from its saved state.
+        out.append(space.full & ~sum(1 << int(b) for b in rng.choice(space.free_bits, size=3, replace=False)))
     return out[:count]
 
 

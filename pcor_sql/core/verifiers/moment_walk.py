@@ -49,20 +49,33 @@ _GAMMA = 128 * 2.0**-53 * 1.001  # pairwise summation's γ_L for L ≤ 128 (cell
 _DRIFT = 2.0**-78
 _MAX_OPS = 1 << 20
 _RESET = 2.0**20  # fresh sums once W exceeds this many times the population's Σ|terms|
-# state_i: [fresh, n, rows constant at v, member cells, cells entered or left, then a flag per cell]
-I_FRESH, I_N, I_EQ, I_K, I_OPS, I_HEAD = 0, 1, 2, 3, 4, 5
+# state_i: [fresh, n, rows constant at v, member cells, cells entered or left, whether the full
+# context's state is saved, that state's n, eq, k, ops, then a flag per cell]
+I_FRESH, I_N, I_EQ, I_K, I_OPS, I_SAVED, I_HEAD = 0, 1, 2, 3, 4, 5, 10
+I_FULL = I_SAVED + 1  # the full context's n, eq, k, ops
 # state_f: double-double (hi, lo) of Σs1, Σs2, Σ|s1|, Σ|s2|, then W1, W2 (plain, monotone), then
 # E1, E2: bounds on the error the moves' batch sums (plain doubles) added to the s1 and s2 sums
 F_T1, F_T2, F_A1, F_A2, F_W1, F_W2, F_E1, F_E2, F_SIZE = 0, 2, 4, 6, 8, 9, 10, 11, 12
+F_FULL = F_SIZE  # then the full context's state_f[:F_SIZE]
 _U = 2.0**-53
 _STALE = 2.0**-24  # fresh sums once a move's batch errors (E) pass this share of the terms
+
+
+def walk_stats(stats: np.ndarray, v: float) -> np.ndarray:
+    """Per cell one row [count, Σs1, Σs2, 1.0 if every row is v, else 0.0] (`stats`:
+    `moment_kernel.cell_stats`): a move reads one cache line per cell it moves, where the five
+    rows of `stats` cost five misses a cell (on wide500, 15 of a move's 18 µs)."""
+    out = np.empty((stats.shape[1], 4), dtype=np.float64)
+    out[:, 0], out[:, 1], out[:, 2] = stats[0], stats[1], stats[2]
+    out[:, 3] = (stats[3] == v) & (stats[4] == v)
+    return out
 
 
 def new_state(cells: int) -> tuple[np.ndarray, np.ndarray]:
     """(state_i, state_f) of a check with no context yet (the first check sums afresh)."""
     state_i = np.zeros(I_HEAD + cells, dtype=np.int64)
     state_i[I_FRESH] = 1
-    return state_i, np.zeros(F_SIZE, dtype=np.float64)
+    return state_i, np.zeros(2 * F_SIZE, dtype=np.float64)
 
 
 @compiled
@@ -79,12 +92,12 @@ def _dd_add(f, at, b):
 
 
 @compiled
-def _enter(c, sign, stats, v, state_i, state_f):
-    count = stats[0, c]
-    s1 = stats[1, c]
-    s2 = stats[2, c]
+def _enter(c, sign, ws, state_i, state_f):
+    count = ws[c, 0]
+    s1 = ws[c, 1]
+    s2 = ws[c, 2]
     state_i[I_N] += sign * np.int64(count)
-    if stats[3, c] == v and stats[4, c] == v:
+    if ws[c, 3] != 0.0:
         state_i[I_EQ] += sign * np.int64(count)
     state_i[I_K] += sign
     state_i[I_OPS] += 1
@@ -97,7 +110,7 @@ def _enter(c, sign, stats, v, state_i, state_f):
 
 
 @compiled
-def _fresh(x, words, flat, index, stats, v, state_i, state_f):
+def _fresh(x, words, flat, index, ws, state_i, state_f):
     cells = flat.shape[0]
     for c in range(cells):
         state_i[I_HEAD + c] = 0
@@ -112,66 +125,107 @@ def _fresh(x, words, flat, index, stats, v, state_i, state_f):
     for j in range(k):
         c = scratch[j]
         state_i[I_HEAD + c] = 1
-        _enter(c, 1, stats, v, state_i, state_f)
+        _enter(c, 1, ws, state_i, state_f)
     state_i[I_FRESH] = 0
 
 
 @compiled
-def _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f):
+def _apply(out, leaving, total, ws, state_i, state_f):
+    """Enter or leave the listed cells (`cell_moves.moved_cells`) as one batch: their terms
+    summed in plain doubles (error ≤ γ_k of their absolute sum, kept in E), then one
+    double-double addition per sum. False when the state should be summed afresh."""
+    d1 = d2 = da1 = da2 = b1 = b2 = 0.0
+    moved = 0
+    for j in range(total):
+        c = out[j]
+        if j < leaving:
+            if not state_i[I_HEAD + c]:
+                continue
+            state_i[I_HEAD + c] = 0
+            sign = -1
+        elif state_i[I_HEAD + c]:
+            continue
+        else:
+            state_i[I_HEAD + c] = 1
+            sign = 1
+        count = np.int64(ws[c, 0])
+        s1 = ws[c, 1]
+        s2 = ws[c, 2]
+        state_i[I_N] += sign * count
+        if ws[c, 3] != 0.0:
+            state_i[I_EQ] += sign * count
+        state_i[I_K] += sign
+        d1 += sign * s1
+        d2 += sign * s2
+        da1 += sign * abs(s1)
+        da2 += sign * abs(s2)
+        b1 += abs(s1)
+        b2 += abs(s2)
+        moved += 1
+    if moved:
+        gamma = moved * _U / (1.0 - moved * _U) * (1.0 + _REL)  # ≥ γ_k: the sums' and b's own error
+        _dd_add(state_f, F_T1, d1)
+        _dd_add(state_f, F_T2, d2)
+        _dd_add(state_f, F_A1, da1)
+        _dd_add(state_f, F_A2, da2)
+        state_f[F_E1] += gamma * b1 * (1.0 + 2.0 * gamma)
+        state_f[F_E2] += gamma * b2 * (1.0 + 2.0 * gamma)
+        state_f[F_W1] += b1
+        state_f[F_W2] += b2
+        state_i[I_OPS] += 1
+    a = state_f[F_A1] + state_f[F_A2]
+    fresh_enough = state_f[F_E1] + state_f[F_E2] <= _STALE * a
+    return state_i[I_OPS] <= _MAX_OPS and state_f[F_W1] + state_f[F_W2] <= _RESET * a and fresh_enough
+
+
+@compiled
+def _complement(x, words, t):
+    """The bits of the full context (every one of the t values) that (x, words) lacks."""
+    if words.size == 0:
+        return ((np.int64(1) << t) - 1) ^ x, words
+    out = np.empty_like(words)
+    for w in range(words.size):
+        ones = ~np.uint64(0)
+        if (w + 1) << 6 > t:
+            ones = (np.uint64(1) << np.uint64(t - (w << 6))) - np.uint64(1)
+        out[w] = ones ^ words[w]
+    return x, out
+
+
+@compiled
+def _walk(x, words, dx, dwords, flat, index, ws, state_i, state_f):
     """Bring the state to the context (x, words), from the last one, which differs from it in
-    the bits (dx, dwords) (`cell_moves.moved_cells`); afresh when that would touch more than
-    half the cells."""
+    the bits (dx, dwords) (`cell_moves.moved_cells`). A move touching more than half the
+    cells is a jump: it starts from the full context's state, saved once summed (a descent
+    starts there: restoring it costs a flag per cell instead of a sum per cell), when the
+    context lacks few enough of its cells; else it sums afresh."""
     cells, width = flat.shape
-    if state_i[I_FRESH] == 0 and index[0] > 0:
+    if index[0] > 0:
         out = np.empty(cells // 2 + 1, dtype=np.int64)
-        leaving, total = moved_cells(x, words, dx, dwords, flat, index, out)
-        if leaving >= 0:
-            # One batch: the moved cells' terms summed in plain doubles (error ≤ γ_k of their
-            # absolute sum, kept in E), then one double-double addition per sum.
-            d1 = d2 = da1 = da2 = b1 = b2 = 0.0
-            moved = 0
-            for j in range(total):
-                c = out[j]
-                if j < leaving:
-                    if not state_i[I_HEAD + c]:
-                        continue
-                    state_i[I_HEAD + c] = 0
-                    sign = -1
-                elif state_i[I_HEAD + c]:
-                    continue
-                else:
-                    state_i[I_HEAD + c] = 1
-                    sign = 1
-                count = np.int64(stats[0, c])
-                s1 = stats[1, c]
-                s2 = stats[2, c]
-                state_i[I_N] += sign * count
-                if stats[3, c] == v and stats[4, c] == v:
-                    state_i[I_EQ] += sign * count
-                state_i[I_K] += sign
-                d1 += sign * s1
-                d2 += sign * s2
-                da1 += sign * abs(s1)
-                da2 += sign * abs(s2)
-                b1 += abs(s1)
-                b2 += abs(s2)
-                moved += 1
-            if moved:
-                gamma = moved * _U / (1.0 - moved * _U) * (1.0 + _REL)  # ≥ γ_k: the sums' and b's own error
-                _dd_add(state_f, F_T1, d1)
-                _dd_add(state_f, F_T2, d2)
-                _dd_add(state_f, F_A1, da1)
-                _dd_add(state_f, F_A2, da2)
-                state_f[F_E1] += gamma * b1 * (1.0 + 2.0 * gamma)
-                state_f[F_E2] += gamma * b2 * (1.0 + 2.0 * gamma)
-                state_f[F_W1] += b1
-                state_f[F_W2] += b2
-                state_i[I_OPS] += 1
-            a = state_f[F_A1] + state_f[F_A2]
-            fresh_enough = state_f[F_E1] + state_f[F_E2] <= _STALE * a
-            if state_f[F_W1] + state_f[F_W2] <= _RESET * a and state_i[I_OPS] <= _MAX_OPS and fresh_enough:
+        if state_i[I_FRESH] == 0:
+            leaving, total = moved_cells(x, words, dx, dwords, flat, index, out)
+            if leaving >= 0 and _apply(out, leaving, total, ws, state_i, state_f):
                 return
-    _fresh(x, words, flat, index, stats, v, state_i, state_f)
+        if state_i[I_SAVED]:
+            cx, cwords = _complement(x, words, index[1])
+            leaving, total = moved_cells(x, words, cx, cwords, flat, index, out)
+            if leaving >= 0:
+                for c in range(cells):  # every cell is in the full context
+                    state_i[I_HEAD + c] = 1
+                for j in range(4):
+                    state_i[I_N + j] = state_i[I_FULL + j]
+                for j in range(F_SIZE):
+                    state_f[j] = state_f[F_FULL + j]
+                state_i[I_FRESH] = 0
+                if _apply(out, leaving, total, ws, state_i, state_f):
+                    return
+    _fresh(x, words, flat, index, ws, state_i, state_f)
+    if index[0] > 0 and not state_i[I_SAVED] and state_i[I_K] == cells:  # the full context: save it
+        for j in range(4):
+            state_i[I_FULL + j] = state_i[I_N + j]
+        for j in range(F_SIZE):
+            state_f[F_FULL + j] = state_f[j]
+        state_i[I_SAVED] = 1
 
 
 @compiled
@@ -230,9 +284,10 @@ def statistic_bounds(state_i, state_f, shift, v, min_n):
 
 
 @compiled
-def zscore_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, z):
-    """(verdict, n) of `ZScore(z).check` on the context, as `moment_kernel.zscore_kernel`."""
-    _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f)
+def zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, z):
+    """(verdict, n) of `ZScore(z).check` on the context, as `moment_kernel.zscore_kernel`
+    (`ws`: `walk_stats(stats, v)`)."""
+    _walk(x, words, dx, dwords, flat, index, ws, state_i, state_f)
     decided, n, g_lo, g_hi = statistic_bounds(state_i, state_f, shift, v, 2)
     if decided:
         if g_lo > z:
@@ -244,11 +299,11 @@ def zscore_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shif
 
 
 @compiled
-def grubbs_walk(x, words, dx, dwords, flat, index, stats, state_i, state_f, shift, v, table):
+def grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table):
     """(FALSE, TRUE or UNDECIDED, n) of `Grubbs(α).check`, as `moment_kernel.grubbs_kernel`:
     the table's answer is monotone in G (FALSE, UNDECIDED, TRUE as G grows), so where both ends
     of G's interval get the same answer, the reference's G gets it too."""
-    _walk(x, words, dx, dwords, flat, index, stats, v, state_i, state_f)
+    _walk(x, words, dx, dwords, flat, index, ws, state_i, state_f)
     decided, n, g_lo, g_hi = statistic_bounds(state_i, state_f, shift, v, 3)
     if decided:
         low = grubbs_code(n, g_lo, table)
