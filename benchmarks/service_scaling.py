@@ -5,7 +5,8 @@ outliers ids 0–15) and `clients` analysts with quotas that never run out. For 
 of `--workers` (and each `--searches` mode asked for), alternating, `repeats` times: start
 `pcor-sql serve --workers W`, send a warm-up round (every search process loads its compiled
 kernels from numba's cache on its first search; not timed), then `requests` LOF explain
-requests (one planted key each, ε = 0.1) from `clients` threads at once, and stop it. Reported
+requests (one planted key each, ε = 0.1, BFS with `samples` per step: 50 is light, the search a
+third of a request; 500 makes the search most of it) from `clients` threads at once, and stop it. Reported
 per setting: answered per second (the median run), p50/p95 latency over every timed request,
 and the ratio of answered per second to the first setting's. The reference, measured in the
 same run: the same explain through the in-process analyst handle, one at a time.
@@ -48,7 +49,7 @@ def prepare(rows: int, clients: int, workdir: Path, report: Callable[[str], None
     return db, tokens
 
 
-def reference(db: Path, count: int) -> list[float]:
+def reference(db: Path, count: int, samples: int = 50) -> list[float]:
     """The same explain in-process (Owner.analyst()), one at a time, after one untimed."""
     import duckdb
 
@@ -60,7 +61,7 @@ def reference(db: Path, count: int) -> list[float]:
         out = []
         for j in range(count + 1):
             started = time.perf_counter()
-            handle.explain_outliers(TABLE, [j % PLANTED], epsilon=EPSILON, verifier=VERIFIER)
+            handle.explain_outliers(TABLE, [j % PLANTED], epsilon=EPSILON, verifier=VERIFIER, samples=samples)
             if j:
                 out.append(time.perf_counter() - started)
         return out
@@ -68,7 +69,7 @@ def reference(db: Path, count: int) -> list[float]:
         con.close()
 
 
-def burst(url: str, tokens: list[str], requests: int) -> tuple[list[float], int, float]:
+def burst(url: str, tokens: list[str], requests: int, samples: int = 50) -> tuple[list[float], int, float]:
     """`requests` explains from len(tokens) threads at once: latencies, answered, wall seconds."""
     import pcor_sql
     from pcor_sql.errors import PcorError
@@ -85,7 +86,8 @@ def burst(url: str, tokens: list[str], requests: int) -> tuple[list[float], int,
             for j in range(per[i]):
                 started = time.perf_counter()
                 try:
-                    handle.explain_outliers(TABLE, [(i + j) % PLANTED], epsilon=EPSILON, verifier=VERIFIER)
+                    handle.explain_outliers(TABLE, [(i + j) % PLANTED], epsilon=EPSILON, verifier=VERIFIER,
+                                            samples=samples)
                     ok = 1
                 except PcorError:
                     ok = 0
@@ -104,7 +106,7 @@ def burst(url: str, tokens: list[str], requests: int) -> tuple[list[float], int,
 
 
 def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
-                workdir: Path, report: Callable[[str], None]) -> dict[str, Any]:
+                workdir: Path, report: Callable[[str], None], samples: int = 50) -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
     from benchmarks.service_process import served
 
@@ -114,19 +116,19 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
     db, tokens = prepare(rows, clients, workdir, report)
     result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                               "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
-                              "repeats": repeats, "settings": settings, "modes": modes, "runs": []}
-    result["reference"] = reference(db, 8)
+                              "repeats": repeats, "settings": settings, "modes": modes, "samples": samples, "runs": []}
+    result["reference"] = reference(db, 8, samples)
     for rep in range(repeats):
         for mode in modes:
             for workers in settings:
                 load = (load_average() or [float("nan")])[0]
                 with served(db, args=["--workers", str(workers), "--searches", mode]) as service:
-                    burst(service.url, tokens[: max(workers, 1)], 2 * workers)  # warm-up, not timed
-                    latencies, answered, wall = burst(service.url, tokens, requests)
+                    burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
+                    latencies, answered, wall = burst(service.url, tokens, requests, samples)
                 result["runs"].append({"mode": mode, "workers": workers, "repeat": rep, "latencies": latencies,
                                        "answered": answered, "wall_s": wall, "load": load})
                 report(f"{mode} --workers {workers}: {answered} answered in {wall:.2f} s (load {load:.1f})")
-    result["reference"] += reference(db, 8)
+    result["reference"] += reference(db, 8, samples)
     result["wall_s"] = time.perf_counter() - wall
     return result
 
@@ -154,8 +156,8 @@ def scaling_table(result: dict[str, Any]) -> Any:
 
     ref = statistics.median(result["reference"])
     return make_table(
-        f"Answered per second by --workers, {result['requests']} LOF explain requests from {result['clients']} "
-        f"clients at once on {result['rows']:,} rows",
+        f"Answered per second by --workers, {result['requests']} LOF explain requests (samples = "
+        f"{result.get('samples', 50)}) from {result['clients']} clients at once on {result['rows']:,} rows",
         ("searches", "--workers", "answered / s (median run)", "vs the first row", "p50", "p95", "p50 / in-process",
          "load (1 min)"),
         scaling_rows(result), (

@@ -30,6 +30,9 @@ def service(
         "--burst", metavar="N", help="With several --workers: timed requests per run.")] = 32,
     repeats: Annotated[int, typer.Option(
         "--repeats", metavar="N", help="With several --workers: runs per setting, alternating.")] = 2,
+    samples: Annotated[int, typer.Option(
+        "--samples", metavar="N", help="With several --workers: the explain requests' BFS samples (search weight).")]
+    = 50,
     heavy: Annotated[int, typer.Option(
         "--heavy", metavar="N", help="Analysts sending maximal requests while a light one is timed (0: skip).")] = 8,
     light: Annotated[int, typer.Option("--light", metavar="N", help="Light requests timed alone and under load.")] = 10,
@@ -63,7 +66,7 @@ def service(
     settings = _counts(workers, "--workers")
     if len(settings) > 1:
         return _scaling(rows, settings, searches, clients, burst, repeats, workdir, out_dir, update_benchmarks,
-                        benchmarks_file, benchmarks_section)
+                        benchmarks_file, benchmarks_section, samples)
     workers_n = settings[0]
     section = section_name(benchmarks_section)
     for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers_n, "--workers"),
@@ -112,21 +115,23 @@ def _counts(text: str, flag: str) -> list[int]:
 
 
 def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst: int, repeats: int, workdir: Path,
-             out_dir: Path, update_benchmarks: bool, benchmarks_file: Path, benchmarks_section: str) -> None:
+             out_dir: Path, update_benchmarks: bool, benchmarks_file: Path, benchmarks_section: str,
+             samples: int = 50) -> None:
     from benchmarks.service_scaling import run_scaling, scaling_table
 
     modes = searches.split(",")
     if any(m not in ("processes", "threads") for m in modes):
         raise UserError(f"--searches takes processes and/or threads, got {searches!r}", "e.g. --searches processes,threads")
-    for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows")):
+    for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows"),
+                        (samples, "--samples")):
         if value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 2")
     command = command_line("service", [
         ("--rows", rows, 1_000_000), ("--workers", ",".join(map(str, settings)), None),
         ("--searches", searches, "processes"), ("--clients", clients, 8), ("--burst", burst, 32),
-        ("--repeats", repeats, 2)])
+        ("--repeats", repeats, 2), ("--samples", samples, 50)])
     with progress_reporter() as report:
-        result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report)
+        result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report, samples)
     result["command"] = command
     save_raw(out_dir, "service-scaling", result)
     tables = [scaling_table(result)]
