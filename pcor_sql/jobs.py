@@ -317,12 +317,10 @@ def _spent(charge: Any) -> tuple[float | None, float | None]:
 def _release_all(prepared: OutlierRun, progress: Progress | None, workers: int = 1,
                  searches: Any = None) -> list[Any]:
     """Every selected record's search, record i with the coins `record_source(seed, i)`: one
-    record reports its search's own progress (direct enumerates contexts); a batch reports
-    records done. With `workers` > 1 the records after the first are searched in forked
-    worker processes where that is safe (`engine.search_pool`); the first runs here, which
-    loads (or compiles) the kernels the workers then inherit. A service's Session hands every
-    search to its long-lived search process where that is safe (`searches`,
-    `engine.search_processes`)."""
+    record reports its search's own progress; a batch reports records done. Where it is safe,
+    a service's search process takes every search (`searches`, `engine.search_processes`), and
+    with `workers` > 1 forked workers take the records after the first (`engine.search_pool`),
+    which runs here to load the kernels they inherit."""
     n = len(prepared.records)
     label = "searching" if n == 1 else "releasing records"
     if searches is not None and search_processes.accepts(prepared):

@@ -22,14 +22,13 @@ reference even at a threshold (tests compare them with numpy on many lengths).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from typing import Any, Callable
 
 import numpy as np
 
-from pcor_sql.core import compile_notice
+from pcor_sql.core import compile_notice, kernel_cache
 from pcor_sql.errors import UserError
 
 try:
@@ -55,50 +54,8 @@ class _CompileEvents(numba.core.event.Listener):
 
 numba.core.event.register("numba:compile", _CompileEvents())
 
-#: The modules that hold compiled kernels (a test keeps this list whole).
-KERNEL_MODULES = ("jit.py", "cell_moves.py", "run_kernels.py", "verifiers/histogram_kernel.py",
-                  "verifiers/lof_kernel.py", "verifiers/lof_kernel_walk.py", "verifiers/lof_walk.py",
-                  "verifiers/moment_kernel.py", "verifiers/moment_walk.py")
-_STAMP = "pcor-sql-kernels.stamp"
-
-
-def drop_stale_kernels(here: str) -> bool:
-    """numba's cache checks a kernel against its own file only, yet a kernel holds the machine
-    code of the helpers it calls from other files: after a change to a helper's file alone (a
-    `git pull`, a branch switched), the caller's cached code would run the old helper. So the
-    cached kernels beside the sources carry one stamp over every kernel module's source; when it
-    differs, they are all dropped and compiled again. (A package directory that is not writable
-    is an install, which rewrites every file, so numba's own check suffices there.) `here`: the
-    folder of this module. Returns whether cached kernels were dropped."""
-    digest = hashlib.sha256()
-    try:
-        for name in KERNEL_MODULES:
-            with open(os.path.join(here, name), "rb") as f:
-                digest.update(f.read())
-    except OSError:
-        return False
-    folders = [os.path.join(here, "__pycache__"), os.path.join(here, "verifiers", "__pycache__")]
-    stamp = os.path.join(folders[0], _STAMP)
-    try:
-        with open(stamp, encoding="ascii") as f:
-            if f.read().strip() == digest.hexdigest():
-                return False
-    except OSError:
-        pass
-    try:
-        for folder in folders:
-            for name in os.listdir(folder) if os.path.isdir(folder) else ():
-                if name.endswith((".nbi", ".nbc")):
-                    os.unlink(os.path.join(folder, name))
-        os.makedirs(folders[0], exist_ok=True)
-        with open(stamp, "w", encoding="ascii") as f:
-            f.write(digest.hexdigest() + "\n")
-    except OSError:  # read-only (an install): numba's per-file check stands
-        return False
-    return True
-
-
-drop_stale_kernels(os.path.dirname(os.path.abspath(__file__)))
+# Before any kernel loads from numba's cache: drop it if any kernel module changed (kernel_cache).
+kernel_cache.drop_stale_kernels(os.path.dirname(os.path.abspath(__file__)))
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
 

@@ -204,14 +204,21 @@ def _serve(conn: Any, prepared: Any, seed: int | None, cap: int | None, partitio
             break
         if i is None:
             break
-        meter = work.WorkMeter(cap)
-        try:
-            with work.metered(meter, partition):
-                outcome: Any = _portable(prepared.release(i, record_source(seed, i)))
-        except Exception as exc:
-            outcome = exc
-        conn.send((i, _pickled(outcome), meter.used))
+        outcome, used = search_one(prepared, i, i, seed, cap, partition)
+        conn.send((i, _pickled(outcome), used))
     os._exit(0)  # no atexit handlers, no flushing of buffers the owner also holds
+
+
+def search_one(run: Any, at: int, i: int, seed: int | None, cap: int | None, partition: Hashable) -> tuple[Any, int]:
+    """(the RecordRelease of `run`'s record `at`, ready to pickle — or the exception its search
+    raised — and the work it used), searched with record i's coins under `cap`, in the asker's
+    cache `partition`: what a worker process does with one record."""
+    meter = work.WorkMeter(cap)
+    try:
+        with work.metered(meter, partition):
+            return _portable(run.release(at, record_source(seed, i))), meter.used
+    except Exception as exc:
+        return exc, meter.used
 
 
 def _die_with_owner() -> None:

@@ -52,10 +52,9 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from pcor_sql.core import work
-from pcor_sql.core.randomness import record_source
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.record_search import OutlierRun
-from pcor_sql.engine.search_pool import POLL_S, WorkerLost, _pickled, _portable, _unpickled, can_fork
+from pcor_sql.engine.search_pool import POLL_S, WorkerLost, _pickled, _unpickled, can_fork, search_one
 from pcor_sql.engine.shared_summary import SharedSummaries, SummaryFile, attach
 
 #: Summaries a child keeps mapped (with what its searches built on them); the oldest goes first.
@@ -231,12 +230,7 @@ def _serve(conn: Any) -> None:
             else:
                 _, _, verifier, request, record, start, seed, i, cap, partition = task
                 run = OutlierRun(None, request, summary, verifier, (record,), start)
-                meter = work.WorkMeter(cap)
-                try:
-                    with work.metered(meter, partition):
-                        outcome = _portable(run.release(0, record_source(seed, i)))
-                finally:
-                    used = meter.used
+                outcome, used = search_one(run, 0, i, seed, cap, partition)
         except Exception as exc:
             outcome = exc
         try:

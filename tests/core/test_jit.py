@@ -121,12 +121,12 @@ def test_every_module_with_compiled_kernels_is_stamped():
     import pathlib
     import re
 
-    from pcor_sql.core import jit
+    from pcor_sql.core import jit, kernel_cache
 
     core = pathlib.Path(jit.__file__).parent
     found = sorted(str(p.relative_to(core)) for p in core.rglob("*.py")
                    if re.search(r"@compiled\b|compiled_with\(|numba\.njit\(", p.read_text(encoding="utf-8")))
-    assert found == sorted(jit.KERNEL_MODULES)
+    assert found == sorted(kernel_cache.KERNEL_MODULES)
 
 
 def test_a_change_to_any_kernel_module_drops_every_cached_kernel(tmp_path):
@@ -135,21 +135,21 @@ def test_a_change_to_any_kernel_module_drops_every_cached_kernel(tmp_path):
     import pathlib
     import shutil
 
-    from pcor_sql.core import jit
+    from pcor_sql.core import jit, kernel_cache
 
     core = pathlib.Path(jit.__file__).parent
-    for name in jit.KERNEL_MODULES:
+    for name in kernel_cache.KERNEL_MODULES:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(core / name, tmp_path / name)
     caches = [tmp_path / "__pycache__", tmp_path / "verifiers" / "__pycache__"]
-    assert jit.drop_stale_kernels(str(tmp_path))  # no stamp yet: whatever is cached goes
+    assert kernel_cache.drop_stale_kernels(str(tmp_path))  # no stamp yet: whatever is cached goes
     for folder in caches:
         folder.mkdir(exist_ok=True)
         (folder / "kernel-1.py311.nbi").write_bytes(b"index")
         (folder / "kernel-1.py311.1.nbc").write_bytes(b"code")
-    assert not jit.drop_stale_kernels(str(tmp_path))  # the same sources: kept
+    assert not kernel_cache.drop_stale_kernels(str(tmp_path))  # the same sources: kept
     assert all((folder / "kernel-1.py311.nbi").exists() for folder in caches)
     with open(tmp_path / "cell_moves.py", "a", encoding="utf-8") as f:
         f.write("\n# a helper changed\n")
-    assert jit.drop_stale_kernels(str(tmp_path))
+    assert kernel_cache.drop_stale_kernels(str(tmp_path))
     assert not any(list(folder.glob("*.nb?")) for folder in caches)
