@@ -71,12 +71,26 @@ def wait_for(driver, css, text=None, timeout=30.0):
 
 def follow(driver, element):
     """Click `element` and wait until the page it leads to has replaced this one."""
-    from selenium.webdriver.support import expected_conditions
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
     page = by(driver, "html")
     element.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+    def replaced(_driver) -> bool:
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            # Chromium, asked mid-navigation, may answer this instead of "stale element": the
+            # old page's node is gone all the same (seen under load).
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    WebDriverWait(driver, 20).until(replaced)
 
 
 def log_in(driver, base, token):
