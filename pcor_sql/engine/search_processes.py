@@ -103,6 +103,10 @@ class SearchProcess:
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
     def warm(self, summaries: list[Any]) -> None:
         """Maps `summaries` in the child now (service start), so no request pays for it."""
         self.start()

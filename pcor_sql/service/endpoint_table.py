@@ -202,6 +202,9 @@ OWNER_ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/v1/owner/audit", "audit", Caller.OWNER, "The latest audit lines (one per request, never a token)",
              {"type": "object"}, errors=_OWNER_ERRORS,
              query=(Query("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, "lines"),)),
+    Endpoint("GET", "/v1/owner/workers", "workers", Caller.OWNER,
+             "The workers now: each one's search process (pid, alive, forks, records searched) and the requests "
+             "running and waiting", {"type": "object"}, errors=_OWNER_ERRORS),
     Endpoint("POST", "/v1/owner/command", "command", Caller.OWNER,
              "Run an owner command of the CLI on the served file (what `pcor-sql analyst|dataset|budget ... --db FILE` "
              "sends while the file is served): its exit code, stdout and stderr",

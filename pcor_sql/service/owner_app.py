@@ -108,6 +108,9 @@ class OwnerService:
     async def audit(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         return {"audit": self.plane.audit.latest(params.get("limit", 100))}
 
+    async def workers(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        return self.service.pool.status()
+
     async def command(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         if self.commands is None:
             raise BadRequest("this service runs no owner commands (it was not started by `pcor-sql serve`)",

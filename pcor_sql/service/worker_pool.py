@@ -116,6 +116,16 @@ class WorkerPool:
             if session.searches is not None:
                 session.searches.warm(session.cached_summaries())
 
+    def status(self) -> dict[str, Any]:
+        """What the owner's listener shows (GET /v1/owner/workers): requests running and waiting,
+        and each search process — its pid, whether it is alive, how many times a child was
+        started for it (1 + replacements) and how many records it was handed."""
+        running, waiting = self.load()
+        searches = [{"pid": p.pid, "alive": p.alive, "started": p.started, "searched": p.searched}
+                    for p in self._searches]
+        return {"workers": self.size, "searches_in": "processes" if searches else "threads", "running": running,
+                "waiting": waiting, "search_processes": searches}
+
     def search_pids(self) -> list[int]:
         """The search processes' pids (the owner's status and the tests read them)."""
         return [p.pid for p in self._searches if p.pid is not None]

@@ -69,3 +69,27 @@ def test_a_search_child_loads_every_built_in_verifiers_checks_before_serving():
     from pcor_sql.service.search_child import warm_kernels
 
     assert warm_kernels() == list(BUILTIN_NAMES)  # each warm-up search ran to a release
+
+
+def test_the_owner_sees_the_search_processes_and_their_replacements(owner):
+    from pcor_sql.service.owner_app import owner_app
+    from tests.service.live_server import live_listeners
+
+    analysts = app(owner, workers=2, processes=True)
+    owners = owner_app(analysts.state.service, "owner-token-for-the-test")
+    with live_listeners(analysts, owners) as (url, owner_url):
+        def workers(token="owner-token-for-the-test"):
+            return httpx.get(owner_url + "/v1/owner/workers", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+        before = workers().json()
+        assert before["workers"] == 2 and before["searches_in"] == "processes" and before["running"] == 0
+        pids = [p["pid"] for p in before["search_processes"]]
+        assert sorted(pids) == sorted(analysts.state.service.pool.search_pids())
+        assert all(p["alive"] and p["started"] == 1 for p in before["search_processes"])
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        for _ in range(2):  # each worker's next search finds its child dead and starts another
+            explain(url, owner.token)
+        after = workers().json()["search_processes"]
+        assert sum(p["started"] for p in after) >= 3 and all(p["pid"] not in pids for p in after if p["started"] == 2)
+        assert workers(owner.token).status_code == 401  # an analyst's token opens nothing here
