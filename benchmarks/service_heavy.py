@@ -22,7 +22,7 @@ EPSILON = 0.01
 
 
 def run_heavy(db: Path, workers: int, heavy: int, light: int, table: str, key: int,
-              report: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+              report: Callable[[str], None] = lambda _m: None, searches: str = "processes") -> dict[str, Any]:
     import duckdb
 
     import pcor_sql
@@ -39,7 +39,7 @@ def run_heavy(db: Path, workers: int, heavy: int, light: int, table: str, key: i
     finally:
         con.close()
     report(f"serving again: {heavy} analysts with maximal requests, one light analyst")
-    with served(db, args=["--workers", str(workers)]) as service:
+    with served(db, args=["--workers", str(workers), "--searches", searches]) as service:
         alone = _light(service.url, light_token, light, table, key)
         stop = threading.Event()
         statuses: list[Any] = []

@@ -23,8 +23,8 @@ def service(
         "--workers", metavar="N[,N...]", help="The service's --workers; several (e.g. 1,2): measure how answered per "
         "second scales with them instead of the mixed load (benchmarks.service_scaling).")] = "4",
     searches: Annotated[str, typer.Option(
-        "--searches", metavar="MODE[,MODE]", help="With several --workers: the serve --searches modes to compare "
-        "(processes, threads).")] = "processes",
+        "--searches", metavar="MODE[,MODE]", help="The serve --searches mode(s): with several --workers, those to "
+        "compare (processes, threads); with one, where the maximal requests of --heavy search.")] = "processes",
     clients: Annotated[int, typer.Option("--clients", metavar="N", help="With several --workers: client threads.")] = 8,
     burst: Annotated[int, typer.Option(
         "--burst", metavar="N", help="With several --workers: timed requests per run.")] = 32,
@@ -93,7 +93,12 @@ def service(
                 from benchmarks.service_load import PLANTED, TABLE
 
                 db = workdir / f"service-{rows}.duckdb"
-                result["under_maximal"] = run_heavy(db, workers_n, heavy, light, TABLE, PLANTED - 1, report)
+                if searches not in ("processes", "threads"):
+                    raise UserError(f"with one --workers, --searches is processes or threads, got {searches!r}",
+                                    "e.g. --searches threads")
+                result["under_maximal"] = run_heavy(db, workers_n, heavy, light, TABLE, PLANTED - 1, report,
+                                                    searches=searches)
+                result["under_maximal"]["searches"] = searches
         result["command"] = command
         save_raw(out_dir, "service", result)
     tables = service_tables(result)
