@@ -67,3 +67,21 @@ def test_bad_sizes_are_one_line():
 def test_help_has_an_example():
     result = run("service", "--help")
     assert result.exit_code == 0 and "python -m benchmarks service --update-benchmarks" in result.stdout
+
+
+def test_the_scaling_run_at_tiny_sizes(tmp_path):
+    # Two settings, one repeat, both modes: a table with each setting's answered / s and the ratio.
+    result = run("service", "--rows", "3000", "--workers", "1,2", "--searches", "processes,threads", "--repeats", "1",
+                 "--clients", "2", "--burst", "4", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
+    assert [(r["mode"], r["workers"]) for r in saved["runs"]] == [("processes", 1), ("processes", 2), ("threads", 1),
+                                                                  ("threads", 2)]
+    assert all(r["answered"] == 4 and len(r["latencies"]) == 4 for r in saved["runs"])
+    assert "vs the first row" in result.stdout and "1.00×" in result.stdout
+
+
+def test_bad_scaling_options_are_one_line():
+    assert_error(run("service", "--workers", "1,x"), "--workers")
+    assert_error(run("service", "--workers", "1,2", "--searches", "forks"), "--searches")
+    assert_error(run("service", "--workers", "1,2", "--samples", "0"), "--samples")
