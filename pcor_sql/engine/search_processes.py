@@ -1,7 +1,7 @@
 """Long-lived search processes for a service (DESIGN.md §10; issue 29, item 3).
 
 The service's worker threads each own a Session; with processes on, each also owns one
-`SearchProcess`: a forked child that runs the searches of the requests its thread serves. The
+`SearchProcess`: a child process that runs the searches of the requests its thread serves. The
 thread still does everything else — authentication, admission, the reservation, every read of
 rows (the record, the summary, through its own DuckDB cursor), the outcome in the ledger and
 the response — and waits on a pipe while the child searches, holding no GIL: the search loop
@@ -76,7 +76,7 @@ class SearchProcess:
         self.entry = entry
         self._process: Any = None
         self._conn: Any = None
-        self.started = 0  # children forked so far (tests and the status read it)
+        self.started = 0  # children started so far (tests and the owner's status read it)
         self.searched = 0  # records handed to a child
         self._closed = False
 
@@ -108,8 +108,10 @@ class SearchProcess:
         return self._process is not None and self._process.poll() is None
 
     def warm(self, summaries: list[Any]) -> None:
-        """Maps `summaries` in the child now (service start), so no request pays for it."""
+        """Waits until the child is up, then maps `summaries` in it (service start), so no
+        request pays for either; WorkerLost if the child cannot start."""
         self.start()
+        self._ask(("ping", None), None)
         for summary in summaries:
             self._ask(("attach", self.shared.share(summary)), None)
 
@@ -226,6 +228,9 @@ def _serve(conn: Any) -> None:
             break
         used = 0
         try:
+            if task[0] == "ping":  # the owner waits for it: the child is up (and warmed)
+                conn.send((_pickled(None), 0))
+                continue
             summary = _mapped(kept, task[1])
             if task[0] == "attach":
                 outcome: Any = None

@@ -19,7 +19,7 @@ Search processes (`processes=True`, what `pcor-sql serve` runs on Linux over Duc
 searches (`engine.search_processes`), the summaries shared with it through memory-mapped
 files (`engine.shared_summary`). The thread keeps the rest of the request and waits on a pipe
 while the child searches, so N requests search on N cores and HTTP never waits on a search's
-GIL. The children are forked by `start_processes` (the service's start) and ended by `close`.
+GIL. The children are started by `start_processes` (the service's start) and ended by `close`.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class WorkerPool:
         return held
 
     def start_processes(self) -> None:
-        """A search process for every Session (forked now, by the calling thread)."""
+        """A search process for every Session (started now: fresh interpreters, see `engine.search_processes`)."""
         from pcor_sql.engine.search_processes import SearchProcess
         from pcor_sql.engine.shared_summary import SharedSummaries
 
@@ -111,10 +111,19 @@ class WorkerPool:
             self._searches.append(session.searches)
 
     def share_summaries(self) -> None:
-        """Maps every summary a Session holds into its search process (after warming)."""
+        """Maps every summary a Session holds into its search process (after warming). A child
+        that cannot start (its interpreter fails to import the package, say) leaves its worker
+        searching in its thread, with a warning in the service's log, rather than no service."""
         for session in self.sessions():
-            if session.searches is not None:
+            if session.searches is None:
+                continue
+            try:
                 session.searches.warm(session.cached_summaries())
+            except Exception as exc:  # WorkerLost, or an OSError starting the interpreter
+                LOG.warning("a search process could not start (%s); this worker searches in its thread", exc)
+                session.searches.close(kill=True)
+                self._searches.remove(session.searches)
+                session.searches = None
 
     def status(self) -> dict[str, Any]:
         """What the owner's listener shows (GET /v1/owner/workers): requests running and waiting,

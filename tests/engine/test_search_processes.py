@@ -135,7 +135,7 @@ def test_a_stop_ends_the_search_and_the_child_is_replaced(con, shared):
         with work.metered(work.WorkMeter(None, stop)):
             with pytest.raises(work.Stopping):
                 child.release_all(prepared, 5, [0], lambda: None)
-        assert child.started == 2  # the stopped child was killed and a fresh one forked
+        assert child.started == 2  # the stopped child was killed and a fresh one started
     finally:
         child.close()
 

@@ -93,3 +93,23 @@ def test_the_owner_sees_the_search_processes_and_their_replacements(owner):
         after = workers().json()["search_processes"]
         assert sum(p["started"] for p in after) >= 3 and all(p["pid"] not in pids for p in after if p["started"] == 2)
         assert workers(owner.token).status_code == 401  # an analyst's token opens nothing here
+
+
+def test_a_search_process_that_cannot_start_leaves_its_worker_searching_in_its_thread(owner, caplog):
+    from pcor_sql.engine.search_processes import SearchProcess
+    from pcor_sql.service.worker_pool import WorkerPool
+
+    pool = WorkerPool(owner, 2)
+    try:
+        pool.start_processes()
+        broken = pool.sessions()[0]
+        broken.searches.close(kill=True)
+        pool._searches.remove(broken.searches)
+        broken.searches = SearchProcess(pool._shared, entry="pcor_sql.no_such_module")  # its child exits at once
+        pool._searches.append(broken.searches)
+        with caplog.at_level("WARNING", logger="pcor_sql.service"):
+            pool.share_summaries()
+        assert broken.searches is None and "could not start" in caplog.text
+        assert len(pool.search_pids()) == 1  # the other worker keeps its search process
+    finally:
+        pool.close()
