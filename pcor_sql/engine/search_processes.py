@@ -227,16 +227,13 @@ def _serve(conn: Any) -> None:
         if task is None:
             break
         used = 0
+        outcome: Any = None
         try:
-            if task[0] == "ping":  # the owner waits for it: the child is up (and warmed)
-                conn.send((_pickled(None), 0))
-                continue
-            summary = _mapped(kept, task[1])
-            if task[0] == "attach":
-                outcome: Any = None
-            elif task[0] == "groups":  # what the child's verdict caches hold (tests, the owner's status)
+            if task[0] != "ping":  # a ping only says the child is up (and warmed)
+                summary = _mapped(kept, task[1])
+            if task[0] == "groups":  # what the child's verdict caches hold (the tests ask)
                 outcome = list(summary.verdicts._groups)
-            else:
+            elif task[0] == "search":
                 _, _, verifier, request, record, start, seed, i, cap, partition = task
                 run = OutlierRun(None, request, summary, verifier, (record,), start)
                 outcome, used = search_one(run, 0, i, seed, cap, partition)

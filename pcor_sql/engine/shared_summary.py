@@ -32,7 +32,6 @@ import tempfile
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -81,9 +80,9 @@ class SharedSummaries:
             arrays = [(name, getattr(summary, name)) for name in _MOMENTS]
             if summary._runs is not None:
                 arrays += [("values", summary._runs.values), ("starts", summary._runs.starts)]
+            arrays = [(name, np.ascontiguousarray(a)) for name, a in arrays]
             layout, offset = [], 0
             for name, a in arrays:
-                a = np.ascontiguousarray(a)
                 layout.append((name, a.dtype.str, tuple(a.shape), offset))
                 offset += -(-a.nbytes // _ALIGN) * _ALIGN
             size = max(offset, 1)
@@ -93,7 +92,7 @@ class SharedSummaries:
             with os.fdopen(fd, "wb") as f:
                 for (_, a), (_, _, _, at) in zip(arrays, layout):
                     f.seek(at)
-                    f.write(memoryview(np.ascontiguousarray(a)).cast("B"))
+                    f.write(memoryview(a).cast("B"))
                 f.truncate(size)
             shared = SummaryFile(path, size, tuple(layout), summary.schema, summary.shift, summary.build_seconds)
             self._files[key] = shared
@@ -186,13 +185,3 @@ def _unlink(path: str) -> None:
     except OSError:
         pass
 
-
-def same_summary(a: Any, b: Any) -> bool:
-    """Lab and tests: whether two summaries hold equal moments and runs (bit for bit)."""
-    for name in _MOMENTS:
-        if not np.array_equal(getattr(a, name), getattr(b, name)):
-            return False
-    if (a._runs is None) != (b._runs is None):
-        return False
-    return a._runs is None or (np.array_equal(a._runs.values, b._runs.values)
-                               and np.array_equal(a._runs.starts, b._runs.starts))
