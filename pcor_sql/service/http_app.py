@@ -268,7 +268,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     `max_work`: the most validity checks + EM candidates one request's search may use (None:
     no cap); `warm`: build the registered datasets' summaries on every worker at start-up;
     `audit`: where one line per request goes (`owner_plane.AuditLog`; default: memory only);
-    `processes`: each worker's searches run in a search process of its own, forked at start-up
+    `processes`: each worker's searches run in a search process of its own, started at start-up
     (`worker_pool`; DESIGN.md §10) — default: on Linux over DuckDB (a Spark owner's searches read
     windows through Spark and stay in the threads).
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
@@ -289,7 +289,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         if processes:
-            service.pool.start_processes()  # forked here, before any request thread runs
+            service.pool.start_processes()  # before any request: the lifespan waits for them
         if warm:
             await anyio.to_thread.run_sync(service.warm)
         if processes:

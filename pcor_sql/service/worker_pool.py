@@ -136,7 +136,7 @@ class WorkerPool:
                 "waiting": waiting, "search_processes": searches}
 
     def search_pids(self) -> list[int]:
-        """The search processes' pids (the owner's status and the tests read them)."""
+        """The search processes' pids (the tests read them)."""
         return [p.pid for p in self._searches if p.pid is not None]
 
     def close(self) -> None:
