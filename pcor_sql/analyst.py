@@ -65,10 +65,14 @@ OWNER_ONLY = owner_options(Job.EXPLAIN) | owner_options(Job.IDENTIFY)
 class Analyst:
     """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
 
-    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Any = None):
+    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Any = None,
+                 registry: Mapping[str, RegisteredDataset] | None = None):
         self._owner = owner
         # `session`: a Session of the owner's on its own cursor (the service: one per worker thread).
         self._session = session if session is not None else owner.session
+        # `registry`: datasets the caller read for this one request (the service makes a handle per
+        # request): a request reads its dataset's row once, not once per check.
+        self._registry = dict(registry or {})
         self._policy = policy or pipeline.analyst_policy()
         self._quote: pipeline.Quote | None = None
         #: None: requests run; "cost": only the part before the reservation; "admit": that and the limits.
@@ -182,7 +186,7 @@ class Analyst:
     def _preview(self, mode: str, method: str, args: tuple[Any, ...], options: dict[str, Any]) -> "RequestCost":
         if method not in ("explain_outliers", "identify_anomalies", "identify_value"):
             raise UserError(f"no cost preview for {method!r}", "use explain_outliers, identify_anomalies or identify_value")
-        twin = Analyst(self._owner, self._policy, session=self._session)
+        twin = Analyst(self._owner, self._policy, session=self._session, registry=self._registry)
         twin._quoting = mode
         getattr(twin, method)(*args, **options)
         quote = twin._quote
@@ -287,7 +291,8 @@ class Analyst:
 
     def _dataset(self, name: Any) -> RegisteredDataset:
         plain_data(name, "the dataset name")
-        return get_dataset(self._session.ledger(), name)
+        known = self._registry.get(name) if isinstance(name, str) else None
+        return known if known is not None else get_dataset(self._session.ledger(), name)
 
     def _key_kind(self, registered: RegisteredDataset) -> str:
         """The JSON kind a key of `registered` must have, from its key column's type in the

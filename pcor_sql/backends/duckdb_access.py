@@ -35,6 +35,7 @@ class DuckDBAccess:
         self.parser = con
         self.ledger_con = con
         self._home: Any = None
+        self._units_memo: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def describe(self, relation_sql: str, metric_sql: str, *, along: str | None = None) -> tuple[Described, tuple | None]:
         return describe_with_metric(self.con, relation_sql, metric_sql, along=along)
@@ -68,11 +69,12 @@ class DuckDBAccess:
 
     def units(self, sql: str) -> tuple[Any, ...]:
         """The units a SELECT statement, or a relation alone, reads (`pcor_sql.engine.units`),
-        resolved afresh from the catalog on every call; only the connection's default database
-        (which never changes) is kept."""
+        from the catalog as it is at every call: the connection's default database (which never
+        changes) is kept, and the answers for queries of base tables, under the catalog they
+        were resolved from (`resolve_units(memo=...)`)."""
         from pcor_sql.engine.units import resolve_units
 
-        return resolve_units(self.con, sql, home=self.home)
+        return resolve_units(self.con, sql, home=self.home, memo=self._units_memo)
 
     def home(self) -> Any:
         """The connection's default database (`engine.unit_names.Home`), read once."""

@@ -23,10 +23,12 @@ VALUES) are no unit; anything else the plan reads (duckdb_tables(), sqlite_scan)
 
 Never reads rows: the binder, the catalog and the file system decide everything (binding a CSV
 or JSON reader makes DuckDB sniff the file's head for its schema, but nothing read changes the
-result). Resolved afresh for every request, so a view redefined since charges its new tables.
+result). The catalog is read afresh for every request, so a view redefined since charges its new
+tables.
 
 Cost, in catalog statements: one for the parse (of both readings of the text), the settings and
-the catalog's names; a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between
+the catalog's names (and the views' SQL); when a caller keeps a memo and the query reads base
+tables only, nothing more while that first statement reads the same (see `resolve_units`); else a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between
 a SET and its restore — five in all for a table, 5 to 25 ms on a loaded 2-core machine; once
 views are reached, one statement for their SQL and one parse per level of nesting; one glob()
 for all file paths; the default database's name and file when a table of a DuckDB file is read
@@ -64,19 +66,34 @@ SELECT system.main.json_serialize_sql($1), system.main.json_serialize_sql($2),
         FROM system.main.duckdb_tables()),
        (SELECT system.main.list(system.main.row(database_name, schema_name, view_name))
         FROM system.main.duckdb_views() WHERE NOT internal),
-       (SELECT system.main.list(system.main.row(database_name, path, type)) FROM system.main.duckdb_databases())"""
+       (SELECT system.main.list(system.main.row(database_name, path, type)) FROM system.main.duckdb_databases()),
+       (SELECT system.main.list(system.main.row(database_name, schema_name, view_name, sql))
+        FROM system.main.duckdb_views() WHERE NOT internal),
+       system.main.current_database(), system.main.current_schema(), system.main.current_setting('search_path')"""
+
+#: How many resolutions one access remembers (`resolve_units(memo=...)`).
+MEMO_SIZE = 256
 
 
 HomeOf = Callable[[], Home]
 
 
-def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | None = None) -> tuple[Unit, ...]:
+def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | None = None,
+                  memo: dict[tuple[str, str], tuple[Unit, ...]] | None = None) -> tuple[Unit, ...]:
     """The units `sql` reads on `con`: sorted, unique, non-empty. `sql` is one SELECT statement
     or a relation (what `SELECT * FROM <relation>` reads). `home` returns `home_database(con)`
     (a caller may keep it: a connection's default database never changes); it is called only when
     a table of a DuckDB file is read. A query that does not bind (unknown table, syntax), reads
     something that is no table, file or registered object, or cannot be attributed exactly is a
-    one-line UserError."""
+    one-line UserError.
+
+    `memo` (kept by the caller, one per connection): the first statement, which every call runs,
+    reads every table, view (with its SQL), database, the current database and schema and the
+    search path; a query that reads base tables only and looks no function up resolves to the
+    same units for as long as all of that and its text are the same, so its answer is kept under
+    them and the remaining statements are skipped. A query that reads files (a glob may match
+    new ones), registered objects or calls a function by name (a macro may be redefined) is
+    resolved afresh every time."""
     if not isinstance(sql, str) or not sql.strip():
         raise UserError("the relation is empty", "name a table, a view, a file or a subquery")
     wrapped = f"SELECT * FROM {sql}"
@@ -84,7 +101,10 @@ def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | No
         row = con.execute(_CATALOG_SQL, [sql, wrapped]).fetchall()[0]
     except duckdb.Error as exc:
         raise bind_error(describe_query(sql, False), exc) from None
-    as_statement, as_relation, explain_output, tables, views, databases = row
+    as_statement, as_relation, explain_output, tables, views, databases = row[:6]
+    seen = (sql, repr(row[3:]))
+    if memo is not None and seen in memo:
+        return memo[seen]
     parsed = json.loads(as_statement)
     statement = None if parsed.get("error") else one_select(parsed, describe_query(sql, True))
     label = describe_query(sql, statement is not None)
@@ -116,7 +136,12 @@ def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | No
         units.update(file_units(con, walk.paths))
     if not units:
         raise UserError(f"{label} reads no table or file", "name a table, a view or a file")
-    return tuple(sorted(units))
+    found = tuple(sorted(units))
+    if memo is not None and not (walk.lookups or walk.paths or walk.units or reads["file"] or reads["object"]):
+        while len(memo) >= MEMO_SIZE:
+            memo.pop(next(iter(memo)))
+        memo[seen] = found
+    return found
 
 
 def _home_of(con: duckdb.DuckDBPyConnection) -> HomeOf:

@@ -73,6 +73,8 @@ class UnitRow:
     residual: float
     releases: int
     public: bool
+    #: Whether the ledger holds the row (a charge then updates it; else it inserts one).
+    stored: bool = True
 
 
 @dataclass(frozen=True)
@@ -136,37 +138,44 @@ def read_state(
     cur: duckdb.DuckDBPyConnection, tables: Tables, units: tuple[str, ...], notion: str, ids: list[str]
 ) -> ChargeState:
     """The budget rows of `units` for `notion`, the notion's default limit, whether any limit
-    exists, and which of `ids` the history holds already — one SELECT."""
+    exists, and which of `ids` the history holds already — one SELECT, of scalar subqueries
+    (each table filtered on its own: a third of the time of the same answer as a join)."""
     t = tables
-    rows = cur.execute(
-        f"SELECT u.unit, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
-        f" coalesce(b.releases, 0), coalesce(p.public, false),"
-        f" (SELECT value FROM {t.settings} WHERE name = system.main.concat('default_limit_', $2)),"
-        f" EXISTS (SELECT 1 FROM {t.budget} WHERE limit_epsilon IS NOT NULL)"
-        f" OR EXISTS (SELECT 1 FROM {t.settings} WHERE system.main.starts_with(name, 'default_limit_')"
-        f" AND value IS NOT NULL),"
+    [(budget, public, settings, limited, charged)] = cur.execute(
+        f"SELECT (SELECT system.main.list(system.main.row(unit, limit_epsilon, spent_epsilon, spent_residual, releases))"
+        f" FROM {t.budget} WHERE notion = $2 AND unit IN (SELECT unnest($1::VARCHAR[]))),"
+        f" (SELECT system.main.list(unit) FROM {t.units} WHERE public AND unit IN (SELECT unnest($1::VARCHAR[]))),"
+        f" (SELECT system.main.list(system.main.row(name, value)) FROM {t.settings}"
+        f" WHERE system.main.starts_with(name, 'default_limit_') OR name = '{NEEDS_REPAIR}'),"
+        f" EXISTS (SELECT 1 FROM {t.budget} WHERE limit_epsilon IS NOT NULL),"
         f" (SELECT system.main.list(system.main.row(h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
-        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[]))),"
-        f" (SELECT value FROM {t.settings} WHERE name = '{NEEDS_REPAIR}')"
-        f" FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"
-        f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = $2"
-        f" LEFT JOIN {t.units} p ON p.unit = u.unit ORDER BY u.unit",
+        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[])))",
         [list(units), notion, ids],
     ).fetchall()
+    stored = {r[0]: r for r in map(row_fields, budget or [])}
+    shared = dict(map(row_fields, settings or []))
     seen: dict[str, tuple[set[str], float]] = {}
-    for entry in (rows[0][8] or []) if rows else []:
-        rid, unit, eps = entry.values() if isinstance(entry, dict) else entry
+    for rid, unit, eps in map(row_fields, charged or []):
         seen.setdefault(rid, (set(), eps))[0].add(unit)
-    default = rows[0][6] if rows else None
-    strict = bool(rows[0][7]) if rows else False
+    rows = []
+    for unit in sorted(set(units)):
+        row = stored.get(unit)
+        rows.append(UnitRow(unit, row[1], row[2], row[3], row[4], unit in (public or []), True) if row is not None
+                    else UnitRow(unit, None, 0.0, 0.0, 0, unit in (public or []), False))
+    defaults = [v for name, v in shared.items() if name.startswith("default_limit_") and v is not None]
     return ChargeState(
         notion,
-        tuple(UnitRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows),
-        default,
-        strict,
+        tuple(rows),
+        shared.get(f"default_limit_{notion}"),
+        bool(limited) or bool(defaults),
         {rid: (frozenset(us), eps) for rid, (us, eps) in seen.items()},
-        bool(rows and rows[0][9]),
+        bool(shared.get(NEEDS_REPAIR)),
     )
+
+
+def row_fields(value: Any) -> tuple:
+    """A `row(...)` of a list as a tuple (DuckDB returns an unnamed struct as a tuple or a dict)."""
+    return tuple(value.values()) if isinstance(value, dict) else tuple(value)
 
 
 def fresh_items(state: ChargeState, batch: tuple[ChargeItem, ...]) -> list[ChargeItem]:
@@ -262,18 +271,29 @@ def write_charge(
         [state.notion, now, provenance.outcome, provenance.analyst, getattr(process, "pid", None),
          getattr(process, "host", None), getattr(process, "token", None), *columns.values()],
     )
-    # One upsert whatever the rows' state: a new unit is inserted without a limit, an existing
-    # one keeps its limit and creation time.
+    units, spent, residual = [t.row.unit for t in totals], [t.total for t in totals], [t.residual for t in totals]
+    releases = [t.row.releases + len(fresh) for t in totals]
+    if all(t.row.stored for t in totals):
+        # Rows the transaction read: one UPDATE (a third of the upsert's time). A row deleted
+        # meanwhile by a committed writer is a conflict (the body runs again), so every row is found.
+        [(changed,)] = cur.execute(
+            f"UPDATE {tables.budget} SET spent_epsilon = n.spent, spent_residual = n.residual, releases = n.releases,"
+            " updated_at = $6 FROM (SELECT unnest($1::VARCHAR[]) AS unit, unnest($3::DOUBLE[]) AS spent,"
+            " unnest($4::DOUBLE[]) AS residual, unnest($5::BIGINT[]) AS releases) AS n"
+            f" WHERE {tables.budget}.unit = n.unit AND {tables.budget}.notion = $2",
+            [units, state.notion, spent, residual, releases, now]).fetchall()
+        if changed != len(totals):
+            raise InternalError(f"the budget rows of {units} changed under a charge ({changed} of {len(totals)} found)")
+        return
+    # Some row is new: one upsert whatever the rows' state (a new unit is inserted without a
+    # limit, an existing one keeps its limit and creation time).
     cur.execute(
         f"INSERT INTO {tables.budget} (unit, notion, limit_epsilon, spent_epsilon, spent_residual, releases,"
         " created_at, updated_at) SELECT unnest($1::VARCHAR[]), $2, NULL, unnest($3::DOUBLE[]),"
         " unnest($4::DOUBLE[]), unnest($5::BIGINT[]), $6, $6 ON CONFLICT (unit, notion) DO UPDATE SET"
         " spent_epsilon = excluded.spent_epsilon, spent_residual = excluded.spent_residual,"
         " releases = excluded.releases, updated_at = excluded.updated_at",
-        [
-            [t.row.unit for t in totals], state.notion, [t.total for t in totals], [t.residual for t in totals],
-            [t.row.releases + len(fresh) for t in totals], now,
-        ],
+        [units, state.notion, spent, residual, releases, now],
     )
 
 

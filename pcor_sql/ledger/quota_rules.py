@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pcor_sql.errors import AnalystRefused
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, utc_now, within
+from pcor_sql.errors import AnalystRefused, InternalError
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, row_fields, utc_now, within
 
 #: The dataset key of an analyst's quota over all datasets together.
 ALL_DATASETS = ""
@@ -53,20 +53,20 @@ class QuotaTotal:
 
 
 def read_quota_state(cur: Any, tables: Tables, analyst: str, notion: str, datasets: list[str]) -> QuotaState:
-    found = cur.execute(
-        f"SELECT a.name IS NOT NULL, a.revoked_at IS NOT NULL, a.datasets,"
+    [(found, rows)] = cur.execute(
+        f"SELECT (SELECT system.main.list(system.main.row(revoked_at IS NOT NULL, datasets)) FROM {tables.analysts}"
+        f" WHERE name = $1),"
         f" (SELECT system.main.list(system.main.row(q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual,"
         f" q.releases))"
-        f" FROM {tables.quotas} q WHERE q.analyst = $1 AND q.notion = $2 AND q.dataset IN (SELECT unnest($3::VARCHAR[])))"
-        f" FROM (SELECT $1 AS name) x LEFT JOIN {tables.analysts} a ON a.name = x.name",
+        f" FROM {tables.quotas} q WHERE q.analyst = $1 AND q.notion = $2 AND q.dataset IN (SELECT unnest($3::VARCHAR[])))",
         [analyst, notion, [ALL_DATASETS, *datasets]],
-    ).fetchall()[0]
-    exists, revoked, allowed, rows = found
+    ).fetchall()
+    revoked, allowed = row_fields(found[0]) if found else (False, None)
     parsed = {}
     for entry in rows or []:
-        dataset, limit, spent, residual, releases = entry.values() if isinstance(entry, dict) else entry
+        dataset, limit, spent, residual, releases = row_fields(entry)
         parsed[dataset] = QuotaRow(dataset, limit, spent, residual, releases)
-    return QuotaState(analyst, notion, bool(exists), bool(revoked), None if allowed is None else tuple(allowed), parsed)
+    return QuotaState(analyst, notion, bool(found), bool(revoked), None if allowed is None else tuple(allowed), parsed)
 
 
 def check_quotas(state: QuotaState, fresh: list[ChargeItem]) -> tuple[QuotaTotal, ...]:
@@ -105,12 +105,24 @@ def write_quotas(cur: Any, tables: Tables, state: QuotaState, totals: tuple[Quot
     """One upsert of the analyst's quota rows: new rows get no limit, existing ones keep theirs."""
     if not totals:
         return
+    datasets, spent = [t.dataset for t in totals], [t.total for t in totals]
+    residual, releases, now = [t.residual for t in totals], [t.releases for t in totals], utc_now()
+    if all(t.dataset in state.rows for t in totals):
+        # Rows the transaction read: one UPDATE, as for the budget rows (`charge_rules.write_charge`).
+        [(changed,)] = cur.execute(
+            f"UPDATE {tables.quotas} SET spent_epsilon = n.spent, spent_residual = n.residual, releases = n.releases,"
+            " updated_at = $7 FROM (SELECT unnest($3::VARCHAR[]) AS dataset, unnest($4::DOUBLE[]) AS spent,"
+            " unnest($5::DOUBLE[]) AS residual, unnest($6::BIGINT[]) AS releases) AS n"
+            f" WHERE {tables.quotas}.analyst = $1 AND {tables.quotas}.notion = $2 AND {tables.quotas}.dataset = n.dataset",
+            [state.analyst, state.notion, datasets, spent, residual, releases, now]).fetchall()
+        if changed != len(totals):
+            raise InternalError(f"the quota rows of analyst {state.analyst!r} changed under a charge")
+        return
     cur.execute(
         f"INSERT INTO {tables.quotas} (analyst, notion, dataset, limit_epsilon, spent_epsilon, spent_residual,"
         " releases, updated_at) SELECT $1, $2, unnest($3::VARCHAR[]), NULL, unnest($4::DOUBLE[]),"
         " unnest($5::DOUBLE[]), unnest($6::BIGINT[]), $7 ON CONFLICT (analyst, notion, dataset) DO UPDATE SET"
         " spent_epsilon = excluded.spent_epsilon, spent_residual = excluded.spent_residual,"
         " releases = excluded.releases, updated_at = excluded.updated_at",
-        [state.analyst, state.notion, [t.dataset for t in totals], [t.total for t in totals],
-         [t.residual for t in totals], [t.releases for t in totals], utc_now()],
+        [state.analyst, state.notion, datasets, spent, residual, releases, now],
     )

@@ -39,6 +39,7 @@ from pcor_sql.ledger.charge_rules import (
     checked_batch,
     fresh_items,
     read_state,
+    row_fields,
     unit_names,
     write_charge,
 )
@@ -82,8 +83,8 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     """Refuse early and cheaply when `ledger.reserve(units, items, analyst=analyst)` would refuse
     for a limit: a unit's (its own or the notion's default) or the analyst's quota would be
     passed (BudgetExceeded, with the reservation's own arithmetic and words: `check_limits`,
-    `check_quotas`). Three small reads, no write, no transaction: each refusal is justified by
-    one committed read, so it is the answer the reservation would have given at that moment.
+    `check_quotas`). One small read, no write, no transaction: a refusal is justified by one
+    committed snapshot, so it is the answer the reservation would have given at that moment.
 
     Passing is no reservation, and this checks less than the reservation does: a unit without
     a limit in a strict ledger, totals that need repair, an unknown or revoked analyst and
@@ -95,26 +96,25 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     if not batch:
         raise InternalError("a check needs at least one item")
     notion, tables = batch[0].notion, ledger.access.tables
+    datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
     def body(cur: Any) -> None:
-        rows = cur.execute(
-            f"SELECT u.unit, b.limit_epsilon, coalesce(b.spent_epsilon, 0), coalesce(b.spent_residual, 0),"
-            f" coalesce(b.releases, 0), coalesce(p.public, false) FROM (SELECT unnest($1::VARCHAR[]) AS unit) AS u"
-            f" LEFT JOIN {tables.budget} b ON b.unit = u.unit AND b.notion = $2"
-            f" LEFT JOIN {tables.units} p ON p.unit = u.unit", [list(names), notion]).fetchall()
-        default = cur.execute(f"SELECT value FROM {tables.settings} WHERE name = 'default_limit_' || $1",
-                              [notion]).fetchall()
-        state = ChargeState(notion, tuple(UnitRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in sorted(rows)),
-                            default[0][0] if default else None, False, {})
+        [(rows, public, default, quota)] = cur.execute(
+            f"SELECT (SELECT system.main.list(system.main.row(unit, limit_epsilon, spent_epsilon, spent_residual,"
+            f" releases)) FROM {tables.budget} WHERE notion = $2 AND unit IN (SELECT unnest($1::VARCHAR[]))),"
+            f" (SELECT system.main.list(unit) FROM {tables.units} WHERE public AND unit IN (SELECT unnest($1::VARCHAR[]))),"
+            f" (SELECT value FROM {tables.settings} WHERE name = system.main.concat('default_limit_', $2)),"
+            f" (SELECT system.main.list(system.main.row(dataset, limit_epsilon, spent_epsilon, spent_residual, releases))"
+            f" FROM {tables.quotas} WHERE analyst = $3 AND notion = $2 AND dataset IN (SELECT unnest($4::VARCHAR[])))",
+            [list(names), notion, analyst, [ALL_DATASETS, *datasets]]).fetchall()
+        stored = {r[0]: r for r in map(row_fields, rows or [])}
+        state = ChargeState(notion, tuple(UnitRow(u, *(stored[u][1:] if u in stored else (None, 0.0, 0.0, 0)),
+                                                  u in (public or [])) for u in names), default, False, {})
         totals = check_limits(state, list(batch))
         if analyst is None or not totals:  # nothing charged (public units only): no quota spent
             return
-        datasets = sorted({i.dataset for i in batch if i.dataset is not None})
-        quota = cur.execute(
-            f"SELECT dataset, limit_epsilon, spent_epsilon, spent_residual, releases FROM {tables.quotas}"
-            " WHERE analyst = $1 AND notion = $2 AND list_contains($3::VARCHAR[], dataset)",
-            [analyst, notion, [ALL_DATASETS, *datasets]]).fetchall()
-        check_quotas(QuotaState(analyst, notion, True, False, None, {r[0]: QuotaRow(*r) for r in quota}), list(batch))
+        found = {r[0]: QuotaRow(*r) for r in (row_fields(q) for q in quota or [])}
+        check_quotas(QuotaState(analyst, notion, True, False, None, found), list(batch))
 
     ledger.read_with(body)
 

@@ -69,7 +69,7 @@ from pcor_sql.core.choices import Engine
 from pcor_sql.analyst import OWNER_ONLY, Analyst
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.jsonable import jsonable
-from pcor_sql.ledger.dataset_registry import list_datasets
+from pcor_sql.ledger.dataset_registry import RegisteredDataset, find_dataset, list_datasets
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Endpoint
@@ -137,21 +137,26 @@ class Service:
             raise Refused(f"{owners[0]} is the data owner's option", f"drop {owners[0]}")
         return body
 
-    def analyst(self, session: Any, identity: Identity) -> Analyst:
+    def analyst(self, session: Any, identity: Identity, found: RegisteredDataset | None = None) -> Analyst:
         """The analyst handle for this request: the pipeline's analyst policy, paid from this
-        analyst's quota, on the worker's own Session, its work capped."""
+        analyst's quota, on the worker's own Session, its work capped. `found`: the registered
+        dataset this request names, as `require_visible` read it (read once per request)."""
         policy = pipeline.analyst_policy(identity.name, min_epsilon=self.min_epsilon, max_work=self.max_work,
                                          stop=self.stopping)
-        return Analyst(self.owner, policy, session=session)
+        return Analyst(self.owner, policy, session=session, registry={found.name: found} if found else None)
 
     def visible(self, identity: Identity) -> list[Any]:
         return [d for d in list_datasets(self.ledger) if identity.datasets is None or d.name in identity.datasets]
 
-    def require_visible(self, identity: Identity, name: str) -> None:
-        """One message for a dataset that does not exist and one this analyst may not use."""
-        names = [d.name for d in self.visible(identity)]
-        if name not in names:
+    def require_visible(self, identity: Identity, name: str) -> RegisteredDataset:
+        """The registered dataset `name`, if this analyst may use it: one message for a dataset
+        that does not exist and one this analyst may not use (one row read when it passes)."""
+        allowed = identity.datasets is None or name in identity.datasets
+        found = find_dataset(self.ledger, name) if allowed else None
+        if found is None:
+            names = [d.name for d in self.visible(identity)]
             raise Refused(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
+        return found
 
     def share(self, name: str) -> anyio.CapacityLimiter:
         """The most requests one analyst runs at once: all workers but one (DESIGN.md §8)."""
@@ -168,8 +173,7 @@ class Service:
     async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
                   pool: WorkerPool | None = None) -> Any:
         def work(session: Any) -> Any:
-            self.require_visible(identity, dataset)
-            return call(self.analyst(session, identity))
+            return call(self.analyst(session, identity, self.require_visible(identity, dataset)))
 
         if pool is not None:
             return await pool.run(work)

@@ -97,7 +97,7 @@ class _FailingUpdate:
         self._cursor = cursor
 
     def execute(self, query, *args):
-        if query.startswith("INSERT INTO") and "pcor.budget" in query:
+        if query.startswith(("INSERT INTO", "UPDATE")) and "pcor.budget" in query:
             raise duckdb.IOException("disk full (injected)")
         return self._cursor.execute(query, *args)
 
