@@ -144,7 +144,10 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
 def _bind(host: str, port: int, flag: str) -> socket.socket:
     """A listening socket on (host, port): taken before the service starts, so a busy port is one line."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on connections
+    # whose socket says TCP; with protocol 0, a response's body waited for the client's delayed
+    # ACK of its headers — 40 ms more per request on a kept-alive connection.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
