@@ -14,6 +14,7 @@ same run: the same explain through the in-process analyst handle, one at a time.
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -108,6 +109,31 @@ def burst(url: str, tokens: list[str], requests: int, samples: int = 50) -> tupl
     return latencies, answered[0], time.perf_counter() - started
 
 
+def cpu_split(server: int) -> dict[str, float]:
+    """CPU seconds so far of the service's process, of its search processes (its children) and of
+    this process (the client threads: the benchmark's analysts share the machine's cores). Linux
+    (/proc); zeros elsewhere. A search process replaced during a run would be missed (none is)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def seconds(pid: int) -> float:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+            return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    children: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{server}/task"):
+            with open(f"/proc/{server}/task/{tid}/children", encoding="ascii") as fh:
+                children.extend(int(p) for p in fh.read().split())
+    except OSError:
+        pass
+    own = os.times()
+    return {"server": seconds(server), "searches": sum(seconds(c) for c in children), "clients": own.user + own.system}
+
+
 def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
                 workdir: Path, report: Callable[[str], None], samples: int = 50) -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
@@ -127,9 +153,11 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
                 load = (load_average() or [float("nan")])[0]
                 with served(db, args=["--workers", str(workers), "--searches", mode]) as service:
                     burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
+                    before = cpu_split(service.process.pid)
                     latencies, answered, wall = burst(service.url, tokens, requests, samples)
+                    cpu = {k: v - before[k] for k, v in cpu_split(service.process.pid).items()}
                 result["runs"].append({"mode": mode, "workers": workers, "repeat": rep, "latencies": latencies,
-                                       "answered": answered, "wall_s": wall, "load": load})
+                                       "answered": answered, "wall_s": wall, "load": load, "cpu_s": cpu})
                 report(f"{mode} --workers {workers}: {answered} answered in {wall:.2f} s (load {load:.1f})")
     result["reference"] += reference(db, 8, samples)
     result["wall_s"] = time.perf_counter() - wall
@@ -149,8 +177,12 @@ def scaling_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
             p50, p95 = percentile(xs, 0.5), percentile(xs, 0.95)
             base = rate if base is None else base
             loads = [r["load"] for r in runs]
+            answered = sum(r["answered"] for r in runs) or 1
+            cpu = {k: sum(r.get("cpu_s", {}).get(k, 0.0) for r in runs) * 1000 / answered
+                   for k in ("server", "searches", "clients")}
             rows.append((mode, str(workers), f"{rate:.2f}", f"{rate / base:.2f}×", seconds(p50), seconds(p95),
-                         f"{p50 / ref:.1f}×", f"{min(loads):.1f}–{max(loads):.1f}"))
+                         f"{p50 / ref:.1f}×", " + ".join(f"{cpu[k]:.1f}" for k in cpu) + f" = {sum(cpu.values()):.1f}",
+                         f"{min(loads):.1f}–{max(loads):.1f}"))
     return rows
 
 
@@ -162,7 +194,7 @@ def scaling_table(result: dict[str, Any]) -> Any:
         f"Answered per second by --workers, {result['requests']} LOF explain requests (samples = "
         f"{result.get('samples', 50)}) from {result['clients']} clients at once on {result['rows']:,} rows",
         ("searches", "--workers", "answered / s (median run)", "vs the first row", "p50", "p95", "p50 / in-process",
-         "load (1 min)"),
+         "CPU ms / request: server + searches + clients", "load (1 min)"),
         scaling_rows(result), (
             f"Each setting ran {result['repeats']} times, settings alternating; a run starts `pcor-sql serve`, sends "
             "an untimed warm-up round (each search process loads its kernels from numba's cache on its first "
@@ -171,4 +203,7 @@ def scaling_table(result: dict[str, Any]) -> Any:
             f"({len(result['reference'])} requests, half before and half after the service runs).",
             "searches: processes — each worker's searches in a process of its own (the default over DuckDB on "
             "Linux); threads — in the workers' threads (`pcor-sql serve --searches threads`).",
+            "CPU per answered request over the timed bursts: the service's process, its search processes, and "
+            "this benchmark's client threads, which share the machine's cores with the service. On C cores, W "
+            "workers answer at most C / (that sum) per second.",
         ))

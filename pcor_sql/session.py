@@ -170,7 +170,8 @@ class Session:
     def units(self, relation: str) -> tuple[str, ...]:
         """The privacy units (base tables and files) `relation` — or a whole SELECT statement —
         reads, resolved by the engine's binder/analyzer from the catalog alone (no rows read),
-        afresh for every request: a view redefined since the last one charges its new tables."""
+        against the catalog as it is at every request: a view redefined since the last one
+        charges its new tables (`engine.units.resolve_units`: what is kept, and under what)."""
         return tuple(u.name for u in self.access.units(relation))
 
     def dataset_label(self, name: str | None) -> str | None:

@@ -25,10 +25,12 @@ large / not JSON, 429 quota or limit reached — all before the reservation, not
 interrupted (recorded as interrupted). Every response is `Cache-Control: no-store`.
 A refusal names nothing the analyst did not send or own: a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
 
-Refusals do not wait for a worker. A request is first admitted (`Analyst.admit`: the request's
-checks, which read only the request and the registry, then its cost against the dataset's
-limits and the analyst's quota — a few small ledger reads; no row read, nothing charged) on a
-small pool of its own cursors, so a refusal comes back while the workers are busy with releases.
+Refusals do not wait for a worker. A request that would wait (every worker busy, or its
+analyst's own line full) is first admitted (`Analyst.admit`: the request's checks, which read
+only the request and the registry, then its cost against the dataset's limits and the analyst's
+quota — a few small ledger reads; no row read, nothing charged) on a small pool of its own
+cursors, so a refusal comes back while the workers are busy with releases; one that finds a
+worker free goes straight to it, whose first steps are the same checks.
 Admission decides nothing else: the worker runs the request from the start, and its
 reservation, atomic, alone decides what is charged — two requests admitted together near a
 quota get one charge and one 429, never an overspend.
@@ -180,11 +182,20 @@ class Service:
         async with self.share(identity.name):
             return await self.pool.run(work)
 
+    def would_wait(self, name: str) -> bool:
+        """Whether a request of analyst `name` would wait now: every worker busy or others waiting
+        for one, or their own line full (`share`)."""
+        running, waiting = self.pool.load()
+        line = self._shares.get((id(asyncio.get_running_loop()), name))
+        return running >= self.workers or waiting > 0 or (line is not None and line.available_tokens < 1)
+
     async def answer(self, identity: Identity, method: str, dataset: str, target: Any, options: dict[str, Any]) -> Any:
-        """`Analyst.<method>(dataset, target, **options)` on a worker, once admitted (see the module
-        docstring): a refusal that needs no data comes from the admission, without waiting."""
-        await self.run(identity, dataset, lambda a: a.admit(method, dataset, copy.deepcopy(target),
-                                                            **copy.deepcopy(options)), pool=self.admission)
+        """`Analyst.<method>(dataset, target, **options)` on a worker, admitted first if it would
+        wait (see the module docstring): a refusal that needs no data comes from the admission,
+        without waiting; a request that finds a worker free goes to it, which checks the same."""
+        if self.would_wait(identity.name):
+            await self.run(identity, dataset, lambda a: a.admit(method, dataset, copy.deepcopy(target),
+                                                                **copy.deepcopy(options)), pool=self.admission)
         return await self.run(identity, dataset, lambda a: getattr(a, method)(dataset, target, **options))
 
     # ---- the endpoints (declared in `endpoint_table`) -------------------------------------

@@ -79,6 +79,30 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
                                                                   ("threads", 2)]
     assert all(r["answered"] == 4 and len(r["latencies"]) == 4 for r in saved["runs"])
     assert "vs the first row" in result.stdout and "1.00×" in result.stdout
+    # Every run's CPU split: the service worked, and (processes) so did its search processes.
+    assert all(r["cpu_s"]["server"] > 0 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
+    assert all(r["cpu_s"]["searches"] > 0 for r in saved["runs"] if r["mode"] == "processes")
+
+
+def test_the_cpu_split_counts_a_childs_work():
+    import subprocess
+    import sys
+
+    from benchmarks.service_scaling import cpu_split
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                              "while time.process_time() < end: pass\ntime.sleep(30)"])
+    try:
+        import os
+        import time
+
+        deadline = time.monotonic() + 20
+        while cpu_split(os.getpid())["searches"] < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cpu_split(os.getpid())["searches"] >= 0.25
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_bad_scaling_options_are_one_line():

@@ -132,3 +132,30 @@ def test_two_requests_admitted_together_near_a_quota_are_charged_once(served):
                if u.notion == "ocdp" and u.dataset is None]
     assert usage.spent == pytest.approx(0.1) and usage.releases == 1
     assert len([h for h in owner.ledger.history() if h.analyst == "dave"]) == 1
+
+
+def test_a_request_that_finds_a_worker_free_is_not_admitted_twice(served, monkeypatch):
+    """Admission is for a request that would wait: with the worker free, the worker's own checks
+    are the only ones (one set of ledger reads); while it is held, the next request is admitted."""
+    from pcor_sql.analyst import Analyst
+
+    owner, service, client, tokens, gate = served
+    admitted: list[str] = []
+    real = Analyst.admit
+
+    def counting(self, method, *args, **options):
+        admitted.append(method)
+        return real(self, method, *args, **options)
+
+    monkeypatch.setattr(Analyst, "admit", counting)
+    assert post(client, tokens["alice"], "/v1/explain", {**FAST, "keys": [OUTLIERS[1]]}).status_code == 200
+    assert post(client, tokens["bob"], "/v1/explain", {**FAST, "keys": [OUTLIERS[1]]}).status_code == 429
+    assert admitted == []
+    thread, out = hold_the_worker(client, tokens, gate)
+    try:
+        assert post(client, tokens["bob"], "/v1/explain", {**FAST, "keys": [OUTLIERS[1]]}).status_code == 429
+        assert admitted == ["explain_outliers"]
+    finally:
+        gate.opened.set()
+        thread.join(timeout=BOUND)
+    assert out["held"].status_code == 200, out["held"].text
