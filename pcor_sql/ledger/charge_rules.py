@@ -140,8 +140,19 @@ def read_state(
     """The budget rows of `units` for `notion`, the notion's default limit, whether any limit
     exists, and which of `ids` the history holds already — one SELECT, of scalar subqueries
     (each table filtered on its own: a third of the time of the same answer as a join)."""
+    return read_state_with(cur, tables, units, notion, ids)[0]
+
+
+def read_state_with(
+    cur: duckdb.DuckDBPyConnection, tables: Tables, units: tuple[str, ...], notion: str, ids: list[str],
+    columns: Sequence[str] = (), params: Sequence[object] = (),
+) -> tuple[ChargeState, tuple]:
+    """`read_state`, and `columns` (scalar subqueries of another part of the charge, with `params`
+    as $4, $5, ...; $2 is the notion) in the same SELECT: one statement less inside the charge's
+    transaction, which is what every charge of this process waits on. Returns their values too."""
     t = tables
-    [(budget, public, settings, limited, charged)] = cur.execute(
+    extra = "".join(f", {c}" for c in columns)
+    [(budget, public, settings, limited, charged, *more)] = cur.execute(
         f"SELECT (SELECT system.main.list(system.main.row(unit, limit_epsilon, spent_epsilon, spent_residual, releases))"
         f" FROM {t.budget} WHERE notion = $2 AND unit IN (SELECT unnest($1::VARCHAR[]))),"
         f" (SELECT system.main.list(unit) FROM {t.units} WHERE public AND unit IN (SELECT unnest($1::VARCHAR[]))),"
@@ -149,8 +160,8 @@ def read_state(
         f" WHERE system.main.starts_with(name, 'default_limit_') OR name = '{NEEDS_REPAIR}'),"
         f" EXISTS (SELECT 1 FROM {t.budget} WHERE limit_epsilon IS NOT NULL),"
         f" (SELECT system.main.list(system.main.row(h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
-        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[])))",
-        [list(units), notion, ids],
+        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[]))){extra}",
+        [list(units), notion, ids, *params],
     ).fetchall()
     stored = {r[0]: r for r in map(row_fields, budget or [])}
     shared = dict(map(row_fields, settings or []))
@@ -170,7 +181,7 @@ def read_state(
         bool(limited) or bool(defaults),
         {rid: (frozenset(us), eps) for rid, (us, eps) in seen.items()},
         bool(shared.get(NEEDS_REPAIR)),
-    )
+    ), tuple(more)
 
 
 def row_fields(value: Any) -> tuple:

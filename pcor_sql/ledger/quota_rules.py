@@ -52,15 +52,24 @@ class QuotaTotal:
     releases: int
 
 
-def read_quota_state(cur: Any, tables: Tables, analyst: str, notion: str, datasets: list[str]) -> QuotaState:
-    [(found, rows)] = cur.execute(
-        f"SELECT (SELECT system.main.list(system.main.row(revoked_at IS NOT NULL, datasets)) FROM {tables.analysts}"
-        f" WHERE name = $1),"
-        f" (SELECT system.main.list(system.main.row(q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual,"
-        f" q.releases))"
-        f" FROM {tables.quotas} q WHERE q.analyst = $1 AND q.notion = $2 AND q.dataset IN (SELECT unnest($3::VARCHAR[])))",
-        [analyst, notion, [ALL_DATASETS, *datasets]],
-    ).fetchall()
+def quota_columns(tables: Tables) -> tuple[str, str]:
+    """What a charge of an analyst reads, as two scalar subqueries over parameters $2 (the
+    notion), $4 (the analyst) and $5 (the datasets, with ALL_DATASETS): the analyst's row and
+    their quota rows. `charge_rules.read_state_with` runs them in the charge's one SELECT."""
+    return (f"(SELECT system.main.list(system.main.row(revoked_at IS NOT NULL, datasets)) FROM {tables.analysts}"
+            f" WHERE name = $4)",
+            f"(SELECT system.main.list(system.main.row(q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual,"
+            f" q.releases)) FROM {tables.quotas} q"
+            f" WHERE q.analyst = $4 AND q.notion = $2 AND q.dataset IN (SELECT unnest($5::VARCHAR[])))")
+
+
+def quota_params(analyst: str, datasets: list[str]) -> list[object]:
+    """$4 and $5 of `quota_columns`."""
+    return [analyst, [ALL_DATASETS, *datasets]]
+
+
+def quota_state(analyst: str, notion: str, found: Any, rows: Any) -> QuotaState:
+    """The QuotaState from the values of `quota_columns`."""
     revoked, allowed = row_fields(found[0]) if found else (False, None)
     parsed = {}
     for entry in rows or []:

@@ -374,9 +374,15 @@ class Ledger:
         finally:
             cur.close()
 
-    def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T], *, single: bool = False) -> _T:
+    def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T], *, single: bool = False,
+                    beside: bool = False) -> _T:
         """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
         it again from a fresh snapshot (bounded exponential backoff with jitter). `single`: body
-        runs one statement (committed on its own: no BEGIN, no COMMIT)."""
+        runs one statement (committed on its own: no BEGIN, no COMMIT). `beside`: the statement
+        writes only rows no other writer writes (an outcome: its own reservation's history rows),
+        so it runs beside this process's other write transactions, not after them (a conflict,
+        should DuckDB see one, is retried like any other)."""
+        if beside and single:
+            return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label(), single=True)
         with self._write_lock:
             return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label(), single=single)

@@ -66,7 +66,7 @@ class LedgerAccess:
     retried transaction, the tables, and the translation of database failures."""
 
     cursor: Callable[[], Any]
-    transaction: Callable[..., Any]  # (body, *, single=False) -> what body returns
+    transaction: Callable[..., Any]  # (body, *, single=False, beside=False) -> what body returns
     tables: Any
     failure: Callable[[BaseException], "UserError | None"]
 

@@ -123,6 +123,26 @@ def test_the_first_outcome_wins(con, ledger):
     assert (record.outcome, record.refunded, ledger.status("t").spent) == ("answered", False, 0.3)
 
 
+def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it(ledger):
+    """An outcome UPDATE touches only its own reservation's rows, so it does not wait for this
+    process's write transactions; a refund writes the totals, so it does."""
+    ledger.set_limit("t", 1.0)
+    answered, refunded = ledger.reserve("t", [item(0.1)]), ledger.reserve("t", [item(0.2)])
+    done: dict[str, bool] = {}
+    threads = [threading.Thread(target=lambda: done.setdefault("answered", answered.answered())),
+               threading.Thread(target=lambda: done.setdefault("refunded", refunded.failed("data", refund=True)))]
+    with ledger._write_lock:  # a charge of another thread, in progress
+        for t in threads:
+            t.start()
+        threads[0].join(timeout=30)
+        assert done == {"answered": True}
+        threads[1].join(timeout=0.2)
+        assert "refunded" not in done and threads[1].is_alive()
+    threads[1].join(timeout=30)
+    assert done == {"answered": True, "refunded": True}
+    assert ledger.status("t").spent == pytest.approx(0.1) and ledger.verify() == []
+
+
 def test_an_owners_failure_is_refunded_exactly(con, ledger):
     ledger.set_limit("t", 1.0)
     kept = [ledger.reserve("t", [item(0.1)]) for _ in range(3)]
