@@ -70,49 +70,75 @@ def reference(db: Path, count: int, samples: int = 50) -> list[float]:
         con.close()
 
 
-def burst(url: str, tokens: list[str], requests: int, samples: int = 50) -> tuple[list[float], int, float]:
-    """`requests` explains from len(tokens) threads at once: latencies, answered, wall seconds."""
+def _ask(url: str, token: str, offset: int, count: int, samples: int, ready: Callable[[], Any]
+         ) -> tuple[list[float], int, float]:
+    """One analyst: connect, wait for the others (`ready`), then `count` explains back to back.
+    Returns the latencies, how many were answered, and the CPU seconds of this process spent
+    meanwhile (the whole process: with threads, every client's)."""
     import pcor_sql
     from pcor_sql.errors import PcorError
 
-    latencies: list[float] = []
-    answered = [0]
-    lock = threading.Lock()
-    # The clock starts when every client is connected: making an httpx client (its TLS context)
-    # costs ~20 ms of CPU, eight of them ~10% of a light burst's wall time, and no request.
-    barrier = threading.Barrier(len(tokens) + 1)
+    latencies, answered = [], 0
+    with pcor_sql.connect(url, token, timeout=600) as handle:
+        ready()
+        cpu = time.process_time()
+        for j in range(count):
+            started = time.perf_counter()
+            try:
+                handle.explain_outliers(TABLE, [(offset + j) % PLANTED], epsilon=EPSILON, verifier=VERIFIER,
+                                        samples=samples)
+                answered += 1
+            except PcorError:
+                pass
+            latencies.append(time.perf_counter() - started)
+        return latencies, answered, time.process_time() - cpu
+
+
+def _client_process(url: str, token: str, offset: int, count: int, samples: int, barrier: Any, out: Any) -> None:
+    out.put(_ask(url, token, offset, count, samples, lambda: barrier.wait(timeout=120)))
+
+
+def burst(url: str, tokens: list[str], requests: int, samples: int = 50, clients_as: str = "threads"
+          ) -> tuple[list[float], int, float, float]:
+    """`requests` explains from len(tokens) analysts at once, each a thread of this process or a
+    process of its own (`clients_as`): latencies, answered, wall seconds, and the clients' CPU
+    seconds. The clock starts when every client is connected: making an httpx client (its TLS
+    context) costs ~20 ms of CPU, eight of them ~10% of a light burst's wall time, and no request."""
     per = [requests // len(tokens) + (1 if i < requests % len(tokens) else 0) for i in range(len(tokens))]
+    if clients_as == "processes":
+        import multiprocessing
 
-    def client(i: int, token: str) -> None:
-        with pcor_sql.connect(url, token, timeout=600) as handle:
-            barrier.wait()
-            for j in range(per[i]):
-                started = time.perf_counter()
-                try:
-                    handle.explain_outliers(TABLE, [(i + j) % PLANTED], epsilon=EPSILON, verifier=VERIFIER,
-                                            samples=samples)
-                    ok = 1
-                except PcorError:
-                    ok = 0
-                took = time.perf_counter() - started
-                with lock:
-                    latencies.append(took)
-                    answered[0] += ok
-
-    threads = [threading.Thread(target=client, args=(i, t)) for i, t in enumerate(tokens)]
+        # spawn: a fork of this process would copy its DuckDB threads' state; an analyst is a fresh interpreter.
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(len(tokens) + 1), ctx.Queue()
+        procs = [ctx.Process(target=_client_process, args=(url, t, i, per[i], samples, barrier, out))
+                 for i, t in enumerate(tokens)]
+        for p in procs:
+            p.start()
+        barrier.wait(timeout=120)
+        started = time.perf_counter()
+        results = [out.get(timeout=600) for _ in procs]
+        wall = time.perf_counter() - started
+        for p in procs:
+            p.join(timeout=60)
+        return ([x for r in results for x in r[0]], sum(r[1] for r in results), wall, sum(r[2] for r in results))
+    found: list[tuple[list[float], int, float]] = []
+    barrier = threading.Barrier(len(tokens) + 1)
+    threads = [threading.Thread(target=lambda i=i, t=t: found.append(_ask(url, t, i, per[i], samples, barrier.wait)))
+               for i, t in enumerate(tokens)]
     for t in threads:
         t.start()
     barrier.wait(timeout=120)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for t in threads:
         t.join()
-    return latencies, answered[0], time.perf_counter() - started
+    return [x for r in found for x in r[0]], sum(r[1] for r in found), time.perf_counter() - started, \
+        time.process_time() - cpu
 
 
 def cpu_split(server: int) -> dict[str, float]:
-    """CPU seconds so far of the service's process, of its search processes (its children) and of
-    this process (the client threads: the benchmark's analysts share the machine's cores). Linux
-    (/proc); zeros elsewhere. A search process replaced during a run would be missed (none is)."""
+    """CPU seconds so far of the service's process and of its search processes (its children).
+    Linux (/proc); zeros elsewhere. A search process replaced during a run would be missed (none is)."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
     def seconds(pid: int) -> float:
@@ -130,12 +156,12 @@ def cpu_split(server: int) -> dict[str, float]:
                 children.extend(int(p) for p in fh.read().split())
     except OSError:
         pass
-    own = os.times()
-    return {"server": seconds(server), "searches": sum(seconds(c) for c in children), "clients": own.user + own.system}
+    return {"server": seconds(server), "searches": sum(seconds(c) for c in children)}
 
 
 def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
-                workdir: Path, report: Callable[[str], None], samples: int = 50) -> dict[str, Any]:
+                workdir: Path, report: Callable[[str], None], samples: int = 50,
+                clients_as: str = "threads") -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
     from benchmarks.service_process import served
 
@@ -145,7 +171,8 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
     db, tokens = prepare(rows, clients, workdir, report)
     result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                               "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
-                              "repeats": repeats, "settings": settings, "modes": modes, "samples": samples, "runs": []}
+                              "repeats": repeats, "settings": settings, "modes": modes, "samples": samples,
+                              "clients_as": clients_as, "runs": []}
     result["reference"] = reference(db, 8, samples)
     for rep in range(repeats):
         for mode in modes:
@@ -154,8 +181,9 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
                 with served(db, args=["--workers", str(workers), "--searches", mode]) as service:
                     burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
                     before = cpu_split(service.process.pid)
-                    latencies, answered, wall = burst(service.url, tokens, requests, samples)
+                    latencies, answered, wall, clients_cpu = burst(service.url, tokens, requests, samples, clients_as)
                     cpu = {k: v - before[k] for k, v in cpu_split(service.process.pid).items()}
+                    cpu["clients"] = clients_cpu
                 result["runs"].append({"mode": mode, "workers": workers, "repeat": rep, "latencies": latencies,
                                        "answered": answered, "wall_s": wall, "load": load, "cpu_s": cpu})
                 report(f"{mode} --workers {workers}: {answered} answered in {wall:.2f} s (load {load:.1f})")
@@ -192,7 +220,8 @@ def scaling_table(result: dict[str, Any]) -> Any:
     ref = statistics.median(result["reference"])
     return make_table(
         f"Answered per second by --workers, {result['requests']} LOF explain requests (samples = "
-        f"{result.get('samples', 50)}) from {result['clients']} clients at once on {result['rows']:,} rows",
+        f"{result.get('samples', 50)}) from {result['clients']} clients ({result.get('clients_as', 'threads')}) at "
+        f"once on {result['rows']:,} rows",
         ("searches", "--workers", "answered / s (median run)", "vs the first row", "p50", "p95", "p50 / in-process",
          "CPU ms / request: server + searches + clients", "load (1 min)"),
         scaling_rows(result), (
@@ -204,6 +233,6 @@ def scaling_table(result: dict[str, Any]) -> Any:
             "searches: processes — each worker's searches in a process of its own (the default over DuckDB on "
             "Linux); threads — in the workers' threads (`pcor-sql serve --searches threads`).",
             "CPU per answered request over the timed bursts: the service's process, its search processes, and "
-            "this benchmark's client threads, which share the machine's cores with the service. On C cores, W "
-            "workers answer at most C / (that sum) per second.",
+            "the benchmark's clients (threads of one process, or a process each: --clients-as), which share the "
+            "machine's cores with the service. On C cores, W workers answer at most C / (that sum) per second.",
         ))

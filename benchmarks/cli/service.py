@@ -25,7 +25,11 @@ def service(
     searches: Annotated[str, typer.Option(
         "--searches", metavar="MODE[,MODE]", help="The serve --searches mode(s): with several --workers, those to "
         "compare (processes, threads); with one, where the maximal requests of --heavy search.")] = "processes",
-    clients: Annotated[int, typer.Option("--clients", metavar="N", help="With several --workers: client threads.")] = 8,
+    clients: Annotated[int, typer.Option("--clients", metavar="N", help="With several --workers: clients (analysts).")] = 8,
+    clients_as: Annotated[str, typer.Option(
+        "--clients-as", metavar="MODE", help="With several --workers: each client a thread of this process, or a "
+        "process of its own (threads, processes): analysts are other machines, and threads of one interpreter "
+        "take CPU from the service for their GIL.")] = "threads",
     burst: Annotated[int, typer.Option(
         "--burst", metavar="N", help="With several --workers: timed requests per run.")] = 32,
     repeats: Annotated[int, typer.Option(
@@ -66,7 +70,7 @@ def service(
     settings = _counts(workers, "--workers")
     if len(settings) > 1:
         return _scaling(rows, settings, searches, clients, burst, repeats, workdir, out_dir, update_benchmarks,
-                        benchmarks_file, benchmarks_section, samples)
+                        benchmarks_file, benchmarks_section, samples, clients_as)
     workers_n = settings[0]
     section = section_name(benchmarks_section)
     for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers_n, "--workers"),
@@ -121,12 +125,14 @@ def _counts(text: str, flag: str) -> list[int]:
 
 def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst: int, repeats: int, workdir: Path,
              out_dir: Path, update_benchmarks: bool, benchmarks_file: Path, benchmarks_section: str,
-             samples: int = 50) -> None:
+             samples: int = 50, clients_as: str = "threads") -> None:
     from benchmarks.service_scaling import run_scaling, scaling_table
 
     modes = searches.split(",")
     if any(m not in ("processes", "threads") for m in modes):
         raise UserError(f"--searches takes processes and/or threads, got {searches!r}", "e.g. --searches processes,threads")
+    if clients_as not in ("threads", "processes"):
+        raise UserError(f"--clients-as takes threads or processes, got {clients_as!r}", "e.g. --clients-as processes")
     for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows"),
                         (samples, "--samples")):
         if value < 1:
@@ -134,9 +140,9 @@ def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst:
     command = command_line("service", [
         ("--rows", rows, 1_000_000), ("--workers", ",".join(map(str, settings)), None),
         ("--searches", searches, "processes"), ("--clients", clients, 8), ("--burst", burst, 32),
-        ("--repeats", repeats, 2), ("--samples", samples, 50)])
+        ("--repeats", repeats, 2), ("--samples", samples, 50), ("--clients-as", clients_as, "threads")])
     with progress_reporter() as report:
-        result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report, samples)
+        result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report, samples, clients_as)
     result["command"] = command
     save_raw(out_dir, "service-scaling", result)
     tables = [scaling_table(result)]

@@ -84,6 +84,15 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
     assert all(r["cpu_s"]["searches"] > 0 for r in saved["runs"] if r["mode"] == "processes")
 
 
+def test_the_scaling_run_with_a_process_per_client(tmp_path):
+    result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
+                 "--clients-as", "processes", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
+    assert saved["clients_as"] == "processes" and "(processes)" in result.stdout
+    assert all(r["answered"] == 4 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
+
+
 def test_the_cpu_split_counts_a_childs_work():
     import subprocess
     import sys
@@ -109,3 +118,4 @@ def test_bad_scaling_options_are_one_line():
     assert_error(run("service", "--workers", "1,x"), "--workers")
     assert_error(run("service", "--workers", "1,2", "--searches", "forks"), "--searches")
     assert_error(run("service", "--workers", "1,2", "--samples", "0"), "--samples")
+    assert_error(run("service", "--workers", "1,2", "--clients-as", "fibers"), "--clients-as")
