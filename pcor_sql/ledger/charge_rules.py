@@ -138,55 +138,76 @@ def read_state(
     cur: duckdb.DuckDBPyConnection, tables: Tables, units: tuple[str, ...], notion: str, ids: list[str]
 ) -> ChargeState:
     """The budget rows of `units` for `notion`, the notion's default limit, whether any limit
-    exists, and which of `ids` the history holds already — one SELECT, of scalar subqueries
-    (each table filtered on its own: a third of the time of the same answer as a join)."""
+    exists, and which of `ids` the history holds already — one SELECT (`read_state_with`)."""
     return read_state_with(cur, tables, units, notion, ids)[0]
+
+
+#: A charge reads every table it needs in one SELECT: a UNION ALL of rows of one shape, each
+#: tagged with what it is — (tag, name, x, y, z, n, names). Measured: under half the time of
+#: the same answers as scalar subqueries (5.7 → 2.6 ms), a third of a join's.
+SHAPE = "tag, name, x, y, z, n, names"
+
+
+def budget_parts(t: Tables) -> list[str]:
+    """The units' budget rows ('b': unit, limit, spent, residual, releases), the public units
+    ('p') and the ledger's settings ('s': default limits, needs_repair); parameters $1 (units)
+    and $2 (notion)."""
+    return [
+        f"SELECT 'b' AS tag, unit AS name, limit_epsilon AS x, spent_epsilon AS y, spent_residual AS z,"
+        f" releases AS n, NULL::VARCHAR[] AS names FROM {t.budget}"
+        f" WHERE notion = $2 AND system.main.list_contains($1::VARCHAR[], unit)",
+        f"SELECT 'p', unit, NULL, NULL, NULL, NULL, NULL FROM {t.units}"
+        f" WHERE public AND system.main.list_contains($1::VARCHAR[], unit)",
+        f"SELECT 's', name, value, NULL, NULL, NULL, NULL FROM {t.settings}"
+        f" WHERE system.main.starts_with(name, 'default_limit_') OR name = '{NEEDS_REPAIR}'",
+    ]
+
+
+def tagged_rows(cur: Any, parts: Sequence[str], params: Sequence[object]) -> dict[str, list[tuple]]:
+    """The rows of `parts` (SELECTs of the shape `SHAPE`) in one statement, by tag."""
+    found: dict[str, list[tuple]] = {}
+    for tag, *rest in cur.execute(" UNION ALL ".join(parts), list(params)).fetchall():
+        found.setdefault(tag, []).append(tuple(rest))
+    return found
+
+
+def unit_rows(found: dict[str, list[tuple]], units: Sequence[str]) -> tuple[UnitRow, ...]:
+    """Each unit's row as read ('b', 'p'); a unit never charged is zeros, not stored."""
+    stored = {r[0]: r for r in found.get("b", [])}
+    public = {r[0] for r in found.get("p", [])}
+    return tuple(UnitRow(u, stored[u][1], stored[u][2], stored[u][3], stored[u][4], u in public, True) if u in stored
+                 else UnitRow(u, None, 0.0, 0.0, 0, u in public, False) for u in sorted(set(units)))
 
 
 def read_state_with(
     cur: duckdb.DuckDBPyConnection, tables: Tables, units: tuple[str, ...], notion: str, ids: list[str],
-    columns: Sequence[str] = (), params: Sequence[object] = (),
-) -> tuple[ChargeState, tuple]:
-    """`read_state`, and `columns` (scalar subqueries of another part of the charge, with `params`
-    as $4, $5, ...; $2 is the notion) in the same SELECT: one statement less inside the charge's
-    transaction, which is what every charge of this process waits on. Returns their values too."""
+    parts: Sequence[str] = (), params: Sequence[object] = (),
+) -> tuple[ChargeState, dict[str, list[tuple]]]:
+    """`read_state`, and `parts` (SELECTs of the shape `SHAPE` of another part of the charge,
+    with `params` as $4, $5, ...; $2 is the notion) in the same statement: one statement less
+    inside the charge's transaction, which every charge of this process waits on. Returns every
+    row read, by tag, too."""
     t = tables
-    extra = "".join(f", {c}" for c in columns)
-    [(budget, public, settings, limited, charged, *more)] = cur.execute(
-        f"SELECT (SELECT system.main.list(system.main.row(unit, limit_epsilon, spent_epsilon, spent_residual, releases))"
-        f" FROM {t.budget} WHERE notion = $2 AND unit IN (SELECT unnest($1::VARCHAR[]))),"
-        f" (SELECT system.main.list(unit) FROM {t.units} WHERE public AND unit IN (SELECT unnest($1::VARCHAR[]))),"
-        f" (SELECT system.main.list(system.main.row(name, value)) FROM {t.settings}"
-        f" WHERE system.main.starts_with(name, 'default_limit_') OR name = '{NEEDS_REPAIR}'),"
-        f" EXISTS (SELECT 1 FROM {t.budget} WHERE limit_epsilon IS NOT NULL),"
-        f" (SELECT system.main.list(system.main.row(h.release_id, h.unit, h.epsilon)) FROM {t.history} h"
-        f" WHERE h.release_id IN (SELECT unnest($3::VARCHAR[]))){extra}",
-        [list(units), notion, ids, *params],
-    ).fetchall()
-    stored = {r[0]: r for r in map(row_fields, budget or [])}
-    shared = dict(map(row_fields, settings or []))
+    found = tagged_rows(cur, [
+        *budget_parts(t),
+        f"(SELECT 'l', NULL, NULL, NULL, NULL, NULL, NULL FROM {t.budget} WHERE limit_epsilon IS NOT NULL LIMIT 1)",
+        f"SELECT 'h', release_id, epsilon, NULL, NULL, NULL, system.main.list_value(unit) FROM {t.history}"
+        f" WHERE system.main.list_contains($3::VARCHAR[], release_id)",
+        *parts,
+    ], [list(units), notion, ids, *params])
+    shared = {name: value for name, value, *_ in found.get("s", [])}
     seen: dict[str, tuple[set[str], float]] = {}
-    for rid, unit, eps in map(row_fields, charged or []):
+    for rid, eps, _, _, _, (unit,) in found.get("h", []):
         seen.setdefault(rid, (set(), eps))[0].add(unit)
-    rows = []
-    for unit in sorted(set(units)):
-        row = stored.get(unit)
-        rows.append(UnitRow(unit, row[1], row[2], row[3], row[4], unit in (public or []), True) if row is not None
-                    else UnitRow(unit, None, 0.0, 0.0, 0, unit in (public or []), False))
     defaults = [v for name, v in shared.items() if name.startswith("default_limit_") and v is not None]
     return ChargeState(
         notion,
-        tuple(rows),
+        unit_rows(found, units),
         shared.get(f"default_limit_{notion}"),
-        bool(limited) or bool(defaults),
+        bool(found.get("l")) or bool(defaults),
         {rid: (frozenset(us), eps) for rid, (us, eps) in seen.items()},
         bool(shared.get(NEEDS_REPAIR)),
-    ), tuple(more)
-
-
-def row_fields(value: Any) -> tuple:
-    """A `row(...)` of a list as a tuple (DuckDB returns an unnamed struct as a tuple or a dict)."""
-    return tuple(value.values()) if isinstance(value, dict) else tuple(value)
+    ), found
 
 
 def fresh_items(state: ChargeState, batch: tuple[ChargeItem, ...]) -> list[ChargeItem]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcor_sql.errors import AnalystRefused, InternalError
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, row_fields, utc_now, within
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, utc_now, within
 
 #: The dataset key of an analyst's quota over all datasets together.
 ALL_DATASETS = ""
@@ -52,30 +52,31 @@ class QuotaTotal:
     releases: int
 
 
-def quota_columns(tables: Tables) -> tuple[str, str]:
-    """What a charge of an analyst reads, as two scalar subqueries over parameters $2 (the
-    notion), $4 (the analyst) and $5 (the datasets, with ALL_DATASETS): the analyst's row and
-    their quota rows. `charge_rules.read_state_with` runs them in the charge's one SELECT."""
-    return (f"(SELECT system.main.list(system.main.row(revoked_at IS NOT NULL, datasets)) FROM {tables.analysts}"
-            f" WHERE name = $4)",
-            f"(SELECT system.main.list(system.main.row(q.dataset, q.limit_epsilon, q.spent_epsilon, q.spent_residual,"
-            f" q.releases)) FROM {tables.quotas} q"
-            f" WHERE q.analyst = $4 AND q.notion = $2 AND q.dataset IN (SELECT unnest($5::VARCHAR[])))")
+def quota_parts(tables: Tables, analyst: str = "$4", datasets: str = "$5") -> tuple[str, str]:
+    """What a charge of an analyst reads, as two SELECTs of `charge_rules.SHAPE`: the analyst's
+    row ('a': name, n = 1 if revoked, names = the datasets they may use) and their quota rows
+    ('q': dataset, limit, spent, residual, releases), over the parameters `analyst`, `datasets`
+    (with ALL_DATASETS) and $2 (the notion). `charge_rules.read_state_with` runs them in the
+    charge's one SELECT."""
+    return (f"SELECT 'a', name, NULL, NULL, NULL, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END, datasets"
+            f" FROM {tables.analysts} WHERE name = {analyst}",
+            f"SELECT 'q', dataset, limit_epsilon, spent_epsilon, spent_residual, releases, NULL FROM {tables.quotas}"
+            f" WHERE analyst = {analyst} AND notion = $2 AND system.main.list_contains({datasets}::VARCHAR[], dataset)")
 
 
 def quota_params(analyst: str, datasets: list[str]) -> list[object]:
-    """$4 and $5 of `quota_columns`."""
+    """The analyst and the datasets of `quota_parts`."""
     return [analyst, [ALL_DATASETS, *datasets]]
 
 
-def quota_state(analyst: str, notion: str, found: Any, rows: Any) -> QuotaState:
-    """The QuotaState from the values of `quota_columns`."""
-    revoked, allowed = row_fields(found[0]) if found else (False, None)
-    parsed = {}
-    for entry in rows or []:
-        dataset, limit, spent, residual, releases = row_fields(entry)
-        parsed[dataset] = QuotaRow(dataset, limit, spent, residual, releases)
-    return QuotaState(analyst, notion, bool(found), bool(revoked), None if allowed is None else tuple(allowed), parsed)
+def quota_state(analyst: str, notion: str, found: dict[str, list[tuple]]) -> QuotaState:
+    """The QuotaState from the rows of `quota_parts`, by tag."""
+    [who] = found.get("a") or [None]
+    rows = {r[0]: QuotaRow(*r[:5]) for r in found.get("q", [])}
+    if who is None:
+        return QuotaState(analyst, notion, False, False, None, rows)
+    allowed = who[5]
+    return QuotaState(analyst, notion, True, who[4] == 1, None if allowed is None else tuple(allowed), rows)
 
 
 def check_quotas(state: QuotaState, fresh: list[ChargeItem]) -> tuple[QuotaTotal, ...]:

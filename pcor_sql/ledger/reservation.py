@@ -32,15 +32,16 @@ from pcor_sql.ledger.charge_rules import (
     ChargeItem,
     ChargeState,
     Provenance,
-    UnitRow,
     UnitTotal,
     binding,
     check_limits,
     checked_batch,
     fresh_items,
+    budget_parts,
     read_state,
     read_state_with,
-    row_fields,
+    tagged_rows,
+    unit_rows,
     unit_names,
     write_charge,
 )
@@ -51,7 +52,7 @@ from pcor_sql.ledger.quota_rules import (
     QuotaRow,
     QuotaState,
     check_quotas,
-    quota_columns,
+    quota_parts,
     quota_params,
     quota_state,
     write_quotas,
@@ -72,9 +73,9 @@ def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[Char
         if analyst is None:
             state = read_state(cur, access.tables, units, notion, ids)
         else:  # the analyst's rows in the same SELECT: one statement less inside the transaction
-            state, (found, rows) = read_state_with(cur, access.tables, units, notion, ids,
-                                                   quota_columns(access.tables), quota_params(analyst, datasets))
-            quota = quota_state(analyst, notion, found, rows)
+            state, found = read_state_with(cur, access.tables, units, notion, ids, quota_parts(access.tables),
+                                           quota_params(analyst, datasets))
+            quota = quota_state(analyst, notion, found)
         fresh = fresh_items(state, batch)
         totals = check_limits(state, fresh)
         if quota is not None:
@@ -107,22 +108,15 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
     def body(cur: Any) -> None:
-        [(rows, public, default, quota)] = cur.execute(
-            f"SELECT (SELECT system.main.list(system.main.row(unit, limit_epsilon, spent_epsilon, spent_residual,"
-            f" releases)) FROM {tables.budget} WHERE notion = $2 AND unit IN (SELECT unnest($1::VARCHAR[]))),"
-            f" (SELECT system.main.list(unit) FROM {tables.units} WHERE public AND unit IN (SELECT unnest($1::VARCHAR[]))),"
-            f" (SELECT value FROM {tables.settings} WHERE name = system.main.concat('default_limit_', $2)),"
-            f" (SELECT system.main.list(system.main.row(dataset, limit_epsilon, spent_epsilon, spent_residual, releases))"
-            f" FROM {tables.quotas} WHERE analyst = $3 AND notion = $2 AND dataset IN (SELECT unnest($4::VARCHAR[])))",
-            [list(names), notion, analyst, [ALL_DATASETS, *datasets]]).fetchall()
-        stored = {r[0]: r for r in map(row_fields, rows or [])}
-        state = ChargeState(notion, tuple(UnitRow(u, *(stored[u][1:] if u in stored else (None, 0.0, 0.0, 0)),
-                                                  u in (public or [])) for u in names), default, False, {})
+        found = tagged_rows(cur, [*budget_parts(tables), quota_parts(tables, "$3", "$4")[1]],
+                            [list(names), notion, analyst, [ALL_DATASETS, *datasets]])
+        shared = {name: value for name, value, *_ in found.get("s", [])}
+        state = ChargeState(notion, unit_rows(found, names), shared.get(f"default_limit_{notion}"), False, {})
         totals = check_limits(state, list(batch))
         if analyst is None or not totals:  # nothing charged (public units only): no quota spent
             return
-        found = {r[0]: QuotaRow(*r) for r in (row_fields(q) for q in quota or [])}
-        check_quotas(QuotaState(analyst, notion, True, False, None, found), list(batch))
+        rows = {r[0]: QuotaRow(*r[:5]) for r in found.get("q", [])}
+        check_quotas(QuotaState(analyst, notion, True, False, None, rows), list(batch))
 
     ledger.read_with(body)
 
