@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcor_sql.errors import AnalystRefused, InternalError
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, refusal, utc_now, within
+from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, by_position, refusal, utc_now, within
 
 #: The dataset key of an analyst's quota over all datasets together.
 ALL_DATASETS = ""
@@ -119,11 +119,11 @@ def write_quotas(cur: Any, tables: Tables, state: QuotaState, totals: tuple[Quot
     residual, releases, now = [t.residual for t in totals], [t.releases for t in totals], utc_now()
     if all(t.dataset in state.rows for t in totals):
         # Rows the transaction read: one UPDATE, as for the budget rows (`charge_rules.write_charge`).
+        values = by_position("dataset", ("spent_epsilon", 4, "DOUBLE"), ("spent_residual", 5, "DOUBLE"),
+                             ("releases", 6, "BIGINT"))
         [(changed,)] = cur.execute(
-            f"UPDATE {tables.quotas} SET spent_epsilon = n.spent, spent_residual = n.residual, releases = n.releases,"
-            " updated_at = $7 FROM (SELECT unnest($3::VARCHAR[]) AS dataset, unnest($4::DOUBLE[]) AS spent,"
-            " unnest($5::DOUBLE[]) AS residual, unnest($6::BIGINT[]) AS releases) AS n"
-            f" WHERE {tables.quotas}.analyst = $1 AND {tables.quotas}.notion = $2 AND {tables.quotas}.dataset = n.dataset",
+            f"UPDATE {tables.quotas} SET {values}, updated_at = $7"
+            " WHERE analyst = $1 AND notion = $2 AND system.main.list_contains($3::VARCHAR[], dataset)",
             [state.analyst, state.notion, datasets, spent, residual, releases, now]).fetchall()
         if changed != len(totals):
             raise InternalError(f"the quota rows of analyst {state.analyst!r} changed under a charge")
