@@ -28,7 +28,8 @@ tables.
 
 Cost, in catalog statements: one for the parse (of both readings of the text), the settings and
 the catalog's names (and the views' SQL); when a caller keeps a memo and the query reads base
-tables only, nothing more while that first statement reads the same (see `resolve_units`); else a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between
+tables only, nothing more while that first statement reads the same (see `resolve_units`);
+else a plain EXPLAIN under the caller's settings, then the JSON EXPLAIN between
 a SET and its restore — five in all for a table, 5 to 25 ms on a loaded 2-core machine; once
 views are reached, one statement for their SQL and one parse per level of nesting; one glob()
 for all file paths; the default database's name and file when a table of a DuckDB file is read

@@ -171,6 +171,11 @@ def tagged_rows(cur: Any, parts: Sequence[str], params: Sequence[object]) -> dic
     return found
 
 
+def settings_of(found: dict[str, list[tuple]]) -> dict[str, Any]:
+    """The ledger's settings as read ('s'): name → value."""
+    return {name: value for name, value, *_ in found.get("s", [])}
+
+
 def unit_rows(found: dict[str, list[tuple]], units: Sequence[str]) -> tuple[UnitRow, ...]:
     """Each unit's row as read ('b', 'p'); a unit never charged is zeros, not stored."""
     stored = {r[0]: r for r in found.get("b", [])}
@@ -195,7 +200,7 @@ def read_state_with(
         f" WHERE system.main.list_contains($3::VARCHAR[], release_id)",
         *parts,
     ], [list(units), notion, ids, *params])
-    shared = {name: value for name, value, *_ in found.get("s", [])}
+    shared = settings_of(found)
     seen: dict[str, tuple[set[str], float]] = {}
     for rid, eps, _, _, _, (unit,) in found.get("h", []):
         seen.setdefault(rid, (set(), eps))[0].add(unit)

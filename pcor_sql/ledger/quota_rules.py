@@ -69,10 +69,15 @@ def quota_params(analyst: str, datasets: list[str]) -> list[object]:
     return [analyst, [ALL_DATASETS, *datasets]]
 
 
+def quota_rows(found: dict[str, list[tuple]]) -> dict[str, QuotaRow]:
+    """The quota rows as read ('q'), by dataset."""
+    return {r[0]: QuotaRow(*r[:5]) for r in found.get("q", [])}
+
+
 def quota_state(analyst: str, notion: str, found: dict[str, list[tuple]]) -> QuotaState:
     """The QuotaState from the rows of `quota_parts`, by tag."""
     [who] = found.get("a") or [None]
-    rows = {r[0]: QuotaRow(*r[:5]) for r in found.get("q", [])}
+    rows = quota_rows(found)
     if who is None:
         return QuotaState(analyst, notion, False, False, None, rows)
     allowed = who[5]

@@ -34,26 +34,27 @@ from pcor_sql.ledger.charge_rules import (
     Provenance,
     UnitTotal,
     binding,
+    budget_parts,
     check_limits,
     checked_batch,
     fresh_items,
-    budget_parts,
     read_state,
     read_state_with,
+    settings_of,
     tagged_rows,
-    unit_rows,
     unit_names,
+    unit_rows,
     write_charge,
 )
 from pcor_sql.ledger.outcomes import check_reason, record_outcome, settle_spent_after
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.quota_rules import (
     ALL_DATASETS,
-    QuotaRow,
     QuotaState,
     check_quotas,
-    quota_parts,
     quota_params,
+    quota_parts,
+    quota_rows,
     quota_state,
     write_quotas,
 )
@@ -110,13 +111,12 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     def body(cur: Any) -> None:
         found = tagged_rows(cur, [*budget_parts(tables), quota_parts(tables, "$3", "$4")[1]],
                             [list(names), notion, analyst, [ALL_DATASETS, *datasets]])
-        shared = {name: value for name, value, *_ in found.get("s", [])}
-        state = ChargeState(notion, unit_rows(found, names), shared.get(f"default_limit_{notion}"), False, {})
+        state = ChargeState(notion, unit_rows(found, names), settings_of(found).get(f"default_limit_{notion}"), False,
+                            {})
         totals = check_limits(state, list(batch))
         if analyst is None or not totals:  # nothing charged (public units only): no quota spent
             return
-        rows = {r[0]: QuotaRow(*r[:5]) for r in found.get("q", [])}
-        check_quotas(QuotaState(analyst, notion, True, False, None, rows), list(batch))
+        check_quotas(QuotaState(analyst, notion, True, False, None, quota_rows(found)), list(batch))
 
     ledger.read_with(body)
 
