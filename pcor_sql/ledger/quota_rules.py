@@ -53,10 +53,10 @@ class QuotaTotal:
 
 
 def quota_parts(tables: Tables, analyst: str = "$4", datasets: str = "$5") -> tuple[str, str]:
-    """What a charge of an analyst reads, as two SELECTs of `charge_rules.SHAPE`: the analyst's
+    """What a charge of an analyst reads, as two SELECTs of `charge_reads.SHAPE`: the analyst's
     row ('a': name, n = 1 if revoked, names = the datasets they may use) and their quota rows
     ('q': dataset, limit, spent, residual, releases), over the parameters `analyst`, `datasets`
-    (with ALL_DATASETS) and $2 (the notion). `charge_rules.read_state_with` runs them in the
+    (with ALL_DATASETS) and $2 (the notion). `charge_reads.read_state_with` runs them in the
     charge's one SELECT."""
     return (f"SELECT 'a', name, NULL, NULL, NULL, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END, datasets"
             f" FROM {tables.analysts} WHERE name = {analyst}",

@@ -28,22 +28,17 @@ import threading
 from typing import Any, Mapping, Sequence
 
 from pcor_sql.errors import InternalError
+from pcor_sql.ledger.charge_reads import budget_parts, read_state, read_state_with, settings_of, tagged_rows, unit_rows
 from pcor_sql.ledger.charge_rules import (
     ChargeItem,
     ChargeState,
     Provenance,
     UnitTotal,
     binding,
-    budget_parts,
     check_limits,
     checked_batch,
     fresh_items,
-    read_state,
-    read_state_with,
-    settings_of,
-    tagged_rows,
     unit_names,
-    unit_rows,
     write_charge,
 )
 from pcor_sql.ledger.outcomes import check_reason, record_outcome, settle_spent_after
