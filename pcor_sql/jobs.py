@@ -109,8 +109,7 @@ class ReleaseJob(_Measurement):
 
     def units_sql(self) -> str:
         r = self.request
-        # An analyst's keys are literals of the relation's key column: they read nothing, and
-        # leaving them out lets every request on a dataset share one resolution (`resolve_units`).
+        # An analyst's keys are literals: they read nothing, and without them requests share one resolution.
         return select_from([r.select_list], r.relation, where=None if self.keyed else r.selector)
 
     def key_label(self) -> str:

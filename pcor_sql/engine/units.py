@@ -65,11 +65,9 @@ SELECT system.main.json_serialize_sql($1), system.main.json_serialize_sql($2),
        system.main.current_setting('explain_output'),
        (SELECT system.main.list(system.main.row(database_name, schema_name, table_name, comment))
         FROM system.main.duckdb_tables()),
-       (SELECT system.main.list(system.main.row(database_name, schema_name, view_name))
-        FROM system.main.duckdb_views() WHERE NOT internal),
-       (SELECT system.main.list(system.main.row(database_name, path, type)) FROM system.main.duckdb_databases()),
        (SELECT system.main.list(system.main.row(database_name, schema_name, view_name, sql))
         FROM system.main.duckdb_views() WHERE NOT internal),
+       (SELECT system.main.list(system.main.row(database_name, path, type)) FROM system.main.duckdb_databases()),
        system.main.current_database(), system.main.current_schema(), system.main.current_setting('search_path')"""
 
 #: How many resolutions one access remembers (`resolve_units(memo=...)`).
@@ -102,8 +100,9 @@ def resolve_units(con: duckdb.DuckDBPyConnection, sql: str, *, home: HomeOf | No
         row = con.execute(_CATALOG_SQL, [sql, wrapped]).fetchall()[0]
     except duckdb.Error as exc:
         raise bind_error(describe_query(sql, False), exc) from None
-    as_statement, as_relation, explain_output, tables, views, databases = row[:6]
-    seen = (sql, repr(row[3:]))
+    as_statement, as_relation, explain_output, tables, views_sql, databases = row[:6]
+    seen = (sql, repr(row[3:]))  # the catalog (views with their SQL), the current database and schema, the search path
+    views = [tuple(v)[:3] for v in views_sql or []]
     if memo is not None and seen in memo:
         return memo[seen]
     parsed = json.loads(as_statement)
