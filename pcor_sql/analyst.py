@@ -47,7 +47,7 @@ from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
-from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset
+from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset, releasable_text
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
@@ -66,13 +66,15 @@ class Analyst:
     """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
 
     def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Any = None,
-                 registry: Mapping[str, RegisteredDataset] | None = None):
+                 registry: Mapping[str, RegisteredDataset] | None = None, admission: Any = None):
         self._owner = owner
         # `session`: a Session of the owner's on its own cursor (the service: one per worker thread).
         self._session = session if session is not None else owner.session
         # `registry`: datasets the caller read for this one request (the service makes a handle per
         # request): a request reads its dataset's row once, not once per check.
         self._registry = dict(registry or {})
+        # `admission`: the service's AdmissionMemory, which `admit` may answer from (it never refuses).
+        self._admission = admission
         self._policy = policy or pipeline.analyst_policy()
         self._quote: pipeline.Quote | None = None
         #: None: requests run; "cost": only the part before the reservation; "admit": that and the limits.
@@ -186,7 +188,8 @@ class Analyst:
     def _preview(self, mode: str, method: str, args: tuple[Any, ...], options: dict[str, Any]) -> "RequestCost":
         if method not in ("explain_outliers", "identify_anomalies", "identify_value"):
             raise UserError(f"no cost preview for {method!r}", "use explain_outliers, identify_anomalies or identify_value")
-        twin = Analyst(self._owner, self._policy, session=self._session, registry=self._registry)
+        twin = Analyst(self._owner, self._policy, session=self._session, registry=self._registry,
+                       admission=self._admission if mode == "admit" else None)
         twin._quoting = mode
         getattr(twin, method)(*args, **options)
         quote = twin._quote
@@ -279,7 +282,7 @@ class Analyst:
         """The pipeline under the analyst policy — or, for `cost`, only its part before the
         reservation (then nothing is charged and no result exists)."""
         if self._quoting == "admit":
-            items = pipeline.admit(self._session, job, self._policy, keys=keys)
+            items = pipeline.admit(self._session, job, self._policy, keys=keys, memory=self._admission)
             self._quote = pipeline.Quote(tuple(job.extra_units), items)
             return []
         if self._quoting:
@@ -327,11 +330,18 @@ class Analyst:
                           "request may name a key", "ask the data owner to declare releasable keys (pcor-sql dataset "
                           "add ... --releasable-keys), or ask IDENTIFY ANOMALY about a value")
         check_key_types(keyed.keys, registered, self._key_kind(registered))
-        if not all_releasable(self._session.ledger(), registered.name, keyed.keys):
+        if not self._releasable(registered.name, keyed.keys):
             # One message, whether or not the key exists: the set is public, the data is not read.
             raise Refused(f"a key asked about is not among the releasable keys of dataset {registered.name!r}",
                           "ask about the keys the data owner declared releasable")
         return registered
+
+
+    def _releasable(self, name: str, keys: list[Any]) -> bool:
+        fresh = lambda: all_releasable(self._session.ledger(), name, keys)  # noqa: E731
+        if self._admission is None:
+            return fresh()
+        return self._admission.releasable(self._policy.analyst or "", name, [releasable_text(k) for k in keys], fresh)
 
 
 def warm_session(session: Any, registered: RegisteredDataset) -> None:

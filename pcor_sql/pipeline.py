@@ -294,20 +294,21 @@ class RecordFailure:
     record: Any = None
 
 
-def admit(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str]) -> list:
+def admit(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str], memory: Any = None) -> list:
     """An early, cheap refusal of an analyst's request (nothing charged, no row read, no catalog
     read): its cost (`job.items`, data independent), the minimum ε, and whether that cost would
     pass a limit of the units the job carries (a registered dataset's, frozen at registration:
     the reservation charges them, and perhaps more) or the analyst's quota (`Ledger.check_fit`). A few
     small ledger reads, so the service runs it before a request waits for a worker. It reserves
     nothing and decides nothing else: `run` checks everything again, and its reservation alone
-    decides. Returns the charge items it checked."""
+    decides. `memory`: the service's `AdmissionMemory` (it may admit without reading). Returns
+    the charge items it checked."""
     with analyst_words(policy):
         session.ledger().ensure_writable()
     items = job.items(list(keys), policy)
     _check_minimum(items, policy)
     with analyst_words(policy, items):
-        session.ledger().check_fit(tuple(sorted(set(job.extra_units))), items, analyst=policy.analyst)
+        session.ledger().check_fit(tuple(sorted(set(job.extra_units))), items, analyst=policy.analyst, memory=memory)
     return items
 
 

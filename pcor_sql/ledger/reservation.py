@@ -25,6 +25,7 @@ the outcome, the rows stay 'running' until a ledger is opened on this host, whic
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from pcor_sql.errors import InternalError
@@ -84,7 +85,8 @@ def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[Char
     return body
 
 
-def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None) -> None:
+def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None,
+              memory: Any = None) -> None:
     """Refuse early and cheaply when `ledger.reserve(units, items, analyst=analyst)` would refuse
     for a limit: a unit's (its own or the notion's default) or the analyst's quota would be
     passed (BudgetExceeded, with the reservation's own arithmetic and words: `check_limits`,
@@ -95,7 +97,8 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     a limit in a strict ledger, totals that need repair, an unknown or revoked analyst and
     release ids charged before are left to it. The reservation checks everything, atomically,
     and alone decides what is charged. The analyst service runs this before a request waits
-    for a worker (`pcor_sql.pipeline.admit`)."""
+    for a worker (`pcor_sql.pipeline.admit`). `memory`: an `AdmissionMemory` that may admit
+    from a state read before, raised by what this process charged since (never refuses)."""
     ledger.ensure_writable()
     names, batch = unit_names(units), checked_batch(items)
     if not batch:
@@ -103,17 +106,23 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     notion, tables = batch[0].notion, ledger.access.tables
     datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
-    def body(cur: Any) -> None:
-        found = tagged_rows(cur, [*budget_parts(tables), quota_parts(tables, "$3", "$4")[1]],
-                            [list(names), notion, analyst, [ALL_DATASETS, *datasets]])
-        state = ChargeState(notion, unit_rows(found, names), settings_of(found).get(f"default_limit_{notion}"), False,
-                            {})
+    def read(cur: Any) -> dict[str, list[tuple]]:
+        return tagged_rows(cur, [*budget_parts(tables), quota_parts(tables, "$3", "$4")[1]],
+                           [list(names), notion, analyst, [ALL_DATASETS, *datasets]])
+
+    def judge(found: dict[str, list[tuple]], raised: float) -> None:
+        rows = tuple(replace(r, spent=r.spent + raised) for r in unit_rows(found, names))
+        state = ChargeState(notion, rows, settings_of(found).get(f"default_limit_{notion}"), False, {})
         totals = check_limits(state, list(batch))
         if analyst is None or not totals:  # nothing charged (public units only): no quota spent
             return
-        check_quotas(QuotaState(analyst, notion, True, False, None, quota_rows(found)), list(batch))
+        quotas = {d: replace(q, spent=q.spent + raised) for d, q in quota_rows(found).items()}
+        check_quotas(QuotaState(analyst, notion, True, False, None, quotas), list(batch))
 
-    ledger.read_with(body)
+    if memory is None:
+        judge(ledger.read_with(read), 0.0)
+    else:
+        memory.check(analyst or "", (notion, names, tuple(datasets)), lambda: ledger.read_with(read), judge)
 
 
 #: Failure reasons that mean the work was cut off rather than failed.

@@ -47,6 +47,7 @@ import duckdb
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.ledger import consistency
+from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged
 from pcor_sql.ledger.charge_rules import ChargeItem, Tables, checked_batch, unit_names, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
 from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
@@ -273,12 +274,15 @@ class Ledger:
         if not batch:
             raise InternalError("a reservation needs at least one item")
         totals = self.transaction(reserve_body(self.access, names, batch, analyst))
+        note_charged(math.fsum(item.epsilon for item in batch))  # what admissions kept is raised by it
         return Reservation(self.access, totals, batch, analyst)
 
-    def check_fit(self, units: str | Sequence[str], items: Sequence[ChargeItem], *, analyst: str | None = None) -> None:
+    def check_fit(self, units: str | Sequence[str], items: Sequence[ChargeItem], *, analyst: str | None = None,
+                  memory: AdmissionMemory | None = None) -> None:
         """Refuse now (BudgetExceeded) if `reserve` would, for a limit or `analyst`'s quota; writes
-        nothing, reserves nothing (`reservation.check_fit`: what it leaves to the reservation)."""
-        check_fit(self, units, items, analyst)
+        nothing, reserves nothing (`reservation.check_fit`: what it leaves to the reservation).
+        `memory`: the service's admissions' memory (`ledger.admission_memory`)."""
+        check_fit(self, units, items, analyst, memory)
 
     def _batch(self, units: str | Sequence[str], items: Iterable[ChargeItem]) -> tuple[tuple[str, ...], tuple[ChargeItem, ...]]:
         self.ensure_writable()

@@ -30,7 +30,10 @@ analyst's own line full) is first admitted (`Analyst.admit`: the request's check
 only the request and the registry, then its cost against the dataset's limits and the analyst's
 quota — a few small ledger reads; no row read, nothing charged) on a small pool of its own
 cursors, so a refusal comes back while the workers are busy with releases; one that finds a
-worker free goes straight to it, whose first steps are the same checks.
+worker free goes straight to it, whose first steps are the same checks. What an admission read
+is kept per analyst (`ledger.admission_memory`) and admits later requests without reading — the
+kept spend raised by all this process charged since — but never refuses: a refusal comes from
+a fresh read, and a request the worker refuses clears its analyst's memory.
 Admission decides nothing else: the worker runs the request from the start, and its
 reservation, atomic, alone decides what is charged — two requests admitted together near a
 quota get one charge and one 429, never an overspend.
@@ -71,6 +74,7 @@ from pcor_sql.core.choices import Engine
 from pcor_sql.analyst import OWNER_ONLY, Analyst
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.jsonable import jsonable
+from pcor_sql.ledger.admission_memory import AdmissionMemory
 from pcor_sql.ledger.dataset_registry import RegisteredDataset, find_dataset, list_datasets
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
@@ -101,6 +105,8 @@ class Service:
         self.stopping = threading.Event()
         self.pool = WorkerPool(owner, workers)
         self.admission = WorkerPool(owner, ADMISSION)
+        #: What admissions read, kept per analyst: it admits without reading, never refuses.
+        self.memory = AdmissionMemory()
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
@@ -139,22 +145,27 @@ class Service:
             raise Refused(f"{owners[0]} is the data owner's option", f"drop {owners[0]}")
         return body
 
-    def analyst(self, session: Any, identity: Identity, found: RegisteredDataset | None = None) -> Analyst:
+    def analyst(self, session: Any, identity: Identity, found: RegisteredDataset | None = None, *,
+                admission: AdmissionMemory | None = None) -> Analyst:
         """The analyst handle for this request: the pipeline's analyst policy, paid from this
         analyst's quota, on the worker's own Session, its work capped. `found`: the registered
-        dataset this request names, as `require_visible` read it (read once per request)."""
+        dataset this request names, as `require_visible` read it (read once per request);
+        `admission`: the memory an admission may answer from."""
         policy = pipeline.analyst_policy(identity.name, min_epsilon=self.min_epsilon, max_work=self.max_work,
                                          stop=self.stopping)
-        return Analyst(self.owner, policy, session=session, registry={found.name: found} if found else None)
+        return Analyst(self.owner, policy, session=session, registry={found.name: found} if found else None,
+                       admission=admission)
 
     def visible(self, identity: Identity) -> list[Any]:
         return [d for d in list_datasets(self.ledger) if identity.datasets is None or d.name in identity.datasets]
 
-    def require_visible(self, identity: Identity, name: str) -> RegisteredDataset:
+    def require_visible(self, identity: Identity, name: str, memory: AdmissionMemory | None = None) -> RegisteredDataset:
         """The registered dataset `name`, if this analyst may use it: one message for a dataset
-        that does not exist and one this analyst may not use (one row read when it passes)."""
+        that does not exist and one this analyst may not use (one row read when it passes, or
+        none when `memory` kept it)."""
         allowed = identity.datasets is None or name in identity.datasets
-        found = find_dataset(self.ledger, name) if allowed else None
+        read = lambda: find_dataset(self.ledger, name)  # noqa: E731
+        found = (read() if memory is None else memory.dataset(identity.name, name, read)) if allowed else None
         if found is None:
             names = [d.name for d in self.visible(identity)]
             raise Refused(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
@@ -173,9 +184,10 @@ class Service:
         return self.pool.load()[1] + sum(s.statistics().tasks_waiting for s in list(self._shares.values()))
 
     async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
-                  pool: WorkerPool | None = None) -> Any:
+                  pool: WorkerPool | None = None, memory: AdmissionMemory | None = None) -> Any:
         def work(session: Any) -> Any:
-            return call(self.analyst(session, identity, self.require_visible(identity, dataset)))
+            found = self.require_visible(identity, dataset, memory)
+            return call(self.analyst(session, identity, found, admission=memory))
 
         if pool is not None:
             return await pool.run(work)
@@ -195,8 +207,13 @@ class Service:
         without waiting; a request that finds a worker free goes to it, which checks the same."""
         if self.would_wait(identity.name):
             await self.run(identity, dataset, lambda a: a.admit(method, dataset, copy.deepcopy(target),
-                                                                **copy.deepcopy(options)), pool=self.admission)
-        return await self.run(identity, dataset, lambda a: getattr(a, method)(dataset, target, **options))
+                                                                **copy.deepcopy(options)),
+                           pool=self.admission, memory=self.memory)
+        try:
+            return await self.run(identity, dataset, lambda a: getattr(a, method)(dataset, target, **options))
+        except UserError:
+            self.memory.forget(identity.name)  # perhaps admitted from what is no longer so: read afresh next time
+            raise
 
     # ---- the endpoints (declared in `endpoint_table`) -------------------------------------
 

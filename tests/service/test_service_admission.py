@@ -159,3 +159,49 @@ def test_a_request_that_finds_a_worker_free_is_not_admitted_twice(served, monkey
         gate.opened.set()
         thread.join(timeout=BOUND)
     assert out["held"].status_code == 200, out["held"].text
+
+
+def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afresh(served, monkeypatch):
+    """What an admission read is kept for its analyst (`ledger.admission_memory`): dave's second
+    waiting request is admitted reading nothing but his token; once his own charge used his quota
+    (and the worker refused the request admitted beside it), his next one is refused at once."""
+    from pcor_sql.ledger.store import Ledger
+
+    owner, service, client, tokens, gate = served
+    reads = [0]
+    real = Ledger.read_with
+
+    def counted(self, body):
+        reads[0] += 1
+        return real(self, body)
+
+    monkeypatch.setattr(Ledger, "read_with", counted)
+    thread, out = hold_the_worker(client, tokens, gate)
+    answers: list[httpx.Response] = []
+    asking = [threading.Thread(target=lambda: answers.append(post(client, tokens["dave"], "/v1/explain",
+                                                                  {**FAST, "keys": [OUTLIERS[1]]})))
+              for _ in range(2)]
+    try:
+        counts = []
+        for t in asking:
+            before, t0 = reads[0], time.monotonic()
+            t.start()
+            while service.queued() < len(counts) + 1 and time.monotonic() - t0 < BOUND:
+                time.sleep(0.01)
+            counts.append(reads[0] - before)
+        assert counts[1] == 1 and counts[0] == 4, counts  # token, dataset, key, quota; then the token alone
+    finally:
+        gate.opened.set()
+        for t in (thread, *asking):
+            t.join(timeout=BOUND)
+    assert sorted(r.status_code for r in answers) == [200, 429]
+    gate.opened.clear()
+    gate.entered.clear()
+    thread, out = hold_the_worker(client, tokens, gate)
+    try:
+        started = time.monotonic()
+        assert post(client, tokens["dave"], "/v1/explain", {**FAST, "keys": [OUTLIERS[1]]}).status_code == 429
+        assert time.monotonic() - started < PROMPT
+    finally:
+        gate.opened.set()
+        thread.join(timeout=BOUND)

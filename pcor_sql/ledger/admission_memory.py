@@ -1,0 +1,127 @@
+"""What the service's admissions read, kept per analyst, so that a request which waits for a
+worker is admitted without reading the ledger again (DESIGN.md §8: refusals that need no data
+come back before the request waits; the reservation alone decides).
+
+One rule makes keeping these answers safe: **the memory only admits; a refusal always comes
+from a fresh read.** An admission is advice — passing it reserves nothing, and the worker's
+reservation checks everything again, atomically. So an answer kept too long can only let a
+request wait for a worker that then refuses it (a refusal that comes later, never a wrong
+one), while nothing kept can refuse a request that a fresh read would admit.
+
+What is kept (each per analyst: DESIGN.md §8 "No cross-analyst channels" — a hit shows in time):
+
+- the registered dataset a request names (`dataset`);
+- the keys found releasable (`releasable`): a key once found in the frozen set is in it
+  until the owner re-registers the dataset;
+- the state a limit and quota check read (`check`) — each unit's and quota row's spent ε,
+  raised at every later check by all the ε this process charged since that read
+  (`charged_now`: every `Ledger.reserve` adds its items' ε once it commits). The raise covers
+  every charge of this process on any unit, so the kept state never spends less than the
+  ledger holds, as long as this process is the ledger's only writer — which DuckDB's lock on
+  the file makes it while the service runs. Refunds and raised limits only make a kept
+  refusal wrong, and a kept refusal is never given: the check reads afresh.
+
+The memory holds at most `SIZE` answers of each kind; past that it starts empty again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, TypeVar
+
+from pcor_sql.errors import BudgetExceeded
+
+_T = TypeVar("_T")
+
+#: How many answers of one kind the memory keeps (datasets, (analyst, dataset) key sets, checks).
+SIZE = 4096
+#: How many releasable keys it keeps for one analyst and dataset.
+KEYS_SIZE = 65536
+
+_charged_lock = threading.Lock()
+_charged = [0.0]
+
+
+def note_charged(epsilon: float) -> None:
+    """Called by `Ledger.reserve` once its transaction committed: `epsilon` more charged in this process."""
+    with _charged_lock:
+        _charged[0] += epsilon
+
+
+def charged_now() -> float:
+    """All the ε this process has charged so far (only ever grows)."""
+    with _charged_lock:
+        return _charged[0]
+
+
+class AdmissionMemory:
+    """The service's kept admission answers (see the module docstring). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._datasets: dict[tuple[str, str], Any] = {}
+        self._keys: dict[tuple[str, str], set[str]] = {}
+        self._checks: dict[tuple[str, Hashable], tuple[Any, float]] = {}
+
+    def dataset(self, analyst: str, name: str, read: Callable[[], _T]) -> _T:
+        """The registered dataset `name` as `read()` found it for `analyst` (kept when found;
+        `read` refuses a name that is not there, and that is never kept)."""
+        with self._lock:
+            kept = self._datasets.get((analyst, name))
+        if kept is not None:
+            return kept
+        found = read()
+        if found is not None:
+            self._keep(self._datasets, (analyst, name), found)
+        return found
+
+    def releasable(self, analyst: str, name: str, texts: Iterable[str], read: Callable[[], bool]) -> bool:
+        """Whether every key (as its frozen text) is releasable: True at once when each was found
+        so before, else `read()` — whose True is kept, key by key."""
+        wanted = set(texts)
+        with self._lock:
+            known = self._keys.get((analyst, name))
+            if known is not None and wanted <= known:
+                return True
+        verdict = read()
+        if verdict:
+            with self._lock:
+                known = self._keys.get((analyst, name))
+                if known is None or len(known) + len(wanted) > KEYS_SIZE:
+                    if len(self._keys) >= SIZE:
+                        self._keys.clear()
+                    known = self._keys[(analyst, name)] = set()
+                known |= wanted
+        return verdict
+
+    def check(self, analyst: str, what: Hashable, read: Callable[[], _T], judge: Callable[[_T, float], None]) -> None:
+        """Admit by `judge(state, raised)` on the state kept for (`analyst`, `what`), its spent ε
+        raised by what this process charged since it was read; if that refuses (or nothing is
+        kept), judge a fresh `read()` (raised 0) and keep it. `judge` raises to refuse."""
+        with self._lock:
+            kept = self._checks.get((analyst, what))
+        if kept is not None:
+            state, at = kept
+            try:
+                judge(state, charged_now() - at)
+                return
+            except BudgetExceeded:
+                pass  # never refused from memory: read afresh
+        at = charged_now()  # before the read: a charge committed meanwhile is counted twice, never missed
+        state = read()
+        self._keep(self._checks, (analyst, what), (state, at))
+        judge(state, 0.0)
+
+    def forget(self, analyst: str) -> None:
+        """Drop everything kept for `analyst`."""
+        with self._lock:
+            for table in (self._datasets, self._keys, self._checks):
+                for key in [k for k in table if k[0] == analyst]:
+                    del table[key]
+
+    def _keep(self, table: dict, key: tuple, value: Any) -> None:
+        with self._lock:
+            if len(table) >= SIZE and key not in table:
+                table.clear()
+            table[key] = value

@@ -1,0 +1,168 @@
+"""The admissions' memory (`ledger.admission_memory`): a kept state admits without reading, is
+raised by every ε this process charged since, and never refuses — a refusal always comes from a
+fresh read, so with limits that never fall the memory answers exactly as a fresh check does."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from pcor_sql.core.accounting import OcdpCost
+from pcor_sql.errors import BudgetExceeded
+from pcor_sql.ledger import admission_memory
+from pcor_sql.ledger.admission_memory import AdmissionMemory, charged_now
+from pcor_sql.ledger.store import ChargeItem, Ledger
+from ledger_helpers import charge, ledger_rows
+
+
+def item(epsilon: float) -> list[ChargeItem]:
+    return [ChargeItem("check", OcdpCost(epsilon), "bfs")]
+
+
+@pytest.fixture
+def reads(ledger, monkeypatch) -> list[int]:
+    """How many times the ledger was read (every check that did not answer from memory reads once)."""
+    count = [0]
+    real = Ledger.read_with
+
+    def counted(self, body):
+        count[0] += 1
+        return real(self, body)
+
+    monkeypatch.setattr(Ledger, "read_with", counted)
+    return count
+
+
+def test_a_kept_state_admits_without_reading(ledger, reads):
+    ledger.set_limit("d", 1.0)
+    memory = AdmissionMemory()
+    ledger.check_fit("d", item(0.4), memory=memory)
+    assert reads[0] == 1
+    for _ in range(5):
+        ledger.check_fit("d", item(0.4), memory=memory)
+    assert reads[0] == 1
+    ledger.check_fit("e", item(0.4), memory=memory)  # another unit: its own state, read once
+    assert reads[0] == 2
+
+
+def test_what_this_process_charged_since_raises_the_kept_state(ledger, reads):
+    ledger.set_limit("d", 1.0)
+    memory = AdmissionMemory()
+    ledger.check_fit("d", item(0.5), memory=memory)
+    before = charged_now()
+    charge(ledger, "d", 0.3)
+    charge(ledger, "d", 0.3)
+    assert charged_now() - before == pytest.approx(0.6)
+    reads[0] = 0
+    with pytest.raises(BudgetExceeded):  # kept 0 + 0.6 charged since + 0.5 > 1: read afresh, refused
+        ledger.check_fit("d", item(0.5), memory=memory)
+    assert reads[0] == 1
+    ledger.check_fit("d", item(0.4), memory=memory)  # the fresh state (0.6) was kept: 1.0 fits
+    assert reads[0] == 1
+
+
+def test_a_refusal_is_never_answered_from_memory(ledger, reads):
+    ledger.set_limit("d", 0.5)
+    memory = AdmissionMemory()
+    ledger.check_fit("d", item(0.4), memory=memory)
+    ledger.set_limit("d", 2.0)  # the owner raises the limit: the kept state still says 0.5
+    ledger.check_fit("d", item(1.0), memory=memory)  # kept: refused; fresh: fits — and it is admitted
+    assert reads[0] == 2
+
+
+def test_a_kept_admission_after_a_lowered_limit_only_delays_the_refusal(con, ledger):
+    """What the memory trades: the owner lowers a limit after it was read, the memory still admits,
+    and the reservation — which alone decides — refuses; nothing is charged."""
+    ledger.set_limit("d", 1.0)
+    memory = AdmissionMemory()
+    ledger.check_fit("d", item(0.5), memory=memory)
+    ledger.set_limit("d", 0.2)
+    ledger.check_fit("d", item(0.5), memory=memory)  # admitted from memory
+    before = ledger_rows(con)
+    with pytest.raises(BudgetExceeded):
+        charge(ledger, "d", 0.5)
+    assert ledger_rows(con) == before
+
+
+def test_a_failed_reservation_adds_nothing_to_what_was_charged(ledger):
+    ledger.set_limit("d", 0.1)
+    before = charged_now()
+    with pytest.raises(BudgetExceeded):
+        charge(ledger, "d", 0.5)
+    assert charged_now() == before
+
+
+def test_the_memory_keeps_at_most_its_size(ledger, monkeypatch):
+    monkeypatch.setattr(admission_memory, "SIZE", 3)
+    memory = AdmissionMemory()
+    for unit in "abcd":
+        ledger.check_fit(unit, item(0.1), memory=memory)
+    assert len(memory._checks) == 1  # full at the fourth: started empty again
+
+
+def test_releasable_keys_are_kept_key_by_key_and_a_false_is_never_kept():
+    memory = AdmissionMemory()
+    asked: list[set] = []
+
+    def read(keys, verdict):
+        def fresh():
+            asked.append(set(keys))
+            return verdict
+        return fresh
+
+    assert memory.releasable("ana", "d", ["1", "2"], read(["1", "2"], True))
+    assert memory.releasable("ana", "d", ["2"], read(["2"], True))  # kept: not asked
+    assert not memory.releasable("ana", "d", ["2", "9"], read(["2", "9"], False))
+    assert not memory.releasable("ana", "d", ["9"], read(["9"], False))  # asked again: a False is not kept
+    assert memory.releasable("bob", "d", ["1"], read(["1"], True))  # per analyst
+    assert asked == [{"1", "2"}, {"2", "9"}, {"9"}, {"1"}]
+    memory.forget("ana")
+    assert memory.releasable("ana", "d", ["1"], read(["1"], True))
+    assert asked[-1] == {"1"}
+
+
+# One step: charge ε to a unit, raise or lower its limit, or check ε against it with and without memory.
+STEPS = st.lists(st.tuples(st.sampled_from(["charge", "charge", "raise", "lower", "check", "check"]), st.sampled_from("ab"),
+                           st.sampled_from([0.05, 0.1, 0.25, 0.5])), max_size=25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=STEPS)
+@example(steps=[("check", "a", 0.1), ("charge", "a", 0.25), ("charge", "a", 0.25), ("check", "a", 0.05)])
+def test_the_memory_never_refuses_what_a_fresh_check_admits(steps):
+    """With limits that never fall it answers exactly as a fresh check; once one falls, it may admit
+    what a fresh check refuses (the reservation then refuses), never the other way round."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        ledger = Ledger(con, warn=lambda message: None)
+        limits = {"a": 0.5, "b": 0.3}
+        for unit, limit in limits.items():
+            ledger.set_limit(unit, limit)
+        memory, lowered = AdmissionMemory(), False
+        for step, unit, epsilon in steps:
+            if step == "charge":
+                try:
+                    charge(ledger, unit, epsilon)
+                except BudgetExceeded:
+                    pass
+            elif step in ("raise", "lower"):
+                limits[unit] += epsilon if step == "raise" else -min(epsilon, limits[unit] / 2)
+                lowered = lowered or step == "lower"
+                ledger.set_limit(unit, limits[unit])
+            else:
+                outcomes = []
+                for kept in (memory, None):
+                    try:
+                        ledger.check_fit(unit, item(epsilon), memory=kept)
+                        outcomes.append(True)
+                    except BudgetExceeded:
+                        outcomes.append(False)
+                with_memory, fresh = outcomes
+                assert with_memory or not fresh  # a refusal with memory is a fresh one
+                if not lowered:
+                    assert with_memory == fresh
+    finally:
+        con.close()
