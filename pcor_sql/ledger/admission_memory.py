@@ -21,6 +21,10 @@ What is kept (each per analyst: DESIGN.md §8 "No cross-analyst channels" — a 
   the file makes it while the service runs. Refunds and raised limits only make a kept
   refusal wrong, and a kept refusal is never given: the check reads afresh.
 
+Timing: the raise counts every analyst's charges, so when an admission reads afresh (a few
+milliseconds more) depends on how much anyone charged since — data independent, and only on a
+request that waits in line, which shows the others' load more plainly than that.
+
 The memory holds at most `SIZE` answers of each kind; past that it starts empty again.
 """
 

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -32,6 +33,24 @@ from pcor_sql.ledger.store import Ledger
 from pcor_sql.ledger.transactions import utc_now
 
 TOKEN_PREFIX = "pcor_"
+
+#: How many times this process changed who a token is (an analyst added, revoked or given a new
+#: token): a service keeps the identities it authenticated only while this stands still
+#: (`service.analyst_identity.IdentityMemory`). Bumped after the change commits.
+_changes = [0]
+
+
+def identity_changes() -> int:
+    """The count of `_changes` now (read it before authenticating, keep the answer with it)."""
+    return _changes[0]
+
+
+def _changed() -> None:
+    with _changes_lock:
+        _changes[0] += 1
+
+
+_changes_lock = threading.Lock()
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}\Z")
 _TOKEN = re.compile(r"pcor_[A-Za-z0-9_-]{43}\Z")
 
@@ -116,6 +135,7 @@ def add_analyst(ledger: Ledger, name: str, quota: float | None = None, notion: s
             _set_limits(cur, ledger, name, notions, ALL_DATASETS, limit)
 
     ledger.transaction(body)
+    _changed()
     return token
 
 
@@ -147,6 +167,7 @@ def revoke_analyst(ledger: Ledger, name: str) -> AnalystInfo:
         _set_limits(cur, ledger, name, NOTIONS, ALL_DATASETS, None, keep_limit=True)
 
     ledger.transaction(body)
+    _changed()
     return _info(ledger, name)
 
 
@@ -165,6 +186,7 @@ def rotate_analyst(ledger: Ledger, name: str) -> str:
         _set_limits(cur, ledger, name, NOTIONS, ALL_DATASETS, None, keep_limit=True)
 
     ledger.transaction(body)
+    _changed()
     return token
 
 

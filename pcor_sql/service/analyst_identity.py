@@ -52,6 +52,42 @@ def authenticate_header(ledger: Any, header: str | None) -> Identity | None:
     return Identity(str(found.name), None if allowed is None else tuple(allowed))
 
 
+class IdentityMemory:
+    """The identities this service authenticated, by the hash of their token, kept while no
+    analyst was added, revoked or given a new token in this process
+    (`ledger.analysts.identity_changes`; every one of those goes through pcor-sql — CLI, Python,
+    the owner's listener — while the service holds the database): a kept token is answered on
+    the event loop, without a ledger read or a thread. Only found identities are kept (a wrong
+    token never is, so guessing fills nothing); at most `size`, then it starts empty again."""
+
+    def __init__(self, size: int = 4096):
+        self.size = size
+        self._kept: dict[str, tuple[Identity, int]] = {}
+
+    def get(self, header: str | None) -> Identity | None:
+        """The kept identity of this header's token, or None (then authenticate with `read`)."""
+        from pcor_sql.ledger.analysts import identity_changes, token_hash
+
+        token = bearer_token(header)
+        kept = self._kept.get(token_hash(token)) if token is not None else None
+        if kept is None or kept[1] != identity_changes():
+            return None
+        return kept[0]
+
+    def read(self, ledger: Any, header: str | None) -> Identity | None:
+        """`authenticate_header`, keeping what it finds."""
+        from pcor_sql.ledger.analysts import identity_changes, token_hash
+
+        changes = identity_changes()  # before the read: a change committed meanwhile makes the answer stale at once
+        found = authenticate_header(ledger, header)
+        token = bearer_token(header)
+        if found is not None and token is not None:
+            if len(self._kept) >= self.size:
+                self._kept.clear()
+            self._kept[token_hash(token)] = (found, changes)
+        return found
+
+
 def usage(ledger: Any, name: str) -> Any:
     """The analyst's quotas and spent ε per notion, as plain JSON."""
     from pcor_sql.ledger.analysts import analyst_usage

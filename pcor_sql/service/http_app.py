@@ -107,6 +107,8 @@ class Service:
         self.admission = WorkerPool(owner, ADMISSION)
         #: What admissions read, kept per analyst: it admits without reading, never refuses.
         self.memory = AdmissionMemory()
+        #: The identities it authenticated, kept until an analyst is added, revoked or re-tokened.
+        self.identities = analyst_identity.IdentityMemory()
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
@@ -124,7 +126,10 @@ class Service:
         return make_route(endpoint, getattr(self, endpoint.handler), self.authenticate, self.audit)
 
     async def authenticate(self, header: str | None) -> Identity | None:
-        return await anyio.to_thread.run_sync(analyst_identity.authenticate_header, self.ledger, header)
+        kept = self.identities.get(header)
+        if kept is not None:
+            return kept
+        return await anyio.to_thread.run_sync(self.identities.read, self.ledger, header)
 
     async def body(self, request: Request) -> dict[str, Any]:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
