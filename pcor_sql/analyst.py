@@ -47,7 +47,8 @@ from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
-from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset, releasable_text
+from pcor_sql.ledger.admission_memory import KEYS_SIZE
+from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset, releasable_set, releasable_text
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
@@ -330,18 +331,19 @@ class Analyst:
                           "request may name a key", "ask the data owner to declare releasable keys (pcor-sql dataset "
                           "add ... --releasable-keys), or ask IDENTIFY ANOMALY about a value")
         check_key_types(keyed.keys, registered, self._key_kind(registered))
-        if not self._releasable(registered.name, keyed.keys):
+        if not self._releasable(registered, keyed.keys):
             # One message, whether or not the key exists: the set is public, the data is not read.
             raise Refused(f"a key asked about is not among the releasable keys of dataset {registered.name!r}",
                           "ask about the keys the data owner declared releasable")
         return registered
 
 
-    def _releasable(self, name: str, keys: list[Any]) -> bool:
-        fresh = lambda: all_releasable(self._session.ledger(), name, keys)  # noqa: E731
-        if self._admission is None:
-            return fresh()
-        return self._admission.releasable(self._policy.analyst or "", name, [releasable_text(k) for k in keys], fresh)
+    def _releasable(self, registered: RegisteredDataset, keys: list[Any]) -> bool:
+        ledger, name = self._session.ledger(), registered.name
+        if self._admission is None or (registered.releasable or 0) > KEYS_SIZE:
+            return all_releasable(ledger, name, keys)
+        return self._admission.releasable(self._policy.analyst or "", name, [releasable_text(k) for k in keys],
+                                          lambda: releasable_set(ledger, name))
 
 
 def warm_session(session: Any, registered: RegisteredDataset) -> None:

@@ -11,8 +11,9 @@ one), while nothing kept can refuse a request that a fresh read would admit.
 What is kept (each per analyst: DESIGN.md §8 "No cross-analyst channels" — a hit shows in time):
 
 - the registered dataset a request names (`dataset`);
-- the keys found releasable (`releasable`): a key once found in the frozen set is in it
-  until the owner re-registers the dataset;
+- the dataset's frozen set of releasable keys (`releasable`), when it has at most
+  `KEYS_SIZE`: a request whose keys are all in it is admitted; one with a key outside it reads
+  the set afresh (the owner may have re-registered the dataset);
 - the state a limit and quota check read (`check`) — each unit's and quota row's spent ε,
   raised at every later check by all the ε this process charged since that read
   (`charged_now`: every `Ledger.reserve` adds its items' ε once it commits). The raise covers
@@ -40,7 +41,7 @@ _T = TypeVar("_T")
 
 #: How many answers of one kind the memory keeps (datasets, (analyst, dataset) key sets, checks).
 SIZE = 4096
-#: How many releasable keys it keeps for one analyst and dataset.
+#: The most releasable keys it keeps for one analyst and dataset (a larger set is asked key by key).
 KEYS_SIZE = 65536
 
 _charged_lock = threading.Lock()
@@ -65,7 +66,7 @@ class AdmissionMemory:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._datasets: dict[tuple[str, str], Any] = {}
-        self._keys: dict[tuple[str, str], set[str]] = {}
+        self._keys: dict[tuple[str, str], frozenset[str]] = {}
         self._checks: dict[tuple[str, Hashable], tuple[Any, float]] = {}
 
     def dataset(self, analyst: str, name: str, read: Callable[[], _T]) -> _T:
@@ -80,24 +81,20 @@ class AdmissionMemory:
             self._keep(self._datasets, (analyst, name), found)
         return found
 
-    def releasable(self, analyst: str, name: str, texts: Iterable[str], read: Callable[[], bool]) -> bool:
-        """Whether every key (as its frozen text) is releasable: True at once when each was found
-        so before, else `read()` — whose True is kept, key by key."""
+    def releasable(self, analyst: str, name: str, texts: Iterable[str],
+                   read: Callable[[], frozenset[str] | None]) -> bool:
+        """Whether every key (as its frozen text) is in dataset `name`'s releasable set: True at
+        once when the kept set holds them all, else decided on the set `read()` returns now
+        (None: none declared), which is kept."""
         wanted = set(texts)
         with self._lock:
             known = self._keys.get((analyst, name))
-            if known is not None and wanted <= known:
-                return True
-        verdict = read()
-        if verdict:
-            with self._lock:
-                known = self._keys.get((analyst, name))
-                if known is None or len(known) + len(wanted) > KEYS_SIZE:
-                    if len(self._keys) >= SIZE:
-                        self._keys.clear()
-                    known = self._keys[(analyst, name)] = set()
-                known |= wanted
-        return verdict
+        if known is not None and wanted <= known:
+            return True
+        found = read()
+        if found is not None and len(found) <= KEYS_SIZE:
+            self._keep(self._keys, (analyst, name), found)
+        return found is not None and wanted <= found
 
     def check(self, analyst: str, what: Hashable, read: Callable[[], _T], judge: Callable[[_T, float], None]) -> None:
         """Admit by `judge(state, raised)` on the state kept for (`analyst`, `what`), its spent ε

@@ -178,6 +178,12 @@ def releasable_text(value: Any) -> str:
     return str(value)
 
 
+def releasable_set(ledger: Ledger, name: str) -> frozenset[str] | None:
+    """`name`'s frozen releasable keys, as their texts (None: none declared, or no such dataset)."""
+    rows = ledger.read(f"SELECT releasable FROM {ledger.tables.datasets} WHERE name = $1", [name])
+    return frozenset(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
 def all_releasable(ledger: Ledger, name: str, keys: Sequence[Any]) -> bool:
     """Whether every key is among `name`'s frozen releasable keys (False when none were
     declared). Read in the ledger alone, never the data, so the answer is the same whether or

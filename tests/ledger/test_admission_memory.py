@@ -101,25 +101,28 @@ def test_the_memory_keeps_at_most_its_size(ledger, monkeypatch):
     assert len(memory._checks) == 1  # full at the fourth: started empty again
 
 
-def test_releasable_keys_are_kept_key_by_key_and_a_false_is_never_kept():
+def test_the_releasable_set_is_kept_and_read_afresh_for_a_key_outside_it(monkeypatch):
     memory = AdmissionMemory()
-    asked: list[set] = []
+    sets = iter([frozenset({"1", "2"}), frozenset({"1", "2", "9"}), None, frozenset({"1"})])
+    asked: list[int] = []
 
-    def read(keys, verdict):
-        def fresh():
-            asked.append(set(keys))
-            return verdict
-        return fresh
+    def read():
+        asked.append(1)
+        return next(sets)
 
-    assert memory.releasable("ana", "d", ["1", "2"], read(["1", "2"], True))
-    assert memory.releasable("ana", "d", ["2"], read(["2"], True))  # kept: not asked
-    assert not memory.releasable("ana", "d", ["2", "9"], read(["2", "9"], False))
-    assert not memory.releasable("ana", "d", ["9"], read(["9"], False))  # asked again: a False is not kept
-    assert memory.releasable("bob", "d", ["1"], read(["1"], True))  # per analyst
-    assert asked == [{"1", "2"}, {"2", "9"}, {"9"}, {"1"}]
+    assert memory.releasable("ana", "d", ["1", "2"], read)
+    assert memory.releasable("ana", "d", ["2"], read)  # kept: not read
+    assert len(asked) == 1
+    assert memory.releasable("ana", "d", ["2", "9"], read)  # 9 is outside the kept set: read, now in it
+    assert memory.releasable("ana", "d", ["9"], read) and len(asked) == 2
     memory.forget("ana")
-    assert memory.releasable("ana", "d", ["1"], read(["1"], True))
-    assert asked[-1] == {"1"}
+    assert not memory.releasable("ana", "d", ["1"], read)  # none declared now: refused on a fresh read
+    assert memory.releasable("bob", "d", ["1"], read)  # per analyst
+    assert len(asked) == 4
+    monkeypatch.setattr(admission_memory, "KEYS_SIZE", 1)
+    big = AdmissionMemory()
+    assert big.releasable("ana", "d", ["1"], lambda: frozenset({"1", "2"}))
+    assert big._keys == {}  # a set past KEYS_SIZE is not kept
 
 
 # One step: charge ε to a unit, raise or lower its limit, or check ε against it with and without memory.
