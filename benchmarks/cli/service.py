@@ -27,9 +27,10 @@ def service(
         "compare (processes, threads); with one, where the maximal requests of --heavy search.")] = "processes",
     clients: Annotated[int, typer.Option("--clients", metavar="N", help="With several --workers: clients (analysts).")] = 8,
     clients_as: Annotated[str, typer.Option(
-        "--clients-as", metavar="MODE", help="With several --workers: each client a thread of this process, or a "
-        "process of its own (threads, processes): analysts are other machines, and threads of one interpreter "
-        "take CPU from the service for their GIL.")] = "threads",
+        "--clients-as", metavar="MODE", help="With several --workers: each client a thread of this process on the "
+        "analyst client (threads), a process of its own (processes), or a thread on the standard library's "
+        "http.client (http: a third of the client CPU). Analysts are other machines; here they share the cores "
+        "with the service.")] = "threads",
     burst: Annotated[int, typer.Option(
         "--burst", metavar="N", help="With several --workers: timed requests per run.")] = 32,
     repeats: Annotated[int, typer.Option(
@@ -131,8 +132,8 @@ def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst:
     modes = searches.split(",")
     if any(m not in ("processes", "threads") for m in modes):
         raise UserError(f"--searches takes processes and/or threads, got {searches!r}", "e.g. --searches processes,threads")
-    if clients_as not in ("threads", "processes"):
-        raise UserError(f"--clients-as takes threads or processes, got {clients_as!r}", "e.g. --clients-as processes")
+    if clients_as not in ("threads", "processes", "http"):
+        raise UserError(f"--clients-as takes threads, processes or http, got {clients_as!r}", "e.g. --clients-as http")
     for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows"),
                         (samples, "--samples")):
         if value < 1:

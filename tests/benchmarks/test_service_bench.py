@@ -93,6 +93,15 @@ def test_the_scaling_run_with_a_process_per_client(tmp_path):
     assert all(r["answered"] == 4 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
 
 
+def test_the_scaling_run_with_standard_library_clients(tmp_path):
+    result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
+                 "--clients-as", "http", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
+    assert saved["clients_as"] == "http" and "(http)" in result.stdout
+    assert all(r["answered"] == 4 and len(r["latencies"]) == 4 for r in saved["runs"])
+
+
 def test_the_cpu_split_counts_a_childs_work():
     import subprocess
     import sys
