@@ -19,3 +19,23 @@ from hypothesis import settings as _hypothesis_settings
 
 _hypothesis_settings.register_profile("pcor", deadline=None)
 _hypothesis_settings.load_profile("pcor")
+
+
+import pytest as _pytest
+
+
+@_pytest.fixture
+def ledger_reads(monkeypatch) -> list[int]:
+    """How many reads every Ledger made since the test began (`Ledger.read_with`: each read
+    outside a transaction — a token's check, a dataset's row, an admission's state — is one)."""
+    from pcor_sql.ledger.store import Ledger
+
+    count = [0]
+    real = Ledger.read_with
+
+    def counted(self, body):
+        count[0] += 1
+        return real(self, body)
+
+    monkeypatch.setattr(Ledger, "read_with", counted)
+    return count

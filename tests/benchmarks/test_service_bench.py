@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks.service_load import LoadConfig, percentile, request_plan, verdicts
 from tests.benchmarks.app_helpers import assert_error, invoke as run
 
@@ -84,22 +86,15 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
     assert all(r["cpu_s"]["searches"] > 0 for r in saved["runs"] if r["mode"] == "processes")
 
 
-def test_the_scaling_run_with_a_process_per_client(tmp_path):
+@pytest.mark.parametrize("clients_as", ["processes", "http"])
+def test_the_scaling_run_with_other_clients(tmp_path, clients_as):
+    """A process per client, or threads on the standard library's http.client."""
     result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
-                 "--clients-as", "processes", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
+                 "--clients-as", clients_as, "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
     assert result.exit_code == 0, (result.stdout, result.stderr)
     saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
-    assert saved["clients_as"] == "processes" and "(processes)" in result.stdout
-    assert all(r["answered"] == 4 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
-
-
-def test_the_scaling_run_with_standard_library_clients(tmp_path):
-    result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
-                 "--clients-as", "http", "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
-    assert saved["clients_as"] == "http" and "(http)" in result.stdout
-    assert all(r["answered"] == 4 and len(r["latencies"]) == 4 for r in saved["runs"])
+    assert saved["clients_as"] == clients_as and f"({clients_as})" in result.stdout
+    assert all(r["answered"] == 4 and len(r["latencies"]) == 4 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
 
 
 def test_the_cpu_split_counts_a_childs_work():

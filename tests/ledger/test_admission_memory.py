@@ -20,33 +20,19 @@ def item(epsilon: float) -> list[ChargeItem]:
     return [ChargeItem("check", OcdpCost(epsilon), "bfs")]
 
 
-@pytest.fixture
-def reads(ledger, monkeypatch) -> list[int]:
-    """How many times the ledger was read (every check that did not answer from memory reads once)."""
-    count = [0]
-    real = Ledger.read_with
-
-    def counted(self, body):
-        count[0] += 1
-        return real(self, body)
-
-    monkeypatch.setattr(Ledger, "read_with", counted)
-    return count
-
-
-def test_a_kept_state_admits_without_reading(ledger, reads):
+def test_a_kept_state_admits_without_reading(ledger, ledger_reads):
     ledger.set_limit("d", 1.0)
     memory = AdmissionMemory()
     ledger.check_fit("d", item(0.4), memory=memory)
-    assert reads[0] == 1
+    assert ledger_reads[0] == 1
     for _ in range(5):
         ledger.check_fit("d", item(0.4), memory=memory)
-    assert reads[0] == 1
+    assert ledger_reads[0] == 1
     ledger.check_fit("e", item(0.4), memory=memory)  # another unit: its own state, read once
-    assert reads[0] == 2
+    assert ledger_reads[0] == 2
 
 
-def test_what_this_process_charged_since_raises_the_kept_state(ledger, reads):
+def test_what_this_process_charged_since_raises_the_kept_state(ledger, ledger_reads):
     ledger.set_limit("d", 1.0)
     memory = AdmissionMemory()
     ledger.check_fit("d", item(0.5), memory=memory)
@@ -54,21 +40,21 @@ def test_what_this_process_charged_since_raises_the_kept_state(ledger, reads):
     charge(ledger, "d", 0.3)
     charge(ledger, "d", 0.3)
     assert charged_now() - before == pytest.approx(0.6)
-    reads[0] = 0
+    ledger_reads[0] = 0
     with pytest.raises(BudgetExceeded):  # kept 0 + 0.6 charged since + 0.5 > 1: read afresh, refused
         ledger.check_fit("d", item(0.5), memory=memory)
-    assert reads[0] == 1
+    assert ledger_reads[0] == 1
     ledger.check_fit("d", item(0.4), memory=memory)  # the fresh state (0.6) was kept: 1.0 fits
-    assert reads[0] == 1
+    assert ledger_reads[0] == 1
 
 
-def test_a_refusal_is_never_answered_from_memory(ledger, reads):
+def test_a_refusal_is_never_answered_from_memory(ledger, ledger_reads):
     ledger.set_limit("d", 0.5)
     memory = AdmissionMemory()
     ledger.check_fit("d", item(0.4), memory=memory)
     ledger.set_limit("d", 2.0)  # the owner raises the limit: the kept state still says 0.5
     ledger.check_fit("d", item(1.0), memory=memory)  # kept: refused; fresh: fits — and it is admitted
-    assert reads[0] == 2
+    assert ledger_reads[0] == 2
 
 
 def test_a_kept_admission_after_a_lowered_limit_only_delays_the_refusal(con, ledger):

@@ -10,7 +10,6 @@ import pytest
 import pcor_sql
 import pcor_sql.service
 from pcor_sql.ledger.analysts import add_analyst, identity_changes, revoke_analyst, rotate_analyst
-from pcor_sql.ledger.store import Ledger
 from pcor_sql.service.analyst_identity import Identity, IdentityMemory
 from tests.client.served_dataset import make_database
 from tests.service.live_server import live_server
@@ -30,29 +29,16 @@ def served(tmp_path):
         con.close()
 
 
-@pytest.fixture
-def reads(monkeypatch) -> list[int]:
-    count = [0]
-    real = Ledger.read_with
-
-    def counted(self, body):
-        count[0] += 1
-        return real(self, body)
-
-    monkeypatch.setattr(Ledger, "read_with", counted)
-    return count
-
-
 def me(client, token: str) -> int:
     return client.get("/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code
 
 
-def test_a_kept_token_is_answered_without_reading_the_analysts(served, reads):
+def test_a_kept_token_is_answered_without_reading_the_analysts(served, ledger_reads):
     owner, client, tokens = served
     assert me(client, tokens["alice"]) == 200
-    first = reads[0]  # the token's check, then the analyst's usage
+    first = ledger_reads[0]  # the token's check, then the analyst's usage
     assert me(client, tokens["alice"]) == 200
-    assert reads[0] - first == first - 1  # the usage alone
+    assert ledger_reads[0] - first == first - 1  # the usage alone
 
 
 def test_revoking_or_rotating_takes_effect_on_the_next_request(served):

@@ -161,21 +161,11 @@ def test_a_request_that_finds_a_worker_free_is_not_admitted_twice(served, monkey
     assert out["held"].status_code == 200, out["held"].text
 
 
-def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afresh(served, monkeypatch):
+def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afresh(served, ledger_reads):
     """What an admission read is kept for its analyst (`ledger.admission_memory`): dave's second
     waiting request is admitted reading nothing at all; once his own charge used his quota
     (and the worker refused the request admitted beside it), his next one is refused at once."""
-    from pcor_sql.ledger.store import Ledger
-
     owner, service, client, tokens, gate = served
-    reads = [0]
-    real = Ledger.read_with
-
-    def counted(self, body):
-        reads[0] += 1
-        return real(self, body)
-
-    monkeypatch.setattr(Ledger, "read_with", counted)
     thread, out = hold_the_worker(client, tokens, gate)
     answers: list[httpx.Response] = []
     asking = [threading.Thread(target=lambda: answers.append(post(client, tokens["dave"], "/v1/explain",
@@ -184,11 +174,11 @@ def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afr
     try:
         counts = []
         for t in asking:
-            before, t0 = reads[0], time.monotonic()
+            before, t0 = ledger_reads[0], time.monotonic()
             t.start()
             while service.queued() < len(counts) + 1 and time.monotonic() - t0 < BOUND:
                 time.sleep(0.01)
-            counts.append(reads[0] - before)
+            counts.append(ledger_reads[0] - before)
         assert counts == [4, 0], counts  # token, dataset, key, quota; then nothing (the token is kept too)
     finally:
         gate.opened.set()
