@@ -337,7 +337,6 @@ class Analyst:
                           "ask about the keys the data owner declared releasable")
         return registered
 
-
     def _releasable(self, registered: RegisteredDataset, keys: list[Any]) -> bool:
         ledger, name = self._session.ledger(), registered.name
         if self._admission is None or (registered.releasable or 0) > KEYS_SIZE:

@@ -38,6 +38,7 @@ TOKEN_PREFIX = "pcor_"
 #: token): a service keeps the identities it authenticated only while this stands still
 #: (`service.analyst_identity.IdentityMemory`). Bumped after the change commits.
 _changes = [0]
+_changes_lock = threading.Lock()
 
 
 def identity_changes() -> int:
@@ -50,7 +51,6 @@ def _changed() -> None:
         _changes[0] += 1
 
 
-_changes_lock = threading.Lock()
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}\Z")
 _TOKEN = re.compile(r"pcor_[A-Za-z0-9_-]{43}\Z")
 
