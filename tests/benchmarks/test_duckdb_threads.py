@@ -1,0 +1,30 @@
+"""`python -m benchmarks.duckdb_threads` at a tiny size: every setting measured against the first,
+and bad settings refused in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchmarks.duckdb_threads", "--rows", "3000", "--requests", "2",
+                           "--repeats", "1", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_each_setting_is_measured_against_the_first():
+    done = run("--threads", "1,2")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert [r[0] for r in rows] == ["1", "2"] and rows[0][2] == rows[0][4] == "1.00×"
+    assert all(float(r[1]) > 0 and float(r[3]) > 0 for r in rows)
+
+
+def test_a_bad_setting_is_one_line():
+    for bad in ("0,2", "two", "1,,2"):
+        done = run("--threads", bad)
+        assert done.returncode == 2 and "--threads takes positive integers" in done.stderr, bad
+        assert "Traceback" not in done.stderr
