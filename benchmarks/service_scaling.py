@@ -196,7 +196,7 @@ def cpu_split(server: int) -> dict[str, float]:
 
 def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
                 workdir: Path, report: Callable[[str], None], samples: int = 50,
-                clients_as: str = "threads") -> dict[str, Any]:
+                clients_as: str = "threads", duckdb_threads: int | None = None) -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
     from benchmarks.service_process import served
 
@@ -207,13 +207,14 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
     result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                               "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
                               "repeats": repeats, "settings": settings, "modes": modes, "samples": samples,
-                              "clients_as": clients_as, "runs": []}
+                              "clients_as": clients_as, "duckdb_threads": duckdb_threads, "runs": []}
+    extra = [] if duckdb_threads is None else ["--duckdb-threads", str(duckdb_threads)]
     result["reference"] = reference(db, 8, samples)
     for rep in range(repeats):
         for mode in modes:
             for workers in settings:
                 load = (load_average() or [float("nan")])[0]
-                with served(db, args=["--workers", str(workers), "--searches", mode]) as service:
+                with served(db, args=["--workers", str(workers), "--searches", mode, *extra]) as service:
                     burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
                     before = cpu_split(service.process.pid)
                     latencies, answered, wall, clients_cpu = burst(service.url, tokens, requests, samples, clients_as)
@@ -256,7 +257,8 @@ def scaling_table(result: dict[str, Any]) -> Any:
     return make_table(
         f"Answered per second by --workers, {result['requests']} LOF explain requests (samples = "
         f"{result.get('samples', 50)}) from {result['clients']} clients ({result.get('clients_as', 'threads')}) at "
-        f"once on {result['rows']:,} rows",
+        f"once on {result['rows']:,} rows" + (f", serve --duckdb-threads {result['duckdb_threads']}"
+                                              if result.get("duckdb_threads") else ""),
         ("searches", "--workers", "answered / s (median run)", "vs the first row", "p50", "p95", "p50 / in-process",
          "CPU ms / request: server + searches + clients", "load (1 min)"),
         scaling_rows(result), (

@@ -296,7 +296,8 @@ ADMISSION = 2
 
 def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
         max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4, max_work: int | None = DEFAULT_MAX_WORK,
-        warm: bool = True, audit: AuditLog | None = None, processes: bool | None = None) -> Starlette:
+        warm: bool = True, audit: AuditLog | None = None, processes: bool | None = None,
+        duckdb_threads: int | None = None) -> Starlette:
     """The analyst service over `owner` (a `pcor_sql.Owner` on a DuckDB connection or a
     SparkSession, with its ledger) as an ASGI app: run it under uvicorn (`pcor-sql serve`), or
     mount it in the owner's own Starlette/FastAPI app. `min_epsilon`: the smallest ε per
@@ -307,9 +308,13 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     `audit`: where one line per request goes (`owner_plane.AuditLog`; default: memory only);
     `processes`: each worker's searches run in a search process of its own, started at start-up
     (`worker_pool`; DESIGN.md §10) — default: on Linux over DuckDB (a Spark owner's searches read
-    windows through Spark and stay in the threads).
+    windows through Spark and stay in the threads); `duckdb_threads`: DuckDB's `threads` once
+    the summaries are built (None: as it is) — a light request's dozen small statements cost
+    10–25% less CPU on one thread than on DuckDB's pool (`python -m benchmarks.duckdb_threads`),
+    but a summary rebuilt while serving (the table changed) then builds on that many.
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
-    for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers)):
+    for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers),
+                        ("duckdb_threads", 1 if duckdb_threads is None else duckdb_threads)):
         if type(value) is not int or value < 1:
             raise UserError(f"{name} must be a whole number ≥ 1, got {value!r}", f"e.g. {name}=100")
     if max_work is not None and (type(max_work) is not int or max_work < 1):
@@ -331,6 +336,8 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
             await anyio.to_thread.run_sync(service.warm)
         if processes:
             await anyio.to_thread.run_sync(service.pool.share_summaries)
+        if duckdb_threads is not None and owner.session.access.engine == Engine.DUCKDB:
+            owner.con.execute(f"SET threads = {duckdb_threads}")  # after the build: it used every core
         try:
             yield
         finally:

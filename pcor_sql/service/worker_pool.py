@@ -133,7 +133,14 @@ class WorkerPool:
         searches = [{"pid": p.pid, "alive": p.alive, "started": p.started, "searched": p.searched}
                     for p in self._searches]
         return {"workers": self.size, "searches_in": "processes" if searches else "threads", "running": running,
-                "waiting": waiting, "search_processes": searches}
+                "waiting": waiting, "search_processes": searches, "duckdb_threads": self._duckdb_threads()}
+
+    def _duckdb_threads(self) -> int | None:
+        """DuckDB's `threads` setting now (None over Spark)."""
+        if not self._cursors:
+            return None
+        with self._cursors[0].cursor() as cur:  # a cursor of its own: the workers' are in use
+            return int(cur.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0])
 
     def search_pids(self) -> list[int]:
         """The search processes' pids (the tests read them)."""

@@ -88,12 +88,15 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
 
 @pytest.mark.parametrize("clients_as", ["processes", "http"])
 def test_the_scaling_run_with_other_clients(tmp_path, clients_as):
-    """A process per client, or threads on the standard library's http.client."""
+    """A process per client, or threads on the standard library's http.client (and the service
+    on one DuckDB thread)."""
     result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
-                 "--clients-as", clients_as, "--workdir", str(tmp_path / "work"), "--out-dir", str(tmp_path / "out"))
+                 "--clients-as", clients_as, "--duckdb-threads", "1", "--workdir", str(tmp_path / "work"),
+                 "--out-dir", str(tmp_path / "out"))
     assert result.exit_code == 0, (result.stdout, result.stderr)
     saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
     assert saved["clients_as"] == clients_as and f"({clients_as})" in result.stdout
+    assert saved["duckdb_threads"] == 1 and "--duckdb-threads 1" in saved["command"]
     assert all(r["answered"] == 4 and len(r["latencies"]) == 4 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
 
 

@@ -113,3 +113,33 @@ def test_a_search_process_that_cannot_start_leaves_its_worker_searching_in_its_t
         assert len(pool.search_pids()) == 1  # the other worker keeps its search process
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize("threads", [None, 1])
+def test_duckdb_threads_are_set_once_the_summaries_are_built(owner, monkeypatch, threads):
+    """`duckdb_threads`: the warm-up builds on DuckDB's own setting, the service then serves on the
+    one asked for (the owner's listener shows it); None leaves it as it was."""
+    from pcor_sql.service.http_app import Service
+    from pcor_sql.service.owner_app import owner_app
+    from tests.service.live_server import live_listeners
+
+    def setting() -> int:
+        return int(owner.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+
+    owner.con.execute("SET threads = 3")
+    seen, real = [], Service.warm
+    monkeypatch.setattr(Service, "warm", lambda self: (seen.append(setting()), real(self))[1])
+    analysts = app(owner, workers=1, processes=False, duckdb_threads=threads)
+    owners = owner_app(analysts.state.service, "owner-token-for-the-test")
+    with live_listeners(analysts, owners) as (url, owner_url):
+        assert explain(url, owner.token).status_code == 200
+        shown = httpx.get(owner_url + "/v1/owner/workers", timeout=30,
+                          headers={"Authorization": "Bearer owner-token-for-the-test"}).json()["duckdb_threads"]
+    assert seen == [3] and shown == setting() == (3 if threads is None else threads)
+
+
+def test_duckdb_threads_below_one_are_refused(owner):
+    from pcor_sql.errors import UserError
+
+    with pytest.raises(UserError, match="duckdb_threads must be a whole number ≥ 1"):
+        app(owner, duckdb_threads=0)
