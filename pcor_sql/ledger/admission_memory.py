@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
-from pcor_sql.errors import BudgetExceeded
+from pcor_sql.errors import UserError
 
 _T = TypeVar("_T")
 
@@ -107,8 +107,8 @@ class AdmissionMemory:
             try:
                 judge(state, charged_now() - at)
                 return
-            except BudgetExceeded:
-                pass  # never refused from memory: read afresh
+            except UserError:  # any refusal (BudgetExceeded above all): never from memory, read afresh
+                pass
         at = charged_now()  # before the read: a charge committed meanwhile is counted twice, never missed
         state = read()
         self._keep(self._checks, (analyst, what), (state, at))
