@@ -34,8 +34,8 @@ def serve(
         "over DuckDB on Linux: every core) or the workers' threads (one interpreter).")] = "processes",
     duckdb_threads: Annotated[Optional[int], typer.Option(
         "--duckdb-threads", metavar="N", help="DuckDB's threads once the summaries are built (default: as DuckDB "
-        "sets it, every core). 1 makes light requests 10–25% cheaper; a summary rebuilt while serving then uses "
-        "N threads.")] = None,
+        "sets it, every core). In-process a light request costs 13–26% less CPU on 1 (python -m "
+        "benchmarks.duckdb_threads); a summary rebuilt while serving then uses N threads.")] = None,
     max_work: Annotated[int, typer.Option(
         "--max-work", metavar="N", help="The most validity checks + EM candidates one request's search may use "
         "(a count, never a time: past it the request fails, charged, with the generic refusal).")] = DEFAULT_MAX_WORK,

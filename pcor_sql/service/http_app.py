@@ -309,9 +309,10 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     `processes`: each worker's searches run in a search process of its own, started at start-up
     (`worker_pool`; DESIGN.md §10) — default: on Linux over DuckDB (a Spark owner's searches read
     windows through Spark and stay in the threads); `duckdb_threads`: DuckDB's `threads` once
-    the summaries are built (None: as it is) — a light request's dozen small statements cost
-    10–25% less CPU on one thread than on DuckDB's pool (`python -m benchmarks.duckdb_threads`),
-    but a summary rebuilt while serving (the table changed) then builds on that many.
+    the summaries are built (None: as it is) — in-process a light request costs 13–26% less CPU
+    on one thread than on DuckDB's pool (`python -m benchmarks.duckdb_threads`; through the
+    service on 2 cores, within the noise), but a summary rebuilt while serving (the table
+    changed) then builds on that many.
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
     for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers),
                         ("duckdb_threads", 1 if duckdb_threads is None else duckdb_threads)):

@@ -139,8 +139,10 @@ class WorkerPool:
         """DuckDB's `threads` setting now (None over Spark)."""
         if not self._cursors:
             return None
+        from pcor_sql.engine.build_threads import duckdb_threads
+
         with self._cursors[0].cursor() as cur:  # a cursor of its own: the workers' are in use
-            return int(cur.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0])
+            return duckdb_threads(cur)
 
     def search_pids(self) -> list[int]:
         """The search processes' pids (the tests read them)."""
