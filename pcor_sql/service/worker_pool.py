@@ -6,10 +6,14 @@ other ("connection is busy") — after one of them was charged. Here each worker
 through its own cursor of the owner's connection (a cursor is a connection to the same
 database: queries on different cursors run in parallel), and every Session shares the owner's
 one Ledger, whose charges are serialised by DuckDB's transactions (a conflicting charge is
-retried from a fresh snapshot, so the ledger never overspends). A request runs in a worker
-thread, blocking code and all; at most `size` run at once (an anyio CapacityLimiter), so a
-thread that enters always finds a free Session: a request waits for its turn, it never fails
-because another is running. A Spark session is thread-safe: its workers share it.
+retried from a fresh snapshot, so the ledger never overspends). Each Session has a thread of its
+own, which takes requests from one first-come-first-served line, blocking code and all: a request
+waits for its turn, it never fails because another is running. A thread that finishes a request
+takes the next waiting one at once, without a round through the event loop (which, busy with
+other requests' HTTP or waiting for the interpreter, would leave that core idle between two
+requests: `python -m benchmarks service`). A request cancelled while it waits never runs; one
+cancelled while it runs is waited for (it is charged and recorded) and then ends cancelled. A
+Spark session is thread-safe: its workers share it.
 
 Each worker Session keeps its own caches (schemas, summaries), so the first request that needs
 a summary builds it once per worker.
@@ -25,12 +29,13 @@ GIL. The children are started by `start_processes` (the service's start) and end
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import queue
+import threading
 from typing import Any, Callable, TypeVar
 
 import anyio
-import anyio.to_thread
 import duckdb
 
 from pcor_sql.session import Session
@@ -43,8 +48,28 @@ def _log_warning(message: str) -> None:
     LOG.warning("%s", message)
 
 
+def _settle(future: "asyncio.Future[Any]", outcome: tuple[bool, Any]) -> None:
+    if future.done():
+        return
+    if outcome[0]:
+        future.set_result(outcome[1])
+    else:
+        future.set_exception(outcome[1])
+
+
+class _Job:
+    """One request in the line: the work, where its answer goes, and whether a thread took it."""
+
+    __slots__ = ("work", "context", "loop", "future", "state")
+
+    def __init__(self, work: Callable[[Session], Any], loop: asyncio.AbstractEventLoop):
+        self.work, self.context, self.loop = work, contextvars.copy_context(), loop
+        self.future: asyncio.Future[Any] = loop.create_future()
+        self.state = "waiting"  # then "running", or "dropped" (cancelled while waiting)
+
+
 class WorkerPool:
-    """`size` Sessions over `owner`'s data, lent to one worker thread at a time."""
+    """`size` Sessions over `owner`'s data, each used by one thread of its own."""
 
     def __init__(self, owner: Any, size: int):
         if type(size) is not int or size < 1:
@@ -53,43 +78,74 @@ class WorkerPool:
         self._shared: Any = None
         self._searches: list[Any] = []
         self._cursors: list[duckdb.DuckDBPyConnection] = []
-        self._free: queue.SimpleQueue[Session] = queue.SimpleQueue()
+        self._sessions: list[Session] = []
         registry = owner.session.registry
         for _ in range(size):
             con = owner.con
             if isinstance(con, duckdb.DuckDBPyConnection):
                 con = con.cursor()
                 self._cursors.append(con)
-            self._free.put(Session(con, ledger=owner.ledger, warn=_log_warning, registry=registry))
-        # One limiter per event loop (an app served by one uvicorn has one; a test client may make several).
-        self._limiters: dict[int, anyio.CapacityLimiter] = {}
+            self._sessions.append(Session(con, ledger=owner.ledger, warn=_log_warning, registry=registry))
+        self._line: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._running = self._waiting = 0
+        self._threads: list[threading.Thread] = []
 
     async def run(self, work: Callable[[Session], _T]) -> _T:
         """`work(session)` in a worker thread with a Session of its own; waits for a free one."""
-        loop = id(asyncio.get_running_loop())
-        limiter = self._limiters.get(loop)
-        if limiter is None:
-            limiter = self._limiters[loop] = anyio.CapacityLimiter(self.size)
-        return await anyio.to_thread.run_sync(self._lend, work, limiter=limiter)
+        job = _Job(work, asyncio.get_running_loop())
+        with self._lock:
+            if not self._threads:
+                self._threads = [threading.Thread(target=self._serve, args=(s,), name=f"pcor-worker-{i}", daemon=True)
+                                 for i, s in enumerate(self._sessions)]
+                for thread in self._threads:
+                    thread.start()
+            self._waiting += 1
+        self._line.put(job)
+        try:
+            await asyncio.shield(job.future)  # cancelling the request never cancels the work itself
+        except BaseException:
+            with self._lock:
+                dropped = job.state == "waiting"
+                if dropped:  # no thread took it: it never runs
+                    job.state = "dropped"
+                    self._waiting -= 1
+            if not dropped:  # it runs: charged and recorded; the request ends cancelled once it has
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([job.future])
+            raise
+        return job.future.result()
 
     def load(self) -> tuple[int, int]:
-        """(requests running, requests waiting for a Session) now, over every event loop."""
-        stats = [limiter.statistics() for limiter in list(self._limiters.values())]
-        return sum(s.borrowed_tokens for s in stats), sum(s.tasks_waiting for s in stats)
+        """(requests running, requests waiting for a Session) now."""
+        with self._lock:
+            return self._running, self._waiting
 
-    def _lend(self, work: Callable[[Session], _T]) -> _T:
-        session = self._free.get()  # the limiter lets in at most `size` threads: one is free
-        try:
-            return work(session)
-        finally:
-            self._free.put(session)
+    def _serve(self, session: Session) -> None:
+        while True:
+            job = self._line.get()
+            if job is None:
+                return
+            with self._lock:
+                if job.state == "dropped":
+                    continue
+                job.state = "running"
+                self._waiting -= 1
+                self._running += 1
+            try:
+                outcome: tuple[bool, Any] = (True, job.context.run(job.work, session))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting request
+                outcome = (False, exc)
+            with self._lock:
+                self._running -= 1
+            try:
+                job.loop.call_soon_threadsafe(_settle, job.future, outcome)
+            except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer
+                pass
 
     def sessions(self) -> list[Session]:
         """Every Session, for work done before serving (nothing else holds one then)."""
-        held = [self._free.get() for _ in range(self.size)]
-        for session in held:
-            self._free.put(session)
-        return held
+        return list(self._sessions)
 
     def start_processes(self) -> None:
         """A search process for every Session (started now: fresh interpreters, see `engine.search_processes`)."""
@@ -157,6 +213,9 @@ class WorkerPool:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._line.put(None)
         for cursor in self._cursors:
             cursor.close()
         self._cursors.clear()
