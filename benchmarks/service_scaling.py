@@ -14,12 +14,13 @@ same run: the same explain through the in-process analyst handle, one at a time.
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from benchmarks.service_load import ATTRIBUTES, PLANTED, RELEASABLE, TABLE, generation_sql, percentile
 
@@ -196,7 +197,7 @@ def cpu_split(server: int) -> dict[str, float]:
 
 def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
                 workdir: Path, report: Callable[[str], None], samples: int = 50,
-                clients_as: str = "threads", duckdb_threads: int | None = None) -> dict[str, Any]:
+                clients_as: str = "threads", duckdb_threads: Sequence[str] = ("auto",)) -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
     from benchmarks.service_process import served
 
@@ -207,25 +208,32 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
     result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                               "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
                               "repeats": repeats, "settings": settings, "modes": modes, "samples": samples,
-                              "clients_as": clients_as, "duckdb_threads": duckdb_threads, "runs": []}
-    extra = [] if duckdb_threads is None else ["--duckdb-threads", str(duckdb_threads)]
+                              "clients_as": clients_as, "duckdb_threads": list(duckdb_threads), "runs": []}
     result["reference"] = reference(db, 8, samples)
     for rep in range(repeats):
-        for mode in modes:
-            for workers in settings:
-                load = (load_average() or [float("nan")])[0]
-                with served(db, args=["--workers", str(workers), "--searches", mode, *extra]) as service:
-                    burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
-                    before = cpu_split(service.process.pid)
-                    latencies, answered, wall, clients_cpu = burst(service.url, tokens, requests, samples, clients_as)
-                    cpu = {k: v - before[k] for k, v in cpu_split(service.process.pid).items()}
-                    cpu["clients"] = clients_cpu
-                result["runs"].append({"mode": mode, "workers": workers, "repeat": rep, "latencies": latencies,
-                                       "answered": answered, "wall_s": wall, "load": load, "cpu_s": cpu})
-                report(f"{mode} --workers {workers}: {answered} answered in {wall:.2f} s (load {load:.1f})")
+        for mode, threads, workers in itertools.product(modes, duckdb_threads, settings):
+            load = (load_average() or [float("nan")])[0]
+            args = ["--workers", str(workers), "--searches", mode, "--duckdb-threads", threads]
+            with served(db, args=args) as service:
+                burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
+                before = cpu_split(service.process.pid)
+                latencies, answered, wall, clients_cpu = burst(service.url, tokens, requests, samples, clients_as)
+                cpu = {k: v - before[k] for k, v in cpu_split(service.process.pid).items()}
+                cpu["clients"] = clients_cpu
+            result["runs"].append({"mode": mode, "workers": workers, "duckdb_threads": threads, "repeat": rep,
+                                   "latencies": latencies, "answered": answered, "wall_s": wall, "load": load,
+                                   "cpu_s": cpu})
+            report(f"{mode} --workers {workers} --duckdb-threads {threads}: {answered} answered in {wall:.2f} s"
+                   f" (load {load:.1f})")
     result["reference"] += reference(db, 8, samples)
     result["wall_s"] = time.perf_counter() - wall
     return result
+
+
+def served_threads(asked: str, workers: int) -> str:
+    """`--duckdb-threads` as asked, and what auto comes to here (serve: DuckDB's threads, every
+    core, divided among the workers)."""
+    return f"auto ({max(1, (os.cpu_count() or 1) // workers)})" if asked == "auto" else asked
 
 
 def scaling_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -233,20 +241,23 @@ def scaling_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
 
     ref = statistics.median(result["reference"])
     rows, base = [], None
-    for mode in result["modes"]:
-        for workers in result["settings"]:
-            runs = [r for r in result["runs"] if r["mode"] == mode and r["workers"] == workers]
-            rate = statistics.median(r["answered"] / r["wall_s"] for r in runs)
-            xs = sorted(x for r in runs for x in r["latencies"])
-            p50, p95 = percentile(xs, 0.5), percentile(xs, 0.95)
-            base = rate if base is None else base
-            loads = [r["load"] for r in runs]
-            answered = sum(r["answered"] for r in runs) or 1
-            cpu = {k: sum(r.get("cpu_s", {}).get(k, 0.0) for r in runs) * 1000 / answered
-                   for k in ("server", "searches", "clients")}
-            rows.append((mode, str(workers), f"{rate:.2f}", f"{rate / base:.2f}×", seconds(p50), seconds(p95),
-                         f"{p50 / ref:.1f}×", " + ".join(f"{cpu[k]:.1f}" for k in cpu) + f" = {sum(cpu.values()):.1f}",
-                         f"{min(loads):.1f}–{max(loads):.1f}"))
+    asked = result.get("duckdb_threads")
+    # Results saved before a list was asked for: one setting, or none (DuckDB's own).
+    settings = [str(asked or "as set")] if not isinstance(asked, list) else asked
+    for mode, threads, workers in itertools.product(result["modes"], settings, result["settings"]):
+        runs = [r for r in result["runs"] if r["mode"] == mode and r["workers"] == workers
+                and str(r.get("duckdb_threads", settings[0])) == threads]
+        rate = statistics.median(r["answered"] / r["wall_s"] for r in runs)
+        xs = sorted(x for r in runs for x in r["latencies"])
+        p50, p95 = percentile(xs, 0.5), percentile(xs, 0.95)
+        base = rate if base is None else base
+        loads = [r["load"] for r in runs]
+        answered = sum(r["answered"] for r in runs) or 1
+        cpu = {k: sum(r.get("cpu_s", {}).get(k, 0.0) for r in runs) * 1000 / answered
+               for k in ("server", "searches", "clients")}
+        rows.append((mode, str(workers), served_threads(threads, workers), f"{rate:.2f}", f"{rate / base:.2f}×",
+                     seconds(p50), seconds(p95), f"{p50 / ref:.1f}×", " + ".join(f"{cpu[k]:.1f}" for k in cpu) + f" = {sum(cpu.values()):.1f}",
+                     f"{min(loads):.1f}–{max(loads):.1f}"))
     return rows
 
 
@@ -257,9 +268,9 @@ def scaling_table(result: dict[str, Any]) -> Any:
     return make_table(
         f"Answered per second by --workers, {result['requests']} LOF explain requests (samples = "
         f"{result.get('samples', 50)}) from {result['clients']} clients ({result.get('clients_as', 'threads')}) at "
-        f"once on {result['rows']:,} rows" + (f", serve --duckdb-threads {result['duckdb_threads']}"
-                                              if result.get("duckdb_threads") else ""),
-        ("searches", "--workers", "answered / s (median run)", "vs the first row", "p50", "p95", "p50 / in-process",
+        f"once on {result['rows']:,} rows",
+        ("searches", "--workers", "--duckdb-threads", "answered / s (median run)", "vs the first row", "p50", "p95",
+         "p50 / in-process",
          "CPU ms / request: server + searches + clients", "load (1 min)"),
         scaling_rows(result), (
             f"Each setting ran {result['repeats']} times, settings alternating; a run starts `pcor-sql serve`, sends "

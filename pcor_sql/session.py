@@ -16,8 +16,9 @@ make a new Session to read fresh data.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from pcor_sql import pipeline
 from pcor_sql.backends import open_access
@@ -78,6 +79,8 @@ class Session:
         self._ledger_choice = ledger
         self._schemas: dict[tuple, Schema] = {}
         self._summaries: dict[tuple, CellSummary] = {}
+        #: Around every summary build: the service raises DuckDB's threads for it (`ServingThreads`).
+        self.building: Callable[[], ContextManager[Any]] = contextlib.nullcontext
         self._ledger: Ledger | None = None
         #: A service's search process for this Session's requests (`engine.search_processes`),
         #: set by the service's worker pool; None: searches run in this thread.
@@ -255,7 +258,7 @@ class Session:
         instead of two). `progress` hears how the build query goes (a large table's is long)."""
         key = (schema.relation_sql, schema.metric_sql, schema.attributes, schema.cast_varchar)
         if key not in self._summaries:
-            with self.access.watch(progress, "building the summary"):
+            with self.building(), self.access.watch(progress, "building the summary"):
                 self._summaries[key] = self.access.summary(schema, with_values=with_values)
         return self._summaries[key]
 

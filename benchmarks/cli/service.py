@@ -35,9 +35,9 @@ def service(
         "--burst", metavar="N", help="With several --workers: timed requests per run.")] = 32,
     repeats: Annotated[int, typer.Option(
         "--repeats", metavar="N", help="With several --workers: runs per setting, alternating.")] = 2,
-    duckdb_threads: Annotated[Optional[int], typer.Option(
-        "--duckdb-threads", metavar="N", help="With several --workers: serve with --duckdb-threads N "
-        "(default: DuckDB's own setting).")] = None,
+    duckdb_threads: Annotated[str, typer.Option(
+        "--duckdb-threads", metavar="auto|N[,...]", help="With several --workers: serve with each --duckdb-threads "
+        "(auto: serve's default, DuckDB's threads divided among the workers), alternating.")] = "auto",
     samples: Annotated[int, typer.Option(
         "--samples", metavar="N", help="With several --workers: the explain requests' BFS samples (search weight).")]
     = 50,
@@ -129,7 +129,7 @@ def _counts(text: str, flag: str) -> list[int]:
 
 def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst: int, repeats: int, workdir: Path,
              out_dir: Path, update_benchmarks: bool, benchmarks_file: Path, benchmarks_section: str,
-             samples: int = 50, clients_as: str = "threads", duckdb_threads: int | None = None) -> None:
+             samples: int = 50, clients_as: str = "threads", duckdb_threads: str = "auto") -> None:
     from benchmarks.service_scaling import run_scaling, scaling_table
 
     modes = searches.split(",")
@@ -137,18 +137,22 @@ def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst:
         raise UserError(f"--searches takes processes and/or threads, got {searches!r}", "e.g. --searches processes,threads")
     if clients_as not in ("threads", "processes", "http"):
         raise UserError(f"--clients-as takes threads, processes or http, got {clients_as!r}", "e.g. --clients-as http")
+    threads = [t.strip() for t in duckdb_threads.split(",")]
+    if not all(t == "auto" or (t.isascii() and t.isdigit() and int(t) >= 1) for t in threads):
+        raise UserError(f"--duckdb-threads takes auto or whole numbers ≥ 1, got {duckdb_threads!r}",
+                        "e.g. --duckdb-threads auto,1")
     for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows"),
-                        (samples, "--samples"), (1 if duckdb_threads is None else duckdb_threads, "--duckdb-threads")):
+                        (samples, "--samples")):
         if value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 2")
     command = command_line("service", [
         ("--rows", rows, 1_000_000), ("--workers", ",".join(map(str, settings)), None),
         ("--searches", searches, "processes"), ("--clients", clients, 8), ("--burst", burst, 32),
         ("--repeats", repeats, 2), ("--samples", samples, 50), ("--clients-as", clients_as, "threads"),
-        ("--duckdb-threads", duckdb_threads, None)])
+        ("--duckdb-threads", ",".join(threads), "auto")])
     with progress_reporter() as report:
         result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report, samples, clients_as,
-                             duckdb_threads)
+                             threads)
     result["command"] = command
     save_raw(out_dir, "service-scaling", result)
     tables = [scaling_table(result)]

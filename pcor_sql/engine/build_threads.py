@@ -11,8 +11,10 @@ thread pool.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import duckdb
 import numpy as np
@@ -48,3 +50,37 @@ def even_blocks(cumulative: np.ndarray, parts: int) -> list[tuple[int, int]]:
     edges = np.searchsorted(cumulative, np.linspace(0, cumulative[-1], max(1, parts) + 1)).tolist()
     edges[0], edges[-1] = 0, n
     return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+class ServingThreads:
+    """DuckDB's `threads` while a service serves: `serving` (few: a light request's statements
+    read a few rows each, and a pool woken for each costs more CPU than it saves once the
+    service's workers keep every core busy: `python -m benchmarks service --duckdb-threads`),
+    raised to `building` while any summary is built (`building()`, around `Session.summary`),
+    so a summary rebuilt while serving still uses every core (issue 29, item 4). The setting is
+    global to the database: builds are counted, and the first raises it, the last lowers it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, serving: int, building: int):
+        self.serving, self.building_threads = serving, max(serving, building)
+        self._con = con
+        self._lock = threading.Lock()
+        self._builds = 0
+        self._set(serving)
+
+    def _set(self, threads: int) -> None:
+        with self._con.cursor() as cur:  # a cursor of its own: the caller's may be in use
+            cur.execute(f"SET threads = {int(threads)}")
+
+    @contextlib.contextmanager
+    def building(self) -> Iterator[None]:
+        with self._lock:
+            self._builds += 1
+            if self._builds == 1 and self.building_threads > self.serving:
+                self._set(self.building_threads)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._builds -= 1
+                if self._builds == 0 and self.building_threads > self.serving:
+                    self._set(self.serving)

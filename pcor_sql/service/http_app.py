@@ -71,6 +71,7 @@ from starlette.routing import Route
 
 from pcor_sql import pipeline
 from pcor_sql.core.choices import Engine
+from pcor_sql.engine.build_threads import ServingThreads, duckdb_threads
 from pcor_sql.analyst import OWNER_ONLY, Analyst
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.jsonable import jsonable
@@ -275,6 +276,14 @@ class Service:
     async def openapi(self, request: Request, params: dict[str, Any]) -> Response:
         return ok(self.document)
 
+    def serve_threads(self, asked: int | str) -> None:
+        """DuckDB's threads from now on (`app(duckdb_threads=...)`); every summary build raises them back."""
+        building = duckdb_threads(self.owner.con)
+        serving = max(1, building // self.workers) if asked == "auto" else int(asked)
+        threads = ServingThreads(self.owner.con, serving, building)
+        for session in [self.owner.session, *self.pool.sessions(), *self.admission.sessions()]:
+            session.building = threads.building
+
     def warm(self) -> None:
         """Build every registered dataset's summary on every worker before serving (see the module
         docstring): a first request is then as fast for everyone."""
@@ -297,7 +306,7 @@ ADMISSION = 2
 def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
         max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4, max_work: int | None = DEFAULT_MAX_WORK,
         warm: bool = True, audit: AuditLog | None = None, processes: bool | None = None,
-        duckdb_threads: int | None = None) -> Starlette:
+        duckdb_threads: int | str | None = "auto") -> Starlette:
     """The analyst service over `owner` (a `pcor_sql.Owner` on a DuckDB connection or a
     SparkSession, with its ledger) as an ASGI app: run it under uvicorn (`pcor-sql serve`), or
     mount it in the owner's own Starlette/FastAPI app. `min_epsilon`: the smallest ε per
@@ -308,14 +317,16 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     `audit`: where one line per request goes (`owner_plane.AuditLog`; default: memory only);
     `processes`: each worker's searches run in a search process of its own, started at start-up
     (`worker_pool`; DESIGN.md §10) — default: on Linux over DuckDB (a Spark owner's searches read
-    windows through Spark and stay in the threads); `duckdb_threads`: DuckDB's `threads` once
-    the summaries are built (None: as it is) — in-process a light request costs 13–26% less CPU
-    on one thread than on DuckDB's pool (`python -m benchmarks.duckdb_threads`; through the
-    service on 2 cores, within the noise), but a summary rebuilt while serving (the table
-    changed) then builds on that many.
+    windows through Spark and stay in the threads); `duckdb_threads`: DuckDB's `threads` while
+    serving, once the summaries are built — "auto" (the default): its setting at start-up (every
+    core, unless the owner lowered it) divided among the workers, at least 1; a whole number; or
+    None: as it is. A summary built while serving (the table changed) raises it back for the
+    build (`engine.build_threads.ServingThreads`). On 2 cores, two workers answered 4–13% more
+    light requests a second on one DuckDB thread than on two (`python -m benchmarks service
+    --duckdb-threads 1`; BENCHMARKS.md).
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
     for name, value in (("max_keys", max_keys), ("max_body", max_body), ("max_text", max_text), ("workers", workers),
-                        ("duckdb_threads", 1 if duckdb_threads is None else duckdb_threads)):
+                        ("duckdb_threads", 1 if duckdb_threads in (None, "auto") else duckdb_threads)):
         if type(value) is not int or value < 1:
             raise UserError(f"{name} must be a whole number ≥ 1, got {value!r}", f"e.g. {name}=100")
     if max_work is not None and (type(max_work) is not int or max_work < 1):
@@ -338,7 +349,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
         if processes:
             await anyio.to_thread.run_sync(service.pool.share_summaries)
         if duckdb_threads is not None and owner.session.access.engine == Engine.DUCKDB:
-            owner.con.execute(f"SET threads = {duckdb_threads}")  # after the build: it used every core
+            service.serve_threads(duckdb_threads)  # after the warm-up's builds: they used every core
         try:
             yield
         finally:

@@ -90,14 +90,23 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
 def test_the_scaling_run_with_other_clients(tmp_path, clients_as):
     """A process per client, or threads on the standard library's http.client (and the service
     on one DuckDB thread)."""
+    asked = "1" if clients_as == "processes" else "auto,1"
     result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
-                 "--clients-as", clients_as, "--duckdb-threads", "1", "--workdir", str(tmp_path / "work"),
+                 "--clients-as", clients_as, "--duckdb-threads", asked, "--workdir", str(tmp_path / "work"),
                  "--out-dir", str(tmp_path / "out"))
     assert result.exit_code == 0, (result.stdout, result.stderr)
     saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))
     assert saved["clients_as"] == clients_as and f"({clients_as})" in result.stdout
-    assert saved["duckdb_threads"] == 1 and "--duckdb-threads 1" in saved["command"]
+    assert saved["duckdb_threads"] == asked.split(",") and f"--duckdb-threads {asked}" in saved["command"]
+    assert [(r["duckdb_threads"], r["workers"]) for r in saved["runs"]] == [
+        (t, w) for t in asked.split(",") for w in (1, 2)]
     assert all(r["answered"] == 4 and len(r["latencies"]) == 4 and r["cpu_s"]["clients"] > 0 for r in saved["runs"])
+    if "auto" in asked:  # each row names its setting, and what auto came to on this machine
+        assert "auto (" in result.stdout
+
+
+def test_bad_duckdb_threads_are_one_line():
+    assert_error(run("service", "--workers", "1,2", "--duckdb-threads", "auto,0"), "--duckdb-threads takes auto")
 
 
 def test_the_cpu_split_counts_a_childs_work():

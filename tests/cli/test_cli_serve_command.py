@@ -9,7 +9,8 @@ from tests.cli.cli_helpers import assert_error, invoke
 
 
 @pytest.mark.parametrize("args, needles", [
-    (["--duckdb-threads", "0"], ["--duckdb-threads must be ≥ 1", "--duckdb-threads 1"]),
+    (["--duckdb-threads", "0"], ["--duckdb-threads must be auto or a whole number ≥ 1", "--duckdb-threads auto"]),
+    (["--duckdb-threads", "many"], ["--duckdb-threads must be auto or a whole number ≥ 1", "got 'many'"]),
     (["--max-work", "0"], ["--max-work must be ≥ 1"]),
     (["--searches", "cores"], ["--searches must be processes or threads"]),
     (["--ssl-keyfile", "key.pem"], ["TLS needs both"]),

@@ -207,3 +207,26 @@ def test_macros_named_like_the_builtins_change_nothing():
     con.execute("CREATE MACRO current_setting(x) AS 'seven'")
     assert duckdb_threads(con) == int(con.execute("SELECT system.main.current_setting('threads')").fetchall()[0][0])
     assert_same(before, new_build(con, schema, 2))
+
+
+def test_serving_threads_are_raised_while_any_build_runs():
+    """`ServingThreads`: DuckDB serves on `serving` threads; the first of overlapping builds raises
+    the setting to `building`, the last lowers it again; nothing changes when serving ≥ building."""
+    from pcor_sql.engine.build_threads import ServingThreads
+
+    con = duckdb.connect()
+    threads = ServingThreads(con, 1, 3)
+    assert duckdb_threads(con) == 1
+    with threads.building():
+        assert duckdb_threads(con) == 3
+        with threads.building():
+            assert duckdb_threads(con) == 3
+        assert duckdb_threads(con) == 3  # another build still runs
+    assert duckdb_threads(con) == 1
+    with pytest.raises(RuntimeError), threads.building():
+        raise RuntimeError("a build that fails")
+    assert duckdb_threads(con) == 1
+    wide = ServingThreads(con, 4, 2)
+    with wide.building():
+        assert duckdb_threads(con) == 4
+    assert duckdb_threads(con) == 4

@@ -115,31 +115,53 @@ def test_a_search_process_that_cannot_start_leaves_its_worker_searching_in_its_t
         pool.close()
 
 
-@pytest.mark.parametrize("threads", [None, 1])
-def test_duckdb_threads_are_set_once_the_summaries_are_built(owner, monkeypatch, threads):
+@pytest.mark.parametrize("threads, serving", [(None, 3), (1, 1), ("auto", 1)])
+def test_duckdb_threads_are_set_once_the_summaries_are_built(owner, monkeypatch, threads, serving):
     """`duckdb_threads`: the warm-up builds on DuckDB's own setting, the service then serves on the
-    one asked for (the owner's listener shows it); None leaves it as it was."""
+    one asked for (the owner's listener shows it): auto divides the setting among the workers
+    (3 // 2); None leaves it as it was."""
     from pcor_sql.service.http_app import Service
     from pcor_sql.service.owner_app import owner_app
     from tests.service.live_server import live_listeners
 
-    def setting() -> int:
-        return int(owner.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-
     owner.con.execute("SET threads = 3")
     seen, real = [], Service.warm
-    monkeypatch.setattr(Service, "warm", lambda self: (seen.append(setting()), real(self))[1])
-    analysts = app(owner, workers=1, processes=False, duckdb_threads=threads)
+    monkeypatch.setattr(Service, "warm", lambda self: (seen.append(setting(owner)), real(self))[1])
+    analysts = app(owner, workers=2, processes=False, duckdb_threads=threads)
     owners = owner_app(analysts.state.service, "owner-token-for-the-test")
     with live_listeners(analysts, owners) as (url, owner_url):
         assert explain(url, owner.token).status_code == 200
         shown = httpx.get(owner_url + "/v1/owner/workers", timeout=30,
                           headers={"Authorization": "Bearer owner-token-for-the-test"}).json()["duckdb_threads"]
-    assert seen == [3] and shown == setting() == (3 if threads is None else threads)
+    assert seen == [3] and shown == setting(owner) == serving
+
+
+def test_a_summary_built_while_serving_uses_every_core_again(owner, monkeypatch):
+    """Served on one DuckDB thread (auto: 4 // 4 workers), a summary rebuilt while serving (here:
+    every worker's cache dropped) is built on the owner's 4 threads, and serving goes on on 1."""
+    from pcor_sql.backends.duckdb_access import DuckDBAccess
+
+    owner.con.execute("SET threads = 4")
+    during, real = [], DuckDBAccess.summary
+    monkeypatch.setattr(DuckDBAccess, "summary", lambda self, *a, **k: (during.append(setting(owner)), real(self, *a, **k))[1])
+    served = app(owner, workers=4, processes=False)
+    with live_server(served) as url:
+        assert explain(url, owner.token).status_code == 200
+        assert setting(owner) == 1
+        for session in served.state.service.pool.sessions():
+            session._summaries.clear()
+        during.clear()
+        assert explain(url, owner.token).status_code == 200
+        assert during == [4] and setting(owner) == 1
+
+
+def setting(owner) -> int:
+    return int(owner.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
 
 
 def test_duckdb_threads_below_one_are_refused(owner):
     from pcor_sql.errors import UserError
 
-    with pytest.raises(UserError, match="duckdb_threads must be a whole number ≥ 1"):
-        app(owner, duckdb_threads=0)
+    for bad in (0, "all", 2.0):
+        with pytest.raises(UserError, match="duckdb_threads must be a whole number ≥ 1"):
+            app(owner, duckdb_threads=bad)
