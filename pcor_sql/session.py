@@ -17,6 +17,7 @@ make a new Session to read fresh data.
 from __future__ import annotations
 
 import contextlib
+import copy
 import warnings
 from typing import Any, Callable, ContextManager
 
@@ -252,6 +253,17 @@ class Session:
             )
         return self._schemas[key]
 
+    def reading_nothing(self) -> "Session":
+        """A Session like this one whose data access refuses every use (`NotKept`: see
+        `ledger.admission_memory.kept_only`): for the service's admissions tried on its event loop,
+        where no statement may run."""
+        self.__dict__.setdefault("_key_kinds", {})  # shared: what this Session learns of key types, the twin uses
+        twin = copy.copy(self)
+        twin._ledger = self.ledger()  # opened here, where the access may still be used
+        twin._schemas, twin._summaries = {}, {}
+        twin.access = _ReadsNothing(self.access)
+        return twin
+
     def summary(self, schema: Schema, *, with_values: bool = False, progress: Progress | None = None) -> CellSummary:
         """The per-cell summary of `schema`'s relation, built once per Session. `with_values`
         reads the sorted metric in the same query (LOF and histogram need it; one statement
@@ -288,3 +300,16 @@ def _expect(request: Any, cls: type, method: str) -> None:
             f"Session.{method} takes an {cls.__name__}, got {type(request).__name__}",
             "build one with pcor_sql.outlier_request(...) / pcor_sql.anomaly_request(...)",
         )
+
+
+class _ReadsNothing:
+    """A data access that says what its engine is and serves (constants: checking a verifier
+    needs them) and refuses every other use (`Session.reading_nothing`)."""
+
+    def __init__(self, real: Any):
+        self.engine, self.serves = real.engine, real.serves
+
+    def __getattr__(self, name: str) -> Any:
+        from pcor_sql.ledger.admission_memory import NotKept
+
+        raise NotKept()

@@ -27,12 +27,18 @@ milliseconds more) depends on how much anyone charged since — data independent
 request that waits in line, which shows the others' load more plainly than that.
 
 The memory holds at most `SIZE` answers of each kind; past that it starts empty again.
+
+`kept_only()`: while it is on (in this context), every read the memory or the ledger would make
+raises `NotKept` instead — so an admission can be tried where no statement may run (the
+service's event loop, saving a thread's round trip) and run where reads may when it needs one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from pcor_sql.errors import UserError
@@ -46,6 +52,31 @@ KEYS_SIZE = 65536
 
 _charged_lock = threading.Lock()
 _charged = [0.0]
+
+
+_kept_only: contextvars.ContextVar[bool] = contextvars.ContextVar("pcor_sql_kept_only", default=False)
+
+
+class NotKept(BaseException):
+    """A read was needed while `kept_only()` is on. A BaseException: no `except Exception` on the
+    way (one that turns failures into one-line errors) takes it for the request's fault."""
+
+
+@contextlib.contextmanager
+def kept_only() -> Iterator[None]:
+    """Within it, `refuse_reads()` (called before every read of the memory and of the ledger)
+    raises `NotKept`."""
+    token = _kept_only.set(True)
+    try:
+        yield
+    finally:
+        _kept_only.reset(token)
+
+
+def refuse_reads() -> None:
+    """Raise `NotKept` within `kept_only()`; nothing otherwise."""
+    if _kept_only.get():
+        raise NotKept()
 
 
 def note_charged(epsilon: float) -> None:
@@ -76,6 +107,7 @@ class AdmissionMemory:
             kept = self._datasets.get((analyst, name))
         if kept is not None:
             return kept
+        refuse_reads()
         found = read()
         if found is not None:
             self._keep(self._datasets, (analyst, name), found)
@@ -91,6 +123,7 @@ class AdmissionMemory:
             known = self._keys.get((analyst, name))
         if known is not None and wanted <= known:
             return True
+        refuse_reads()
         found = read()
         if found is not None and len(found) <= KEYS_SIZE:
             self._keep(self._keys, (analyst, name), found)
@@ -109,6 +142,7 @@ class AdmissionMemory:
                 return
             except UserError:  # any refusal (BudgetExceeded above all): never from memory, read afresh
                 pass
+        refuse_reads()
         at = charged_now()  # before the read: a charge committed meanwhile is counted twice, never missed
         state = read()
         self._keep(self._checks, (analyst, what), (state, at))

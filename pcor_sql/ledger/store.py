@@ -47,7 +47,7 @@ import duckdb
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.ledger import consistency
-from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged
+from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged, refuse_reads
 from pcor_sql.ledger.charge_rules import ChargeItem, Tables, checked_batch, unit_names, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
 from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
@@ -335,6 +335,7 @@ class Ledger:
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         # A DuckDB connection is not safe to use from several threads at once; making cursors
         # from it is serialised here, and each cursor is used by one call only.
+        refuse_reads()  # every statement of the ledger starts here (`admission_memory.kept_only`)
         with self._cursor_lock:
             return self._con.cursor()
 

@@ -155,3 +155,45 @@ def test_the_memory_never_refuses_what_a_fresh_check_admits(steps):
                     assert with_memory == fresh
     finally:
         con.close()
+
+
+def test_within_kept_only_a_read_raises_not_kept_and_nothing_is_kept():
+    """`kept_only()`: the memory answers what it keeps; where it would read (and wherever the
+    ledger would run a statement) it raises NotKept — a BaseException, which no `except Exception`
+    takes for the request's fault — and keeps nothing."""
+    from pcor_sql.ledger.admission_memory import NotKept, kept_only, refuse_reads
+
+    memory = AdmissionMemory()
+    reads: list[str] = []
+    with kept_only(), pytest.raises(NotKept):
+        memory.dataset("ann", "staff", lambda: reads.append("staff") or "row")
+    assert reads == [] and not issubclass(NotKept, Exception)
+    assert memory.dataset("ann", "staff", lambda: reads.append("staff") or "row") == "row"
+    with kept_only():
+        assert memory.dataset("ann", "staff", lambda: reads.append("again") or "other") == "row"
+        with pytest.raises(NotKept):
+            memory.releasable("ann", "staff", ["7"], lambda: frozenset({"7"}))
+        with pytest.raises(NotKept):
+            memory.check("ann", "quota", lambda: 1.0, lambda state, raised: None)
+    assert reads == ["staff"]
+    refuse_reads()  # outside: nothing happens
+
+
+def test_within_kept_only_the_ledger_and_a_reading_nothing_session_run_no_statement():
+    import duckdb
+
+    from pcor_sql.ledger.admission_memory import NotKept, kept_only
+    from pcor_sql.session import Session
+
+    con = duckdb.connect()
+    ledger = Ledger(con, warn=lambda message: None)
+    session = Session(con.cursor(), ledger=ledger, warn=lambda message: None)
+    twin = session.reading_nothing()
+    assert twin.ledger() is ledger and twin.registry is session.registry
+    with kept_only():
+        with pytest.raises(NotKept):
+            ledger.read("SELECT 1", [])
+        with pytest.raises(NotKept):
+            twin.access.parser
+    assert ledger.read("SELECT 1", []) == [(1,)] and session.access.parser is not None
+    con.close()

@@ -161,11 +161,19 @@ def test_a_request_that_finds_a_worker_free_is_not_admitted_twice(served, monkey
     assert out["held"].status_code == 200, out["held"].text
 
 
-def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afresh(served, ledger_reads):
+def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afresh(served, ledger_reads,
+                                                                                    monkeypatch):
     """What an admission read is kept for its analyst (`ledger.admission_memory`): dave's second
-    waiting request is admitted reading nothing at all; once his own charge used his quota
-    (and the worker refused the request admitted beside it), his next one is refused at once."""
+    waiting request is admitted reading nothing at all, on the event loop (no admission thread);
+    once his own charge used his quota (and the worker refused the request admitted beside it),
+    his next one is refused at once."""
+    from pcor_sql.analyst import Analyst
+
     owner, service, client, tokens, gate = served
+    where: list[str] = []
+    real = Analyst.admit
+    monkeypatch.setattr(Analyst, "admit", lambda self, *a, **k: (where.append(threading.current_thread().name),
+                                                                 real(self, *a, **k))[1])
     thread, out = hold_the_worker(client, tokens, gate)
     answers: list[httpx.Response] = []
     asking = [threading.Thread(target=lambda: answers.append(post(client, tokens["dave"], "/v1/explain",
@@ -180,6 +188,7 @@ def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afr
                 time.sleep(0.01)
             counts.append(ledger_reads[0] - before)
         assert counts == [4, 0], counts  # token, dataset, key, quota; then nothing (the token is kept too)
+        assert where[0].startswith("pcor-worker-") and not where[1].startswith("pcor-worker-"), where
     finally:
         gate.opened.set()
         for t in (thread, *asking):
