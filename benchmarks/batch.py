@@ -7,9 +7,13 @@ handing searches to workers added work: (CPU at N − CPU at 1) / records is the
 Memory. A worker forked after the summary is built shares its pages with the owning process, so
 the sum of the processes' RSS counts every shared page once per process: it overstates what the
 machine holds. PSS (proportional set size, /proc/PID/smaps_rollup) charges a page shared by k
-processes 1/k to each, so the sum of PSS is the memory in use. Both are sampled every 20 ms
+processes 1/k to each, so the sum of PSS is the memory in use. Both are sampled every 250 ms
 (the kernel keeps no peak PSS) and the largest sums are reported, beside the owning process's
-own VmHWM.
+own VmHWM. Reading smaps_rollup walks a process's page tables: 1.6 ms of kernel CPU for the
+owning process at 1M rows, so sampling three processes every 20 ms (as this did before) took
+about a fifth of a core, which the workers then lacked — on 2 cores, a tenth of the speed-up.
+Every 250 ms it is ~2% of a core; the peak is the summary held through the searches, a plateau
+that lasts the batch. The sampler's own CPU seconds are saved (`sampler_cpu_s`).
 
 The table is the scale benchmark's `base` shape (1,200 cells, `benchmarks/scale_tables.py`);
 the records are the rows furthest above their cell's mean (`benchmarks.scale.other_records`),
@@ -37,8 +41,8 @@ from typing import Any
 class MemorySampler:
     """The largest sums of RSS and of PSS over this process and its children, sampled."""
 
-    def __init__(self, every_s: float = 0.02):
-        self.every_s, self.peak_rss, self.peak_pss = every_s, 0, 0
+    def __init__(self, every_s: float = 0.25):
+        self.every_s, self.peak_rss, self.peak_pss, self.cpu_s = every_s, 0, 0, 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -52,8 +56,10 @@ class MemorySampler:
         self.sample()
 
     def _run(self) -> None:
+        self.sample()  # the start: a batch shorter than a period still has a sample of its own
         while not self._stop.wait(self.every_s):
             self.sample()
+        self.cpu_s = time.thread_time()
 
     def sample(self) -> None:
         rss = pss = 0
@@ -124,7 +130,7 @@ def measure(path: str, records: int, workers: int, seed: int) -> dict[str, Any]:
         "released": sum(1 for r in results if r.released),
         "outputs": [r.predicate if r.released else r.reason for r in results],
         "peak_rss_sum_bytes": memory.peak_rss, "peak_pss_sum_bytes": memory.peak_pss,
-        "owner_vmhwm_bytes": peak_rss_bytes(),
+        "owner_vmhwm_bytes": peak_rss_bytes(), "sampler_cpu_s": memory.cpu_s,
     }
     con.close()
     return out

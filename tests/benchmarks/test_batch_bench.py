@@ -23,6 +23,7 @@ def test_the_sampler_counts_a_forked_childs_shared_pages_once_in_pss():
         memory.sample()
         os.waitpid(pid, 0)
     assert memory.peak_rss - memory.peak_pss > 32 * 2**20
+    assert memory.cpu_s > 0  # what the sampling cost, saved beside the figures
 
 
 def test_the_table_divides_by_one_worker_and_flags_outputs_that_differ():
