@@ -38,6 +38,7 @@ from typing import Any, Callable, TypeVar
 import anyio
 import duckdb
 
+from pcor_sql.core.work import Stopping
 from pcor_sql.session import Session
 
 _T = TypeVar("_T")
@@ -46,6 +47,13 @@ LOG = logging.getLogger("pcor_sql.service")
 
 def _log_warning(message: str) -> None:
     LOG.warning("%s", message)
+
+
+def _answer(job: _Job, outcome: tuple[bool, Any]) -> None:
+    try:
+        job.loop.call_soon_threadsafe(_settle, job.future, outcome)
+    except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer
+        pass
 
 
 def _settle(future: "asyncio.Future[Any]", outcome: tuple[bool, Any]) -> None:
@@ -90,11 +98,14 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._running = self._waiting = 0
         self._threads: list[threading.Thread] = []
+        self._closed = False
 
     async def run(self, work: Callable[[Session], _T]) -> _T:
         """`work(session)` in a worker thread with a Session of its own; waits for a free one."""
         job = _Job(work, asyncio.get_running_loop())
         with self._lock:
+            if self._closed:
+                raise Stopping()  # the service stopped: a 503, as for an interrupted request
             if not self._threads:
                 self._threads = [threading.Thread(target=self._serve, args=(s,), name=f"pcor-worker-{i}", daemon=True)
                                  for i, s in enumerate(self._sessions)]
@@ -138,10 +149,7 @@ class WorkerPool:
                 outcome = (False, exc)
             with self._lock:
                 self._running -= 1
-            try:
-                job.loop.call_soon_threadsafe(_settle, job.future, outcome)
-            except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer
-                pass
+            _answer(job, outcome)
 
     def sessions(self) -> list[Session]:
         """Every Session, for work done before serving (nothing else holds one then)."""
@@ -213,7 +221,21 @@ class WorkerPool:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
-        threads, self._threads = self._threads, []
+        with self._lock:
+            self._closed = True
+            threads, self._threads = self._threads, []
+        while True:  # requests still in line never run: each ends as interrupted by the stop
+            try:
+                job = self._line.get_nowait()
+            except queue.Empty:
+                break
+            with self._lock:
+                taken = job is not None and job.state == "waiting"
+                if taken:
+                    job.state = "dropped"
+                    self._waiting -= 1
+            if taken:
+                _answer(job, (False, Stopping()))
         for _ in threads:
             self._line.put(None)
         for cursor in self._cursors:

@@ -144,3 +144,45 @@ def test_close_ends_the_threads():
         thread.join(WAIT_S)
     assert not any(t.is_alive() for t in threads)
     owner.con.close()
+
+
+def test_closing_ends_the_requests_in_line_as_interrupted_and_refuses_new_ones():
+    """A request still in line when the pool closes never runs: it ends with `Stopping` (the
+    service answers 503, interrupted), as does one that arrives after; the running one finishes."""
+    from pcor_sql.core.work import Stopping
+
+    owner = SimpleNamespace(con=duckdb.connect(), ledger=None, session=SimpleNamespace(registry=None))
+    one = WorkerPool(owner, 1)
+    started, release, ran = threading.Event(), threading.Event(), []
+
+    def slow(session):
+        started.set()
+        release.wait(WAIT_S)
+        return "finished"
+
+    async def caught(work):
+        # As the service's handler does (`http_plumbing`): within the request's own task, since a
+        # KeyboardInterrupt (Stopping is one) that leaves a task stops the event loop itself.
+        try:
+            return await one.run(work)
+        except Stopping:
+            return "interrupted"
+
+    async def main():
+        running = asyncio.ensure_future(caught(slow))
+        waiting = asyncio.ensure_future(caught(lambda s: ran.append("late")))
+        for _ in range(int(WAIT_S * 100)):
+            if started.is_set() and one.load() == (1, 1):
+                break
+            await asyncio.sleep(0.01)
+        one.close()
+        assert await waiting == "interrupted"
+        assert await caught(lambda s: ran.append("after")) == "interrupted"
+        release.set()
+        return await running
+
+    try:
+        assert asyncio.run(main()) == "finished"
+        assert ran == [] and one.load() == (0, 0)
+    finally:
+        owner.con.close()
