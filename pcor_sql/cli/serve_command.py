@@ -34,7 +34,7 @@ def serve(
         "over DuckDB on Linux: every core) or the workers' threads (one interpreter).")] = "processes",
     duckdb_threads: Annotated[str, typer.Option(
         "--duckdb-threads", metavar="auto|N", help="DuckDB's threads once the summaries are built. auto: its "
-        "setting (every core) divided among the --workers, at least 1 — two workers on 2 cores answered 4–13% more "
+        "setting (every core) divided among the --workers, at least 1 — two workers on 2 cores answered 5–10% more "
         "light requests a second on one thread than on two. A summary rebuilt while serving uses every core.")] = "auto",
     max_work: Annotated[int, typer.Option(
         "--max-work", metavar="N", help="The most validity checks + EM candidates one request's search may use "

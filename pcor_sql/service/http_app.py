@@ -337,7 +337,7 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
     serving, once the summaries are built — "auto" (the default): its setting at start-up (every
     core, unless the owner lowered it) divided among the workers, at least 1; a whole number; or
     None: as it is. A summary built while serving (the table changed) raises it back for the
-    build (`engine.build_threads.ServingThreads`). On 2 cores, two workers answered 4–13% more
+    build (`engine.build_threads.ServingThreads`). On 2 cores, two workers answered 5–10% more
     light requests a second on one DuckDB thread than on two (`python -m benchmarks service
     --duckdb-threads 1`; BENCHMARKS.md).
     `app.state.service.stop()` interrupts running requests (SIGTERM does it under `serve`)."""
