@@ -114,18 +114,18 @@ class WorkerPool:
             self._waiting += 1
         self._line.put(job)
         try:
-            await asyncio.shield(job.future)  # cancelling the request never cancels the work itself
+            return await asyncio.shield(job.future)  # cancelling the request never cancels the work itself
         except BaseException:
-            with self._lock:
-                dropped = job.state == "waiting"
-                if dropped:  # no thread took it: it never runs
-                    job.state = "dropped"
-                    self._waiting -= 1
-            if not dropped:  # it runs: charged and recorded; the request ends cancelled once it has
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait([job.future])
+            if not job.future.done():  # the request was cancelled, not the work
+                with self._lock:
+                    dropped = job.state == "waiting"
+                    if dropped:  # no thread took it: it never runs
+                        job.state = "dropped"
+                        self._waiting -= 1
+                if not dropped:  # it runs: charged and recorded; the request ends cancelled once it has
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait([job.future])
             raise
-        return job.future.result()
 
     def load(self) -> tuple[int, int]:
         """(requests running, requests waiting for a Session) now."""
