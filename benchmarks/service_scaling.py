@@ -256,7 +256,8 @@ def scaling_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
         cpu = {k: sum(r.get("cpu_s", {}).get(k, 0.0) for r in runs) * 1000 / answered
                for k in ("server", "searches", "clients")}
         rows.append((mode, str(workers), served_threads(threads, workers), f"{rate:.2f}", f"{rate / base:.2f}×",
-                     seconds(p50), seconds(p95), f"{p50 / ref:.1f}×", " + ".join(f"{cpu[k]:.1f}" for k in cpu) + f" = {sum(cpu.values()):.1f}",
+                     seconds(p50), seconds(p95), f"{p50 / ref:.1f}×",
+                     " + ".join(f"{cpu[k]:.1f}" for k in cpu) + f" = {sum(cpu.values()):.1f}",
                      f"{min(loads):.1f}–{max(loads):.1f}"))
     return rows
 

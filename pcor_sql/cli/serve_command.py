@@ -83,7 +83,8 @@ def serve(
         raise UserError(f"--max-work must be ≥ 1, got {max_work}", f"e.g. --max-work {DEFAULT_MAX_WORK}")
     if searches not in ("processes", "threads"):
         raise UserError(f"--searches must be processes or threads, got {searches!r}", "e.g. --searches processes")
-    if duckdb_threads != "auto" and not (duckdb_threads.isascii() and duckdb_threads.isdigit() and int(duckdb_threads) >= 1):
+    whole = duckdb_threads.isascii() and duckdb_threads.isdigit() and int(duckdb_threads) >= 1
+    if duckdb_threads != "auto" and not whole:
         raise UserError(f"--duckdb-threads must be auto or a whole number ≥ 1, got {duckdb_threads!r}",
                         "e.g. --duckdb-threads auto")
     owner_port = port + 1 if owner_port is None else owner_port

@@ -116,16 +116,21 @@ class WorkerPool:
         try:
             return await asyncio.shield(job.future)  # cancelling the request never cancels the work itself
         except BaseException:
-            if not job.future.done():  # the request was cancelled, not the work
-                with self._lock:
-                    dropped = job.state == "waiting"
-                    if dropped:  # no thread took it: it never runs
-                        job.state = "dropped"
-                        self._waiting -= 1
-                if not dropped:  # it runs: charged and recorded; the request ends cancelled once it has
-                    with anyio.CancelScope(shield=True):
-                        await asyncio.wait([job.future])
+            # The request was cancelled, not the work: a job no thread took never runs; one that
+            # runs is charged and recorded, and the request ends cancelled once it has.
+            if not job.future.done() and not self._drop(job):
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([job.future])
             raise
+
+    def _drop(self, job: _Job) -> bool:
+        """Take `job` out of the line if no thread took it yet (True: it will never run)."""
+        with self._lock:
+            if job.state != "waiting":
+                return False
+            job.state = "dropped"
+            self._waiting -= 1
+            return True
 
     def load(self) -> tuple[int, int]:
         """(requests running, requests waiting for a Session) now."""
@@ -229,12 +234,7 @@ class WorkerPool:
                 job = self._line.get_nowait()
             except queue.Empty:
                 break
-            with self._lock:
-                taken = job is not None and job.state == "waiting"
-                if taken:
-                    job.state = "dropped"
-                    self._waiting -= 1
-            if taken:
+            if job is not None and self._drop(job):
                 _answer(job, (False, Stopping()))
         for _ in threads:
             self._line.put(None)

@@ -143,7 +143,8 @@ def test_a_summary_built_while_serving_uses_every_core_again(owner, monkeypatch)
 
     owner.con.execute("SET threads = 4")
     during, real = [], DuckDBAccess.summary
-    monkeypatch.setattr(DuckDBAccess, "summary", lambda self, *a, **k: (during.append(setting(owner)), real(self, *a, **k))[1])
+    monkeypatch.setattr(DuckDBAccess, "summary",
+                        lambda self, *a, **k: (during.append(setting(owner)), real(self, *a, **k))[1])
     served = app(owner, workers=4, processes=False)
     with live_server(served) as url:
         assert explain(url, owner.token).status_code == 200
