@@ -1,10 +1,9 @@
-"""`python -m benchmarks batch` (issue 29): a tiny run end to end, its table's ratios, the memory
+"""`python -m benchmarks batch` (DESIGN.md §10): a tiny run end to end, its table's ratios, the memory
 sampler's sums (a forked child's shared pages count once in PSS, per process in RSS), option errors."""
 
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -14,14 +13,21 @@ from tests.benchmarks.app_helpers import assert_error, invoke as run
 
 def test_the_sampler_counts_a_forked_childs_shared_pages_once_in_pss():
     shared = np.ones(64 * 2**20 // 8)  # 64 MiB, written before the fork: shared, not copied
+    # The child lives until the parent has sampled it (a pipe, not a sleep: under load a child
+    # that exits after a fixed time can be gone before the sample).
+    read_end, write_end = os.pipe()
     with MemorySampler(every_s=0.01) as memory:
         pid = os.fork()
         if pid == 0:
-            time.sleep(0.5 + float(shared[0]) * 0)
+            os.close(write_end)
+            os.read(read_end, 1 + int(shared[0]) * 0)  # the shared array stays mapped until then
             os._exit(0)
-        time.sleep(0.3)
-        memory.sample()
-        os.waitpid(pid, 0)
+        os.close(read_end)
+        try:
+            memory.sample()
+        finally:
+            os.close(write_end)  # the child's read returns: it exits
+            os.waitpid(pid, 0)
     assert memory.peak_rss - memory.peak_pss > 32 * 2**20
     assert memory.cpu_s > 0  # what the sampling cost, saved beside the figures
 
