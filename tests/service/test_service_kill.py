@@ -1,6 +1,6 @@
-"""Kill -9 the service in the middle of a burst, then restart it (issue 19 "Bad input", DESIGN.md
-§8 "A service killed mid-request shows nothing uncharged; on restart the history shows the
-request as interrupted").
+"""Kill -9 the service in the middle of a burst, then restart it (DESIGN.md §8 "Concurrency": a
+service killed mid-request shows nothing uncharged; on restart the history shows the request as
+interrupted).
 
 `pcor-sql serve` runs as a child process on a DuckDB file; six analysts fire slow requests
 (LOF, twenty-four keys each) at once; once some answers have come back and the history shows requests

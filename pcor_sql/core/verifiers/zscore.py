@@ -2,7 +2,7 @@
 
 It reads moments only, so it has three equal forms: `ZScore.check` on a Population,
 `zscore_check_many` over moment arrays, and `ZScore.sql`, a boolean SQL aggregate the engine
-can evaluate inside DuckDB (DESIGN.md §2: "pure SQL aggregate").
+can evaluate inside DuckDB (DESIGN.md §2 "Verifiers": z-score is a pure SQL aggregate).
 
 Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
 """
