@@ -106,7 +106,8 @@ def keys_of(keys: Any) -> tuple[Any, ...]:
         raise UserError("keys must be a plain list of key values", "e.g. [42, 43]")
     out: list[Any] = []
     for key in keys:
-        # Exact types: a subclass of int or str could say anything about itself (issue 19).
+        # Exact types: a subclass of int or str could say anything about itself (DESIGN.md §6 "Only data
+        # crosses the boundary").
         if type(key) not in (int, float, str) or (type(key) is float and not math.isfinite(key)):
             raise UserError(f"a key must be a plain number or string, got {type(key).__name__}", "pass e.g. 42 or 'a17'")
         if type(key) is str:

@@ -1,5 +1,5 @@
 """Per-cell windows around V's value read in two scans: what `sqltext.build.cell_windows` asks
-for, without grouping and ranking the whole table (issue 22).
+for, without grouping and ranking the whole table (`python -m benchmarks spark-scale`).
 
 `cell_windows` groups every row by (cell, value) and ranks each cell's side: on Spark two full
 shuffles of the table (83% of a fresh 10M-row LOF release). Here the same rows come from:

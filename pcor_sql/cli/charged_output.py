@@ -1,5 +1,6 @@
 """Where a charged command writes, checked before the charge, and what happens when writing
-fails after it: a release that was paid for is shown (issue 30).
+fails after it: a release that was paid for is shown (DESIGN.md §6
+"Reserve, then read": the owner's charge stands once the release is computed).
 
 Before the reservation: standard output is open, and every picture path can be written (its
 directory exists and is writable, matplotlib writes its suffix). After it, what cannot be

@@ -1,4 +1,4 @@
-"""Compiled steps of the per-cell summary build (issue 29, item 4): a counting sort of rows by
+"""Compiled steps of the per-cell summary build (DESIGN.md §10 "Building the summary"): a counting sort of rows by
 cell, the sort of short runs and each sorted run's moments, over numpy buffers, releasing the GIL (`jit.compiled`), so
 that the engine runs them on blocks of rows or cells in as many threads as DuckDB's `threads`
 setting allows (`engine.counting_runs`, `engine.run_sorting`).

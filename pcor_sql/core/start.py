@@ -75,7 +75,7 @@ def find_start(
        each once, on a small lattice).
 
     Whenever the sweep from the top meets a valid context within the checks step 2 allows, the
-    start is the one the search before issue 22 returned (a top-down sweep of up to 2,000
+    start is the one the earlier search returned (tests/core/test_start.py keeps it) (a top-down sweep of up to 2,000
     checks, then a lockstep with a sweep up from V's cell): the same sweep in the same order.
     When it does not, the start is the record's near context — on the scale tables V's own
     cell, as before, but after 300 checks instead of 2,001 (BENCHMARKS.md, scale). No search with fewer checks
@@ -106,7 +106,8 @@ class _Sweep:
     eager sweep's order exactly — the neighbours of the contexts expanded earlier are all
     drawn, and so marked met, before any of a later one's — while a sweep that stops after a
     few thousand checks on a space of thousands of values builds a few thousand neighbours,
-    not checks × free bits of them (issue 28: 25 million on a 5,000-value attribute)."""
+    not checks × free bits of them (25 million on a 5,000-value attribute: `python -m benchmarks scale
+    --cases wide5000`)."""
 
     __slots__ = ("space", "queue", "seen", "found", "next")
 

@@ -1,5 +1,5 @@
-"""How many threads the per-cell summary build uses, and blocks of work run in them (issue 29,
-item 4; DESIGN.md §10: building the per-cell summary uses every core).
+"""How many threads the per-cell summary build uses, and blocks of work run in them (DESIGN.md
+§10 "Building the summary": it uses every core; `python -m benchmarks.summary_threads` measures it).
 
 The build follows the connection's DuckDB `threads` setting, so an owner who limits DuckDB
 (`SET threads = 2`) limits the build too, and DuckDB's default (every core) uses every core.
@@ -57,7 +57,7 @@ class ServingThreads:
     read a few rows each, and a pool woken for each costs more CPU than it saves once the
     service's workers keep every core busy: `python -m benchmarks service --duckdb-threads`),
     raised to `building` while any summary is built (`building()`, around `Session.summary`),
-    so a summary rebuilt while serving still uses every core (issue 29, item 4). The setting is
+    so a summary rebuilt while serving still uses every core (DESIGN.md §10). The setting is
     global to the database: builds are counted, and the first raises it, the last lowers it."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, serving: int, building: int):

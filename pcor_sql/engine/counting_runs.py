@@ -1,8 +1,9 @@
-"""The per-cell sorted runs from one flat scan and a counting sort by cell (issue 22, item 3).
+"""The per-cell sorted runs from one flat scan and a counting sort by cell (DESIGN.md §10
+"Building the summary").
 
 The GROUP BY that lists each cell's values (`sqltext.build.cell_lists`) makes DuckDB build a
 list per cell in its hash table and convert the lists to Arrow: 277 of the 405 ms a 10M-row
-summary took (issue 22's profile). When every context attribute is an ENUM, its values come
+summary took (`python -m benchmarks.profile_release`). When every context attribute is an ENUM, its values come
 out of a plain `SELECT enum_code(a), ..., metric` as their codes, so the cell of each row is
 a mixed-radix key of small integers, and the rows are partitioned by cell without a GROUP BY:
 
@@ -15,7 +16,8 @@ a mixed-radix key of small integers, and the rows are partitioned by cell withou
 4. each cell's run sorted and its moments taken (`run_sorting.sorted_runs`, as the GROUP BY path).
 
 Steps 2–4 run in blocks over DuckDB's `threads` (`build_threads`: compiled kernels and numpy
-calls that release the GIL). Before issue 29 steps 2–3 ran in one thread (Arrow's counting
+calls that release the GIL). Before the threaded build (`benchmarks.summary_build_old`) steps
+2–3 ran in one thread (Arrow's counting
 sort of each batch and a `take`, then a numpy scatter) and step 4 in up to 8 whatever `threads`
 said: the build took 371 of a 553 ms fresh 10M-row release on 16 cores while DuckDB's sort
 used them all. The runs and moments are byte for byte
@@ -27,8 +29,8 @@ lexicographic) instead of the hash table's. It applies where the keys are small:
 returns None (the caller keeps the GROUP BY, nothing read) when an attribute is not an ENUM
 (other types come as values, not codes) or there are 2^16 possible cells or more.
 
-Measured: BENCHMARKS.md, issue 22 items 2–5 (against the GROUP BY) and issue 29 item 4
-(`python -m benchmarks.summary_threads`: the old build against this one at threads = 1, 2, 16).
+Measured: `python -m benchmarks scale` (against the GROUP BY) and `python -m benchmarks.summary_threads`
+(the old build against this one at threads = 1, 2, 16); figures in BENCHMARKS.md.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ MAX_DOMAIN_VALUES = 10_000
 
 def _refuse_wide_domain(name: str, size: int) -> None:
     """A declared domain past MAX_DOMAIN_VALUES is refused while the schema is resolved (before
-    any charge), saying what to do instead (issue 28 "Bad input")."""
+    any charge), saying what to do instead (DESIGN.md §5 "Errors")."""
     if size <= MAX_DOMAIN_VALUES:
         return
     raise UserError(

@@ -1,4 +1,5 @@
-"""The compiled LOF check with the context carried along the moves (issue 28), for wide summaries.
+"""The compiled LOF check with the context carried along the moves, for wide summaries
+(`python -m benchmarks scale --cases wide500,wide5000`).
 
 `lof_kernel.lof_context` pays O(cells) per check before its walk: the membership of every
 cell, a flag array, and one pass over the member cells for N, V's copies, min and max. Here a
