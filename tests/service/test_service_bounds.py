@@ -99,9 +99,18 @@ def test_four_maximal_requests_never_keep_another_analysts_light_request_waiting
     heavy = [threading.Thread(target=lambda: results.append(post(served, "/v1/explain", served.tokens["alice"],
                                                                  {**HEAVY, "keys": [OUTLIERS[0]]})))
              for _ in range(4)]
+
+    def heavy_rows() -> int:
+        return len([h for h in served.owner.ledger.history() if h.analyst == "alice" and h.epsilon == 0.01])
+
+    before = heavy_rows()
     for t in heavy:
         t.start()
-    time.sleep(0.3)  # not a barrier: the light request must be fast however far the heavy ones got
+    # An event, not a sleep: the light request is sent once the heavy ones hold the workers they
+    # may (all but one: 3 of 4), or have all ended — so it is measured against busy workers.
+    deadline = time.monotonic() + 60
+    while heavy_rows() < before + 3 and any(t.is_alive() for t in heavy) and time.monotonic() < deadline:
+        time.sleep(0.01)
     started = time.monotonic()
     light = post(served, "/v1/explain", served.tokens["bob"],
                  {"dataset": "staff", "keys": [OUTLIERS[1]], "epsilon": 0.05, "verifier": "grubbs"})
