@@ -1,5 +1,5 @@
 """Results in plain words (issue 11, item 1): the sentences use released values only, the
-privacy line adds up, the glossary is the README's, and ε prints without float noise."""
+privacy line adds up, the glossary is docs/cli.md's, and ε prints without float noise."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pcor_sql.requests import OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+GLOSSARY_PAGE = README.parent / "docs" / "cli.md"
 
 
 def explanation(**changes):
@@ -114,11 +115,11 @@ def test_anomaly_sentences():
     assert anomaly_sentence(True, 2.5, 0.25).startswith("anomaly: at most β = 2.5 records")
 
 
-def test_the_glossary_covers_the_output_and_is_the_readmes():
+def test_the_glossary_covers_the_output_and_is_the_docs():
     terms = [t for t, _ in GLOSSARY]
     for needed in ("ε (epsilon)", "ε1 (epsilon1)", "OCDP", "COE", "utility", "verifier", "search"):
         assert needed in terms
-    section = README.read_text(encoding="utf-8").split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
+    section = GLOSSARY_PAGE.read_text(encoding="utf-8").split("\n## Glossary\n", 1)[1].split("\n## ", 1)[0]
     entries = re.findall(r"^- \*\*(.+?)\*\*: (.+?)(?=\n- \*\*|\n\n|\Z)", section, re.MULTILINE | re.DOTALL)
     assert [(t, " ".join(m.split())) for t, m in entries] == list(GLOSSARY)
 

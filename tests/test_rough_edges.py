@@ -72,7 +72,8 @@ def test_the_readme_says_where_the_ledger_is_what_the_tests_need_and_when_is_not
     set_up = readme.split("## Set-up")[1].split("\n## ")[0]
     assert "~/.local/share/pcor-sql/ledger.duckdb" in set_up and "XDG_DATA_HOME" in set_up
     assert "pyspark" in set_up and "Java 17" in set_up
-    assert "declared `NOT NULL`" in readme and '"job_title" IS NOT NULL' in readme and "DESIGN §2" in readme
+    reference = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert "declared `NOT NULL`" in reference and '"job_title" IS NOT NULL' in reference and "DESIGN §2" in reference
 
 
 def test_a_full_attribute_is_omitted_when_declared_not_null_and_written_is_not_null_otherwise():

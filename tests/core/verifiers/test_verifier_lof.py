@@ -276,6 +276,6 @@ def test_scikit_learn_parts_from_the_plain_rule_on_ties():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]
-    for text in (lof_module.__doc__, Lof.__doc__, (root / "README.md").read_text(encoding="utf-8"),
-                 (root / "docs" / "DESIGN.md").read_text(encoding="utf-8")):
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    for text in (lof_module.__doc__, Lof.__doc__, *(page.read_text(encoding="utf-8") for page in pages)):
         assert not re.search(r"plain.{0,40}\(?is scikit-learn's|\(scikit-learn's\)|: scikit-learn's rule", text), text
