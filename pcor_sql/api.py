@@ -55,7 +55,7 @@ def explain_outliers(con: Con, query: str, *, session: Session | None = None, wa
     context, ...) is a `NotReleased` in its place, with its key and reason, and is not charged
     (`.released` tells the two apart); one row alone raises its error instead. `max_records`:
     refuse (before any charge) a selector picking more rows than that. `workers`: search the
-    records in that many processes sharing the summary (README "Scaling on one machine"); the
+    records in that many processes sharing the summary (docs/performance.md, "Using your cores"); the
     outputs, seeded or not, have the same law for any count, and a seeded batch the same values."""
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):

@@ -14,7 +14,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 #: The terms the output uses, in the order a reader meets them (the CLI's `pcor-sql glossary`
-#: and the README's glossary list exactly these).
+#: and the glossary of docs/cli.md list exactly these).
 GLOSSARY: tuple[tuple[str, str], ...] = (
     ("context", "A set of rows chosen by allowed values per attribute, e.g. job_title IN ('Nurse', 'Teacher') "
                 "AND year IN ('2019'). pcor-sql releases one context in which the record is an outlier."),

@@ -126,7 +126,7 @@ class Explanation(_Shown):
         return outlier_privacy_sentence(self.epsilon, self.epsilon1, self.accounting, self.em_calls)
 
     def as_dict(self) -> dict[str, Any]:
-        """The stable JSON shape (documented in the README)."""
+        """The stable JSON shape (documented in docs/cli.md, "JSON output")."""
         out: dict[str, Any] = {"summary": self.summary, "privacy_summary": self.privacy_summary}
         out.update({name: getattr(self, name) for name in EXPLANATION_KEYS})
         out["units"] = list(self.units)
@@ -206,7 +206,7 @@ def _search_options_shown() -> tuple[str, ...]:
     return tuple(name for name, spec in search_option_specs().items() if spec.in_result)
 
 
-#: The JSON keys of a release, in order (stable, documented in the README).
+#: The JSON keys of a release, in order (stable, documented in docs/cli.md).
 EXPLANATION_KEYS = (
     "record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
     *_search_options_shown(), "em_calls", "verifier", "utility", "start_source", "seeded", "dataset", "units",

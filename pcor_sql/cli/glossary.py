@@ -1,4 +1,4 @@
-"""`pcor-sql glossary`: the terms the output uses, in plain words (the README's glossary too)."""
+"""`pcor-sql glossary`: the terms the output uses, in plain words (the glossary of docs/cli.md too)."""
 
 from __future__ import annotations
 
