@@ -11,6 +11,7 @@ from benchmarks.service_load import LoadConfig, percentile, request_plan, verdic
 from tests.benchmarks.app_helpers import assert_error, invoke as run
 
 
+@pytest.mark.slow  # a real service and its clients: 13-26 s on 2 cores at load 8, minutes under more
 def test_service_smoke(tmp_path):
     bench_md = tmp_path / "BENCHMARKS.md"
     bench_md.write_text("# benchmarks\n", encoding="utf-8")
@@ -71,6 +72,7 @@ def test_help_has_an_example():
     assert result.exit_code == 0 and "python -m benchmarks service --update-benchmarks" in result.stdout
 
 
+@pytest.mark.slow  # a real service and its clients: 13-26 s on 2 cores at load 8, minutes under more
 def test_the_scaling_run_at_tiny_sizes(tmp_path):
     # Two settings, one repeat, both modes: a table with each setting's answered / s and the ratio.
     result = run("service", "--rows", "3000", "--workers", "1,2", "--searches", "processes,threads", "--repeats", "1",
@@ -86,6 +88,7 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
     assert all(r["cpu_s"]["searches"] > 0 for r in saved["runs"] if r["mode"] == "processes")
 
 
+@pytest.mark.slow  # a real service and its clients: 13-26 s on 2 cores at load 8, minutes under more
 @pytest.mark.parametrize("clients_as", ["processes", "http"])
 def test_the_scaling_run_with_other_clients(tmp_path, clients_as):
     """A process per client, or threads on the standard library's http.client (and the service
