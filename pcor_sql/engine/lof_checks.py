@@ -25,8 +25,9 @@ import numpy as np
 from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, context_words, flat_bits
 from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
-from pcor_sql.core.verifiers.lof_kernel_walk import cell_counts, lof_context_walk, new_state
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
+from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
+from pcor_sql.core.verifiers.window_counts import cell_rows, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.errors import InternalError
 
@@ -43,12 +44,12 @@ class LofRecord:
 
     __slots__ = ("values", "starts", "v", "pos", "keys", "near_v", "near_c", "near_below", "near_upto")
 
-    def __init__(self, runs: CellRuns, v: float):
+    def __init__(self, runs: CellRuns, v: float, near: tuple[float, float] | None = None):
         # Contiguous float64 / int64 (no copy for the runs as built): one compiled specialization.
         values = np.ascontiguousarray(runs.values, dtype=np.float64)
         starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
         self.values, self.starts, self.v = values, starts, float(v)
-        a, b = _near_range(runs.sample(), values.size, self.v)
+        a, b = _near_range(runs.sample(), values.size, self.v) if near is None else near
         self.pos = record_positions(values, starts, self.v, a, b)
         self.keys = record_keys(values, starts, self.pos)
         first, past = self.pos[2], self.pos[3]
@@ -90,11 +91,43 @@ def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
     return min(a, v), max(b, v)
 
 
+def window_range(sample: np.ndarray, rows: int, v: float, distinct: int) -> tuple[float, float]:
+    """[a, b] ∋ v holding about _NEAR rows of the table per side and at least `distinct` distinct
+    values per side (or reaching the table's end): the values a wide walk counts
+    (`window_counts`). Read off the sample, whose distinct values are some of the table's, so
+    `distinct` sample values between v and a are at least that many of the table's; any window
+    is correct, its size only sets how often a check reads past it."""
+    a, b = _near_range(sample, rows, v)
+    u = np.unique(sample)
+    below = int(u.searchsorted(v, side="left"))
+    above = int(u.searchsorted(v, side="right"))
+    a_d = float(u[below - distinct]) if below >= distinct else -math.inf
+    b_d = float(u[above + distinct - 1]) if above + distinct <= u.size else math.inf
+    return min(a, a_d, v), max(b, b_d, v)
+
+
+def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, near_v: np.ndarray, v: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
+    """(wu, estart, ent, v's index, left end, right end) of the window whose rows are every cell's
+    pos[2] .. pos[3] (their values merged: `near_v`): its distinct values, the cells' entries
+    (`window_counts.window_entries`), and whether it holds every value below / above v."""
+    wu = np.unique(near_v)
+    estart, ent = window_entries(values, starts, pos[2], pos[3], wu)
+    dv = int(wu.searchsorted(v))
+    if dv >= wu.size or wu[dv] != v:
+        raise InternalError("the record's value is not in its own window")
+    return wu, estart, ent, dv, bool((pos[2] == starts[:-1]).all()), bool((pos[3] == starts[1:]).all())
+
+
 def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[int], tuple[bool, int]]:
     """context (bitset over `space`) → (verdict, N) through the kernel, membership included,
     for a `Lof` on a summary with sorted runs (`compiled_checks` registers it for exactly `Lof`)."""
     runs = summary.runs()
-    record = LofRecord(runs, v)
+    walks = _walks(summary, space, runs, v)
+    # A walk counts the context's rows per value over a window of at least the values its
+    # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
+    near = window_range(runs.sample(), runs.values.size, v, 4 * (2 * verifier.k + 4)) if walks else None
+    record = LofRecord(runs, v, near)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
     # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
@@ -112,17 +145,19 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
             return bool(verifier.check(summary.population(summary.member(space, mask), v))), n
         return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
 
-    if _walks(summary, space, record):
-        state, member = new_state(summary.count.size)
-        counts = cell_counts(record.starts, record.pos, record.keys, record.v)
+    if walks:
+        wu, estart, ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos,
+                                                             record.near_v, record.v)
+        rows_of = cell_rows(record.starts, estart)
+        state, member, cnt, bits, scratch = new_walk(summary.count.size, wu.size, dv, left_end, right_end, False)
         last: list[int] = []
 
         def walked(mask: int) -> tuple[bool, int]:
             x, words = context_words(mask, n_words)
             dx, dwords = context_words(mask ^ last[0], n_words) if last else (0, NO_WORDS)
             last[:] = [mask]
-            return decided(mask, *lof_context_walk(x, words, dx, dwords, values, ints, floats, counts, state,
-                                                   member))
+            return decided(mask, *lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state,
+                                                  member, cnt, bits, scratch))
 
         return walked
 
@@ -134,11 +169,15 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     return check
 
 
-def _walks(summary: Any, space: Any, record: LofRecord) -> bool:
-    """Whether checks carry the last context along (`lof_kernel_walk`): a wide summary, whose
+def _walks(summary: Any, space: Any, runs: CellRuns, v: float) -> bool:
+    """Whether checks carry the last context along (`lof_window_walk`): a wide summary, whose
     values span less than FAR / 4 (no context is too wide) and whose record's own cell holds
-    v (a context is constant exactly when all its rows are constant at v)."""
+    v (a context is constant exactly when all its rows are constant at v; the window holds v)."""
     if summary.count.size < WALK_CELLS or not float(summary.vmax.max()) - float(summary.vmin.min()) < FAR / 4:
         return False
     own = np.flatnonzero((summary.coords == np.asarray(space.anchor)).all(axis=1))
-    return own.size == 1 and bool(record.pos[1, own[0]] > record.pos[0, own[0]])
+    if own.size != 1:
+        return False
+    run = runs.cell_values(int(own[0]))
+    at = int(run.searchsorted(v))
+    return at < run.size and float(run[at]) == v
