@@ -78,12 +78,12 @@ def _rule(duplicates: str) -> int:
     return DISTINCT_RULE if duplicates == DISTINCT else PLAIN_RULE
 
 
-def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
-    """[a, b] ∋ v holding about _NEAR rows of the table per side: the sample holds every q-th
-    value of each run (CellRuns.sample), so _NEAR rows are about _NEAR / q sample places."""
+def _near_range(sample: np.ndarray, rows: int, v: float, per_side: int = _NEAR) -> tuple[float, float]:
+    """[a, b] ∋ v holding about `per_side` rows of the table per side: the sample holds every
+    q-th value of each run (CellRuns.sample), so _NEAR rows are about _NEAR / q sample places."""
     if sample.size == 0:
         return v, v
-    steps = max(1, -(-_NEAR * sample.size // max(rows, 1)))
+    steps = max(1, -(-per_side * sample.size // max(rows, 1)))
     below = int(sample.searchsorted(v, side="left"))
     above = int(sample.searchsorted(v, side="right"))
     a = float(sample[below - steps]) if below >= steps else -math.inf
@@ -91,13 +91,16 @@ def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
     return min(a, v), max(b, v)
 
 
-def window_range(sample: np.ndarray, rows: int, v: float, distinct: int) -> tuple[float, float]:
-    """[a, b] ∋ v holding about _NEAR rows of the table per side and at least `distinct` distinct
+def window_range(sample: np.ndarray, rows: int, v: float, distinct: int, per_side: int = _NEAR
+                 ) -> tuple[float, float]:
+    """[a, b] ∋ v holding about `per_side` rows of the table per side and at least `distinct` distinct
     values per side (or reaching the table's end): the values a wide walk counts
     (`window_counts`). Read off the sample, whose distinct values are some of the table's, so
     `distinct` sample values between v and a are at least that many of the table's; any window
     is correct, its size only sets how often a check reads past it."""
-    a, b = _near_range(sample, rows, v)
+    a, b = _near_range(sample, rows, v, per_side)
+    if sample.size == 0:
+        return a, b
     u = np.unique(sample)
     below = int(u.searchsorted(v, side="left"))
     above = int(u.searchsorted(v, side="right"))
@@ -113,9 +116,7 @@ def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, near_v: n
     (`window_counts.window_entries`), and whether it holds every value below / above v."""
     wu = np.unique(near_v)
     estart, ent = window_entries(values, starts, pos[2], pos[3], wu)
-    dv = int(wu.searchsorted(v))
-    if dv >= wu.size or wu[dv] != v:
-        raise InternalError("the record's value is not in its own window")
+    dv = int(wu.searchsorted(v))  # v's index (LOF's walk: v is there, `_walks`)
     return wu, estart, ent, dv, bool((pos[2] == starts[:-1]).all()), bool((pos[3] == starts[1:]).all())
 
 
