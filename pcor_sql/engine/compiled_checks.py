@@ -10,9 +10,10 @@ windows (Spark) has no sorted runs here, so it keeps the reference path too.
 
 Each kernel does the membership (`jit.member_cells`, as `CellSummary.member`; on a summary of
 `jit.WALK_CELLS` cells or more through the cells of each value, `jit.member_cells_indexed`), the
-population's moments and the verdict in one call; on such a wide summary the Grubbs, z-score and
-LOF checks keep the last context checked and pay only for the cells of the values that changed
-(`core.verifiers.moment_walk`, `core.verifiers.lof_kernel_walk`); the kernels' docstrings show why their verdicts are the reference's. When
+population's moments and the verdict in one call; on such a wide summary every check keeps the
+last context checked and pays only for the cells of the values that changed
+(`core.verifiers.moment_walk`; `core.verifiers.window_counts` for LOF and the histogram, which
+also carry the context's rows per value near v, so a check reads no member cell); the kernels' docstrings show why their verdicts are the reference's. When
 a kernel cannot decide exactly (Grubbs between two tabulated critical values, a histogram bin
 whose edges need the reference's bisection), the reference decides that context.
 

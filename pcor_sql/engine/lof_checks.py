@@ -10,6 +10,11 @@ in two arrays (`lof_kernel.pack_record`), with each cell's context bits: numba's
 about 0.15 µs per array argument. Memory: about 200 bytes per cell and 28 per neighbourhood
 entry (the record's arrays and their packed copy), whatever N.
 
+On a wide summary (`jit.WALK_CELLS` cells or more) the checks walk (`lof_window_walk`): the
+record's window is wider — at least 4·(2k + 4) distinct values a side besides the _NEAR rows
+(`window_range`), since a tied metric's 4,096 rows hold ~20 distinct values — its distinct values
+numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`).
+
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
 which remains the reference the tests compare this kernel against.

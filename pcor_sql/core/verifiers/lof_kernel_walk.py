@@ -1,4 +1,6 @@
-"""The compiled LOF check with the context carried along the moves (issue 28), for wide summaries.
+"""The compiled LOF check with the context carried along the moves (issue 28), for wide summaries
+— as it was before `lof_window_walk`, which the checks use now; kept as the reference that
+`python -m benchmarks.width_checks` times the window walk against in the same run.
 
 `lof_kernel.lof_context` pays O(cells) per check before its walk: the membership of every
 cell, a flag array, and one pass over the member cells for N, V's copies, min and max. Here a
