@@ -132,7 +132,6 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     from pcor_sql.core.verifiers.lof_walk import record_positions
     from pcor_sql.core.verifiers.moment_kernel import TRUE
     from pcor_sql.core.verifiers.window_counts import cell_rows, new_walk
-    from pcor_sql.engine.cellruns import gather_segments
     from pcor_sql.engine.lof_checks import window_of, window_range
 
     values = np.ascontiguousarray(runs.values, dtype=np.float64)
@@ -142,7 +141,7 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     # a window of 4·√rows a side (and 64 distinct values) holds it for all but small contexts.
     a, b = window_range(runs.sample(), values.size, v, 64, max(4096, 4 * math.isqrt(values.size)))
     pos = record_positions(values, starts, v, a, b)
-    wu, estart, ent, _, _, _ = window_of(values, starts, pos, gather_segments(values, pos[2], pos[3]), v)
+    wu, estart, ent, _, _, _ = window_of(values, starts, pos, v)
     rows_of = cell_rows(starts, estart, summary.vmin, summary.vmax)
     min_by_rank = np.ascontiguousarray(np.sort(summary.vmin), dtype=np.float64)
     max_by_rank = np.ascontiguousarray(np.sort(summary.vmax), dtype=np.float64)

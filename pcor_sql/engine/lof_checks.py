@@ -49,7 +49,10 @@ class LofRecord:
 
     __slots__ = ("values", "starts", "v", "pos", "keys", "near_v", "near_c", "near_below", "near_upto")
 
-    def __init__(self, runs: CellRuns, v: float, near: tuple[float, float] | None = None):
+    def __init__(self, runs: CellRuns, v: float, near: tuple[float, float] | None = None, merged: bool = True):
+        """`near`: the range [a, b] of positions rows 2, 3 (default `_near_range`); `merged`: whether
+        its rows are merged (`near_v`, `near_c`) — a window walk counts them per cell instead
+        (`window_of`), and its heap never reads the merged rows."""
         # Contiguous float64 / int64 (no copy for the runs as built): one compiled specialization.
         values = np.ascontiguousarray(runs.values, dtype=np.float64)
         starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
@@ -58,6 +61,8 @@ class LofRecord:
         self.pos = record_positions(values, starts, self.v, a, b)
         self.keys = record_keys(values, starts, self.pos)
         first, past = self.pos[2], self.pos[3]
+        if not merged:
+            first = past  # no merged rows: the walk of `lof_kernel` is never given them
         near = gather_segments(values, first, past)
         cells = np.repeat(np.arange(first.size, dtype=np.int32), past - first)
         order = np.argsort(near, kind="stable")
@@ -114,13 +119,13 @@ def window_range(sample: np.ndarray, rows: int, v: float, distinct: int, per_sid
     return min(a, a_d, v), max(b, b_d, v)
 
 
-def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, near_v: np.ndarray, v: float
+def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, v: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
     """(wu, estart, ent, v's index, left end, right end) of the window whose rows are every cell's
-    pos[2] .. pos[3] (their values merged: `near_v`): its distinct values, the cells' entries
-    (`window_counts.window_entries`), and whether it holds every value below / above v."""
-    wu = np.unique(near_v)
-    estart, ent = window_entries(values, starts, pos[2], pos[3], wu)
+    pos[2] .. pos[3]: its distinct values, the cells' entries (`window_counts.window_entries`), and
+    whether it holds every value below / above v. O(rows in the window + entries · log): the rows
+    are grouped cell by cell, never merged (a tied metric's window may hold most of the table)."""
+    estart, ent, wu = window_entries(values, starts, pos[2], pos[3])
     dv = int(wu.searchsorted(v))  # v's index (LOF's walk: v is there, `_walks`)
     return wu, estart, ent, dv, bool((pos[2] == starts[:-1]).all()), bool((pos[3] == starts[1:]).all())
 
@@ -133,7 +138,7 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     # A walk counts the context's rows per value over a window of at least the values its
     # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
     near = window_range(runs.sample(), runs.values.size, v, 4 * (2 * verifier.k + 4)) if walks else None
-    record = LofRecord(runs, v, near)
+    record = LofRecord(runs, v, near, merged=not walks)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
     # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
@@ -152,8 +157,7 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
         return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
 
     if walks:
-        wu, estart, ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos,
-                                                             record.near_v, record.v)
+        wu, estart, ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos, record.v)
         rows_of = cell_rows(record.starts, estart)
         state, member, cnt, bits, scratch = new_walk(summary.count.size, wu.size, dv, left_end, right_end, False)
         last: list[int] = []

@@ -46,10 +46,9 @@ S_FRESH, S_N, S_CELLS, S_DV, S_LEND, S_REND, S_SIZE = range(7)
 
 
 @compiled_with(nogil=True)
-def window_entries(values, starts, first, past, wu):
-    """(estart (cells + 1), ent (2 · entries)): cell c's rows values[first[c]:past[c]] (ascending,
-    all in the window `wu`'s range) grouped by value, as pairs (index in `wu`, copies) in
-    ent[2·estart[c] : 2·estart[c + 1]]."""
+def _grouped(values, starts, first, past):
+    """(estart (cells + 1), each entry's value, its copies): cell c's rows values[first[c]:past[c]]
+    (ascending) grouped by value, entries estart[c] .. estart[c + 1]."""
     cells = starts.size - 1
     estart = np.empty(cells + 1, dtype=np.int64)
     total = 0
@@ -59,18 +58,34 @@ def window_entries(values, starts, first, past, wu):
             if p == first[c] or values[p] != values[p - 1]:
                 total += 1
     estart[cells] = total
-    ent = np.empty(2 * total, dtype=np.int32)
+    ev = np.empty(total)
+    em = np.empty(total, dtype=np.int32)
     e = 0
     for c in range(cells):
         p = first[c]
         while p < past[c]:
             x = values[p]
             q = first_position(values, p, past[c], x, True)
-            ent[2 * e] = first_position(wu, 0, wu.size, x, False)
-            ent[2 * e + 1] = q - p
+            ev[e] = x
+            em[e] = q - p
             e += 1
             p = q
-    return estart, ent
+    return estart, ev, em
+
+
+def window_entries(values: np.ndarray, starts: np.ndarray, first: np.ndarray, past: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(estart (cells + 1), ent (int32, 2 · entries), wu): the window's rows — cell c's
+    values[first[c]:past[c]] — grouped by value, as pairs (index in `wu`, copies) in
+    ent[2·estart[c] : 2·estart[c + 1]]; `wu` the window's distinct values, ascending."""
+    estart, ev, em = _grouped(values, starts, first, past)
+    if estart[-1] >= 1 << 31:
+        raise InternalError("a window walk counts in 32 bits: fewer than 2^31 entries")
+    wu = np.unique(ev)
+    ent = np.empty(2 * ev.size, dtype=np.int32)
+    ent[0::2] = wu.searchsorted(ev)
+    ent[1::2] = em
+    return estart, ent, wu
 
 
 def cell_rows(starts: np.ndarray, estart: np.ndarray, vmin: np.ndarray | None = None,
