@@ -126,13 +126,12 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
 
     import numpy as np
 
-    from pcor_sql.core.jit import NO_WORDS, context_words
     from pcor_sql.core.verifiers.histogram_kernel import FALLBACK
     from pcor_sql.core.verifiers.histogram_walk import histogram_walk
     from pcor_sql.core.verifiers.lof_walk import record_positions
     from pcor_sql.core.verifiers.moment_kernel import TRUE
-    from pcor_sql.core.verifiers.window_counts import cell_rows, new_walk
-    from pcor_sql.engine.lof_checks import window_of, window_range
+    from pcor_sql.core.verifiers.window_counts import cell_rows
+    from pcor_sql.engine.lof_checks import WalkStates, window_of, window_range
 
     values = np.ascontiguousarray(runs.values, dtype=np.float64)
     starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
@@ -145,15 +144,14 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     rows_of = cell_rows(starts, estart, summary.vmin, summary.vmax)
     min_by_rank = np.ascontiguousarray(np.sort(summary.vmin), dtype=np.float64)
     max_by_rank = np.ascontiguousarray(np.sort(summary.vmax), dtype=np.float64)
-    state, member, cnt, bits, scratch = new_walk(summary.count.size, wu.size, 0, False, False, True)
-    window = np.array([a, b], dtype=np.float64)
     flat, index = m.flat, m.index
-    last: list[int] = []
+    walk = WalkStates(summary.count.size, wu.size, 0, False, False, True, n_words, m.space.full,
+                      (flat, index, rows_of, ent))
+    window = np.array([a, b], dtype=np.float64)
+    scratch = walk.scratch
 
     def histogram(mask: int) -> tuple[bool, int]:
-        x, words = context_words(mask, n_words)
-        dx, dwords = context_words(mask ^ last[0], n_words) if last else (0, NO_WORDS)
-        last[:] = [mask]
+        x, words, dx, dwords, state, member, cnt, bits = walk.step(mask)
         code, n = histogram_walk(x, words, dx, dwords, flat, index, rows_of, ent, wu, min_by_rank, max_by_rank,
                                  values, starts, state, member, cnt, bits, scratch, window, v, rel)
         _nonempty(n)

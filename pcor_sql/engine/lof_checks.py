@@ -32,7 +32,7 @@ from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
-from pcor_sql.core.verifiers.window_counts import cell_rows, new_walk, window_entries
+from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.errors import InternalError
 
@@ -159,15 +159,13 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     if walks:
         wu, estart, ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos, record.v)
         rows_of = cell_rows(record.starts, estart)
-        state, member, cnt, bits, scratch = new_walk(summary.count.size, wu.size, dv, left_end, right_end, False)
-        last: list[int] = []
+        walk = WalkStates(summary.count.size, wu.size, dv, left_end, right_end, False, n_words, space.full,
+                          (flat, index, rows_of, ent))
 
         def walked(mask: int) -> tuple[bool, int]:
-            x, words = context_words(mask, n_words)
-            dx, dwords = context_words(mask ^ last[0], n_words) if last else (0, NO_WORDS)
-            last[:] = [mask]
+            x, words, dx, dwords, state, member, cnt, bits = walk.step(mask)
             return decided(mask, *lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state,
-                                                  member, cnt, bits, scratch))
+                                                  member, cnt, bits, walk.scratch))
 
         return walked
 
@@ -177,6 +175,62 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
         return decided(mask, *lof_context(0, context_words(mask, n_words)[1], values, ints, floats))
 
     return check
+
+
+_NEAR_VALUES = 4  # values apart: the moves between two contexts stay cheap (a few slabs)
+
+
+class WalkStates:
+    """A window walk's states (`window_counts.new_walk`), WALKS of them, and a snapshot of the
+    full context's: each check moves the state whose last context differs from it in the fewest
+    values, or — when the full context is nearer — the least recently used one, restored from
+    the snapshot (a copy of the flags and counts, ~10 µs). A search that alternates between
+    regions of the lattice (the start's lockstep of a sweep up from V's cell and a breadth-first
+    sweep down from the full context, whose consecutive contexts lie a few values apart) would
+    otherwise recount afresh, O(cells), at most of its checks."""
+
+    WALKS = 2
+
+    def __init__(self, cells: int, window: int, dv: int, left_end: bool, right_end: bool, ranks: bool, n_words: int,
+                 full: int, moves: tuple[Any, ...]):
+        self.walks = [new_walk(cells, window, dv, left_end, right_end, ranks)[:4] for _ in range(self.WALKS)]
+        self.scratch = np.empty(2 * cells + 2, dtype=np.int64)  # shared: a check uses it only while it runs
+        self.last: list[int | None] = [None] * self.WALKS
+        self.used = list(range(self.WALKS))  # least recently used first
+        self.n_words, self.full, self.moves = n_words, full, moves  # moves: (flat, index, rows_of, ent)
+        self.snapshot: tuple[np.ndarray, ...] | None = None
+        self._fresh = new_walk(cells, window, dv, left_end, right_end, ranks)[:4]
+
+    def step(self, mask: int) -> tuple[Any, ...]:
+        """(x, words, dx, dwords, state, member, cnt, bits) of the context `mask` and its
+        difference from the chosen state's last context."""
+        best, far = 0, -1
+        for i, last in enumerate(self.last):
+            if last is None:  # unused: taken when the nearest used one is more than a few values away
+                if far < 0 or far > _NEAR_VALUES:
+                    best, far = i, _NEAR_VALUES
+                break
+            far_i = (mask ^ last).bit_count()
+            if far < 0 or far_i < far:
+                best, far = i, far_i
+        if far > _NEAR_VALUES and (self.full ^ mask).bit_count() < far:
+            best = self.used[0]
+            self._restore(best)
+        self.used.remove(best)
+        self.used.append(best)
+        last, self.last[best] = self.last[best], mask
+        x, words = context_words(mask, self.n_words)
+        dx, dwords = context_words(mask ^ last, self.n_words) if last is not None else (0, NO_WORDS)
+        return (x, words, dx, dwords, *self.walks[best])
+
+    def _restore(self, i: int) -> None:
+        if self.snapshot is None:
+            x, words = context_words(self.full, self.n_words)
+            move(x, words, 0, NO_WORDS, *self.moves, *self._fresh, self.scratch)
+            self.snapshot = self._fresh
+        for kept, into in zip(self.snapshot, self.walks[i]):
+            into[:] = kept
+        self.last[i] = self.full
 
 
 def _walks(summary: Any, space: Any, runs: CellRuns, v: float) -> bool:
