@@ -10,9 +10,10 @@ windows (Spark) has no sorted runs here, so it keeps the reference path too.
 
 Each kernel does the membership (`jit.member_cells`, as `CellSummary.member`; on a summary of
 `jit.WALK_CELLS` cells or more through the cells of each value, `jit.member_cells_indexed`), the
-population's moments and the verdict in one call; on such a wide summary the Grubbs, z-score and
-LOF checks keep the last context checked and pay only for the cells of the values that changed
-(`core.verifiers.moment_walk`, `core.verifiers.lof_kernel_walk`); the kernels' docstrings show why their verdicts are the reference's. When
+population's moments and the verdict in one call; on such a wide summary every check keeps the
+last context checked and pays only for the cells of the values that changed
+(`core.verifiers.moment_walk`; `core.verifiers.window_counts` for LOF and the histogram, which
+also carry the context's rows per value near v, so a check reads no member cell); the kernels' docstrings show why their verdicts are the reference's. When
 a kernel cannot decide exactly (Grubbs between two tabulated critical values, a histogram bin
 whose edges need the reference's bisection), the reference decides that context.
 
@@ -95,6 +96,7 @@ class _Moments:
 
 @kernel(Histogram)
 def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v: float) -> Check:
+    from pcor_sql.core import jit
     from pcor_sql.core.jit import context_words
     from pcor_sql.core.verifiers.histogram_kernel import FALLBACK, histogram_kernel
     from pcor_sql.core.verifiers.moment_kernel import TRUE
@@ -102,6 +104,8 @@ def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v
     m = _Moments(summary, space, verifier, v)
     flat, index, stats, n_words, reference = m.flat, m.index, m.stats, m.n_words, m.reference
     runs = summary.runs()
+    if summary.count.size >= jit.WALK_CELLS:
+        return _histogram_walked(m, runs, float(verifier.rel))
     probe = runs.probe(v)  # rungs around v in every run (built once per value, a few kept)
     values, rel = runs.values, float(verifier.rel)
     neg_a, rungs, A, B = probe.neg_a, probe.b, probe.A, probe.B
@@ -109,6 +113,47 @@ def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v
     def histogram(mask: int) -> tuple[bool, int]:
         x, words = context_words(mask, n_words)
         code, n = histogram_kernel(x, words, flat, index, stats, values, neg_a, rungs, A, B, v, rel)
+        _nonempty(n)
+        return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
+
+    return histogram
+
+
+def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
+    """The histogram check of a wide summary (`core.verifiers.histogram_walk`): N, min, max and
+    the rows per value in a window around v carried along the moves."""
+    import math
+
+    import numpy as np
+
+    from pcor_sql.core.verifiers.histogram_kernel import FALLBACK
+    from pcor_sql.core.verifiers.histogram_walk import histogram_walk
+    from pcor_sql.core.verifiers.lof_walk import record_positions
+    from pcor_sql.core.verifiers.moment_kernel import TRUE
+    from pcor_sql.core.verifiers.window_counts import cell_rows
+    from pcor_sql.engine.lof_checks import WalkStates, window_of, window_range
+
+    values = np.ascontiguousarray(runs.values, dtype=np.float64)
+    starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
+    v, n_words, reference, summary = m.v, m.n_words, m.reference, m.summary
+    # V's bin of a context of N rows holds ~√N rows times the density around v over the mean:
+    # a window of 4·√rows a side (and 64 distinct values) holds it for all but small contexts.
+    a, b = window_range(runs.sample(), values.size, v, 64, max(4096, 4 * math.isqrt(values.size)))
+    pos = record_positions(values, starts, v, a, b)
+    wu, estart, ent, _, _, _ = window_of(values, starts, pos, v)
+    rows_of = cell_rows(starts, estart, summary.vmin, summary.vmax)
+    min_by_rank = np.ascontiguousarray(np.sort(summary.vmin), dtype=np.float64)
+    max_by_rank = np.ascontiguousarray(np.sort(summary.vmax), dtype=np.float64)
+    flat, index = m.flat, m.index
+    walk = WalkStates(summary.count.size, wu.size, 0, False, False, True, n_words, m.space.full,
+                      (flat, index, rows_of, ent))
+    window = np.array([a, b], dtype=np.float64)
+    scratch = walk.scratch
+
+    def histogram(mask: int) -> tuple[bool, int]:
+        x, words, dx, dwords, state, member, cnt, bits = walk.step(mask)
+        code, n = histogram_walk(x, words, dx, dwords, flat, index, rows_of, ent, wu, min_by_rank, max_by_rank,
+                                 values, starts, state, member, cnt, bits, scratch, window, v, rel)
         _nonempty(n)
         return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 

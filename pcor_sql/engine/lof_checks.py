@@ -10,6 +10,11 @@ in two arrays (`lof_kernel.pack_record`), with each cell's context bits: numba's
 about 0.15 µs per array argument. Memory: about 200 bytes per cell and 28 per neighbourhood
 entry (the record's arrays and their packed copy), whatever N.
 
+On a wide summary (`jit.WALK_CELLS` cells or more) the checks walk (`lof_window_walk`): the
+record's window is wider — at least 4·(2k + 4) distinct values a side besides the _NEAR rows
+(`window_range`), since a tied metric's 4,096 rows hold ~20 distinct values — its distinct values
+numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`).
+
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
 which remains the reference the tests compare this kernel against.
@@ -25,8 +30,9 @@ import numpy as np
 from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, context_words, flat_bits
 from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
-from pcor_sql.core.verifiers.lof_kernel_walk import cell_counts, lof_context_walk, new_state
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
+from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
+from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.errors import InternalError
 
@@ -43,15 +49,20 @@ class LofRecord:
 
     __slots__ = ("values", "starts", "v", "pos", "keys", "near_v", "near_c", "near_below", "near_upto")
 
-    def __init__(self, runs: CellRuns, v: float):
+    def __init__(self, runs: CellRuns, v: float, near: tuple[float, float] | None = None, merged: bool = True):
+        """`near`: the range [a, b] of positions rows 2, 3 (default `_near_range`); `merged`: whether
+        its rows are merged (`near_v`, `near_c`) — a window walk counts them per cell instead
+        (`window_of`), and its heap never reads the merged rows."""
         # Contiguous float64 / int64 (no copy for the runs as built): one compiled specialization.
         values = np.ascontiguousarray(runs.values, dtype=np.float64)
         starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
         self.values, self.starts, self.v = values, starts, float(v)
-        a, b = _near_range(runs.sample(), values.size, self.v)
+        a, b = _near_range(runs.sample(), values.size, self.v) if near is None else near
         self.pos = record_positions(values, starts, self.v, a, b)
         self.keys = record_keys(values, starts, self.pos)
         first, past = self.pos[2], self.pos[3]
+        if not merged:
+            first = past  # no merged rows: the walk of `lof_kernel` is never given them
         near = gather_segments(values, first, past)
         cells = np.repeat(np.arange(first.size, dtype=np.int32), past - first)
         order = np.argsort(near, kind="stable")
@@ -77,12 +88,12 @@ def _rule(duplicates: str) -> int:
     return DISTINCT_RULE if duplicates == DISTINCT else PLAIN_RULE
 
 
-def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
-    """[a, b] ∋ v holding about _NEAR rows of the table per side: the sample holds every q-th
-    value of each run (CellRuns.sample), so _NEAR rows are about _NEAR / q sample places."""
+def _near_range(sample: np.ndarray, rows: int, v: float, per_side: int = _NEAR) -> tuple[float, float]:
+    """[a, b] ∋ v holding about `per_side` rows of the table per side: the sample holds every
+    q-th value of each run (CellRuns.sample), so _NEAR rows are about _NEAR / q sample places."""
     if sample.size == 0:
         return v, v
-    steps = max(1, -(-_NEAR * sample.size // max(rows, 1)))
+    steps = max(1, -(-per_side * sample.size // max(rows, 1)))
     below = int(sample.searchsorted(v, side="left"))
     above = int(sample.searchsorted(v, side="right"))
     a = float(sample[below - steps]) if below >= steps else -math.inf
@@ -90,11 +101,44 @@ def _near_range(sample: np.ndarray, rows: int, v: float) -> tuple[float, float]:
     return min(a, v), max(b, v)
 
 
+def window_range(sample: np.ndarray, rows: int, v: float, distinct: int, per_side: int = _NEAR
+                 ) -> tuple[float, float]:
+    """[a, b] ∋ v holding about `per_side` rows of the table per side and at least `distinct` distinct
+    values per side (or reaching the table's end): the values a wide walk counts
+    (`window_counts`). Read off the sample, whose distinct values are some of the table's, so
+    `distinct` sample values between v and a are at least that many of the table's; any window
+    is correct, its size only sets how often a check reads past it."""
+    a, b = _near_range(sample, rows, v, per_side)
+    if sample.size == 0:
+        return a, b
+    u = np.unique(sample)
+    below = int(u.searchsorted(v, side="left"))
+    above = int(u.searchsorted(v, side="right"))
+    a_d = float(u[below - distinct]) if below >= distinct else -math.inf
+    b_d = float(u[above + distinct - 1]) if above + distinct <= u.size else math.inf
+    return min(a, a_d, v), max(b, b_d, v)
+
+
+def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, v: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
+    """(wu, estart, ent, v's index, left end, right end) of the window whose rows are every cell's
+    pos[2] .. pos[3]: its distinct values, the cells' entries (`window_counts.window_entries`), and
+    whether it holds every value below / above v. O(rows in the window + entries · log): the rows
+    are grouped cell by cell, never merged (a tied metric's window may hold most of the table)."""
+    estart, ent, wu = window_entries(values, starts, pos[2], pos[3])
+    dv = int(wu.searchsorted(v))  # v's index (LOF's walk: v is there, `_walks`)
+    return wu, estart, ent, dv, bool((pos[2] == starts[:-1]).all()), bool((pos[3] == starts[1:]).all())
+
+
 def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[int], tuple[bool, int]]:
     """context (bitset over `space`) → (verdict, N) through the kernel, membership included,
     for a `Lof` on a summary with sorted runs (`compiled_checks` registers it for exactly `Lof`)."""
     runs = summary.runs()
-    record = LofRecord(runs, v)
+    walks = _walks(summary, space, runs, v)
+    # A walk counts the context's rows per value over a window of at least the values its
+    # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
+    near = window_range(runs.sample(), runs.values.size, v, 4 * (2 * verifier.k + 4)) if walks else None
+    record = LofRecord(runs, v, near, merged=not walks)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
     # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
@@ -112,17 +156,16 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
             return bool(verifier.check(summary.population(summary.member(space, mask), v))), n
         return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
 
-    if _walks(summary, space, record):
-        state, member = new_state(summary.count.size)
-        counts = cell_counts(record.starts, record.pos, record.keys, record.v)
-        last: list[int] = []
+    if walks:
+        wu, estart, ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos, record.v)
+        rows_of = cell_rows(record.starts, estart)
+        walk = WalkStates(summary.count.size, wu.size, dv, left_end, right_end, False, n_words, space.full,
+                          (flat, index, rows_of, ent))
 
         def walked(mask: int) -> tuple[bool, int]:
-            x, words = context_words(mask, n_words)
-            dx, dwords = context_words(mask ^ last[0], n_words) if last else (0, NO_WORDS)
-            last[:] = [mask]
-            return decided(mask, *lof_context_walk(x, words, dx, dwords, values, ints, floats, counts, state,
-                                                   member))
+            x, words, dx, dwords, state, member, cnt, bits = walk.step(mask)
+            return decided(mask, *lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state,
+                                                  member, cnt, bits, walk.scratch))
 
         return walked
 
@@ -134,11 +177,71 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     return check
 
 
-def _walks(summary: Any, space: Any, record: LofRecord) -> bool:
-    """Whether checks carry the last context along (`lof_kernel_walk`): a wide summary, whose
+_NEAR_VALUES = 4  # values apart: the moves between two contexts stay cheap (a few slabs)
+
+
+class WalkStates:
+    """A window walk's states (`window_counts.new_walk`), WALKS of them, and a snapshot of the
+    full context's: each check moves the state whose last context differs from it in the fewest
+    values, or — when the full context is nearer — the least recently used one, restored from
+    the snapshot (a copy of the flags and counts, ~10 µs). A search that alternates between
+    regions of the lattice (the start's lockstep of a sweep up from V's cell and a breadth-first
+    sweep down from the full context, whose consecutive contexts lie a few values apart) would
+    otherwise recount afresh, O(cells), at most of its checks."""
+
+    WALKS = 2
+
+    def __init__(self, cells: int, window: int, dv: int, left_end: bool, right_end: bool, ranks: bool, n_words: int,
+                 full: int, moves: tuple[Any, ...]):
+        self.walks = [new_walk(cells, window, dv, left_end, right_end, ranks)[:4] for _ in range(self.WALKS)]
+        self.scratch = np.empty(2 * cells + 2, dtype=np.int64)  # shared: a check uses it only while it runs
+        self.last: list[int | None] = [None] * self.WALKS
+        self.used = list(range(self.WALKS))  # least recently used first
+        self.n_words, self.full, self.moves = n_words, full, moves  # moves: (flat, index, rows_of, ent)
+        self.snapshot: tuple[np.ndarray, ...] | None = None
+        self._fresh = new_walk(cells, window, dv, left_end, right_end, ranks)[:4]
+
+    def step(self, mask: int) -> tuple[Any, ...]:
+        """(x, words, dx, dwords, state, member, cnt, bits) of the context `mask` and its
+        difference from the chosen state's last context."""
+        best, far = 0, -1
+        for i, last in enumerate(self.last):
+            if last is None:  # unused: taken when the nearest used one is more than a few values away
+                if far < 0 or far > _NEAR_VALUES:
+                    best, far = i, _NEAR_VALUES
+                break
+            far_i = (mask ^ last).bit_count()
+            if far < 0 or far_i < far:
+                best, far = i, far_i
+        if far > _NEAR_VALUES and (self.full ^ mask).bit_count() < far:
+            best = self.used[0]
+            self._restore(best)
+        self.used.remove(best)
+        self.used.append(best)
+        last, self.last[best] = self.last[best], mask
+        x, words = context_words(mask, self.n_words)
+        dx, dwords = context_words(mask ^ last, self.n_words) if last is not None else (0, NO_WORDS)
+        return (x, words, dx, dwords, *self.walks[best])
+
+    def _restore(self, i: int) -> None:
+        if self.snapshot is None:
+            x, words = context_words(self.full, self.n_words)
+            move(x, words, 0, NO_WORDS, *self.moves, *self._fresh, self.scratch)
+            self.snapshot = self._fresh
+        for kept, into in zip(self.snapshot, self.walks[i]):
+            into[:] = kept
+        self.last[i] = self.full
+
+
+def _walks(summary: Any, space: Any, runs: CellRuns, v: float) -> bool:
+    """Whether checks carry the last context along (`lof_window_walk`): a wide summary, whose
     values span less than FAR / 4 (no context is too wide) and whose record's own cell holds
-    v (a context is constant exactly when all its rows are constant at v)."""
+    v (a context is constant exactly when all its rows are constant at v; the window holds v)."""
     if summary.count.size < WALK_CELLS or not float(summary.vmax.max()) - float(summary.vmin.min()) < FAR / 4:
         return False
     own = np.flatnonzero((summary.coords == np.asarray(space.anchor)).all(axis=1))
-    return own.size == 1 and bool(record.pos[1, own[0]] > record.pos[0, own[0]])
+    if own.size != 1:
+        return False
+    run = runs.cell_values(int(own[0]))
+    at = int(run.searchsorted(v))
+    return at < run.size and float(run[at]) == v

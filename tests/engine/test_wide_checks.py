@@ -90,3 +90,58 @@ def test_thousands_of_walked_contexts_agree_with_the_reference(wide, verifier):
             assert got == reference(summary, space, verifier, v, mask), (verifier, v)
             verdicts.append(got[0])
     assert any(verdicts) and not all(verdicts)
+
+
+BIRTHS = (("state", 20), ("year", 10), ("month", 12), ("weekday", 7))  # 16,800 cells, one row a state-day
+
+
+@pytest.fixture(scope="module")
+def births():
+    """Shaped like a table of daily births per state: one row per state-day, an integer count
+    drawn per state around 10..1,500 (full of ties), a state-day of a large state with 2."""
+    con = duckdb.connect()
+    days = 3652
+    noise = "sqrt(-2 * ln(u1)) * cos(2 * pi() * u2)"
+    con.execute(f"""CREATE TABLE t AS WITH g AS (
+        SELECT s.range AS s, d.range AS day,
+          (hash(s.range * 20011 + d.range * 2 + 1) % 4294967295 + 1) / 4294967297.0 AS u1,
+          (hash(s.range * 30011 + d.range * 2 + 2) % 4294967296) / 4294967296.0 AS u2
+        FROM range(20) s, range({days}) d),
+      x AS (SELECT *, DATE '1990-01-01' + day::INTEGER AS dt, 10 * pow(150, s / 19.0) AS mu FROM g)
+      SELECT s * {days} + day AS id, 's' || s AS state, 'y' || (year(dt) - 1990) AS year,
+        'm' || (month(dt) - 1) AS month, 'w' || dayofweek(dt) AS weekday,
+        CASE WHEN s = 17 AND day = 0 THEN 2.0 ELSE greatest(0, round(mu * (CASE WHEN dayofweek(dt) IN (0, 6)
+          THEN 0.8 ELSE 1.05 END) + sqrt(mu) * {noise}))::DOUBLE END AS m
+      FROM x""")
+    domains = {name: [f"{name[0]}{j}" for j in range(size)] for name, size in BIRTHS}
+    schema = resolve_schema(con, "t", '"m"', by=list(domains), domains=domains)
+    summary = build_summary(con, schema, with_values=True)
+    [row] = con.execute(f"SELECT state, year, month, weekday FROM t WHERE id = {17 * days}").fetchall()
+    space = ContextSpace(schema.attributes, record_cell(schema, dict(zip(domains, row))))
+    yield summary, space
+    con.close()
+
+
+@pytest.mark.parametrize("verifier", [Histogram(), Histogram(rel=0.05), Lof(), Lof(k=5),
+                                      Lof(k=3, duplicates="plain")], ids=repr)
+def test_births_shape_walked_contexts_agree_with_the_reference(births, verifier):
+    """The window walks (`window_counts`) on many cells of a tied integer metric: V's own tie-free
+    outlier value and an ordinary, much-tied value of its cell, in the searches' orders — from
+    contexts near the full one (the window serves) down to V's cell (the heap past the window,
+    the histogram's bins wider than the window)."""
+    summary, space = births
+    assert summary.count.size >= 16_000
+    rng = np.random.default_rng(5)
+    masks = walks(space, rng, 700)
+    own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
+    ordinary = float(np.median(summary.runs().cell_values(own)))
+    verdicts = []
+    for v in (2.0, ordinary):
+        if v == ordinary:  # the ordinary value must be V's own (its cell holds it)
+            assert ordinary in summary.runs().cell_values(own)
+        check = compiled_check(summary, space, verifier, v)
+        for mask in masks:
+            got = check(mask)
+            assert got == reference(summary, space, verifier, v, mask), (verifier, v, mask)
+            verdicts.append(got[0])
+    assert any(verdicts) and not all(verdicts)

@@ -67,6 +67,42 @@ def _isqrt_ceil(n):
     return r if r * r == n else r + 1
 
 
+COUNT = 3  # `bin_interval`: count the context's values in [left, right] (or [left, right))
+
+
+@compiled
+def bin_interval(n, lo, hi, v):
+    """(code, left, right, closed) of `Histogram.check` on a population of n ≥ 1 values over
+    [lo, hi] holding v: FALSE when it is constant (one bin of all n ≥ rel·n values), FALLBACK when
+    the edges need the reference (see the module doc), else COUNT with the interval numpy maps
+    to V's bin — [left, right] when `closed`, else [left, right)."""
+    if lo == hi:
+        return FALSE, lo, hi, True
+    b = _isqrt_ceil(n)
+    step = (hi - lo) / b
+    big = max(abs(lo), abs(hi))
+    if big < 1e-290:  # near subnormals the ulp below would be wrong: let the reference decide
+        return FALLBACK, lo, hi, True
+    ulp = math.ldexp(1.0, math.frexp(big)[1] - 53)
+    if not (math.isfinite(step) and step > 8.0 * ulp):
+        return FALLBACK, lo, hi, True
+    i = _bin(v, lo, hi, b, step)
+    left = lo
+    if i > 0:
+        left = _edge(i, b, lo, hi, step)
+        if not (_bin(left, lo, hi, b, step) >= i and _bin(np.nextafter(left, -math.inf), lo, hi, b, step) < i):
+            return FALLBACK, lo, hi, True
+    closed = i == b - 1
+    right = hi
+    if not closed:
+        right = _edge(i + 1, b, lo, hi, step)
+        if not (_bin(right, lo, hi, b, step) >= i + 1 and _bin(np.nextafter(right, -math.inf), lo, hi, b, step) <= i):
+            return FALLBACK, lo, hi, True
+    if not left <= v <= right:  # (numpy's bin of v holds v; guard the probe's premise anyway)
+        return FALLBACK, lo, hi, True
+    return COUNT, left, right, closed
+
+
 @compiled
 def histogram_kernel(x, words, flat, index, stats, values, neg_a, b_rungs, A, B, v, rel):
     """(FALSE, TRUE or FALLBACK, n) of `Histogram(rel).check` on the context (x, words:
@@ -76,30 +112,9 @@ def histogram_kernel(x, words, flat, index, stats, values, neg_a, b_rungs, A, B,
     k, n, lo, hi = member_span(x, words, flat, index, stats, scratch)
     if n == 0:
         return FALLBACK, n
-    if lo == hi:  # one bin holding all n ≥ rel·n values
-        return FALSE, n
-    b = _isqrt_ceil(n)
-    step = (hi - lo) / b
-    big = max(abs(lo), abs(hi))
-    if big < 1e-290:  # near subnormals the ulp below would be wrong: let the reference decide
-        return FALLBACK, n
-    ulp = math.ldexp(1.0, math.frexp(big)[1] - 53)
-    if not (math.isfinite(step) and step > 8.0 * ulp):
-        return FALLBACK, n
-    i = _bin(v, lo, hi, b, step)
-    left = lo
-    if i > 0:
-        left = _edge(i, b, lo, hi, step)
-        if not (_bin(left, lo, hi, b, step) >= i and _bin(np.nextafter(left, -math.inf), lo, hi, b, step) < i):
-            return FALLBACK, n
-    closed = i == b - 1
-    right = hi
-    if not closed:
-        right = _edge(i + 1, b, lo, hi, step)
-        if not (_bin(right, lo, hi, b, step) >= i + 1 and _bin(np.nextafter(right, -math.inf), lo, hi, b, step) <= i):
-            return FALLBACK, n
-    if not left <= v <= right:  # (numpy's bin of v holds v; guard the probe's premise anyway)
-        return FALLBACK, n
+    code, left, right, closed = bin_interval(n, lo, hi, v)
+    if code != COUNT:
+        return code, n
     # Count [left, right] (closed) or [left, right) in the member runs from the probe of v:
     # each end lies in one shell between consecutive rungs (`cellruns` module doc).
     # The first left rung j with a_j ≤ left (`neg_a` = −a ascending), the first right rung with

@@ -1,0 +1,147 @@
+"""The compiled LOF check of a wide summary, flat in its member cells: the context's rows per
+value near v are carried along the moves (`window_counts`), and the walk reads them outwards.
+
+`lof_kernel_walk` carried the member flags and N along the moves, but each check still found
+the context's values near v cell by cell: the merged neighbourhood of ~4,096 rows a side holds
+~20 distinct values of a tied integer metric, and past it (or for a context under 5% of the
+rows) a heap over every member cell — 22 ms on an 85,680-cell context. Here the values come
+from the window counts: side by side, the next non-zero count outwards from v is the context's
+next distinct value with its number of rows, exactly what `lof_walk.fill` produces, so the
+arithmetic (`lof_kernel._lof_buffered`, unchanged) computes the same score. Past the window on
+a side that does not reach the table's end, the heap over the member runs takes over just
+beyond it (`lof_walk._heap_init` on rows 2, 3 of the record's positions, which are the
+window's edges), listing the member cells then (`jit.listed_members`) — a context that sparse
+in the window holds few cells, or the arithmetic reads unusually far.
+
+Costs per check: the move (its slab of cells and their window entries), the window values read
+(about 2k'–3k' non-zero ones a side, zeros skipped at ~0.3 ns), O(k'²) arithmetic; the heap only
+as above. The record's window: `engine.lof_checks.window_range`.
+
+Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pcor_sql.core.jit import compiled_with, listed_members
+from pcor_sql.core.verifiers.lof_kernel import (
+    DISTINCT_RULE, PLAIN_RULE, _NEED, _OK, _lof_buffered, _moved, unpack_record, F_V, I_K, I_RULE,
+)
+from pcor_sql.core.verifiers.lof_walk import DONE, FROM, HEAP_SIZE, MODE, N_SIDE, NEAR_AT, STATE_SLOTS, _heap_init, fill
+from pcor_sql.core.verifiers.window_counts import S_CELLS, S_DV, S_LEND, S_N, S_REND, move
+
+_WINDOW = 2  # MODE: the side reads the window counts (then 1: the heap, as `lof_walk.fill`)
+
+
+@compiled_with(nogil=True)
+def _fill_window(side, target, st, bv, bc, center, cnt, wu):
+    """Append the context's next distinct values on `side` from the window counts (as
+    `lof_walk.fill`), until `target` or the buffer is full; at the window's end the side is done
+    (the window reaches the table's end there: st[DONE + side] preset as 2) or turns to the heap
+    (MODE 1)."""
+    n = st[N_SIDE + side]
+    cap = center - 1
+    at = st[NEAR_AT + side]
+    step = -1 if side == 0 else 1
+    while n < target and n < cap:
+        while 0 <= at < cnt.size and cnt[at] == 0:
+            at += step
+        if not 0 <= at < cnt.size:
+            if st[DONE + side] != 0:
+                st[DONE + side] = 1
+            else:
+                st[MODE + side] = 1
+            break
+        idx = center - 1 - n if side == 0 else center + 1 + n
+        bv[idx] = wu[at]
+        bc[idx] = float(cnt[at])
+        at += step
+        n += 1
+    st[NEAR_AT + side] = at
+    st[N_SIDE + side] = n
+
+
+@compiled_with(nogil=True, error_model="numpy")
+def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state, member, cnt, bits, scratch):
+    """(LOF(V), N, status) as `lof_kernel.lof_context` (same packed record, whose positions rows
+    2, 3 are the window's edges), the context given with its difference from the last one
+    checked with this walk (`window_counts.new_walk`; rows_of: `window_counts.cell_rows`; ent,
+    wu: `window_counts.window_entries` and the window's distinct values)."""
+    cells, starts, pos, near_c, flat, index, keys, near_v = unpack_record(ints, floats)
+    v, k, rule = floats[F_V], ints[I_K], ints[I_RULE]
+    move(x, words, dx, dwords, flat, index, rows_of, ent, state, member, cnt, bits, scratch)
+    n, cv = state[S_N], cnt[state[S_DV]]  # the window holds v: its count is V's copies
+    if n < 2:
+        return np.nan, n, _OK
+    if cv == n:  # every row is v
+        return (1.0 if rule == PLAIN_RULE else np.nan), n, _OK
+    kk = min(k, n - 1) if rule == PLAIN_RULE else k
+    if rule == PLAIN_RULE and cv - 1 >= kk:
+        return 1.0, n, _OK
+    st = np.zeros(STATE_SLOTS, dtype=np.int64)
+    st[FROM] = 2  # a heap starts just beyond the window
+    st[MODE], st[MODE + 1] = _WINDOW, _WINDOW
+    st[NEAR_AT], st[NEAR_AT + 1] = state[S_DV] - 1, state[S_DV] + 1
+    st[DONE], st[DONE + 1] = 2 * state[S_LEND], 2 * state[S_REND]  # 2: done once the window is read
+    inside = scratch[cells + 1 : 2 * cells + 1]
+    m = -1  # the member cells, listed when a heap first needs them
+    m_cells = state[S_CELLS]
+    hk = np.empty((2, 0))
+    hc = np.empty((2, 0), dtype=np.int64)
+    hp = np.empty((2, 0), dtype=np.int64)
+    center = 4 * k + 16
+    bv = np.empty(2 * center + 1)
+    bc = np.empty(2 * center + 1)
+    kd = np.full(2 * center + 1, np.nan)
+    bv[center], bc[center] = v, float(cv)
+    want_l = want_r = 2 * k + 4
+    while True:
+        for side in range(2):
+            target = want_r if side else want_l
+            if st[DONE + side] == 1:
+                continue
+            if st[MODE + side] == _WINDOW:
+                _fill_window(side, target, st, bv, bc, center, cnt, wu)
+                if st[MODE + side] == 1:  # past the window: the member runs beyond it, through a heap
+                    if m < 0:
+                        m = listed_members(x, words, index, member, inside)
+                    if hk.shape[1] == 0:
+                        hk = np.empty((2, m_cells))
+                        hc = np.empty((2, m_cells), dtype=np.int64)
+                        hp = np.empty((2, m_cells), dtype=np.int64)
+                    st[HEAP_SIZE + side] = _heap_init(side, member, inside, m, pos[2 + side], keys[2 + side], hk[side],
+                                                      hc[side], hp[side])
+            if st[MODE + side] == 1:
+                fill(side, target, st, bv, bc, center, values, starts, member, inside, m, pos, keys, near_v, near_c,
+                     hk[side], hc[side], hp[side])
+        if rule == DISTINCT_RULE and kk == k:
+            nl, nr = st[N_SIDE], st[N_SIDE + 1]
+            if nl + nr < k and st[DONE] == 1 and st[DONE + 1] == 1:
+                kk = nl + nr
+                if kk == 0:
+                    return np.nan, n, _OK
+        score, status = _lof_buffered(v, float(cv), kk, rule, kd, bv, bc, center, _done_view(st))
+        if status == _OK:
+            return score, n, _OK
+        if status == _NEED:
+            want_l = 2 * max(want_l, st[N_SIDE])
+        else:
+            want_r = 2 * max(want_r, st[N_SIDE + 1])
+        if max(want_l, want_r) > center - 1:
+            bigger = 4 * center
+            bv = _moved(bv, center, bigger, 0.0)
+            bc = _moved(bc, center, bigger, 0.0)
+            kd = _moved(kd, center, bigger, np.nan)
+            center = bigger
+
+
+@compiled_with(nogil=True, inline="always")
+def _done_view(st):
+    """`st` as `_lof_buffered` reads it: DONE slots 0 or 1 (2, "done at the window's end", is
+    not done yet)."""
+    out = st.copy()
+    for side in range(2):
+        if out[DONE + side] == 2:
+            out[DONE + side] = 0
+    return out
