@@ -312,3 +312,13 @@ def _history(owner, cli_path) -> list[tuple[str, str]]:
     result = invoke("budget", "history", "--db", str(cli_path), "--format", "json")
     assert result.exit_code == 0, result.stderr
     return [(row["notion"], row["mechanism"]) for row in json.loads(result.stdout)]
+
+
+def test_a_registered_accounting_is_parsed_by_its_spec(tmp_path):
+    con = make_database(tmp_path / "r.duckdb")
+    owner = pcor_sql.Owner(con, warn=lambda m: None)
+    registered = owner.register("staff", "staff", key="id", metric="pay", by="dept,year", accounting="PAPER")
+    assert registered.accounting == "paper" == owner.dataset("staff").accounting
+    with pytest.raises(UserError, match="unknown accounting 'pap\u0435r'"):  # a Cyrillic е
+        owner.register("other", "staff", key="id", metric="pay", by="dept", accounting="pap\u0435r")
+    con.close()
