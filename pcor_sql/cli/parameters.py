@@ -12,9 +12,8 @@ from typing import Annotated, Any, Callable, List, Optional
 import typer
 
 from pcor_sql import Engine
-from pcor_sql.core.option_spec import parse_choice
 from pcor_sql.errors import UserError
-from pcor_sql.request_specs import Job, specs_for
+from pcor_sql.request_specs import Job, parse_choice, specs_for
 
 
 def _choices(name: str, *values: str, doc: str = "") -> type[Enum]:
