@@ -322,3 +322,11 @@ def test_a_registered_accounting_is_parsed_by_its_spec(tmp_path):
     with pytest.raises(UserError, match="unknown accounting 'pap\u0435r'"):  # a Cyrillic е
         owner.register("other", "staff", key="id", metric="pay", by="dept", accounting="pap\u0435r")
     con.close()
+
+
+def test_the_schema_lists_the_canonical_words_that_the_analyst_page_offers():
+    from pcor_sql.service import analyst_page
+
+    search = explain_schema(Limits())["properties"]["search"]
+    assert search["x-choices"] == [str(c) for c in FIXED["search"][1].choices] and "enum" not in search
+    assert 'props.search["x-choices"]' in analyst_page.SCRIPT
