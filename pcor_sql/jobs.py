@@ -258,7 +258,7 @@ class AnswerJob(_Measurement):
             progress: Progress | None) -> list[AnomalyResult]:
         request = self.request
         report_phase(progress, "drawing the answers")
-        if batch.params is not request.mechanism:  # the mechanism that runs is the one that was charged for
+        if batch.params != request.mechanism:  # the mechanism that runs is the one that was charged for
             raise InternalError("the anomaly batch was prepared for another mechanism than the request's")
         source, seeded = make_source(request.seed)
         params = batch.params
