@@ -187,7 +187,8 @@ def four(tmp_path_factory):
     # The service warms each dataset's summary before it listens: slow on a loaded machine.
     with live_server(pcor_sql.service.app(served_owner), start_timeout=180) as url:
         with httpx.Client(base_url=url, timeout=60) as client:
-            yield root / "cli.duckdb", pcor_sql.Owner(con, warn=lambda m: None), Served(url, served_owner, tokens), client
+            owner = pcor_sql.Owner(con, warn=lambda m: None)
+            yield root / "cli.duckdb", owner, Served(url, served_owner, tokens), client
     con.close()
     served_con.close()
 
@@ -208,7 +209,8 @@ def _python(owner, name, text):
     if name == "verifier" or FIXED[name][0] is Job.EXPLAIN:
         call = lambda: owner.explain_outlier(EXPLAIN_SQL, **{name: text})  # noqa: E731
     else:
-        call = lambda: owner.identify_anomaly(IDENTIFY_SQL, beta=5, radius=1, epsilon=0.01, **{name: text})  # noqa: E731
+        call = lambda: owner.identify_anomaly(  # noqa: E731
+            IDENTIFY_SQL, beta=5, radius=1, epsilon=0.01, **{name: text})
     try:
         call()
         return True, ""
@@ -227,7 +229,8 @@ def _statement_run(owner, name, text):
     elif FIXED[name][0] is Job.EXPLAIN:
         statement = f"EXPLAIN OUTLIER {EXPLAIN_SQL} WITH ({name} = {_sql_text(text)})"
     else:
-        statement = f"IDENTIFY ANOMALY {IDENTIFY_SQL} WITH (beta = 5, radius = 1, epsilon = 0.01, {name} = {_sql_text(text)})"
+        statement = (f"IDENTIFY ANOMALY {IDENTIFY_SQL} "
+                     f"WITH (beta = 5, radius = 1, epsilon = 0.01, {name} = {_sql_text(text)})")
     try:
         owner.sql(statement)
         return True, ""

@@ -114,8 +114,8 @@ def prepare_anomaly_queries(
     where the rows are (an engine that does not ship them, `pcor_sql.backends`); by default
     DuckDB on `con` reads every point and numpy counts.
     """
-    return anomaly_batch(con, relation_sql, columns, selector_sql, mech.validate_params(beta, radius, epsilon, privacy, k),
-                         norm, counts)
+    params = mech.validate_params(beta, radius, epsilon, privacy, k)
+    return anomaly_batch(con, relation_sql, columns, selector_sql, params, norm, counts)
 
 
 def anomaly_batch(

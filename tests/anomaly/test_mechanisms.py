@@ -325,7 +325,8 @@ def test_the_mechanism_states_its_own_notion_and_cost(privacy, k, cost, notion, 
     assert repr(p.answer_cost()) == cost and p.notion == notion == p.answer_cost().notion and p.name == name
     assert (p.privacy is A.Privacy.SP) == (notion == "sp")
     lam = A.mechanism_lambda(np.array([1]), np.array([1]), p)
-    expected = A.lambda_k(np.array([1]), np.array([1]), 5, k) if notion == "sp" else A.mdd_dp(np.array([1]), np.array([1]), 5)
+    one = np.array([1])
+    expected = A.lambda_k(one, one, 5, k) if notion == "sp" else A.mdd_dp(one, one, 5)
     assert lam.tolist() == expected.tolist()
 
 

@@ -28,7 +28,8 @@ def _answer(ledger, privacy: str):
 def test_an_sp_limit_holds_against_every_spelling_of_sp(tmp_path, privacy):
     ledger = tmp_path / "L.duckdb"
     for notion, limit in (("sp", "0.6"), ("dp", "10")):  # strict limits: every notion of the unit has one
-        assert invoke("budget", "set-limit", "homicides", limit, "--notion", notion, "--ledger", str(ledger)).exit_code == 0
+        done = invoke("budget", "set-limit", "homicides", limit, "--notion", notion, "--ledger", str(ledger))
+        assert done.exit_code == 0, done.stderr
     first = _answer(ledger, privacy)
     assert first.exit_code == 0, first.stderr
     [answer] = json.loads(first.stdout)
