@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from pcor_sql.core import compile_notice
 from pcor_sql.core.work import WorkCapReached
-from pcor_sql.core.accounting import DpCost, SpCost
+from pcor_sql.errors import InternalError
 from pcor_sql.core.randomness import make_source, record_source
 from pcor_sql.core.selection import resolve_selection
 from pcor_sql.engine.progress import report_phase
@@ -30,7 +30,6 @@ from pcor_sql.requests import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation, NotReleased
 from pcor_sql.sqltext.build import over_context, quoted, select_from
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
-from pcor_sql.core.choices import Privacy
 
 Progress = Callable[[int, int], None]
 
@@ -41,11 +40,8 @@ def release_mechanism(request: OutlierRequest) -> str:
 
 
 def answer_mechanism(request: AnomalyRequest) -> str:
-    """`anomaly/<privacy>`, with `/k=<k>` under (ε, k)-SP."""
-    parts = ["anomaly", str(request.privacy)]
-    if request.privacy == Privacy.SP:
-        parts.append(f"k={request.k}")
-    return "/".join(parts)
+    """`anomaly/<privacy>`, with `/k=<k>` under (ε, k)-SP: the request's mechanism's own name."""
+    return request.mechanism.name
 
 
 class _Measurement(abc.ABC):
@@ -218,8 +214,8 @@ class AnswerJob(_Measurement):
     extra_units: tuple[str, ...] = ()
 
     def cost(self) -> Any:
-        r = self.request
-        return SpCost(r.epsilon, r.k) if r.privacy == Privacy.SP else DpCost(r.epsilon)
+        # Asked of the mechanism that runs (`read` runs this same object): DESIGN.md §6.
+        return self.request.mechanism.answer_cost()
 
     def mechanism(self) -> str:
         return answer_mechanism(self.request)
@@ -237,23 +233,23 @@ class AnswerJob(_Measurement):
         text = f"IDENTIFY ANOMALY SELECT {', '.join(quoted(r.columns))} FROM {self.relation_shown(policy)}"
         if r.selector is not None and not getattr(self, "point", None):
             text += f" WHERE {r.selector}"
-        options: dict[str, Any] = {"beta": r.beta, "radius": r.radius, "epsilon": r.epsilon, "privacy": r.privacy}
-        if r.privacy == Privacy.SP:
-            options["k"] = r.k
+        mechanism = r.mechanism
+        options: dict[str, Any] = {"beta": r.beta, "radius": r.radius, "epsilon": r.epsilon,
+                                   "privacy": mechanism.privacy.value}
+        if mechanism.k is not None:
+            options["k"] = mechanism.k
         options["norm"] = r.norm
         if r.seed is not None:
             options["seed"] = r.seed
         return text + _with(options)
 
     def read(self, session: Any, progress: Progress | None) -> Any:
-        from pcor_sql.anomaly.batch import prepare_anomaly_queries
+        from pcor_sql.anomaly.batch import anomaly_batch
 
         r = self.request
         with session.access.watch(progress, "counting neighbours"):
-            return prepare_anomaly_queries(
-                None, r.relation, r.columns, r.selector, beta=r.beta, radius=r.radius, epsilon=r.epsilon,
-                privacy=r.privacy, k=r.k, norm=r.norm, counts=session.access.ball_counts,
-            )
+            return anomaly_batch(None, r.relation, r.columns, r.selector, r.mechanism, r.norm,
+                                 counts=session.access.ball_counts)
 
     def count(self, batch: Any) -> int:
         return batch.size
@@ -262,6 +258,8 @@ class AnswerJob(_Measurement):
             progress: Progress | None) -> list[AnomalyResult]:
         request = self.request
         report_phase(progress, "drawing the answers")
+        if batch.params != request.mechanism:  # the mechanism that runs is the one that was charged for
+            raise InternalError("the anomaly batch was prepared for another mechanism than the request's")
         source, seeded = make_source(request.seed)
         params = batch.params
         return [
@@ -290,13 +288,12 @@ class PointAnswerJob(AnswerJob):
         return "value (" + ", ".join(f"{c} = {float.__repr__(v)}" for c, v in self.point) + ")"
 
     def read(self, session: Any, progress: Progress | None) -> Any:
-        from pcor_sql.anomaly.batch import prepare_point_query
+        from pcor_sql.anomaly.batch import point_batch
 
         r = self.request
         with session.access.watch(progress, "counting neighbours"):
             counted = session.access.point_counts(r.relation, r.columns, [v for _, v in self.point], r.radius, r.norm)
-        return prepare_point_query(dict(self.point), counted, beta=r.beta, radius=r.radius, epsilon=r.epsilon,
-                                   privacy=r.privacy, k=r.k, norm=r.norm)
+        return point_batch(dict(self.point), counted, r.mechanism, r.norm)
 
 
 def _with(options: dict[str, Any]) -> str:

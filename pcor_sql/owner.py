@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
 from pcor_sql import api
-from pcor_sql.core.accounting import ACCOUNTINGS
 from pcor_sql.core.bins import declared_bins, edge_text
+from pcor_sql.request_specs import ACCOUNTING
 from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
 from pcor_sql.ledger.records import BudgetStatus
 from pcor_sql.ledger.dataset_registry import (
@@ -118,8 +118,8 @@ class Owner:
             raise UserError("the relation must be SQL text naming a table, view, file or subquery", "e.g. 'salaries'")
         metrics = _names(metric, "metric")
         attributes = _names(by, "by")
-        if accounting is not None and accounting not in ACCOUNTINGS:
-            raise UserError(f"unknown accounting {accounting!r}", f"use one of {', '.join(ACCOUNTINGS)}")
+        if accounting is not None:  # by the option's spec, as a request's (DESIGN.md §6): stored canonical
+            accounting = ACCOUNTING.check(accounting)
         limits = _limits(limit)
         access = self.session.access
         described, _ = access.describe(relation, quote_identifier(metrics[0]))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES
 from pcor_sql.core.accounting import ACCOUNTINGS
-from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
+# parse_choice: the one spelling rule of a fixed-value option, also for the CLI's own flags (`--format`).
+from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who, parse_choice  # noqa: F401
 from pcor_sql.core.search_specs import SEARCH_SPECS, search_option_specs
 from pcor_sql.core.verifiers.builtins import builtin_list
 from pcor_sql.core.choices import Utility

@@ -21,16 +21,16 @@ import numbers
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
-from pcor_sql.anomaly.mechanisms import validate_norm, validate_params
+from pcor_sql.anomaly.mechanisms import AnomalyParams, validate_params
 from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
-from pcor_sql.core.option_spec import Kind, OptionSpec
+from pcor_sql.core.option_spec import Kind, OptionSpec, fold_word
 from pcor_sql.core.search_specs import search_option_specs, search_spec
 from pcor_sql.core.bins import Bins, declared_bins
 from pcor_sql.errors import UserError
 from pcor_sql.core.choices import Privacy
 from pcor_sql.request_specs import (
     ACCOUNTING, BINS, BY, DATASET, DOMAINS, EPSILON_ANSWER, EPSILON_RELEASE, MONOTONE_UTILITIES, NORM, OWNER_VIEW, PRIVACY,
-    SEARCH, SEED, START, UTILITIES, UTILITY, VERIFIER, BETA, RADIUS, K, explain_specs, identify_specs,
+    SEARCH, SEED, START, UTILITY, VERIFIER, BETA, RADIUS, K, explain_specs, identify_specs,
 )
 
 Selection = tuple[tuple[str, tuple[Any, ...]], ...]
@@ -52,8 +52,9 @@ class VerifierSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise UserError(f"invalid verifier {self.name!r}", "name one, e.g. 'lof' or 'grubbs'")
-        object.__setattr__(self, "name", self.name.strip().lower())
-        object.__setattr__(self, "options", tuple((str(k).lower(), v) for k, v in dict(self.options).items()))
+        # Names in any ASCII case, as every fixed-value option (`core.option_spec.fold_word`).
+        object.__setattr__(self, "name", fold_word(self.name.strip()))
+        object.__setattr__(self, "options", tuple((fold_word(str(k)), v) for k, v in dict(self.options).items()))
 
     def options_dict(self) -> dict[str, Any]:
         return dict(self.options)
@@ -121,11 +122,11 @@ class OutlierRequest:
         _set(self, "domains", _selection(domains, "domains"))
         _set(self, "start", _selection(self.start, "start"))
         _set(self, "verifier", _verifier(self.verifier))
-        if self.utility not in UTILITIES:
-            raise UserError(f"unknown utility {self.utility!r}", f"use one of: {', '.join(UTILITIES)}")
-        spec = search_spec(self.search)
-        _set(self, "search", spec.name)
+        # Each fixed-value option parsed once, by its spec, into its canonical value (DESIGN.md §6).
         _set(self, "utility", UTILITY.check(self.utility))
+        _set(self, "accounting", ACCOUNTING.check(self.accounting))
+        spec = search_spec(SEARCH.check(self.search))
+        _set(self, "search", spec.name)
         # Left out, n is the search's own; remembered so that `replace(search=...)` gives the
         # new search its own n rather than the old one's.
         object.__setattr__(self, "_samples_given", self.samples is not None)
@@ -204,10 +205,20 @@ class AnomalyRequest:
             raise UserError("no column to measure distances on", "select one or more numeric columns")
         if self.selector is not None:
             _require_text(self.selector, "selector")
-        params = validate_params(self.beta, self.radius, self.epsilon, self.privacy, self.k)
-        _set(self, "norm", validate_norm(self.norm))
-        _set(self, "k", params.k if params.privacy == Privacy.SP else self.k)
+        # Parsed once, by their specs (DESIGN.md §6): `privacy` becomes the mechanism's own
+        # `Privacy`, and the mechanism object is kept, so the notion charged is the one that runs.
+        params = validate_params(self.beta, self.radius, self.epsilon, PRIVACY.check(self.privacy), self.k)
+        _set(self, "privacy", params.privacy)
+        _set(self, "norm", NORM.check(self.norm))
+        _set(self, "k", params.k if params.privacy is Privacy.SP else self.k)
         _common(self)
+        object.__setattr__(self, "_mechanism", params)
+
+    @property
+    def mechanism(self) -> AnomalyParams:
+        """The anomaly mechanism that answers this request: its λ, its notion and the cost of one
+        answer (`AnomalyParams.answer_cost`) — what the reservation charges and the read runs."""
+        return self._mechanism  # type: ignore[attr-defined]
 
     def replace(self, **changes: Any) -> "AnomalyRequest":
         return dataclasses.replace(self, **changes)

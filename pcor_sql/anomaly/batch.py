@@ -83,7 +83,7 @@ class AnomalyBatch:
             self.flip_probability.tolist(),
         )
         return [
-            AnomalyAnswer(dict(record), bit, p.epsilon, p.privacy, p.k, truth, ball, mult, lam, flip)
+            AnomalyAnswer(dict(record), bit, p.epsilon, p.privacy.value, p.k, truth, ball, mult, lam, flip)
             for record, bit, truth, ball, mult, lam, flip in columns
         ]
 
@@ -115,6 +115,17 @@ def prepare_anomaly_queries(
     DuckDB on `con` reads every point and numpy counts.
     """
     params = mech.validate_params(beta, radius, epsilon, privacy, k)
+    return anomaly_batch(con, relation_sql, columns, selector_sql, params, norm, counts)
+
+
+def anomaly_batch(
+    con: duckdb.DuckDBPyConnection | None, relation_sql: str, columns: Sequence[str], selector_sql: str | None,
+    params: mech.AnomalyParams, norm: str,
+    counts: Callable[..., tuple[tuple[dict[str, Any], ...], BallCounts]] | None = None,
+) -> AnomalyBatch:
+    """`prepare_anomaly_queries` for the mechanism `params` already validated — the one object a
+    request's reservation was priced by (`AnomalyParams.answer_cost`), so the mechanism that runs
+    is the one that was charged for."""
     norm_name = mech.validate_norm(norm)
     points: PointData | None = None
     if counts is None:
@@ -139,7 +150,11 @@ def prepare_point_query(
     record's answer: g(i, x) = 0 whenever x_i = 0, and Δ_G and λ_k cover x_i = 0 (DESIGN.md §3),
     so Construction 1 is ε-DP / (ε, k)-SP for present and absent points alike (proof in
     `pcor_sql.anomaly.mechanisms`: it holds for every i of the universe)."""
-    params = mech.validate_params(beta, radius, epsilon, privacy, k)
+    return point_batch(point, counted, mech.validate_params(beta, radius, epsilon, privacy, k), norm)
+
+
+def point_batch(point: dict[str, float], counted: BallCounts, params: mech.AnomalyParams, norm: str) -> AnomalyBatch:
+    """`prepare_point_query` for the mechanism `params` already validated (see `anomaly_batch`)."""
     norm_name = mech.validate_norm(norm)
     if counted.ball.shape != (1,):
         raise InternalError("a point query counts exactly one point")

@@ -57,9 +57,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pcor_sql.core.accounting import DpCost, SpCost
+from pcor_sql.core.option_spec import parse_choice
 from pcor_sql.core.randomness import Source, bernoulli
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.core.choices import Privacy
+from pcor_sql.core.choices import Notion, Privacy
 
 PRIVACY_MODES = (Privacy.DP.value, Privacy.SP.value)
 NORMS = ("l1", "l2", "linf")
@@ -71,14 +73,41 @@ class AnomalyParams:
 
     `beta` is the integer threshold ⌊β⌋ the formulas use; `beta_given` what the user passed.
     `k` is None for privacy="dp" (the DP mechanism is the k = β + 1 case, every value sensitive).
+
+    The object names the mechanism that runs: `mechanism_lambda` picks λ by `privacy`, and
+    `answer_cost` / `notion` state what one answer costs from the same field, so the notion
+    charged is the mechanism's own (DESIGN.md §6 "Notions are kept apart"), never re-derived
+    from how an option was spelled.
     """
 
     beta: int
     beta_given: float
     radius: float
     epsilon: float
-    privacy: str
+    privacy: Privacy
     k: int | None
+
+    def __post_init__(self) -> None:
+        if type(self.privacy) is not Privacy or (self.privacy is Privacy.SP) != (self.k is not None):
+            raise InternalError(f"anomaly parameters need a Privacy and k exactly under sp, got {self.privacy!r}, "
+                                f"k={self.k!r} (build them with validate_params)")
+
+    @property
+    def notion(self) -> Notion:
+        """The ledger notion of this mechanism's answers: ε-DP for λ = Δ_G, (ε, k)-SP for λ_k."""
+        return Notion.SP if self.privacy is Privacy.SP else Notion.DP
+
+    def answer_cost(self) -> DpCost | SpCost:
+        """What one answer of this mechanism costs, in its own notion."""
+        cost = SpCost(self.epsilon, self.k) if self.privacy is Privacy.SP else DpCost(self.epsilon)
+        if cost.notion != self.notion:
+            raise InternalError(f"the {self.privacy} mechanism's cost is of notion {cost.notion}")
+        return cost
+
+    @property
+    def name(self) -> str:
+        """The mechanism's name in the history: `anomaly/<privacy>`, with `/k=<k>` under (ε, k)-SP."""
+        return "/".join(["anomaly", str(self.privacy)] + ([f"k={self.k}"] if self.privacy is Privacy.SP else []))
 
 
 @dataclass(frozen=True)
@@ -103,11 +132,9 @@ def _real(value: object, name: str, example: str) -> float:
 
 
 def validate_norm(norm: object) -> str:
-    """The norm name in lower case; a UserError names the accepted ones."""
-    name = norm.lower().strip() if isinstance(norm, str) else norm
-    if name not in NORMS:
-        raise UserError(f"unknown norm {norm!r}", f"use one of: {', '.join(NORMS)}")
-    return name
+    """The canonical norm name (any ASCII case: `core.option_spec.parse_choice`); a UserError
+    names the accepted ones."""
+    return parse_choice("norm", norm, NORMS)
 
 
 def validate_params(beta: object, radius: object, epsilon: object, privacy: object, k: object) -> AnomalyParams:
@@ -125,11 +152,9 @@ def validate_params(beta: object, radius: object, epsilon: object, privacy: obje
     eps = _real(epsilon, "epsilon", "epsilon = 0.5")
     if eps <= 0:
         raise UserError(f"epsilon must be > 0, got {epsilon!r}", "pass e.g. epsilon = 0.5")
-    mode = privacy.lower().strip() if isinstance(privacy, str) else privacy
-    if mode not in PRIVACY_MODES:
-        raise UserError(f"unknown privacy mode {privacy!r}", "use 'dp' (ε-DP) or 'sp' (sensitive privacy, with k)")
+    mode = Privacy(parse_choice("privacy", privacy, PRIVACY_MODES))
     beta_int = int(math.floor(b))
-    if mode == Privacy.DP:
+    if mode is Privacy.DP:
         return AnomalyParams(beta_int, b, r, eps, mode, None)
     if isinstance(k, bool) or not isinstance(k, numbers.Real) or not float(k).is_integer():
         raise UserError(f"k must be an integer, got {k!r}", f"pass k between 1 and {beta_int + 1}")
@@ -196,7 +221,7 @@ def lambda_k(multiplicity: object, ball: object, beta: int, k: int) -> np.ndarra
 
 def mechanism_lambda(multiplicity: object, ball: object, params: AnomalyParams) -> np.ndarray:
     """λ of the chosen mechanism: Δ_G for "dp", λ_k for "sp"."""
-    if params.privacy == Privacy.DP:
+    if params.privacy is Privacy.DP:
         return mdd_dp(multiplicity, ball, params.beta)
     if params.k is None:
         raise InternalError("sensitive privacy needs k")

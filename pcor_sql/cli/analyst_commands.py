@@ -24,7 +24,7 @@ app = typer.Typer(
 )
 
 Name = Annotated[str, typer.Argument(help="The analyst's name.", show_default=False)]
-Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
+Format = Annotated[o.DataFormat, o.choice(o.DataFormat, "--format", help="table or json (JSON Lines).")]
 Quota = Annotated[Optional[str], typer.Option("--quota", metavar="EPS",
                                               help="ε quota (under every notion unless --notion names one).")]
 OneNotion = Annotated[Optional[str], typer.Option("--notion", help="The notion of the quota: ocdp, dp or sp.")]

@@ -25,7 +25,7 @@ def identify_anomaly(
     workers: o.Workers = 1,
     data: DataFlags = None,  # --db, --engine, --spark-master, --ledger, --allow-seeded
     fmt: Annotated[
-        o.RowsFormat, typer.Option("--format", help="table, json (one document: a list), jsonl (one object per "
+        o.RowsFormat, o.choice(o.RowsFormat, "--format", help="table, json (one document: a list), jsonl (one object per "
                                                     "answered row and line) or csv (flat columns).")
     ] = o.RowsFormat.table,
     options: Any = None,

@@ -26,8 +26,8 @@ app = typer.Typer(
     short_help="The budget ledger: status, history, set-limit, default-limit, public, verify, repair, migrate.",
 )
 
-Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
-Rows = Annotated[o.RowsFormat, typer.Option("--format", help="table, json (one document: a list), jsonl (one object "
+Format = Annotated[o.DataFormat, o.choice(o.DataFormat, "--format", help="table or json (JSON Lines).")]
+Rows = Annotated[o.RowsFormat, o.choice(o.RowsFormat, "--format", help="table, json (one document: a list), jsonl (one object "
                                                              "per line) or csv (flat columns).")]
 Unit = Annotated[
     Optional[str],

@@ -20,7 +20,7 @@ app = typer.Typer(
 
 @app.command("list", short_help="The bundled datasets: metric, attributes, planted outliers.")
 def list_(
-    fmt: Annotated[o.ListFormat, typer.Option("--format", help="table, json (one document: a list) or jsonl (one "
+    fmt: Annotated[o.ListFormat, o.choice(o.ListFormat, "--format", help="table, json (one document: a list) or jsonl (one "
                                                                "object per line).")] = o.ListFormat.table,
 ) -> None:
     """The bundled datasets with their metric, context attributes and planted outliers.
@@ -55,7 +55,7 @@ def export(
     path: Annotated[Path, typer.Argument(help="File to write.", show_default=False)],
     fmt: Annotated[
         o.ExportFormat,
-        typer.Option("--format", help="parquet (plain strings) or duckdb (a database file with the ENUM types)."),
+        o.choice(o.ExportFormat, "--format", help="parquet (plain strings) or duckdb (a database file with the ENUM types)."),
     ] = o.ExportFormat.parquet,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing file.")] = False,
 ) -> None:

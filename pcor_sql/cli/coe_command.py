@@ -39,7 +39,7 @@ def coe(
     ] = None,
     data: DataFlags = None,  # --db, --engine, --spark-master
     fmt: Annotated[
-        o.CoeFormat, typer.Option("--format", help="table, json (one document: a list of valid contexts), jsonl (one valid context per line) or csv.")
+        o.CoeFormat, o.choice(o.CoeFormat, "--format", help="table, json (one document: a list of valid contexts), jsonl (one valid context per line) or csv.")
     ] = o.CoeFormat.table,
     options: Any = None,
 ) -> None:

@@ -24,7 +24,7 @@ app = typer.Typer(
     short_help="Registered datasets: add, list, show, remove.",
 )
 
-Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
+Format = Annotated[o.DataFormat, o.choice(o.DataFormat, "--format", help="table or json (JSON Lines).")]
 Name = Annotated[str, typer.Argument(help="The dataset's name (an identifier analysts write after FROM).",
                                      show_default=False)]
 

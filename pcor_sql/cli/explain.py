@@ -32,7 +32,7 @@ def explain_outlier(
     data: DataFlags = None,  # --db, --engine, --spark-master, --ledger, --allow-seeded
     fmt: Annotated[
         o.ReleaseFormat,
-        typer.Option("--format", help="table, json (one document: a list, one object per record), jsonl (one "
+        o.choice(o.ReleaseFormat, "--format", help="table, json (one document: a list, one object per record), jsonl (one "
                                       "object per line), csv (flat columns) or sql (the explanation query)."),
     ] = o.ReleaseFormat.table,
     plot: Annotated[

@@ -13,7 +13,7 @@ import typer
 
 from pcor_sql import Engine
 from pcor_sql.errors import UserError
-from pcor_sql.request_specs import Job, specs_for
+from pcor_sql.request_specs import Job, parse_choice, specs_for
 
 
 def _choices(name: str, *values: str, doc: str = "") -> type[Enum]:
@@ -21,6 +21,19 @@ def _choices(name: str, *values: str, doc: str = "") -> type[Enum]:
     kind = Enum(name, {v: v for v in values}, type=str)  # type: ignore[misc]
     kind.__doc__ = doc or f"{name}: {', '.join(values)}"
     return kind
+
+
+def choice(kind: type[Enum], flag: str, **option: Any) -> Any:
+    """A `typer.Option` taking one of `kind`'s values under the spelling rule of every
+    fixed-value option (`core.option_spec.parse_choice`: any ASCII case, nothing else folded —
+    click's own case-insensitive choice would casefold 'ſ' into 's'); a bad value is one
+    `error:` line naming the accepted ones."""
+    values = tuple(str(member.value) for member in kind)  # type: ignore[attr-defined]
+
+    def parse(text: Any) -> Any:
+        return kind(parse_choice(flag, text, values))
+
+    return typer.Option(flag, parser=parse, metavar="[" + "|".join(values) + "]", **option)
 
 
 ExplainFormat = _choices("ExplainFormat", "table", "json", "sql")
@@ -47,8 +60,8 @@ Db = Annotated[
 ]
 EngineOption = Annotated[
     Engine,
-    typer.Option(
-        "--engine",
+    choice(
+        Engine, "--engine",
         help="Where the rows are read: duckdb (embedded) or spark (the relation names Spark tables or "
         "paths such as parquet.`/data/t`; only summaries and windows leave the cluster; the budget "
         "ledger is --ledger, $PCOR_SQL_LEDGER or the per-user file). Spark needs pip install 'pcor-sql[spark]' and Java.",

@@ -49,7 +49,7 @@ Url = Annotated[
     typer.Option("--url", metavar="URL",
                  help=f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}).", show_default=False),
 ]
-Format = Annotated[o.DataFormat, typer.Option("--format", help="table or json (JSON Lines).")]
+Format = Annotated[o.DataFormat, o.choice(o.DataFormat, "--format", help="table or json (JSON Lines).")]
 Dataset = Annotated[str, typer.Argument(help="A registered dataset (see `pcor-sql remote datasets`).", show_default=False)]
 Epsilon = Annotated[float, typer.Option("--epsilon", help="Privacy cost ε of each answer.", show_default=False)]
 Metric = Annotated[Optional[str], typer.Option("--metric", help="One of the dataset's metrics (default: its first).")]
@@ -157,7 +157,7 @@ def explain_outlier(
     url: Url = None,
     metric: Metric = None, verifier: Verifier = None, search: Search = None, samples: Samples = None,
     utility: Utility = None, start: Start = None, by: By = None,
-    fmt: Annotated[o.ExplainFormat, typer.Option("--format", help="table, json (JSON Lines) or sql.")]
+    fmt: Annotated[o.ExplainFormat, o.choice(o.ExplainFormat, "--format", help="table, json (JSON Lines) or sql.")]
     = o.ExplainFormat.table,
 ) -> None:
     """Privately release, for each key, a context in which that record is an outlier; each key

@@ -36,8 +36,7 @@ def sql(
     allow_seeded: o.AllowSeeded = False,
     fmt: Annotated[
         o.ExplainFormat,
-        typer.Option(
-            "--format",
+        o.choice(o.ExplainFormat, "--format",
             help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries.",
         ),
     ] = o.ExplainFormat.table,

@@ -81,6 +81,8 @@ class OptionSpec:
     nullable: bool = False
 
     def __post_init__(self) -> None:
+        if self.choices:
+            choice_pattern(self.choices)  # a choice must be a lower-case ASCII word (the spelling rule)
         if self.cli == "":
             object.__setattr__(self, "cli", "--" + self.name.replace("_", "-"))
         if self.kind in (Kind.NUMBER, Kind.INTEGER) and self.maximum is None:
@@ -110,9 +112,7 @@ class OptionSpec:
             problem = text_problem(text)
             if problem:
                 raise UserError(f"{name} {problem}", "send valid Unicode text without NUL characters")
-            if self.choices and text not in self.choices:
-                raise UserError(f"unknown {name} {text!r}", f"use one of: {', '.join(self.choices)}")
-            return text
+            return parse_choice(name, text, self.choices) if self.choices else text
         if self.kind is Kind.STRUCTURED:
             return value
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -130,6 +130,10 @@ class OptionSpec:
                 raise UserError(f"{name} must be finite, got {got}", f"e.g. {self.hint()}")
         return self.bounded(value, f"e.g. {self.hint()}")
 
+    def choice_pattern(self) -> str:
+        """The JSON Schema `pattern` of the spellings `check` accepts (see `choice_pattern`)."""
+        return choice_pattern(self.choices)
+
     def bounded(self, value: Any, fix: str) -> Any:
         """`value` if it respects the spec's bounds, else a UserError with `fix`."""
         low, high = self.minimum, self.maximum
@@ -146,6 +150,45 @@ class OptionSpec:
         from pcor_sql.errors import option_hint
 
         return option_hint(self.name, self.example)
+
+
+# ---- the spelling rule of every option with a fixed set of values (DESIGN.md §6) ---------------
+#
+# One rule, applied by the spec on the CLI, in Python, in statements and over HTTP: a word is
+# accepted in any mix of ASCII upper and lower case and means its canonical lower-case choice;
+# nothing else is folded — no surrounding spaces, no Unicode case mapping (`"\u212a".lower()` is
+# "k" and `"\u017f".casefold()` is "s": a look-alike would otherwise name a choice in one
+# interface and not in another).
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold_word(text: str) -> str:
+    """`text` with its ASCII letters in lower case, every other character as it is."""
+    return text.translate(_ASCII_LOWER)
+
+
+def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """The canonical choice `value` spells (one of `choices`, in any ASCII case), else a
+    UserError naming the accepted values."""
+    if isinstance(value, str):
+        text = str.__str__(value)
+        for choice in choices:
+            if fold_word(text) == str(choice):
+                return str(choice)
+    shown = repr(str.__str__(value)) if isinstance(value, str) else repr(value)
+    raise UserError(f"unknown {name} {shown}", f"use one of: {', '.join(map(str, choices))} (in any case)")
+
+
+def choice_pattern(choices: tuple[str, ...]) -> str:
+    """A regular expression (ECMA 262 and Python alike) matching exactly the spellings
+    `parse_choice` accepts: each ASCII letter as `[Xx]`, every other character as itself."""
+    def word(choice: str) -> str:
+        if not all(c.isascii() and (c.isalnum() or c in "-_") for c in choice) or fold_word(choice) != choice:
+            raise TypeError(f"choice {choice!r} is not a lower-case ASCII word")
+        return "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in choice)
+
+    return "^(?:" + "|".join(word(str(c)) for c in choices) + ")$"
 
 
 def text_problem(text: str) -> str | None:

@@ -23,7 +23,7 @@ from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.core.work import spend
 from pcor_sql.errors import InternalError, UserError
-from pcor_sql.requests import UTILITIES
+from pcor_sql.request_specs import UTILITIES
 from pcor_sql.sqltext.build import METRIC_ALIAS, metric_values, select_from
 from pcor_sql.core.choices import Utility
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 import duckdb
 
 from pcor_sql.frontend.option_lists import parse_verifier_spec
+from pcor_sql.core.option_spec import fold_word
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
@@ -92,7 +93,7 @@ def verifier_spec(verifier: Any, options: Mapping[str, Any] | None = None) -> An
             raise UserError("verifier options were given with a verifier object", "set them on the object itself")
         return verifier
     for key, value in dict(options or {}).items():
-        key = str(key).lower()
+        key = fold_word(str(key))
         if key in given:
             raise UserError(f"verifier option {key} is given twice", "give each option once")
         given[key] = value

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence, Union
 
 import duckdb
 
+from pcor_sql.core.option_spec import fold_word
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.domain_clause import DOMAIN_EXAMPLE, Domains, parse_domain_clause
 from pcor_sql.frontend.option_lists import (
@@ -320,7 +321,7 @@ def _parse_using(tokens: Sequence[Token], i: int) -> tuple[VerifierSpec, int]:
             f"expected a verifier name after USING, found {found}",
             "write USING lof or USING lof(k = 20, threshold = 1.5)",
         )
-    name = tok.text.lower()
+    name = fold_word(tok.text)
     i += 1
     nxt = tokens[i] if i < len(tokens) else None
     if nxt is None or not nxt.is_punct("("):

@@ -181,7 +181,7 @@ async function loadSchema() {
   try {
     const doc = await (await fetch("/openapi.json", {credentials: "omit"})).json();
     const props = doc.components.schemas.ExplainRequest.properties;
-    props.search.enum.forEach((s) => $("x-search").append(new Option(s, s)));
+    props.search["x-choices"].forEach((s) => $("x-search").append(new Option(s, s)));
   } catch (err) { /* the fields still take free text defaults */ }
 }
 document.addEventListener("DOMContentLoaded", () => {

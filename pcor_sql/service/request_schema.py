@@ -16,13 +16,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pcor_sql.core.option_spec import Kind, OptionSpec, text_problem
+from pcor_sql.core.option_spec import Kind, OptionSpec, parse_choice, text_problem
 from pcor_sql.errors import UserError
 from pcor_sql.request_specs import Job, analyst_options, specs_for
 
 #: The largest integer key: DuckDB's BIGINT range (a key beyond it names no row of any table).
 KEY_BOUND = 2**63 - 1
 NAME_LENGTH = 128
+#: The schema keyword (an OpenAPI extension) listing a fixed-value option's canonical values.
+CHOICES = "x-choices"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,10 @@ def _option_schema(spec: OptionSpec, limits: Limits) -> dict[str, Any]:
     elif spec.kind is Kind.STRING:
         schema = {"type": "string", "maxLength": limits.max_text}
         if spec.choices:
-            schema["enum"] = [str(c) for c in spec.choices]
+            # A fixed-value option in any ASCII case, as on the CLI, in Python and in statements
+            # (DESIGN.md §6): the pattern says so to a client, `x-choices` lists the canonical values.
+            schema["pattern"] = spec.choice_pattern()
+            schema[CHOICES] = [str(c) for c in spec.choices]
     else:
         schema = {"type": "integer" if spec.kind is Kind.INTEGER else "number"}
         if spec.minimum is not None:
@@ -176,6 +181,11 @@ def check(value: Any, schema: dict[str, Any], where: str) -> None:
         raise BadRequest(f"{where} must be {_article(expected)}, got {_kind(value)}", _example(where, schema))
     if "enum" in schema and value not in schema["enum"]:
         raise BadRequest(f"unknown {where} {value!r}", f"use one of: {', '.join(schema['enum'])}")
+    if CHOICES in schema:
+        try:  # the spelling rule of the spec itself, never a second one (it matches `pattern`)
+            parse_choice(where, value, tuple(schema[CHOICES]))
+        except UserError as exc:
+            raise BadRequest(exc.problem, exc.fix or "") from None
     if expected == "string":
         if len(value) > schema.get("maxLength", len(value)):
             raise BadRequest(f"{where} is longer than {schema['maxLength']} characters", "send a shorter text")

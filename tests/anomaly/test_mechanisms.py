@@ -312,3 +312,26 @@ def test_exhaustive_world_covers_every_case_of_the_table():
     cases = {(bool(mm == 0), bool(bb <= 2), bool(bb < 2)) for mm, bb in zip(m.ravel(), b.ravel())}
     assert {(True, True, True), (True, False, False), (False, True, False), (False, False, False)} <= cases
     assert len(list(itertools.product(range(SMALL + 1), repeat=U))) == m.size
+
+
+@pytest.mark.parametrize(("privacy", "k", "cost", "notion", "name"), [
+    ("SP", 2, "SpCost(epsilon=0.5, k=2)", "sp", "anomaly/sp/k=2"),
+    ("sP", 1, "SpCost(epsilon=0.5, k=1)", "sp", "anomaly/sp/k=1"),
+    ("Dp", 2, "DpCost(epsilon=0.5)", "dp", "anomaly/dp"),
+])
+def test_the_mechanism_states_its_own_notion_and_cost(privacy, k, cost, notion, name):
+    """DESIGN.md §6: the notion charged is the mechanism's; λ and the cost read one field."""
+    p = A.validate_params(5, 1, 0.5, privacy, k)
+    assert repr(p.answer_cost()) == cost and p.notion == notion == p.answer_cost().notion and p.name == name
+    assert (p.privacy is A.Privacy.SP) == (notion == "sp")
+    lam = A.mechanism_lambda(np.array([1]), np.array([1]), p)
+    one = np.array([1])
+    expected = A.lambda_k(one, one, 5, k) if notion == "sp" else A.mdd_dp(one, one, 5)
+    assert lam.tolist() == expected.tolist()
+
+
+def test_parameters_of_no_known_mechanism_are_refused():
+    with pytest.raises(InternalError):
+        A.AnomalyParams(5, 5.0, 1.0, 0.5, "SP", 1)  # a string, not the mechanism's Privacy
+    with pytest.raises(InternalError):
+        A.AnomalyParams(5, 5.0, 1.0, 0.5, A.Privacy.DP, 1)  # ε-DP has no k

@@ -18,6 +18,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from pcor_sql.core.option_spec import fold_word
 from pcor_sql.core.verifiers.base import Population, Verifier
 from pcor_sql.core.verifiers.builtins import BUILTINS
 from pcor_sql.core.verifiers.capabilities import Capabilities, Reads
@@ -120,7 +121,7 @@ class VerifierRegistry:
         return tuple(sorted(self._entries))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._entries
+        return isinstance(name, str) and fold_word(name) in self._entries
 
     def option_names(self, name: str) -> tuple[str, ...]:
         return self._entry(name).option_names
@@ -164,7 +165,7 @@ class VerifierRegistry:
     def make(self, name: str, **options: Any) -> Verifier:
         """A verifier from its name and options; unknown names, options or values are UserErrors."""
         entry = self._entry(name)
-        key = name.lower()
+        key = fold_word(name)
         for option in options:
             if option not in entry.option_names:
                 takes = ", ".join(entry.option_names) if entry.option_names else "no options"
@@ -172,7 +173,7 @@ class VerifierRegistry:
         return entry.factory(**options)
 
     def _entry(self, name: str) -> _Entry:
-        entry = self._entries.get(name.lower()) if isinstance(name, str) else None
+        entry = self._entries.get(fold_word(name)) if isinstance(name, str) else None
         if entry is None:
             raise UserError(f"unknown verifier {name!r}", f"use one of: {', '.join(self.names())}")
         return entry

@@ -11,6 +11,7 @@ from dataclasses import Field, field
 from numbers import Integral, Real
 from typing import Any
 
+from pcor_sql.core.option_spec import fold_word
 from pcor_sql.errors import UserError
 
 
@@ -63,9 +64,10 @@ def real_number(
 
 
 def one_of(verifier: str, option: str, value: object, choices: tuple[str, ...]) -> str:
-    """`value` as one of the words `choices` (case-insensitive), or a UserError listing them."""
-    if isinstance(value, str) and value.strip().lower() in choices:
-        return value.strip().lower()
+    """`value` as one of the words `choices` (in any ASCII case, the rule of every fixed-value
+    option: `core.option_spec.fold_word`), or a UserError listing them."""
+    if isinstance(value, str) and fold_word(value) in choices:
+        return fold_word(value)
     listed = ", ".join(f"'{c}'" for c in choices)
     raise UserError(
         f"option {option}={value!r} for {verifier} is not one of {listed}",

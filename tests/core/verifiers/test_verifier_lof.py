@@ -258,9 +258,11 @@ def test_options_round_trip():
     assert lof.options() == {"k": 7, "threshold": 2.0} and lof.duplicates == "distinct"
     assert Lof(**lof.options()) == lof
     assert lof.name == "lof" and capabilities_of(lof).reads is Reads.NEAR
-    plain = Lof(k=7, threshold=2, duplicates=" Plain ")
+    plain = Lof(k=7, threshold=2, duplicates="Plain")  # any ASCII case, as every fixed-value option
     assert plain.options() == {"k": 7, "threshold": 2.0, "duplicates": "plain"}
     assert Lof(**plain.options()) == plain and plain != lof
+    with pytest.raises(UserError, match="duplicates"):  # nothing else folded (DESIGN.md §6)
+        Lof(k=7, duplicates=" plain ")
 
 
 def test_scikit_learn_parts_from_the_plain_rule_on_ties():
