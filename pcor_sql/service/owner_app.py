@@ -118,7 +118,7 @@ class OwnerService:
         argv = (await self.body(request, "Command"))["argv"]
         if self.service.stopping.is_set():
             # Refused before it runs: the command then runs directly, once the file is free.
-            raise BadRequest("the service is stopping", "run the command again: it will open the file directly")
+            raise BadRequest("the service is stopping", "run the command again: it will open the file directly", 503)
         code, out, err = await self.run(lambda: self.commands(list(argv)))  # type: ignore[misc]
         return {"exit_code": code, "stdout": out, "stderr": err}
 
