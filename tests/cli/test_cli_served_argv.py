@@ -98,6 +98,31 @@ def test_a_listed_command_on_the_served_file_runs_as_before(held):
     assert r.json()["exit_code"] == 2 and r.json()["stderr"].startswith("error: there is no analyst named 'nobody'")
 
 
+@pytest.mark.parametrize("link", ["hard", "soft", "spelled"])
+def test_another_path_to_the_served_file_runs_on_the_services_own_instance(held, link):
+    """A hard link, a symlink or another spelling of the served file is the served file: the
+    command runs on the service's own Owner (never a second DuckDB instance in its process: that
+    one would see a stale ledger, lose its write, and drop the process's lock when closed)."""
+    from tests.ledger.test_database_file_instances import other_process_opens
+
+    served = held["served"]
+    path = served.with_name(f"{link}-{served.name}")
+    if link == "hard" and not path.exists():
+        path.hardlink_to(served)
+    elif link == "soft" and not path.exists():
+        path.symlink_to(served)
+    elif link == "spelled":
+        (served.parent / "sub").mkdir(exist_ok=True)
+        path = served.parent / "sub" / ".." / served.name
+    epsilon = {"hard": 3.0, "soft": 3.25, "spelled": 3.5}[link]
+    r = command(held, "budget", "set-limit", "t", str(epsilon), "--db", str(served), "--db", str(path))
+    assert r.status_code == 200 and r.json()["exit_code"] == 0, r.text
+    assert limit_of(held["owner"]) == epsilon  # the service's own ledger has it
+    status = command(held, "budget", "status", "t", "--format", "json", "--db", str(path)).json()
+    assert status["exit_code"] == 0 and str(epsilon) in status["stdout"]
+    assert other_process_opens(served) == "locked"  # the service still holds its file
+
+
 @pytest.mark.slow
 def test_the_cli_forwards_the_command_click_reads(tmp_path):
     """From an owner's shell (the service a process of its own): `--db` twice is the last one —
