@@ -36,6 +36,7 @@ from starlette.routing import BaseRoute, Route
 
 from pcor_sql.errors import UserError
 from pcor_sql.service import console_pages as pages
+from pcor_sql.service.loopback import loopback_origin
 from pcor_sql.service.owner_plane import OUTCOMES, OwnerPlane
 
 LOG = logging.getLogger("pcor_sql.service.console")
@@ -113,13 +114,12 @@ def refused(text: str) -> Response:
 
 def same_origin(request: Request) -> bool:
     """False for a request a browser says came from another site: an Origin that is not this
-    console's own (scheme and Host), or Sec-Fetch-Site cross-site / same-site. A client that sends
-    neither (curl, a test client) is judged by its session and CSRF token alone."""
+    console on a loopback name and this socket's port (`loopback.loopback_origin`: never compared
+    with the Host header, which DNS rebinding sets), or Sec-Fetch-Site cross-site / same-site. A
+    client that sends neither (curl, a test client) is judged by its session and CSRF token alone."""
     origin = request.headers.get("origin")
-    if origin is not None:
-        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-        if not hmac.compare_digest(origin.lower().encode(), own.lower().encode()):
-            return False
+    if origin is not None and not loopback_origin(request.scope, origin):
+        return False
     return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
 
 
