@@ -53,7 +53,7 @@ class _Group(TyperGroup):
 
         try:
             # An owner command on a file a running service holds is carried out by that service.
-            forwarded = forward_if_served(list(sys.argv[1:] if args is None else args))
+            forwarded = forward_if_served(self, list(sys.argv[1:] if args is None else args))
             if forwarded is not None:
                 code = forwarded
             else:

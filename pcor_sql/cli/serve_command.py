@@ -43,9 +43,11 @@ def serve(
         "--owner-port", metavar="PORT", help="The owner's listener (console, /v1/owner/...), on 127.0.0.1 only "
         "(default: --port + 1).")] = None,
     owner_token_file: Annotated[Optional[Path], typer.Option(
-        "--owner-token-file", metavar="PATH", help="Also write this run's owner token to PATH (mode 0600).")] = None,
+        "--owner-token-file", metavar="PATH", help="Also write this run's owner token to PATH: a new file of mode "
+        "0600 renamed over whatever was there (never written through a link).")] = None,
     audit_log: Annotated[Optional[Path], typer.Option(
-        "--audit-log", metavar="FILE", help="Append one JSON line per request to FILE (never a token).")] = None,
+        "--audit-log", metavar="FILE", help="Append one JSON line per request to FILE (never a token); made mode "
+        "0600, and refused if others may read it or it is a link.")] = None,
     ssl_keyfile: Annotated[Optional[str], typer.Option(
         "--ssl-keyfile", metavar="PATH", help="TLS private key (with --ssl-certfile: serve HTTPS).")] = None,
     ssl_certfile: Annotated[Optional[str], typer.Option(
@@ -96,17 +98,22 @@ def serve(
     if found is not None:
         raise UserError(f"{db} is served already (pid {found.get('pid')}, owner listener {found.get('owner_url')})",
                         "stop that service first, or serve another file")
-    sockets = [_bind(host, port, "--port"), _bind("127.0.0.1", owner_port, "--owner-port")]
+    from pcor_sql.service.owner_plane import AuditLog
 
+    audit = AuditLog(audit_log)  # first: a log others may read, or a link, is refused before anything starts
+    sockets: list[socket.socket] = []
     token = runtime_file.new_token()
     scheme = "https" if ssl_certfile else "http"
     analyst_url, owner_url = f"{scheme}://{host}:{port}", f"{scheme}://127.0.0.1:{owner_port}"
-    if db is not None:
-        # Written as soon as the sockets listen, before the database opens: a command sent while the
-        # service starts waits in the socket's queue rather than meeting a locked file.
-        runtime_file.write(db, owner_url=owner_url, analyst_url=analyst_url, token=token)
     try:  # the runtime file goes only once the database is closed: a command that then finds none opens it
-        _serve(ctx, db, ledger, engine, spark_master, token, audit_log, owner_token_file, sockets, uvicorn, app,
+        sockets += [_bind(host, port, "--port"), _bind("127.0.0.1", owner_port, "--owner-port")]
+        if db is not None:
+            # Written as soon as the sockets listen, before the database opens: a command sent while the
+            # service starts waits in the socket's queue rather than meeting a locked file.
+            runtime_file.write(db, owner_url=owner_url, analyst_url=analyst_url, token=token)
+        if owner_token_file is not None:  # a new 0600 file renamed over PATH (DESIGN.md §9), or one line
+            runtime_file.write_token(owner_token_file, token)
+        _serve(ctx, db, ledger, engine, spark_master, token, audit, sockets, uvicorn, app,
                analyst_url=analyst_url, owner_url=owner_url, owner_port=owner_port, min_epsilon=min_epsilon,
                max_keys=max_keys, workers=workers, max_work=max_work, ssl_keyfile=ssl_keyfile, ssl_certfile=ssl_certfile,
                processes=None if searches == "processes" else False,
@@ -114,21 +121,20 @@ def serve(
     finally:
         for sock in sockets:
             sock.close()
+        audit.close()
         if db is not None:
             runtime_file.remove(db)
 
 
-def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token: str, audit_log: Any,
-           owner_token_file: Any, sockets: list, uvicorn: Any, app: Any, *, analyst_url: str, owner_url: str,
+def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token: str, audit: Any,
+           sockets: list, uvicorn: Any, app: Any, *, analyst_url: str, owner_url: str,
            owner_port: int,
            min_epsilon: float, max_keys: int, workers: int, max_work: int, ssl_keyfile: Any,
            ssl_certfile: Any, processes: bool | None, duckdb_threads: int | str) -> None:
     from pcor_sql.cli.database import open_owner
     from pcor_sql.service import runtime_file
     from pcor_sql.service.owner_app import Listeners, owner_app
-    from pcor_sql.service.owner_plane import AuditLog
     with open_owner(db, ledger, engine=engine.value, spark_master=spark_master) as owner:
-        audit = AuditLog(audit_log)
         application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers, max_work=max_work,
                           audit=audit, processes=processes, duckdb_threads=duckdb_threads)
         service = application.state.service
@@ -144,10 +150,7 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
         config = uvicorn.Config(Listeners(application, owners, owner_port), ssl_keyfile=ssl_keyfile,
                                 ssl_certfile=ssl_certfile, log_level="info", access_log=False,
                                 timeout_graceful_shutdown=GRACE_S, lifespan="on")
-        server = StoppingServer(config, service)
-        if owner_token_file is not None:
-            runtime_file.write_token(owner_token_file, token)
-        server.run_stopping(sockets)
+        StoppingServer(config, service).run_stopping(sockets)
 
 
 def _bind(host: str, port: int, flag: str) -> socket.socket:

@@ -9,6 +9,13 @@ with the owner token from that file), the service runs the very same command on 
 Owner, and its exit code, stdout and stderr come back as they are: the same output, formats and
 exit codes as without a service. Otherwise the command opens the file itself, as always.
 
+What is forwarded, and what the service runs, is decided by the CLI's own parser
+(`command_parsing`), never by scanning argv: the command path and every value (the last `--db`
+when it is given twice) are those the command would run with. The service runs only the listed
+commands with their own options, on the file it holds (any path to it: its device and inode), on
+its own open Owner; a global option (`--install-completion`, `--help`, `--version`, …), another
+command or another file is a 400 with {error, fix}, and nothing runs.
+
 A command racing a stop runs once: the service refuses a command once it is stopping (before
 running it), and a refused or unreachable service means the command opens the file directly —
 waiting for the stopping process to let go of it.
@@ -19,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import os
 import sys
 import threading
 import time
@@ -35,6 +43,7 @@ FORWARDED = frozenset({
 })
 #: Options whose value is a path the service must read as the caller meant it (its cwd differs).
 PATH_OPTIONS = ("--db", "--plot")
+PATH_PARAMS = ("db", "plot")
 #: Seconds a command waits for a stopping service to release the file before opening it.
 RELEASE_WAIT_S = 20.0
 
@@ -43,49 +52,33 @@ SERVED: contextvars.ContextVar[tuple[Path, Any] | None] = contextvars.ContextVar
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def command_of(argv: Sequence[str]) -> tuple[str, str] | None:
-    """(group, command) of an argv like `analyst add ana --db f`, skipping global options."""
-    words = [a for a in argv if not a.startswith("-")]
-    return (words[0], words[1]) if len(words) >= 2 else None
-
-
-def db_of(argv: Sequence[str]) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == "--db" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--db="):
-            return arg[len("--db="):]
-    return None
-
-
-def absolute(argv: Sequence[str]) -> list[str]:
-    """`argv` with the values of PATH_OPTIONS made absolute (the service's cwd is not ours)."""
-    out = list(argv)
-    for i, arg in enumerate(out):
-        for option in PATH_OPTIONS:
-            if arg == option and i + 1 < len(out):
-                out[i + 1] = str(Path(out[i + 1]).expanduser().resolve())
-            elif arg.startswith(option + "="):
-                out[i] = f"{option}={Path(arg[len(option) + 1:]).expanduser().resolve()}"
-    return out
-
-
-def forward_if_served(argv: Sequence[str]) -> int | None:
+def forward_if_served(group: Any, argv: Sequence[str]) -> int | None:
     """Run `argv` through the service holding its --db file, if one does: write what it printed
-    and return its exit code. None: run it here (no service holds the file, or it is stopping)."""
-    if SERVED.get() is not None or "--help" in argv or "-h" in argv:
+    and return its exit code. None: run it here (no service holds the file, it is stopping, or
+    `argv` is not a forwarded command as the CLI's parser reads it — then the CLI says why)."""
+    if SERVED.get() is not None:
         return None
-    command, db = command_of(argv), db_of(argv)
-    if command not in FORWARDED or db is None:
+    from pcor_sql.cli.command_parsing import parse_command
+    from pcor_sql.errors import UserError
+
+    try:
+        parsed = parse_command(group, argv)
+    except UserError:
+        return None  # a usage error, --help: the CLI itself says what it says
+    db = parsed.params.get("db")
+    if parsed.path not in FORWARDED or db is None or any(p.is_eager for p in parsed.root):
         return None
     from pcor_sql.service import runtime_file
 
     found = runtime_file.live(db)
     if found is None:
         return None
+    sent = _absolute(group, parsed)  # the words from the command on: --debug and the like stay here
+    if sent is None:
+        return None
     request = urllib.request.Request(
         found["owner_url"].rstrip("/") + "/v1/owner/command", method="POST",
-        data=json.dumps({"argv": absolute(argv)}).encode("utf-8"),
+        data=json.dumps({"argv": sent}).encode("utf-8"),
         headers={"Content-Type": "application/json", "Authorization": f"Bearer {found['token']}"})
     context = None
     if found["owner_url"].startswith("https://"):
@@ -97,13 +90,59 @@ def forward_if_served(argv: Sequence[str]) -> int | None:
     try:
         with urllib.request.urlopen(request, timeout=600, context=context) as response:  # noqa: S310 - loopback
             answer = json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        refusal = _refusal(exc)
+        if refusal is None:
+            _wait_for_release(found)  # refused (stopping) or gone: the file is ours once it lets go
+            return None
+        from pcor_sql.cli.error_report import report
+
+        return report(refusal, debug=False)  # the service's one line: it will not run this command
     except (urllib.error.URLError, OSError, ValueError):
-        _wait_for_release(found)  # refused (stopping) or gone: the file is ours once it lets go
+        _wait_for_release(found)
         return None
     sys.stdout.write(answer.get("stdout", ""))
     sys.stderr.write(answer.get("stderr", ""))
     sys.stdout.flush()
     return int(answer.get("exit_code", 1))
+
+
+def _absolute(group: Any, parsed: Any) -> list[str] | None:
+    """The command's words with the values of PATH_OPTIONS made absolute (the service's cwd is
+    not ours), checked by parsing them again: the same command, every value the same but the
+    paths, now absolute — else None (not forwarded)."""
+    from pcor_sql.cli.command_parsing import parse_command
+    from pcor_sql.errors import UserError
+
+    out = list(parsed.argv)
+    for i, arg in enumerate(out):
+        for option in PATH_OPTIONS:
+            if arg == option and i + 1 < len(out):
+                out[i + 1] = str(Path(out[i + 1]).expanduser().resolve())
+            elif arg.startswith(option + "="):
+                out[i] = f"{option}={Path(arg[len(option) + 1:]).expanduser().resolve()}"
+    expected = {name: Path(value).expanduser().resolve() if name in PATH_PARAMS and value is not None else value
+                for name, value in parsed.params.items()}
+    try:
+        again = parse_command(group, out)
+    except UserError:
+        return None
+    return out if again.path == parsed.path and again.params == expected and not again.root else None
+
+
+def _refusal(exc: Any) -> Exception | None:
+    """The service's 400 {error, fix} for a command it will not run, as the UserError it is."""
+    from pcor_sql.errors import UserError
+
+    if exc.code != 400:
+        return None
+    try:
+        body = json.loads(exc.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("error"), str):
+        return None
+    return UserError(body["error"], body.get("fix") if isinstance(body.get("fix"), str) else None)
 
 
 def _wait_for_release(found: dict[str, Any]) -> None:
@@ -116,21 +155,50 @@ def _wait_for_release(found: dict[str, Any]) -> None:
 
 def run_served(group: Any, owner: Any, db: Path, argv: list[str]) -> tuple[int, str, str]:
     """In the service: run the owner command `argv` of the CLI's click `group` on the service's
-    own Owner (`SERVED`), one at a time, capturing what it prints. Only FORWARDED commands
-    naming the served file."""
+    own Owner (`SERVED`), one at a time, capturing what it prints. `argv` is read by the CLI's
+    own parser (`command_parsing`): only FORWARDED commands, with their own options, naming the
+    served file (any path to it: the same device and inode) — anything else is a UserError
+    (HTTP 400), and nothing runs."""
     from typer.testing import CliRunner
 
-    if command_of(argv) not in FORWARDED:
-        return 2, "", "error: this service runs only the owner's analyst, dataset and budget commands\n"
-    named = db_of(argv)
-    if named is None or Path(named).expanduser().resolve() != db:
-        return 2, "", f"error: this service holds {db}, not {named} — run the command on that file\n"
+    check_forwarded(group, db, argv)
     with _ONE_AT_A_TIME, serving(owner, db), CliRunner().isolation() as (out, err, _):
         # The CLI's own group: its errors become one line and an exit code, as on a terminal.
-        code = group.main(args=argv, prog_name="pcor-sql", standalone_mode=False)
+        try:
+            code = group.main(args=argv, prog_name="pcor-sql", standalone_mode=False)
+        except SystemExit as exc:  # never ends a worker thread of the service
+            code = exc.code if isinstance(exc.code, int) else 1
         sys.stdout.flush()
         sys.stderr.flush()
         return int(code or 0), out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace")
+
+
+def check_forwarded(group: Any, db: Path, argv: Sequence[str]) -> Any:
+    """`argv` as the CLI's parser reads it, if it is an owner command this service runs on `db`;
+    else a UserError saying why (a global option, another command, another file)."""
+    from pcor_sql.cli.command_parsing import parse_command
+    from pcor_sql.errors import UserError
+
+    parsed = parse_command(group, argv)
+    if parsed.root:
+        raise UserError(f"{', '.join(parsed.root_names)}: a global option is not run by the service",
+                        "send the owner command and its own options only")
+    if parsed.path not in FORWARDED:
+        raise UserError(f"this service runs only the owner's analyst, dataset and budget commands, not"
+                        f" '{' '.join(parsed.path)}'", "run that command yourself")
+    named = parsed.params.get("db")
+    if named is None or not same_file(named, db):
+        raise UserError(f"this service holds {db}, not {named}", "run the command on that file (--db)")
+    return parsed
+
+
+def same_file(path: Path | str, other: Path | str) -> bool:
+    """Whether two paths name one file (its device and inode: a hard link, a symlink or another
+    spelling of the path is the same file)."""
+    try:
+        return os.path.samefile(Path(path).expanduser(), Path(other).expanduser())
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -143,8 +211,9 @@ def serving(owner: Any, db: Path) -> Iterator[None]:
 
 
 def served_owner(db: Path | None) -> Any:
-    """The service's Owner when this command runs inside the service for `db`, else None."""
+    """The service's Owner when this command runs inside the service for `db` (any path to the
+    served file), else None."""
     held = SERVED.get()
     if held is None or db is None:
         return None
-    return held[1] if Path(db).expanduser().resolve() == held[0] else None
+    return held[1] if same_file(db, held[0]) else None

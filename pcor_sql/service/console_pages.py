@@ -14,9 +14,11 @@ from urllib.parse import urlencode
 
 from pcor_sql.service.console_charts import budget_bar, number, step_chart
 
-NAV = (("overview", "/console", "Overview"), ("datasets", "/console/datasets", "Datasets"),
-       ("analysts", "/console/analysts", "Analysts"), ("history", "/console/history", "History"),
-       ("spending", "/console/spending", "Spending"), ("audit", "/console/audit", "Audit log"))
+#: The session's pages, under its base path (`/console/<key>`: `console_app`).
+NAV = (("overview", "", "Overview"), ("datasets", "/datasets", "Datasets"), ("analysts", "/analysts", "Analysts"),
+       ("history", "/history", "History"), ("spending", "/spending", "Spending"), ("audit", "/audit", "Audit log"))
+#: The base path of the pages when none is given (a page rendered outside a session, for timing).
+BASE = "/console"
 NOTIONS = ("ocdp", "dp", "sp")
 
 CSS = """
@@ -70,13 +72,14 @@ def hidden(csrf: str) -> str:
     return f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
 
 
-def layout(title: str, active: str, csrf: str, body: str, flash: tuple[str, str] | None = None) -> str:
-    links = "".join(f'<a href="{href}"{" class=on" if key == active else ""}>{label}</a>' for key, href, label in NAV)
+def layout(title: str, active: str, csrf: str, body: str, flash: tuple[str, str] | None = None,
+           base: str = BASE) -> str:
+    links = "".join(f'<a href="{esc(base)}{href}"{" class=on" if key == active else ""}>{label}</a>' for key, href, label in NAV)
     note = ""
     if flash:
         kind, text = flash
         note = f'<div class="flash{" error" if kind == "error" else ""}">{esc(text)}</div>'
-    head = (f'<header><b>pcor-sql · owner</b><nav>{links}</nav><form method="post" action="/console/logout">'
+    head = (f'<header><b>pcor-sql · owner</b><nav>{links}</nav><form method="post" action="{esc(base)}/logout">'
             f'{hidden(csrf)}<button type="submit">Log out</button></form></header>')
     return document(title, f"{head}<main><h1>{esc(title)}</h1>{note}{body}</main>")
 
@@ -174,7 +177,7 @@ def history_rows(rows: Sequence[dict[str, Any]], *, short: bool = False) -> str:
     return table(["Time (UTC)", "Who", "What was asked", "Notion", "ε", "Outcome"], cells, (4,))
 
 
-def overview_page(data: dict[str, Any], csrf: str, flash: tuple[str, str] | None = None) -> str:
+def overview_page(data: dict[str, Any], csrf: str, flash: tuple[str, str] | None = None, base: str = BASE) -> str:
     analysts = data["analysts"]
     active = sum(1 for a in analysts if not a["revoked"])
     spent = {n: sum(float(s["spent"]) for s in data["units"] if s["notion"] == n) for n in NOTIONS}
@@ -187,11 +190,11 @@ def overview_page(data: dict[str, Any], csrf: str, flash: tuple[str, str] | None
                  for a in analysts])
     body = (f'<div class="cards">{cards}</div><h2>Budgets per unit and notion</h2>{units_table(data["units"])}'
             f'<h2>Analysts</h2>{who}<h2>Latest requests</h2>{history_rows(data["latest"], short=True)}'
-            '<p><a href="/console/history">All requests →</a></p>')
-    return layout("Overview", "overview", csrf, body, flash)
+            f'<p><a href="{esc(base)}/history">All requests →</a></p>')
+    return layout("Overview", "overview", csrf, body, flash, base)
 
 
-def datasets_page(datasets: Sequence[dict[str, Any]], csrf: str) -> str:
+def datasets_page(datasets: Sequence[dict[str, Any]], csrf: str, base: str = BASE) -> str:
     rows = []
     for d in datasets:
         attributes = ", ".join(f'{esc(a)} <span class="muted">({len(d["domains"].get(a, []))})</span>'
@@ -209,11 +212,12 @@ def datasets_page(datasets: Sequence[dict[str, Any]], csrf: str) -> str:
                      esc(d.get("accounting") or "default")])
     body = table(["Dataset", "Key", "Metrics", "Attributes (domain size)", "Releasable keys", "Units",
                   "Limits (spent / limit ε)", "Accounting"], rows)
-    return layout("Datasets", "datasets", csrf, body)
+    return layout("Datasets", "datasets", csrf, body, base=base)
 
 
 def analysts_page(analysts: Sequence[dict[str, Any]], datasets: Sequence[str], csrf: str,
-                  flash: tuple[str, str] | None = None) -> str:
+                  flash: tuple[str, str] | None = None, base: str = BASE) -> str:
+    to = esc(base)
     notions = "".join(f'<option value="{n}">{n}</option>' for n in NOTIONS)
     scopes = '<option value="">all datasets</option>' + "".join(
         f'<option value="{esc(d)}">{esc(d)}</option>' for d in datasets)
@@ -222,51 +226,53 @@ def analysts_page(analysts: Sequence[dict[str, Any]], datasets: Sequence[str], c
         name = esc(a["name"])
         forms = ""
         if not a["revoked"]:
-            forms += (f'<form class="inline" method="post" action="/console/analysts/revoke">{hidden(csrf)}'
+            forms += (f'<form class="inline" method="post" action="{to}/analysts/revoke">{hidden(csrf)}'
                       f'<input type="hidden" name="name" value="{name}"><button class="warn" type="submit">'
                       "Revoke</button></form>")
-        forms += (f'<form class="inline" method="post" action="/console/analysts/rotate">{hidden(csrf)}'
+        forms += (f'<form class="inline" method="post" action="{to}/analysts/rotate">{hidden(csrf)}'
                   f'<input type="hidden" name="name" value="{name}"><button type="submit">'
                   f'{"Reinstate with a new token" if a["revoked"] else "Rotate token"}</button></form>'
-                  f'<form class="inline" method="post" action="/console/analysts/quota">{hidden(csrf)}'
+                  f'<form class="inline" method="post" action="{to}/analysts/quota">{hidden(csrf)}'
                   f'<input type="hidden" name="name" value="{name}"><input class="small" type="number" step="any"'
                   f' min="0" name="epsilon" placeholder="quota ε" title="empty: remove the quota"><select name="notion">{notions}</select>'
                   f'<select name="dataset">{scopes}</select><button type="submit">Set quota</button></form>')
         allowed = "all" if a["datasets"] is None else ", ".join(map(esc, a["datasets"])) or "none"
         rows.append([f"<b>{name}</b>", status_tag(a), allowed, quota_text(a["usage"]), requests_text(a["requests"]),
                      forms])
-    add = (f'<h2>Add an analyst</h2><form class="inline" method="post" action="/console/analysts/add">{hidden(csrf)}'
+    add = (f'<h2>Add an analyst</h2><form class="inline" method="post" action="{to}/analysts/add">{hidden(csrf)}'
            '<input type="text" name="name" placeholder="name" required maxlength="128"><input class="small"'
            f' type="number" step="any" min="0" name="quota" placeholder="quota ε"><select name="notion">'
            f'<option value="">every notion</option>{notions}</select><input type="text" name="datasets"'
            ' placeholder="datasets (empty: all)" title="comma-separated"><button class="main" type="submit">Add</button>'
            '</form><p class="note">The new token is shown once, on the next page.</p>')
     body = table(["Analyst", "Status", "Datasets", "Quota and spent (ε)", "Requests", "Actions"], rows) + add
-    return layout("Analysts", "analysts", csrf, body, flash)
+    return layout("Analysts", "analysts", csrf, body, flash, base)
 
 
-def token_page(csrf: str, name: str, token: str, verb: str) -> str:
+def token_page(csrf: str, name: str, token: str, verb: str, base: str = BASE) -> str:
     body = (f"<p>{esc(verb)} <b>{esc(name)}</b>. Their token, shown this once (it is stored only as a hash):</p>"
             f'<code class="token">{esc(token)}</code><p class="note">Give it to the analyst over a private'
             ' channel. The page is not cached; reloading it does not show the token again.</p>'
-            '<p><a href="/console/analysts">Back to the analysts</a></p>')
-    return layout("New token", "analysts", csrf, body)
+            f'<p><a href="{esc(base)}/analysts">Back to the analysts</a></p>')
+    return layout("New token", "analysts", csrf, body, base=base)
 
 
-def history_page(page: dict[str, Any], choices: dict[str, Sequence[str]], chosen: dict[str, str], csrf: str) -> str:
+def history_page(page: dict[str, Any], choices: dict[str, Sequence[str]], chosen: dict[str, str], csrf: str,
+                 base: str = BASE) -> str:
+    to = esc(base)
     selects = []
     for field, label in (("analyst", "Analyst"), ("dataset", "Dataset"), ("outcome", "Outcome")):
         options = '<option value="">any</option>' + "".join(
             f'<option value="{esc(v)}"{" selected" if v == chosen.get(field) else ""}>{esc(v)}</option>'
             for v in choices[field])
         selects.append(f'<label>{label}<select name="{field}">{options}</select></label>')
-    filters = (f'<form class="filters" method="get" action="/console/history">{"".join(selects)}'
-               '<button type="submit">Filter</button><a href="/console/history">clear</a></form>')
+    filters = (f'<form class="filters" method="get" action="{to}/history">{"".join(selects)}'
+               f'<button type="submit">Filter</button><a href="{to}/history">clear</a></form>')
     total, offset, limit = page["total"], page["offset"], page["limit"]
-    base = {k: v for k, v in chosen.items() if v}
+    chosen_now = {k: v for k, v in chosen.items() if v}
 
     def link(to: int, text: str) -> str:
-        return f'<a href="/console/history?{esc(urlencode({**base, "offset": to}))}">{text}</a>'
+        return f'<a href="{esc(base)}/history?{esc(urlencode({**chosen_now, "offset": to}))}">{text}</a>'
 
     shown = f"{offset + 1}–{offset + len(page['rows'])} of {total}" if page["rows"] else f"0 of {total}"
     pager = [f"<span>rows {shown}</span>"]
@@ -276,25 +282,25 @@ def history_page(page: dict[str, Any], choices: dict[str, Sequence[str]], chosen
         last = (total - 1) // limit * limit
         pager.append(link(offset + limit, "older ›") + " " + link(last, "oldest »"))
     nav = f'<div class="pager">{" ".join(pager)}</div>'
-    return layout("History", "history", csrf, filters + nav + history_rows(page["rows"]) + nav)
+    return layout("History", "history", csrf, filters + nav + history_rows(page["rows"]) + nav, base=base)
 
 
-def spending_page(by_unit: dict[str, Any], by_analyst: dict[str, Any], csrf: str) -> str:
+def spending_page(by_unit: dict[str, Any], by_analyst: dict[str, Any], csrf: str, base: str = BASE) -> str:
     body = (step_chart(by_unit["series"], title="ε spent over time, per unit and notion")
             + step_chart(by_analyst["series"], title="ε spent over time, per analyst and notion")
             + '<p class="note">Charged requests only: a refunded request gave its ε back. An analyst\'s request'
               " that read several units is counted once for the analyst and once per unit.</p>")
-    return layout("Spending", "spending", csrf, body)
+    return layout("Spending", "spending", csrf, body, base=base)
 
 
 AUDIT_FIELDS = ("time", "analyst", "endpoint", "dataset", "epsilon", "outcome", "status", "latency_ms")
 
 
-def audit_page(entries: Sequence[dict[str, Any]], csrf: str) -> str:
+def audit_page(entries: Sequence[dict[str, Any]], csrf: str, base: str = BASE) -> str:
     extra = sorted({k for e in entries for k in e} - set(AUDIT_FIELDS))
     fields = [f for f in AUDIT_FIELDS if any(f in e for e in entries)] + extra or list(AUDIT_FIELDS)
     rows = [[number(e[f]) if f == "epsilon" and type(e.get(f)) in (int, float) else esc(e.get(f)) for f in fields]
             for e in entries]
     body = ('<p class="note">The latest requests to the service, newest first (one line each; never a token).'
             " The full log is the file given to <code>--audit-log</code>.</p>" + table(list(map(esc, fields)), rows))
-    return layout("Audit log", "audit", csrf, body)
+    return layout("Audit log", "audit", csrf, body, base=base)

@@ -68,7 +68,8 @@ ERRORS = {
            "(a search that reached the service's work cap ends so too)",
     "429": "the charge would pass the analyst's quota or a limit on the data (one message for both, naming only "
            "the request's cost); nothing charged",
-    "503": "the service is stopping: the request was interrupted (the history says so)",
+    "503": "the service is stopping: the request was interrupted (the history says so); an owner command is not "
+           "run (run it again: it opens the file once the service lets go of it)",
 }
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
@@ -210,7 +211,7 @@ OWNER_ENDPOINTS: tuple[Endpoint, ...] = (
              "sends while the file is served): its exit code, stdout and stderr",
              {"type": "object", "properties": {"exit_code": {"type": "integer"}, "stdout": {"type": "string"},
                                                "stderr": {"type": "string"}}},
-             body=("Command",), errors=(*_OWNER_ERRORS, "413", "415")),
+             body=("Command",), errors=(*_OWNER_ERRORS, "413", "415", "503")),
     Endpoint("GET", "/healthz", "health", Caller.PUBLIC, "Whether the service is up (no token needed)",
              {"type": "object", "properties": {"status": {"type": "string"}}}, errors=("400",)),
     Endpoint("GET", "/v1/owner/openapi.json", "openapi", Caller.PUBLIC, "This document", {"type": "object"},

@@ -28,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 from pcor_sql.service.analyst_identity import Identity, bearer_token
 from pcor_sql.service.endpoint_table import OWNER_BODIES, OWNER_ENDPOINTS
 from pcor_sql.service.http_plumbing import error_response, http_error, internal, make_route, ok
+from pcor_sql.service.loopback import MISDIRECTED, loopback_host
 from pcor_sql.service.openapi_document import document
 from pcor_sql.service.owner_plane import OwnerPlane
 from pcor_sql.service.request_schema import BadRequest, check, parse_body
@@ -118,7 +119,7 @@ class OwnerService:
         argv = (await self.body(request, "Command"))["argv"]
         if self.service.stopping.is_set():
             # Refused before it runs: the command then runs directly, once the file is free.
-            raise BadRequest("the service is stopping", "run the command again: it will open the file directly")
+            raise BadRequest("the service is stopping", "run the command again: it will open the file directly", 503)
         code, out, err = await self.run(lambda: self.commands(list(argv)))  # type: ignore[misc]
         return {"exit_code": code, "stdout": out, "stderr": err}
 
@@ -154,7 +155,8 @@ def console_routes(owner: OwnerService) -> list[Any]:
 
 class LoopbackOnly:
     """Refuses any client that is not on loopback (the owner's listener binds 127.0.0.1 anyway:
-    this holds even if it were mounted elsewhere)."""
+    this holds even if it were mounted elsewhere), and any Host but a loopback name with this
+    listener's port — 421, before anything else (DNS rebinding: `loopback`)."""
 
     def __init__(self, app: Starlette):
         self.app = app
@@ -169,6 +171,10 @@ class LoopbackOnly:
                 loopback = client[0] in ("testclient", "localhost")
             if not loopback:
                 response = error_response(403, "the owner's listener answers loopback only", "connect from this machine")
+                await response(scope, receive, send)
+                return
+            if scope["type"] == "http" and not loopback_host(scope):
+                response = error_response(421, *MISDIRECTED)
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)

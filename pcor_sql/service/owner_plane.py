@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from pcor_sql.errors import UserError
 from pcor_sql.ledger.records import HISTORY_COLUMNS, ReleaseRecord
 from pcor_sql.jsonable import jsonable
+from pcor_sql.service.private_files import open_private_append
 
 #: The outcomes a history row can have (the console's filter offers these).
 OUTCOMES = ("answered", "failed", "interrupted", "running", "charged")
@@ -29,13 +30,14 @@ SERIES_POINTS = 400
 class AuditLog:
     """One JSON line per request (DESIGN.md §9): time, analyst, endpoint, dataset, ε, outcome,
     HTTP status, latency — never a token, never a query string. Appended to `path` when given
-    (flushed per line) and kept in memory (the latest `keep`) for the console."""
+    (flushed per line; a regular 0600 file of ours, never reached through a link, else refused:
+    `private_files.open_private_append`) and kept in memory (the latest `keep`) for the console."""
 
     def __init__(self, path: Path | None = None, keep: int = 1000):
         self.path = path
         self._lines: deque[dict[str, Any]] = deque(maxlen=keep)
         self._lock = threading.Lock()
-        self._file = open(path, "a", encoding="utf-8") if path is not None else None  # noqa: SIM115
+        self._file = open_private_append(path) if path is not None else None
 
     def write(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, ensure_ascii=True, separators=(",", ":"))

@@ -5,8 +5,9 @@ listener is and holds that run's owner token: while a service holds the file (Du
 process open it read-write), `pcor-sql analyst|dataset|budget ... --db FILE` send themselves
 there instead of failing with "locked".
 
-Written atomically when the service is up, removed on a clean stop. A file left by a killed
-service is stale: its pid is no longer alive, and readers ignore it (and remove it).
+Written atomically when the service is up (a new 0600 file renamed over the path, never through
+a link: `private_files`), removed on a clean stop. A file left by a killed service is stale: its
+pid is no longer alive, and readers ignore it (and remove it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import secrets
 import time
 from pathlib import Path
 from typing import Any
+
+from pcor_sql.service.private_files import write_private
 
 SUFFIX = ".pcor-serve.json"
 
@@ -32,24 +35,17 @@ def new_token() -> str:
 
 
 def write(db: Path | str, *, owner_url: str, analyst_url: str, token: str) -> Path:
-    """Write the runtime file of this process's service over `db` (0600, atomic)."""
+    """Write the runtime file of this process's service over `db`: a new 0600 file renamed over
+    whatever was at its path (`private_files.write_private`: never through a link)."""
     target = path_for(db)
     content = {"pid": os.getpid(), "database": str(Path(db).expanduser().resolve()), "owner_url": owner_url,
                "analyst_url": analyst_url, "token": token, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        json.dump(content, out)
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, target)
-    return target
+    return write_private(target, json.dumps(content), what="runtime file")
 
 
 def write_token(path: Path | str, token: str) -> None:
-    """`--owner-token-file PATH`: the token alone, 0600."""
-    descriptor = os.open(Path(path).expanduser(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(token + "\n")
+    """`--owner-token-file PATH`: the token alone, in a new 0600 file renamed over PATH."""
+    write_private(path, token + "\n", what="owner token file")
 
 
 def remove(db: Path | str) -> None:

@@ -8,6 +8,11 @@ see datasets, quota and history, preview a cost, ask and read the answer.
 
 from __future__ import annotations
 
+import re
+import secrets
+from urllib.parse import urlsplit
+
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
@@ -30,19 +35,26 @@ def served(tmp_path_factory):
     plane = OwnerPlane(owner)
     plane.audit.write({"time": "2026-11-27T09:12:03Z", "analyst": "alice", "endpoint": "POST /v1/explain",
                        "dataset": "staff", "epsilon": 0.2, "outcome": "answered", "status": 200, "latency_ms": 41.7})
-    analysts = pcor_sql.service.app(owner, workers=2, warm=False)
+    analysts = pcor_sql.service.app(owner, workers=2, warm=False, processes=False)
     leaked: dict[str, str] = {}
+    cookies: list[tuple[str, str]] = []  # (path, Cookie header) of every request the other port received
 
     async def evil(request):  # another origin on the same host: posts the console's form with a leaked CSRF token
-        return HTMLResponse(f'<form id="f" method="post" action="{leaked["console"]}/console/analysts/revoke">'
+        cookies.append((request.url.path, request.headers.get("cookie", "")))
+        return HTMLResponse(f'<form id="f" method="post" action="{leaked["console"]}{leaked["base"]}/analysts/revoke">'
                             f'<input name="name" value="carol"><input name="csrf" value="{leaked["csrf"]}"></form>'
                             '<button id="go" onclick="document.getElementById(\'f\').submit()">go</button>')
 
+    async def listen(request):  # any other path of the other port: what the owner's browser sends it
+        cookies.append((request.url.path, request.headers.get("cookie", "")))
+        return HTMLResponse("<p>hello</p>")
+
+    other_app = Starlette(routes=[Route("/", evil), Route("/{rest:path}", listen, methods=["GET", "POST"])])
     with live_server(Starlette(routes=console_routes(plane, check_token))) as console, \
-            live_server(analysts) as analyst, live_server(Starlette(routes=[Route("/", evil)])) as other:
+            live_server(analysts) as analyst, live_server(other_app) as other:
         leaked["console"] = console
         yield {"plane": plane, "tokens": tokens, "console": console, "analyst": analyst, "other": other,
-               "leaked": leaked}
+               "leaked": leaked, "cookies": cookies}
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +130,8 @@ def test_the_console_logs_in_and_every_page_is_a_link_away(driver, served):
     log_in(driver, served["console"], OWNER_TOKEN)
     assert by(driver, "h1").text == "Overview" and by(driver, "svg.bar")
     [cookie] = driver.get_cookies()
-    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/console"
+    base = urlsplit(driver.current_url).path
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == base != "/console"
     chrome.shot(driver, "console-overview.png")
     for label, title in (("Datasets", "Datasets"), ("Analysts", "Analysts"), ("History", "History"),
                          ("Spending", "Spending"), ("Audit log", "Audit log"), ("Overview", "Overview")):
@@ -167,6 +180,7 @@ def test_revoke_and_rotate_through_the_console_forms(driver, served):
 def test_a_cross_site_form_is_refused_even_with_the_csrf_token(driver, served):
     log_in(driver, served["console"], OWNER_TOKEN)
     served["leaked"]["csrf"] = by(driver, "input[name=csrf]").get_attribute("value")
+    served["leaked"]["base"] = urlsplit(driver.current_url).path  # the session's key too: only the token is missing
     driver.get(served["other"] + "/")  # 127.0.0.1 on another port: same site, so the cookie goes along
     follow(driver, by(driver, "#go"))
     wait_for(driver, "h1", "Refused")
@@ -214,3 +228,39 @@ def test_the_analyst_page_pastes_a_token_sees_datasets_quota_and_asks(driver, se
     problems = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]
                 and "status of 4" not in e["message"]]
     assert problems == []  # no CSP violation, no script error
+
+
+def test_another_loopback_port_the_owner_visits_gets_no_console_cookie_and_a_replay_opens_nothing(driver, served):
+    """Browsers do not isolate cookies by port (DESIGN.md §9): a process on another 127.0.0.1 port
+    that the logged-in owner's Chromium visits, at any path it likes, is sent no `pcor_console`;
+    and even the cookie's value, replayed to the console without its session's path key, opens
+    no page and passes no form (CSRF token included)."""
+    console, other = served["console"], served["other"]
+    log_in(driver, console, OWNER_TOKEN)
+    base = urlsplit(driver.current_url).path
+    assert re.fullmatch(r"/console/[A-Za-z0-9_-]{32}", base) and by(driver, "h1").text == "Overview"
+    csrf = by(driver, "input[name=csrf]").get_attribute("value")
+    [cookie] = driver.get_cookies()
+    served["cookies"].clear()
+    guesses = ("/", "/console", "/console/login", "/console/analysts", f"/console/{secrets.token_urlsafe(24)}/analysts",
+               "/console/" + base.rsplit("/", 1)[1][:-1] + "x")
+    for path in guesses:
+        driver.get(other + path)
+        assert "hello" in driver.page_source or path == "/"
+    received = [(path, header) for path, header in served["cookies"]]
+    assert len(received) >= len(guesses) and not [r for r in received if "pcor_console" in r[1]], received
+
+    jar = {"pcor_console": cookie["value"]}  # a replay: the cookie's value itself, however it was had
+    with httpx.Client(base_url=console, cookies=jar, follow_redirects=False, timeout=30) as replay:
+        for path in ("/console", "/console/analysts", "/console/history", f"/console/{secrets.token_urlsafe(24)}",
+                     f"/console/{secrets.token_urlsafe(24)}/analysts", "/console/" + base[len("/console/"):].upper()):
+            r = replay.get(path)
+            assert r.status_code == 303 and r.headers["location"] == "/console/login", path
+        for path in (f"/console/{secrets.token_urlsafe(24)}/analysts/revoke", "/console/analysts/revoke"):
+            r = replay.post(path, data={"name": "carol", "csrf": csrf})
+            assert r.status_code in (403, 404), (path, r.status_code)
+    assert not next(a for a in served["plane"].analysts() if a["name"] == "carol")["revoked"]
+    with httpx.Client(base_url=console, follow_redirects=False, timeout=30) as keyless:  # the path without the cookie
+        assert keyless.get(base + "/analysts").headers.get("location") == "/console/login"
+    with httpx.Client(base_url=console, cookies=jar, follow_redirects=False, timeout=30) as owner:
+        assert owner.get(base + "/analysts").status_code == 200  # both together: the owner's own session

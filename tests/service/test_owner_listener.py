@@ -167,5 +167,6 @@ def test_a_client_off_loopback_is_refused():
 
     asyncio.run(guard({"type": "http", "client": ("10.0.0.7", 5000), "headers": []}, None, send))
     assert sent[0]["status"] == 403 and not seen
-    asyncio.run(guard({"type": "http", "client": ("127.0.0.1", 5000), "headers": []}, None, send))
+    asyncio.run(guard({"type": "http", "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8001), "scheme": "http",
+                       "headers": [(b"host", b"127.0.0.1:8001")]}, None, send))
     assert seen
