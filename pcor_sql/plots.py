@@ -137,8 +137,8 @@ def budget_figure(rows: Sequence[dict[str, Any]], path: Any = None) -> Any:
     ax.barh(y, spent, color=["#d62728" if lim is not None and s > float(lim) else "#3b75af"
                              for s, lim in zip(spent, limits)], height=0.6, label="spent")
     for i, (s, lim) in enumerate(zip(spent, limits)):
-        ax.text(max(s, float(lim or 0.0)), i, f"  {s:.6g} of {'no limit' if lim is None else f'{float(lim):.6g}'}",
-                va="center", fontsize=9)
+        words = f"  {s:.6g} spent, no limit" if lim is None else f"  {s:.6g} of {float(lim):.6g}"
+        ax.text(max(s, float(lim or 0.0)), i, words, va="center", fontsize=9)
     top = max([*spent, *(float(v) for v in limits if v is not None), 1e-9])
     ax.set_xlim(0, top * 1.3)  # room for the "spent of limit" labels
     ax.set_yticks(y, labels, fontsize=9)

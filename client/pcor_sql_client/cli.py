@@ -136,7 +136,7 @@ def _explain_options(p: argparse.ArgumentParser) -> None:
 def _identify_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--value", action="append", metavar="METRIC=NUMBER", required=required,
                    help="The point asked about, e.g. salary=250000 (repeat per metric).")
-    p.add_argument("--beta", type=float, required=required, help="β: at most β records within r make an anomaly.")
+    p.add_argument("--beta", type=float, required=required, help="β: at most β records within r (itself included) make an anomaly.")
     p.add_argument("--radius", type=float, required=required, help="r: the ball radius.")
     p.add_argument("--privacy", help="sp or dp.")
     p.add_argument("--k", type=int, help="k of (ε, k)-sensitive privacy.")

@@ -192,7 +192,7 @@ def identify_anomaly(
     value: Annotated[List[str], typer.Option(
         "--value", metavar="METRIC=NUMBER", help="The point asked about, e.g. salary=250000 (repeat per metric).",
         show_default=False)],
-    beta: Annotated[float, typer.Option("--beta", help="β: at most β records within r make an anomaly.",
+    beta: Annotated[float, typer.Option("--beta", help="β: at most β records within r (itself included) make an anomaly.",
                                         show_default=False)],
     radius: Annotated[float, typer.Option("--radius", help="r: the ball radius.", show_default=False)],
     epsilon: Epsilon,
