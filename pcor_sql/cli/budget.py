@@ -17,9 +17,8 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_error, write_line
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.render import draw_budget, json_text, print_table, write_csv, write_json
+from pcor_sql.cli.render import draw_budget, json_text, print_table, round_epsilon, write_csv, write_json
 from pcor_sql.errors import UserError
-from pcor_sql.readable import round_epsilon
 
 app = typer.Typer(
     name="budget",
