@@ -113,7 +113,9 @@ function metricsChanged() {
   if (box.dataset.shown !== (point ? point.name : "")) {  // keep what was typed unless the dataset changed
     box.replaceChildren(); box.dataset.shown = point ? point.name : "";
     (point ? point.metrics : []).forEach((m) => {
-      const label = el("label", m); const input = el("input"); input.type = "number"; input.step = "any";
+      // The value asked about is a point of the metric space, in the data or not (DESIGN.md §6).
+      const label = el("label", "value of " + m + " to test"); const input = el("input"); input.type = "number"; input.step = "any";
+      input.title = "a point of " + m + "'s space: the answer says whether a record there would be an anomaly, whether or not one is in the data";
       input.dataset.metric = m; input.required = true; label.append(input); box.append(label);
     });
   }

@@ -49,3 +49,13 @@ def test_the_page_lists_the_releasable_keys_a_page_at_a_time(driver, served):
     by(driver, "#r-show").click()
     wait_for(driver, "#r-out", "declared no releasable keys for payroll")
     chrome.shot(driver, "analyst-page-keys.png")
+
+
+def test_the_identify_box_says_what_the_value_is(driver, served):
+    from selenium.webdriver.support.ui import Select
+
+    signed_in(driver, served)
+    Select(by(driver, "#i-dataset")).select_by_visible_text("staff")
+    label = wait_for(driver, "#i-value label", "value of pay to test")
+    assert "point of pay" in by(driver, "#i-value input").get_attribute("title")
+    assert label.text.startswith("value of pay to test")
