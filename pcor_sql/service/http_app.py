@@ -26,8 +26,8 @@ large / not JSON, 429 quota or limit reached — all before the reservation, not
 interrupted (recorded as interrupted). Every response is `Cache-Control: no-store`.
 A refusal names nothing the analyst did not send or own: a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
 
-Refusals do not wait for a worker. A request that would wait (every worker busy, or its
-analyst's own line full) is first admitted (`Analyst.admit`: the request's checks, which read
+Refusals do not wait for a worker. A request that would wait (every worker busy, or others
+waiting for one) is first admitted (`Analyst.admit`: the request's checks, which read
 only the request and the registry, then its cost against the dataset's limits and the analyst's
 quota — a few small ledger reads; no row read, nothing charged) on a small pool of its own
 cursors, so a refusal comes back while the workers are busy with releases; one that finds a
