@@ -197,7 +197,8 @@ def cpu_split(server: int) -> dict[str, float]:
 
 def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, requests: int, repeats: int,
                 workdir: Path, report: Callable[[str], None], samples: int = 50,
-                clients_as: str = "threads", duckdb_threads: Sequence[str] = ("auto",)) -> dict[str, Any]:
+                clients_as: str = "threads", duckdb_threads: Sequence[str] = ("auto",), in_flight: int = 1
+                ) -> dict[str, Any]:
     from benchmarks.measure import load_average, machine
     from benchmarks.service_process import served
 
@@ -208,7 +209,10 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
     result: dict[str, Any] = {"started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                               "machine": machine(), "rows": rows, "clients": clients, "requests": requests,
                               "repeats": repeats, "settings": settings, "modes": modes, "samples": samples,
-                              "clients_as": clients_as, "duckdb_threads": list(duckdb_threads), "runs": []}
+                              "clients_as": clients_as, "duckdb_threads": list(duckdb_threads), "in_flight": in_flight,
+                              "runs": []}
+    # Each client's token on `in_flight` senders at once: one analyst's concurrent requests.
+    senders = [t for t in tokens for _ in range(in_flight)]
     result["reference"] = reference(db, 8, samples)
     for rep in range(repeats):
         for mode, threads, workers in itertools.product(modes, duckdb_threads, settings):
@@ -217,7 +221,7 @@ def run_scaling(rows: int, settings: list[int], modes: list[str], clients: int, 
             with served(db, args=args) as service:
                 burst(service.url, tokens[: max(workers, 1)], 2 * workers, samples)  # warm-up, not timed
                 before = cpu_split(service.process.pid)
-                latencies, answered, wall, clients_cpu = burst(service.url, tokens, requests, samples, clients_as)
+                latencies, answered, wall, clients_cpu = burst(service.url, senders, requests, samples, clients_as)
                 cpu = {k: v - before[k] for k, v in cpu_split(service.process.pid).items()}
                 cpu["clients"] = clients_cpu
             result["runs"].append({"mode": mode, "workers": workers, "duckdb_threads": threads, "repeat": rep,
@@ -268,7 +272,8 @@ def scaling_table(result: dict[str, Any]) -> Any:
     ref = statistics.median(result["reference"])
     return make_table(
         f"Answered per second by --workers, {result['requests']} LOF explain requests (samples = "
-        f"{result.get('samples', 50)}) from {result['clients']} clients ({result.get('clients_as', 'threads')}) at "
+        f"{result.get('samples', 50)}) from {result['clients']} clients ({result.get('clients_as', 'threads')}"
+        f"{', %d in flight each' % result['in_flight'] if result.get('in_flight', 1) > 1 else ''}) at "
         f"once on {result['rows']:,} rows",
         ("searches", "--workers", "--duckdb-threads", "answered / s (median run)", "vs the first row", "p50", "p95",
          "p50 / in-process",

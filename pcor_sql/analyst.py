@@ -48,7 +48,9 @@ from pcor_sql.frontend.request_builders import verifier_spec
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
 from pcor_sql.ledger.admission_memory import KEYS_SIZE
-from pcor_sql.ledger.dataset_registry import RegisteredDataset, all_releasable, get_dataset, releasable_set, releasable_text
+from pcor_sql.ledger.dataset_registry import (
+    RegisteredDataset, all_releasable, get_dataset, releasable_page, releasable_set, releasable_text,
+)
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
 from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
@@ -172,6 +174,23 @@ class Analyst:
         if self._quoting:
             return None  # type: ignore[return-value]  # `cost` reads the quote
         return answers[0]
+
+    def releasable_keys(self, dataset: str, *, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+        """One page of the keys the owner declared releasable for `dataset` (public by that
+        declaration, DESIGN.md §6: read from the registry, never the data), in their frozen
+        order, as JSON values of the key column's kind: {dataset, total, offset, keys}; total is
+        None (and keys empty) when the owner declared none."""
+        for name, value, low in (("limit", limit, 1), ("offset", offset, 0)):
+            if type(value) is not int or value < low:
+                raise UserError(f"{name} must be a whole number ≥ {low}, got {value!r}", f"pass e.g. {name}={low}")
+        registered = self._dataset(dataset)
+        found = releasable_page(self._session.ledger(), registered.name, offset, min(limit, RELEASABLE_PAGE))
+        if found is None:
+            return {"dataset": registered.name, "total": None, "offset": offset, "keys": []}
+        total, texts = found
+        kind = self._key_kind(registered)
+        keys = [_key_value(t, kind) for t in texts]
+        return {"dataset": registered.name, "total": total, "offset": offset, "keys": keys}
 
     def cost(self, method: str, *args: Any, **options: Any) -> "RequestCost":
         """What `getattr(self, method)(*args, **options)` would charge, without charging or reading
@@ -375,6 +394,22 @@ class RequestCost:
 
     def as_dict(self) -> dict[str, Any]:
         return {"notion": self.notion, "epsilon": self.epsilon, "k": self.k, "count": self.count, "total": self.total}
+
+
+#: The most releasable keys one page holds.
+RELEASABLE_PAGE = 1000
+
+
+def _key_value(text: str, kind: str) -> Any:
+    """A frozen key text as the JSON value an analyst sends for it (`releasable_text` reversed)."""
+    if kind in ("integer", "number") and text.lstrip("-").isdigit():
+        return int(text)
+    if kind == "number":
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
 
 
 def _selector(keyed: KeyedSelect) -> str:

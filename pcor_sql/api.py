@@ -11,15 +11,20 @@ documents each); an unknown one is a UserError listing the known ones. `session=
 Session's registry, ledger and cached summaries; without it each call makes a fresh Session
 on `con` (fresh data, a fresh look at the ledger) with `ledger=` and `allow_seeded=` (see
 `Session`). These functions act for the data owner (DESIGN.md §6); apps serving analysts use
-`pcor_sql.Owner(con).analyst()`. `progress(done, total)` hears how long work goes (a batch:
-records done; a summary build or a direct search: its own counts); a callback with a
-`phase(label)` method is also told what each stretch of work is.
+`pcor_sql.Owner(con).analyst()`. `progress(done, total)` hears how long work goes (the
+summary build in thousandths; one record's search in EM calls; a batch: records done); a
+callback with a third parameter, `progress(done, total, phase)`, also hears which of those the
+counts are ("building the summary", "searching", "releasing records", ...), and one with a
+`phase(label)` method is told each stretch of work before its counts start.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from pcor_sql.core.compile_notice import listening as compiling
+from pcor_sql.engine.progress import with_phases
+from pcor_sql.frontend.keyed import listed_order
 from pcor_sql.frontend.request_builders import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
@@ -42,7 +47,7 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
     """
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
-        [result] = session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
+        [result] = session.explain(outlier_request(session.access.parser, query, **options), progress=with_phases(progress),
                                    single=True)
     return result
 
@@ -59,8 +64,9 @@ def explain_outliers(con: Con, query: str, *, session: Session | None = None, wa
     outputs, seeded or not, have the same law for any count, and a seeded batch the same values."""
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
-        return session.explain(outlier_request(session.access.parser, query, **options), progress=progress,
-                               max_records=max_records, workers=workers)
+        request = outlier_request(session.access.parser, query, **options)
+        results = session.explain(request, progress=with_phases(progress), max_records=max_records, workers=workers)
+    return listed_order(session.access.parser, request.selector, results)
 
 
 def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -70,7 +76,7 @@ def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | No
     ledger, never to be released."""
     session = session_for(con, session, warn)
     with objects_in_scope(session.con, query, warn):
-        return session.coe(outlier_request(session.access.parser, query, **options), progress=progress)
+        return session.coe(outlier_request(session.access.parser, query, **options), progress=with_phases(progress))
 
 
 def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -86,7 +92,7 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
         [result] = session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns,
-                                                    **options), single=True, progress=progress)
+                                                    **options), single=True, progress=with_phases(progress))
     return result
 
 
@@ -101,7 +107,7 @@ def identify_anomalies(con: Con, query: str, *, session: Session | None = None, 
     session = _session(con, session, warn, ledger, allow_seeded)
     with objects_in_scope(session.con, query, warn):
         return session.identify(anomaly_request(session.access.parser, query, describe_columns=session.access.columns,
-                                                **options), progress=progress, max_records=max_records,
+                                                **options), progress=with_phases(progress), max_records=max_records,
                                 workers=workers)
 
 

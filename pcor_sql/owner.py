@@ -156,6 +156,8 @@ class Owner:
                          "(a request about a key outside it is refused before any charge). Declare a list chosen "
                          "without looking at the data if that membership must stay private",
                          self.session.warn, stacklevel=3)
+        if keys is not None and not isinstance(releasable, str):
+            absent_keys_note(access, relation, key, keys, name, self.session.warn)
         add_dataset(self.ledger, dataset, replace=replace, releasable=keys)
         for notion, epsilon in limits.items():
             for unit in dataset.units:
@@ -337,6 +339,29 @@ def _limits(limit: Any) -> dict[str, float]:
             raise UserError(f"unknown privacy notion {unknown[0]!r} in limit", f"use {', '.join(NOTIONS)}")
         return dict(limit)
     return {notion: limit for notion in NOTIONS}
+
+
+def absent_keys_note(access: Any, relation: str, key: str, keys: Sequence[str], name: str, warn: Any) -> None:
+    """Tell the owner (never an analyst: DESIGN.md §6, the releasable set is public, the data is
+    not) how many of the releasable keys declared as a list are not in the data now: a typo
+    there is otherwise silent, and a request about such a key is charged and then refused."""
+    from pcor_sql.sqltext.build import select_from
+
+    column = quote_identifier(key)
+    table = access.arrow(select_from(f"DISTINCT {column}", relation, where=f"{column} IS NOT NULL"))
+    present = {releasable_text(v) for v in table.column(0).to_pylist()}
+    absent = [k for k in dict.fromkeys(keys) if k not in present]
+    if not absent:
+        return
+    verb = "is" if len(absent) == 1 else "are"
+    message = (f"{len(absent):,} of the {len(set(keys)):,} releasable keys declared for {name!r} {verb} not in the data "
+               f"(e.g. {', '.join(absent[:3])}): a request about one is charged, then refused — check the list")
+    if warn is not None:
+        warn(message)
+    else:
+        import warnings
+
+        warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def below_spent_warning(change: LimitChange, warn: Any) -> None:

@@ -65,12 +65,21 @@ def _finite(values: Sequence[Any]) -> Any:
     return np.asarray(out, dtype=np.float64)
 
 
-def _span(*arrays: Any) -> tuple[float, float]:
-    """The range the values cover, widened by a twentieth on each side (never empty)."""
+def _span(*arrays: Any, floor: float | None = None) -> tuple[float, float]:
+    """The range the values cover, widened by a twentieth on each side (never empty), never
+    below `floor`: a metric whose values are all ≥ 0 (a count, an amount) gets no bin below 0."""
     lo = min(float(a.min()) for a in arrays if len(a))
     hi = max(float(a.max()) for a in arrays if len(a))
     pad = (hi - lo) / 20 if hi > lo else max(abs(lo) / 20, 0.5)
-    return lo - pad, hi + pad
+    low = lo - pad if floor is None else max(lo - pad, floor)
+    return low, hi + pad
+
+
+def _floor(*arrays: Any) -> float | None:
+    """0 when every value drawn is ≥ 0 (the metric's smallest possible value is then taken to be
+    0: rows, counts, amounts), else None (no clip)."""
+    present = [a for a in arrays if len(a)]
+    return 0.0 if present and all(float(a.min()) >= 0 for a in present) else None
 
 
 def explanation_figure(metric: str, value: float, context_values: Sequence[Any], all_values: Sequence[Any],
@@ -88,7 +97,8 @@ def explanation_figure(metric: str, value: float, context_values: Sequence[Any],
     record = np.asarray([value])
     fig = Figure(figsize=SIZE, dpi=DPI)
     near, far = fig.subplots(1, 2, gridspec_kw={"width_ratios": (3, 2)})
-    lo, hi = _span(context if len(context) else whole, record)
+    floor = _floor(whole, context, record)
+    lo, hi = _span(context if len(context) else whole, record, floor=floor)
     bins = np.linspace(lo, hi, 41)
     if len(whole):
         inside = whole[(whole >= lo) & (whole <= hi)]
@@ -103,8 +113,8 @@ def explanation_figure(metric: str, value: float, context_values: Sequence[Any],
     near.set_ylabel("share of rows per bin")
     near.legend(loc="best", fontsize=8)
     if len(whole):
-        far.hist(whole, bins=np.linspace(*_span(whole, record), 41), color="#bbbbbb")
-        far.set_xlim(*_span(whole, record))
+        far.hist(whole, bins=np.linspace(*_span(whole, record, floor=floor), 41), color="#bbbbbb")
+        far.set_xlim(*_span(whole, record, floor=floor))
     if len(context):
         far.axvspan(float(context.min()), float(context.max()), color="#3b75af", alpha=0.2,
                     label="the released context's range")
@@ -137,8 +147,8 @@ def budget_figure(rows: Sequence[dict[str, Any]], path: Any = None) -> Any:
     ax.barh(y, spent, color=["#d62728" if lim is not None and s > float(lim) else "#3b75af"
                              for s, lim in zip(spent, limits)], height=0.6, label="spent")
     for i, (s, lim) in enumerate(zip(spent, limits)):
-        ax.text(max(s, float(lim or 0.0)), i, f"  {s:.6g} of {'no limit' if lim is None else f'{float(lim):.6g}'}",
-                va="center", fontsize=9)
+        words = f"  {s:.6g} spent, no limit" if lim is None else f"  {s:.6g} of {float(lim):.6g}"
+        ax.text(max(s, float(lim or 0.0)), i, words, va="center", fontsize=9)
     top = max([*spent, *(float(v) for v in limits if v is not None), 1e-9])
     ax.set_xlim(0, top * 1.3)  # room for the "spent of limit" labels
     ax.set_yticks(y, labels, fontsize=9)

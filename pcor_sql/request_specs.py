@@ -63,7 +63,7 @@ DATASET = OptionSpec("dataset", Kind.STRING, None, "budget ledger name to charge
 OWNER_VIEW = OptionSpec("owner_view", Kind.BOOLEAN, False, "also return the owner's private diagnostics", "TRUE",
                         who=Who.OWNER)
 
-BETA = OptionSpec("beta", Kind.NUMBER, None, "β: an anomaly has at most β other records within the radius", "5",
+BETA = OptionSpec("beta", Kind.NUMBER, None, "β: an anomaly has at most β records within the radius, itself included", "5",
                   minimum=1.0, maximum=MAX_BETA)
 RADIUS = OptionSpec("radius", Kind.NUMBER, None, "r: the ball radius", "1000", minimum=0.0, maximum=MAX_RADIUS)
 EPSILON_ANSWER = OptionSpec("epsilon", Kind.NUMBER, None, "privacy cost ε of each answer (> 0)", "0.5", minimum=0.0,

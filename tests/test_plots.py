@@ -115,3 +115,13 @@ def test_the_budget_is_a_bar_per_unit(tmp_path):
 def test_no_limit_no_limit_in_the_legend():
     fig = budget_figure([{"unit": "memory.main.t", "notion": "dp", "spent": 0.5, "limit": None}])
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["spent"]
+
+
+def test_a_count_metrics_first_bin_starts_at_zero_not_below():
+    """A metric whose values are all ≥ 0 (births per day): no bin and no axis below 0."""
+    fig = explanation_figure("births", 5.0, [0, 0, 1, 2, 0], [0, 0, 1, 2, 3, 5, 0, 1], "t")
+    near, far = fig.axes[0], fig.axes[1]
+    assert near.get_xlim()[0] == 0.0 and far.get_xlim()[0] == 0.0
+    assert min(p.get_x() for p in near.patches if hasattr(p, "get_x")) >= -1e-9  # edge arithmetic
+    negative = explanation_figure("delay", -5.0, [-5, 0, 1], [-5, 0, 1, 2], "t")  # a signed metric keeps its pad
+    assert negative.axes[0].get_xlim()[0] < -5.0

@@ -26,6 +26,9 @@ def service(
         "--searches", metavar="MODE[,MODE]", help="The serve --searches mode(s): with several --workers, those to "
         "compare (processes, threads); with one, where the maximal requests of --heavy search.")] = "processes",
     clients: Annotated[int, typer.Option("--clients", metavar="N", help="With several --workers: clients (analysts).")] = 8,
+    in_flight: Annotated[int, typer.Option(
+        "--in-flight", metavar="N", help="With several --workers: requests each client keeps in flight at once "
+        "(N threads on its one token; e.g. --clients 1 --in-flight 8: one analyst's concurrent requests).")] = 1,
     clients_as: Annotated[str, typer.Option(
         "--clients-as", metavar="MODE", help="With several --workers: each client a thread of this process on the "
         "analyst client (threads), a process of its own (processes), or a thread on the standard library's "
@@ -74,7 +77,7 @@ def service(
     settings = _counts(workers, "--workers")
     if len(settings) > 1:
         return _scaling(rows, settings, searches, clients, burst, repeats, workdir, out_dir, update_benchmarks,
-                        benchmarks_file, benchmarks_section, samples, clients_as, duckdb_threads)
+                        benchmarks_file, benchmarks_section, samples, clients_as, duckdb_threads, in_flight)
     workers_n = settings[0]
     section = section_name(benchmarks_section)
     for value, flag in ((rows, "--rows"), (analysts, "--analysts"), (requests, "--requests"), (workers_n, "--workers"),
@@ -129,7 +132,7 @@ def _counts(text: str, flag: str) -> list[int]:
 
 def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst: int, repeats: int, workdir: Path,
              out_dir: Path, update_benchmarks: bool, benchmarks_file: Path, benchmarks_section: str,
-             samples: int = 50, clients_as: str = "threads", duckdb_threads: str = "auto") -> None:
+             samples: int = 50, clients_as: str = "threads", duckdb_threads: str = "auto", in_flight: int = 1) -> None:
     from benchmarks.service_scaling import run_scaling, scaling_table
 
     modes = searches.split(",")
@@ -142,17 +145,17 @@ def _scaling(rows: int, settings: list[int], searches: str, clients: int, burst:
         raise UserError(f"--duckdb-threads takes auto or whole numbers ≥ 1, got {duckdb_threads!r}",
                         "e.g. --duckdb-threads auto,1")
     for value, flag in ((clients, "--clients"), (burst, "--burst"), (repeats, "--repeats"), (rows, "--rows"),
-                        (samples, "--samples")):
+                        (samples, "--samples"), (in_flight, "--in-flight")):
         if value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 2")
     command = command_line("service", [
         ("--rows", rows, 1_000_000), ("--workers", ",".join(map(str, settings)), None),
         ("--searches", searches, "processes"), ("--clients", clients, 8), ("--burst", burst, 32),
         ("--repeats", repeats, 2), ("--samples", samples, 50), ("--clients-as", clients_as, "threads"),
-        ("--duckdb-threads", ",".join(threads), "auto")])
+        ("--duckdb-threads", ",".join(threads), "auto"), ("--in-flight", in_flight, 1)])
     with progress_reporter() as report:
         result = run_scaling(rows, settings, modes, clients, burst, repeats, workdir, report, samples, clients_as,
-                             threads)
+                             threads, in_flight)
     result["command"] = command
     save_raw(out_dir, "service-scaling", result)
     tables = [scaling_table(result)]

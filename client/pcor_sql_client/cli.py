@@ -2,7 +2,8 @@
 
     export PCOR_SQL_TOKEN=...                  # the token `pcor-sql analyst add` printed for you
     export PCOR_SQL_URL=http://127.0.0.1:8000  # the service (or --url on each call)
-    pcor-sql-remote datasets
+    pcor-sql-remote datasets                                # or: pcor-sql-remote --url URL datasets
+    pcor-sql-remote releasable-keys salaries --limit 20     # the keys you may ask about
     pcor-sql-remote cost salaries 42 --epsilon 0.2          # what it would charge; nothing charged
     pcor-sql-remote explain-outlier salaries 42 --epsilon 0.2 --metric salary
 
@@ -29,6 +30,7 @@ from pcor_sql_client.text import (
     key_value,
     me_rows,
     point,
+    releasable_title,
     sql_line,
     table_rows,
 )
@@ -98,7 +100,13 @@ def run_command(args: argparse.Namespace, out: TextIO) -> None:
             found = remote.me()
             show([found] if args.format == "json" else me_rows(found), args.format, out)
         elif args.command == "history":
-            show(remote.history(), args.format, out)
+            show(remote.history(limit=args.limit, before=args.before), args.format, out)
+        elif args.command == "releasable-keys":
+            page = remote.releasable_keys(args.dataset, limit=args.limit, offset=args.offset)
+            if args.format == "json":
+                show([page], "json", out)
+            else:
+                show([{"key": k} for k in page["keys"]], "table", out, title=releasable_title(page))
         elif args.command == "cost":
             method, target, options = cost_call(args)
             show([remote.cost(method, args.dataset, target, **options)], args.format, out)
@@ -136,7 +144,7 @@ def _explain_options(p: argparse.ArgumentParser) -> None:
 def _identify_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--value", action="append", metavar="METRIC=NUMBER", required=required,
                    help="The point asked about, e.g. salary=250000 (repeat per metric).")
-    p.add_argument("--beta", type=float, required=required, help="β: at most β records within r make an anomaly.")
+    p.add_argument("--beta", type=float, required=required, help="β: at most β records within r (itself included) make an anomaly.")
     p.add_argument("--radius", type=float, required=required, help="r: the ball radius.")
     p.add_argument("--privacy", help="sp or dp.")
     p.add_argument("--k", type=int, help="k of (ε, k)-sensitive privacy.")
@@ -147,8 +155,12 @@ def parser() -> argparse.ArgumentParser:
         prog="pcor-sql-remote",
         description=f"An analyst's requests to a pcor-sql service. The token is read from ${TOKEN_VARIABLE}, "
         f"the URL from --url or ${URL_VARIABLE}.")
+    url_help = f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}); before or after the command."
+    top.add_argument("--url", default=None, help=url_help)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", help=f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}).")
+    # SUPPRESS: a command's --url left out keeps the one given before the command (argparse would
+    # otherwise write the subparser's default None over it).
+    common.add_argument("--url", default=argparse.SUPPRESS, help=url_help)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, text: str, formats: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
@@ -158,7 +170,14 @@ def parser() -> argparse.ArgumentParser:
 
     command("datasets", "The registered datasets: key, metrics, attributes and their domains.")
     command("me", "Your quotas and what you have spent, per privacy notion.")
-    command("history", "Your own requests: when, what, cost and outcome.")
+    history = command("history", "Your own requests: when, what, cost and outcome (the most recent page).")
+    history.add_argument("--limit", type=int, metavar="N", help="The N most recent requests (default 100, at most 1000).")
+    history.add_argument("--before", metavar="RELEASE_ID",
+                         help="Only requests asked before this one (a release_id of an earlier page: page backwards).")
+    keys = command("releasable-keys", "The keys of a dataset you may ask about by key (public by registration).")
+    keys.add_argument("dataset", help="A registered dataset (see `datasets`).")
+    keys.add_argument("--limit", type=int, metavar="N", help="At most N keys (default 100, at most 1000).")
+    keys.add_argument("--offset", type=int, metavar="M", help="Skip the first M keys (page on with M + N).")
     explain = command("explain-outlier", "A private context in which each record is an outlier; each key costs ε.",
                       ("table", "json", "sql"))
     explain.add_argument("dataset", help="A registered dataset (see `datasets`).")

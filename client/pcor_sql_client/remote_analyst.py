@@ -20,6 +20,8 @@ data.
 
 from __future__ import annotations
 
+import urllib.parse
+
 from typing import Any, Sequence
 
 from pcor_sql_client.errors import UserError
@@ -61,9 +63,16 @@ class RemoteAnalyst:
         """This analyst's quotas and what they have spent, per notion."""
         return self._transport.get("/v1/me")
 
-    def history(self) -> list[dict[str, Any]]:
-        """This analyst's own requests, with their cost and outcome."""
-        return _items(self._transport.get("/v1/history"), "history")
+    def history(self, limit: int | None = None, before: str | None = None) -> list[dict[str, Any]]:
+        """This analyst's own requests, with their cost and outcome: the `limit` most recent
+        (the service's default: 100), or those asked before the request `before` (a release_id
+        of an earlier page: page backwards)."""
+        return _items(self._transport.get("/v1/history" + _query(limit=limit, before=before)), "history")
+
+    def releasable_keys(self, dataset: str, limit: int | None = None, offset: int | None = None) -> dict[str, Any]:
+        """One page of the keys the data owner declared releasable for `dataset` (public by that
+        declaration): {dataset, total, offset, keys}; page on with offset + len(keys)."""
+        return self._transport.get("/v1/releasable-keys" + _query(dataset=dataset, limit=limit, offset=offset))
 
     # ---- requests ------------------------------------------------------------------------
 
@@ -145,3 +154,12 @@ def _answers(payload: Any) -> list[Any]:
         raise UserError(f"the service sent {len(results)} answers for one point",
                         "the client and the service may be different versions of pcor-sql")
     return results
+
+
+def _query(**params: Any) -> str:
+    """`?a=1&b=x` of the parameters given (None: left out), each checked by exact type."""
+    given = {k: v for k, v in params.items() if v is not None}
+    for name, value in given.items():
+        if type(value) not in (int, str) or (type(value) is int and value < 0):
+            raise UserError(f"{name} must be a whole number or text, got {value!r}", f"pass e.g. {name}=10")
+    return "?" + urllib.parse.urlencode(given) if given else ""

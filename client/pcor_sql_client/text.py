@@ -118,3 +118,11 @@ def answer_row(item: dict[str, Any]) -> dict[str, Any]:
     """An anomaly answer's fields for a table (its sentences go in the title)."""
     return {k: v for k, v in item.items() if k not in ("summary", "privacy_summary")}
 
+
+def releasable_title(page: dict[str, Any]) -> str:
+    """`12 releasable keys of salaries; 1–10 shown` (or that the owner declared none)."""
+    if page.get("total") is None:
+        return f"no releasable keys of {page.get('dataset')}: the data owner declared none"
+    first, shown = int(page.get("offset") or 0), len(page.get("keys") or [])
+    span = f"{first + 1}–{first + shown} shown" if shown else "none from there"
+    return f"{page['total']:,} releasable keys of {page.get('dataset')}; {span}"

@@ -17,7 +17,7 @@ import typer
 from pcor_sql.cli import parameters as o
 from pcor_sql.cli.console import make_warn, stdout_console, write_error, write_line
 from pcor_sql.cli.database import open_owner
-from pcor_sql.cli.render import draw_budget, json_text, print_table, write_csv, write_json
+from pcor_sql.cli.render import draw_budget, json_text, print_table, round_epsilon, write_csv, write_json
 from pcor_sql.errors import UserError
 
 app = typer.Typer(
@@ -81,9 +81,12 @@ def status(
     with open_owner(db, ledger, reads=unit) as owner:
         found = [s for n in notions for s in owner.status(unit, n)] if unit else owner.status(None)
         found = [s for s in found if s.notion in notions]
+    # Shown to 12 significant digits (0.5 - 0.4 prints 0.1, not 0.09999999999999998); the ledger
+    # keeps, adds and compares the exact values.
     rows = [
-        {"unit": s.unit, "notion": s.notion, "limit": s.limit, "limit_source": s.limit_source, "spent": s.spent,
-         "remaining": s.remaining, "releases": s.releases, "public": s.public}
+        {"unit": s.unit, "notion": s.notion, "limit": round_epsilon(s.limit), "limit_source": s.limit_source,
+         "spent": round_epsilon(s.spent), "remaining": round_epsilon(s.remaining), "releases": s.releases,
+         "public": s.public}
         for s in sorted(found, key=lambda s: (s.unit, s.notion))
     ]
     if plot is not None:

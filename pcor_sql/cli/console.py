@@ -104,7 +104,31 @@ class ProgressBar:
 
     def __enter__(self) -> "ProgressBar":
         self._start()
+        if not self.enabled:
+            # Off a terminal there is no bar, yet a first run's compile (10-35 s) must not look
+            # like a hang: one line on stderr when it begins (a cache load says nothing).
+            from contextlib import ExitStack
+
+            from pcor_sql.api import compiling
+
+            self._notice = ExitStack()
+            self._notice.enter_context(compiling(self._compiling))
         return self
 
+    def _compiling(self, begins: bool) -> None:
+        if begins and not getattr(self, "_told", False):
+            self._told = True
+            sys.stderr.write(f"warning: {COMPILE_NOTE}\n")
+            sys.stderr.flush()
+
     def __exit__(self, *exc: object) -> None:
+        notice = getattr(self, "_notice", None)
+        if notice is not None:
+            notice.close()
+            self._notice = None
         self.stop()
+
+
+#: Said once on stderr off a terminal when numba compiles (a terminal's bar says it as a phase).
+COMPILE_NOTE = ("compiling the validity checks for this machine, once (10-35 s): later runs load them from "
+                "numba's cache")

@@ -6,6 +6,7 @@ from enum import Enum
 from pathlib import Path
 import functools
 import inspect
+import re
 import typing
 from typing import Annotated, Any, Callable, List, Optional
 
@@ -133,13 +134,26 @@ _STRUCTURED = {
 _TYPES = {"number": float, "integer": int, "string": str}
 
 
+def help_sentence(spec: Any) -> str:
+    """A spec's help as the start of a sentence: its first word capitalised only when that word
+    is prose — never a symbol (β, r, k), a value the option takes (sp, tight, l1) or the first
+    of a list of values ("direct, uniform, ..."), which keep their own spelling."""
+    text = str(spec.help)
+    word = re.match(r"[^\s,:;(]*", text).group(0)
+    follows = text[len(word):len(word) + 1]
+    choices = {str(c).lower() for c in (getattr(spec, "choices", None) or ())}
+    prose = len(word) > 1 and word.isascii() and word.isalpha() and word.islower() and follows == " " \
+        and word not in choices
+    return text[:1].upper() + text[1:] if prose else text
+
+
 def _parameter(spec: Any) -> inspect.Parameter:
     if spec.name in _STRUCTURED:
         annotation, metavar, text = _STRUCTURED[spec.name]
         option = typer.Option(spec.cli, metavar=metavar, help=text, show_default=False)
         return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
                                  annotation=Annotated[annotation, option])
-    text = spec.help[:1].upper() + spec.help[1:]
+    text = help_sentence(spec)
     if spec.kind == "boolean":
         return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=False,
                                  annotation=Annotated[bool, typer.Option(spec.cli, help=text + ".")])

@@ -26,6 +26,7 @@ from pcor_sql_client.text import (
     key_value,
     me_rows,
     point,
+    releasable_title,
     sql_line,
     table_rows,
 )
@@ -50,6 +51,20 @@ Url = Annotated[
                  help=f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}).", show_default=False),
 ]
 Format = Annotated[o.DataFormat, o.choice(o.DataFormat, "--format", help="table or json (JSON Lines).")]
+#: The --url given before the command (`remote --url URL datasets`), set by the group's callback
+#: on every invocation (None when not given), so one invocation never sees another's.
+_BEFORE: dict[str, str | None] = {"url": None}
+
+
+@app.callback()
+def remote(url: Url = None) -> None:
+    """An analyst's requests to a pcor-sql service; --url here or after the command."""
+    _BEFORE["url"] = url
+
+
+def _url(given: str | None) -> str | None:
+    """The command's --url, else the one given before the command, else None ($PCOR_SQL_URL)."""
+    return given if given is not None else _BEFORE["url"]
 Dataset = Annotated[str, typer.Argument(help="A registered dataset (see `pcor-sql remote datasets`).", show_default=False)]
 Epsilon = Annotated[float, typer.Option("--epsilon", help="Privacy cost ε of each answer.", show_default=False)]
 Metric = Annotated[Optional[str], typer.Option("--metric", help="One of the dataset's metrics (default: its first).")]
@@ -84,7 +99,7 @@ def datasets(url: Url = None, fmt: Format = o.DataFormat.table) -> None:
     Example:
         pcor-sql remote datasets --url http://127.0.0.1:8000
     """
-    with analyst(url) as remote:
+    with analyst(_url(url)) as remote:
         found = remote.datasets()
     _rows(found, fmt)
 
@@ -97,22 +112,54 @@ def me(url: Url = None, fmt: Format = o.DataFormat.table) -> None:
     Example:
         pcor-sql remote me --url http://127.0.0.1:8000
     """
-    with analyst(url) as remote:
+    with analyst(_url(url)) as remote:
         found = remote.me()
     _rows([found] if fmt is o.DataFormat.json else me_rows(found), fmt)
 
 
 @app.command("history", short_help="Your own requests: when, what, cost and outcome.")
-def history(url: Url = None, fmt: Format = o.DataFormat.table) -> None:
-    """Your own requests, oldest first, with their cost and outcome.
+def history(
+    url: Url = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", min=1, max=1000,
+                                                 help="The N most recent requests (default 100).")] = None,
+    before: Annotated[Optional[str], typer.Option(
+        "--before", metavar="RELEASE_ID", help="Only requests asked before this one (page backwards).")] = None,
+    fmt: Format = o.DataFormat.table,
+) -> None:
+    """Your own requests, oldest first within the page, with their cost and outcome.
 
     \b
     Example:
-        pcor-sql remote history --url http://127.0.0.1:8000 --format json
+        pcor-sql remote history --url http://127.0.0.1:8000 --limit 20 --format json
     """
-    with analyst(url) as remote:
-        found = remote.history()
+    with analyst(_url(url)) as remote:
+        found = remote.history(limit=limit, before=before)
     _rows(found, fmt)
+
+
+@app.command("releasable-keys", short_help="The keys of a dataset you may ask about (public by registration).")
+def releasable_keys(
+    dataset: Dataset,
+    url: Url = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", min=1, max=1000,
+                                                 help="At most N keys (default 100).")] = None,
+    offset: Annotated[Optional[int], typer.Option("--offset", metavar="M", min=0,
+                                                  help="Skip the first M keys (page on with M + N).")] = None,
+    fmt: Format = o.DataFormat.table,
+) -> None:
+    """The keys the data owner declared releasable for DATASET, in their frozen order: the
+    records you may ask explain-outlier about.
+
+    \b
+    Example:
+        pcor-sql remote releasable-keys salaries --limit 20 --url http://127.0.0.1:8000
+    """
+    with analyst(_url(url)) as remote:
+        page = remote.releasable_keys(dataset, limit=limit, offset=offset)
+    if fmt is o.DataFormat.json:
+        write_line(json_text(page))
+        return
+    print_table(stdout_console(), ["key"], [[str(k)] for k in page["keys"]], title=releasable_title(page))
 
 
 @app.command("cost", short_help="What a request would charge, nothing charged (keys: explain; --value: identify).")
@@ -144,7 +191,7 @@ def cost(
     args = dict(keys=keys or [], value=value, epsilon=epsilon, metric=metric, verifier=verifier, search=search,
                 samples=samples, utility=utility, start=start, by=by, beta=beta, radius=radius, privacy=privacy, k=k)
     method, target, options = cost_call(argparse.Namespace(**args))
-    with analyst(url) as remote:
+    with analyst(_url(url)) as remote:
         found = remote.cost(method, dataset, target, **options)
     _rows([found], fmt)
 
@@ -169,7 +216,7 @@ def explain_outlier(
     """
     given = dict(metric=metric, verifier=verifier, search=search, samples=samples, utility=utility, start=start, by=by)
     options = {name: given[name] for name in EXPLAIN_OPTIONS if given[name] is not None}
-    with analyst(url) as remote:
+    with analyst(_url(url)) as remote:
         results = remote.explain_outliers(dataset, [key_value(k) for k in keys], epsilon=epsilon, **options)
     items = [r.as_dict() for r in results]
     if fmt is o.ExplainFormat.json:
@@ -192,7 +239,7 @@ def identify_anomaly(
     value: Annotated[List[str], typer.Option(
         "--value", metavar="METRIC=NUMBER", help="The point asked about, e.g. salary=250000 (repeat per metric).",
         show_default=False)],
-    beta: Annotated[float, typer.Option("--beta", help="β: at most β records within r make an anomaly.",
+    beta: Annotated[float, typer.Option("--beta", help="β: at most β records within r (itself included) make an anomaly.",
                                         show_default=False)],
     radius: Annotated[float, typer.Option("--radius", help="r: the ball radius.", show_default=False)],
     epsilon: Epsilon,
@@ -211,7 +258,7 @@ def identify_anomaly(
     """
     given = dict(privacy=privacy, k=k)
     options = {name: given[name] for name in IDENTIFY_OPTIONS if given[name] is not None}
-    with analyst(url) as remote:
+    with analyst(_url(url)) as remote:
         answer = remote.identify_anomaly(dataset, value=point(value), beta=beta, radius=radius, epsilon=epsilon,
                                          **options)
     item = answer.as_dict()

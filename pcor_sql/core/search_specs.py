@@ -12,7 +12,7 @@ from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.searches import (
     DEFAULT_EXPLORE_CHECKS, DEFAULT_EXPLORE_SAMPLES, DEFAULT_MAX_ADMISSIBLE, DEFAULT_MAX_DRAWS, DEFAULT_SAMPLES, Oracle,
-    SearchResult, bfs, dfs, direct, explore, random_walk, uniform,
+    SearchResult, bfs, dfs, direct, em_ticks, explore, random_walk, uniform,
 )
 from pcor_sql.core.start import DEFAULT_DESCENTS
 from pcor_sql.errors import InternalError, UserError
@@ -173,4 +173,12 @@ def run_search(
     spec = search_spec(name)
     if spec.graph and (start is None or not oracle.space.is_admissible(start)):
         raise InternalError("graph search started without an admissible start context")
-    return spec.run(oracle, eps1, source, start, progress=progress, **options)
+    if progress is None or name == "direct":  # direct reports its own enumeration
+        return spec.run(oracle, eps1, source, start, progress=progress, **options)
+    # Every other search ticks once per EM call, out of the most its accounting allows.
+    total = spec.worst_case_em_calls(int(options.get("samples") or spec.default_samples))
+    progress(0, total)
+    with em_ticks(lambda n: progress(min(n, total), total)):
+        result = spec.run(oracle, eps1, source, start, progress=progress, **options)
+    progress(total, total)
+    return result

@@ -22,8 +22,10 @@ so the single EM over it costs ε1 for every fixed sample, hence for the mixture
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -88,7 +90,28 @@ def _em(
     if utilities is None:
         utilities = [oracle.utility(c) for c in candidates]
     trace.em_calls.append(EMCall(step, len(candidates)))
-    return candidates[exponential_mechanism(utilities, eps1, source)]
+    chosen = candidates[exponential_mechanism(utilities, eps1, source)]
+    tick = getattr(_em_ticks, "tick", None)
+    if tick is not None:
+        tick(len(trace.em_calls))
+    return chosen
+
+
+#: Per thread (a service's workers search side by side): who hears each EM call of a search.
+_em_ticks = threading.local()
+
+
+@contextmanager
+def em_ticks(tick: Callable[[int], None]) -> Iterator[None]:
+    """Within the block, `tick(n)` after this thread's searches make their n-th EM call: the
+    search's progress, counted in the EM calls its accounting bounds (a search's coins and
+    outputs are the same with or without it)."""
+    previous = getattr(_em_ticks, "tick", None)
+    _em_ticks.tick = tick
+    try:
+        yield
+    finally:
+        _em_ticks.tick = previous
 
 
 def _valid(oracle: Oracle, mask: int, trace: Trace) -> bool:

@@ -29,6 +29,43 @@ _POLL_SECONDS = 0.2
 _SETTINGS = ("enable_progress_bar", "enable_progress_bar_print")
 
 
+def with_phases(progress: Any) -> Any:
+    """A caller's `progress(done, total, phase)` (a third positional parameter) as the library's
+    two-count callback with a `phase` method, so each count says which work it measures (one
+    callback hears a summary build in thousandths, then a batch's records); any other callback
+    is returned as it is (a two-parameter function keeps being called with two counts)."""
+    if progress is None or callable(getattr(progress, "phase", None)) or _positional(progress) < 3:
+        return progress
+    return _Phased(progress)
+
+
+class _Phased:
+    """`progress(done, total, phase)` behind the two-count protocol."""
+
+    def __init__(self, progress: Callable[[int, int, str], None]):
+        self._progress, self._label = progress, "working"
+
+    def phase(self, label: str) -> None:
+        self._label = label
+
+    def __call__(self, done: int, total: int) -> None:
+        self._progress(done, total, self._label)
+
+
+def _positional(function: Any) -> int:
+    """How many positional arguments `function` takes (3 for `*args`; 2 when it cannot say)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    kinds = [p.kind for p in parameters]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return 3
+    return sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in kinds)
+
+
 def report_phase(progress: Progress | None, label: str) -> None:
     """Tell `progress` what comes next, if it listens (has a `phase` method)."""
     phase = getattr(progress, "phase", None)

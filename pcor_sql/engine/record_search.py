@@ -228,7 +228,8 @@ def selected_records(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> tup
         d = dict(zip(names, row))
         v = d.pop(METRIC_COLUMN)
         if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
-            raise UserError(f"the selected record's metric is {v!r}", "pick a record whose metric is a finite number")
+            shown = "NULL" if v is None else str(v)  # SQL's words: NULL, nan, inf — never Python's None
+            raise UserError(f"the selected record's metric is {shown}", "pick a record whose metric is a finite number")
         out.append(SelectedRecord(d, float(v)))
     return tuple(out)
 

@@ -86,3 +86,26 @@ def _literal(node: Any) -> Any:
     if kind in ("DECIMAL", "DOUBLE", "FLOAT"):
         return float(text)
     raise UserError(f"a key must be a literal number or string, got a {str(kind).lower()}", _EXAMPLE)
+
+
+def listed_order(con: duckdb.DuckDBPyConnection, selector_sql: str, results: list[Any]) -> list[Any]:
+    """`results` (one per selected record) in the order a selector `key IN (5, 2, 9)` or `key = 5`
+    lists its keys — as an analyst's come back (DESIGN.md §6) — rather than the table's; any other
+    selector leaves them as they are. Only the order changes: each record's search and its coins
+    are those of the stable order it ran in."""
+    try:
+        where = ast.serialize(con, f"SELECT 1 WHERE {selector_sql}")["statements"][0]["node"]["where_clause"]
+        column, keys = _key_comparison(where)
+    except (UserError, duckdb.Error, KeyError, IndexError, TypeError):
+        return results
+    wanted = {k: i for i, k in reversed(list(enumerate(keys)))}
+
+    def position(result: Any) -> int:
+        record = getattr(result, "record", None) or {}
+        value = record.get(column, getattr(result, "key", None))
+        try:
+            return wanted.get(value, len(keys))
+        except TypeError:  # an unhashable value: not one of the literals
+            return len(keys)
+
+    return sorted(results, key=position)

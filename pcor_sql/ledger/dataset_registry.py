@@ -184,6 +184,17 @@ def releasable_set(ledger: Ledger, name: str) -> frozenset[str] | None:
     return frozenset(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
+def releasable_page(ledger: Ledger, name: str, offset: int, limit: int) -> tuple[int, list[str]] | None:
+    """(how many, the texts of `limit` of them from `offset`) of `name`'s frozen releasable keys,
+    in their frozen (sorted) order; None when none were declared. Public by registration
+    (DESIGN.md §6): read in the ledger alone, never the data."""
+    rows = ledger.read(f"SELECT system.main.len(releasable), system.main.list_slice(releasable, $2, $3)"
+                       f" FROM {ledger.tables.datasets} WHERE name = $1", [name, offset + 1, offset + limit])
+    if not rows or rows[0][0] is None:
+        return None
+    return int(rows[0][0]), list(rows[0][1] or [])
+
+
 def all_releasable(ledger: Ledger, name: str, keys: Sequence[Any]) -> bool:
     """Whether every key is among `name`'s frozen releasable keys (False when none were
     declared). Read in the ledger alone, never the data, so the answer is the same whether or

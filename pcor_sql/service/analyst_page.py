@@ -95,7 +95,7 @@ async function refresh() {
       sets.body.datasets.map((d) => [d.name, d.key, d.metrics.join(", "), d.attributes.join(", "),
                                      d.releasable_keys === null ? "none (identify only)" : d.releasable_keys]));
     window.datasets = sets.body.datasets;
-    for (const id of ["x-dataset", "i-dataset"]) {
+    for (const id of ["x-dataset", "i-dataset", "r-dataset"]) {
       const s = $(id), keep = s.value; s.replaceChildren();
       sets.body.datasets.forEach((d) => s.append(new Option(d.name, d.name)));
       if (keep) s.value = keep;
@@ -113,7 +113,9 @@ function metricsChanged() {
   if (box.dataset.shown !== (point ? point.name : "")) {  // keep what was typed unless the dataset changed
     box.replaceChildren(); box.dataset.shown = point ? point.name : "";
     (point ? point.metrics : []).forEach((m) => {
-      const label = el("label", m); const input = el("input"); input.type = "number"; input.step = "any";
+      // The value asked about is a point of the metric space, in the data or not (DESIGN.md §6).
+      const label = el("label", "value of " + m + " to test"); const input = el("input"); input.type = "number"; input.step = "any";
+      input.title = "a point of " + m + "'s space: the answer says whether a record there would be an anomaly, whether or not one is in the data";
       input.dataset.metric = m; input.required = true; label.append(input); box.append(label);
     });
   }
@@ -121,6 +123,20 @@ function metricsChanged() {
   xm.replaceChildren(new Option("default", ""));
   (keyed ? keyed.metrics : []).forEach((m) => xm.append(new Option(m, m)));
   xm.value = keep;
+}
+async function releasable(offset) {
+  const name = $("r-dataset").value, box = $("r-out");
+  const r = await api("GET", "/v1/releasable-keys?dataset=" + encodeURIComponent(name) + "&limit=100&offset=" + offset);
+  if (!r.ok) { showError("r-out", r.body, r.status); return; }
+  box.replaceChildren();
+  if (r.body.total === null) { box.append(el("div", "The data owner declared no releasable keys for " + name + ": ask identify questions about a value instead.", "muted")); return; }
+  const shown = r.body.keys.length;
+  box.append(el("div", r.body.total + " releasable keys of " + name + (shown ? "; " + (offset + 1) + "–" + (offset + shown) + " shown" : "; none from there"), "muted"));
+  box.append(el("div", r.body.keys.map((k) => fmt(k)).join(", "), "mono"));
+  const row = el("div", null, "row");
+  if (offset > 0) { const b = el("button", "Previous 100"); b.type = "button"; b.id = "r-prev"; b.addEventListener("click", () => releasable(Math.max(0, offset - 100))); row.append(b); }
+  if (offset + shown < r.body.total) { const b = el("button", "Next 100"); b.type = "button"; b.id = "r-next"; b.addEventListener("click", () => releasable(offset + shown)); row.append(b); }
+  box.append(row);
 }
 function parseKeys(text) {
   text = text.trim();
@@ -169,7 +185,7 @@ async function ask(kind) {
 }
 function forget(clearStatus) {
   token = null; $("app").hidden = true; $("signin").hidden = false; $("who").textContent = "";
-  ["quota", "datasets", "history", "x-out", "i-out"].forEach((id) => $(id).replaceChildren());
+  ["quota", "datasets", "history", "x-out", "i-out", "r-out"].forEach((id) => $(id).replaceChildren());
   if (clearStatus) $("status").replaceChildren();
 }
 function signIn() {
@@ -195,6 +211,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("x-ask").addEventListener("click", () => ask("x"));
   $("i-cost").addEventListener("click", () => cost("i"));
   $("i-ask").addEventListener("click", () => ask("i"));
+  $("r-show").addEventListener("click", () => releasable(0));
   loadSchema();
 });
 """
@@ -211,7 +228,10 @@ never stored. Reloading the page forgets it.</p></section>
 <div id="app" hidden>
 <section><h2>Your quota</h2><table id="quota"></table><p class="muted" id="limits"></p>
 <button id="reload" type="button">Refresh</button> <button id="forget" type="button">Forget the token</button></section>
-<section><h2>Datasets you may use</h2><table id="datasets"></table></section>
+<section><h2>Datasets you may use</h2><table id="datasets"></table>
+<h2>Keys you may ask about</h2><p class="muted">The releasable keys are public: the data owner declared them when
+registering the dataset.</p><div class="row"><label>Dataset<select id="r-dataset"></select></label>
+<button id="r-show" type="button">Show the releasable keys</button></div><div id="r-out"></div></section>
 <div class="cols">
 <section><h2>Explain outliers</h2>
 <div class="row"><label>Dataset<select id="x-dataset"></select></label><label>Keys (comma-separated)

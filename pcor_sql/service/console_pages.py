@@ -8,6 +8,8 @@ pages use no script and load nothing: the CSS is inline and the charts are inlin
 
 from __future__ import annotations
 
+import re
+
 from html import escape
 from typing import Any, Iterable, Sequence
 from urllib.parse import urlencode
@@ -160,6 +162,16 @@ def status_tag(analyst: dict[str, Any]) -> str:
     return '<span class="tag answered">active</span>'
 
 
+_USING = re.compile(r"\bUSING (.+?)(?: WITH \(|$)")
+
+
+def verifier_of(statement: str) -> str | None:
+    """The verifier a request used, from its history statement (`EXPLAIN OUTLIER ... USING
+    lof(k=10, threshold=1.5) WITH (...)`, every option resolved); None for an anomaly answer."""
+    found = _USING.search(statement or "")
+    return found.group(1).strip() if found else None
+
+
 def history_rows(rows: Sequence[dict[str, Any]], *, short: bool = False) -> str:
     cells = []
     for r in rows:
@@ -170,6 +182,9 @@ def history_rows(rows: Sequence[dict[str, Any]], *, short: bool = False) -> str:
             asked.append(f'<code>{esc(r["record_key"])}</code>')
         asked.append(f'<span class="muted">{esc(r.get("mechanism"))}</span>')
         text = r.get("asked") or r.get("statement") or ""
+        verifier = verifier_of(text)
+        if verifier:
+            asked.append(f'<span class="verifier">verifier {esc(verifier)}</span>')
         if text and not short:
             asked.append(f'<div class="mono muted">{esc(text[:600])}{"…" if len(text) > 600 else ""}</div>')
         cells.append([f'<span class="nw">{esc(str(r["released_at"])[:19].replace("T", " "))}</span>', who, " ".join(asked), esc(r["notion"]),

@@ -124,10 +124,32 @@ HISTORY_QUERY = (
           "a release_id from an earlier page: the rows asked before it (page backwards)"),
 )
 
+RELEASABLE_QUERY = (
+    Query("dataset", {"type": "string", "maxLength": 128}, "the registered dataset (required)"),
+    Query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 100},
+          f"the most keys in this page (1 to {MAX_PAGE})"),
+    Query("offset", {"type": "integer", "minimum": 0, "maximum": 10**12, "default": 0},
+          "how many keys to skip, in the frozen order (page on with offset + limit)"),
+)
+RELEASABLE = {
+    "type": "object",
+    "description": "one page of the keys the owner declared releasable: public by that declaration",
+    "properties": {
+        "dataset": {"type": "string"},
+        "total": {"type": ["integer", "null"], "description": "how many keys are releasable (null: none declared)"},
+        "offset": {"type": "integer"},
+        "keys": {"type": "array", "items": {"type": ["integer", "number", "string"]},
+                 "description": "as the key column's JSON kind, to send back as they are"},
+    },
+}
+
 _POST = ("400", "401", "403", "413", "415", "422", "429", "503")
 ANALYST_ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/v1/datasets", "datasets", Caller.ANALYST, "The registered datasets this analyst may use",
              {"type": "object", "properties": {"datasets": {"type": "array", "items": DATASET}}}, errors=("400", "401")),
+    Endpoint("GET", "/v1/releasable-keys", "releasable_keys", Caller.ANALYST,
+             "The keys of a dataset that may be asked about by key (paged: dataset, limit, offset)", RELEASABLE,
+             errors=("400", "401", "403"), query=RELEASABLE_QUERY),
     Endpoint("POST", "/v1/explain", "explain", Caller.ANALYST,
              "Private explanations of records (EXPLAIN OUTLIER), ε each; one result per key, in the order given",
              {"type": "object", "properties": {"results": {"type": "array", "items": EXPLANATION}}},

@@ -6,6 +6,7 @@
     POST /v1/cost       an explain or identify body → what it would charge (nothing charged)
     GET  /v1/me         this analyst's quotas and ε spent per notion
     GET  /v1/history    this analyst's own requests (paged: ?limit=N&before=RELEASE_ID)
+    GET  /v1/releasable-keys  ?dataset=NAME&limit=N&offset=M: the keys one may ask about (public)
     GET  /healthz       whether the service is up (no token needed)
     GET  /openapi.json  the OpenAPI document (no token needed)
 
@@ -25,8 +26,8 @@ large / not JSON, 429 quota or limit reached — all before the reservation, not
 interrupted (recorded as interrupted). Every response is `Cache-Control: no-store`.
 A refusal names nothing the analyst did not send or own: a limit reached is one message whether it is their quota or a unit's (`pipeline.limit_reached`).
 
-Refusals do not wait for a worker. A request that would wait (every worker busy, or its
-analyst's own line full) is first admitted (`Analyst.admit`: the request's checks, which read
+Refusals do not wait for a worker. A request that would wait (every worker busy, or others
+waiting for one) is first admitted (`Analyst.admit`: the request's checks, which read
 only the request and the registry, then its cost against the dataset's limits and the analyst's
 quota — a few small ledger reads; no row read, nothing charged) on a small pool of its own
 cursors, so a refusal comes back while the workers are busy with releases; one that finds a
@@ -43,10 +44,11 @@ quota get one charge and one 429, never an overspend.
 
 Bounded work (DESIGN.md §8). Every option has a declared maximum (the schemas carry it), and
 each request's search is metered (`core.work`): past `max_work` validity checks and EM
-candidates it stops, and the request fails with the generic 422. One analyst runs at most
-`workers - 1` requests at once (the rest wait in their own line, holding no worker), so one
-token cannot take every worker; with several tokens, a request waits at most for one capped
-search. Stopping (`stop()`, SIGTERM under `pcor-sql serve`) interrupts every running search at
+candidates it stops, and the request fails with the generic 422. Each analyst's requests wait in
+a line of their own and the workers serve the analysts' lines in turn (`worker_pool`): one
+analyst's concurrent requests use every worker nobody else waits for, and another analyst's
+request waits at most for the first running (capped) request to end, however many one token
+sent. Stopping (`stop()`, SIGTERM under `pcor-sql serve`) interrupts every running search at
 its next unit of work.
 
 No cross-analyst channels. Verdict caches are per asker (`core.work.partition`), and with
@@ -56,7 +58,6 @@ serves, so no analyst's first request is slower because nobody asked before.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import math
@@ -118,7 +119,6 @@ class Service:
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
-        self._shares: dict[tuple[int, str], anyio.CapacityLimiter] = {}
         #: One line per request (`--audit-log`), shared with the owner's listener.
         self.audit = audit or AuditLog()
 
@@ -182,17 +182,9 @@ class Service:
             raise Refused(f"no dataset {name[:NAME]!r} among those you may use", f"yours: {', '.join(names) or 'none'}")
         return found
 
-    def share(self, name: str) -> anyio.CapacityLimiter:
-        """The most requests one analyst runs at once: all workers but one (DESIGN.md §8)."""
-        key = (id(asyncio.get_running_loop()), name)  # one limiter per analyst and event loop
-        limiter = self._shares.get(key)
-        if limiter is None:
-            limiter = self._shares[key] = anyio.CapacityLimiter(max(1, self.workers - 1))
-        return limiter
-
     def queued(self) -> int:
-        """Requests waiting now: for a worker, or in their analyst's own line."""
-        return self.pool.load()[1] + sum(s.statistics().tasks_waiting for s in list(self._shares.values()))
+        """Requests waiting now for a worker (each in their analyst's own line)."""
+        return self.pool.load()[1]
 
     async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
                   pool: WorkerPool | None = None, memory: AdmissionMemory | None = None) -> Any:
@@ -202,8 +194,7 @@ class Service:
 
         if pool is not None:
             return await pool.run(work)
-        async with self.share(identity.name):
-            return await self.pool.run(work)
+        return await self.pool.run(work, identity.name)
 
     def admitted_from_memory(self, identity: Identity, dataset: str, admit: Callable[[Analyst], Any]) -> bool:
         """`admit` here, on the event loop, when all it needs is kept: True when it admitted; False
@@ -218,10 +209,9 @@ class Service:
 
     def would_wait(self, name: str) -> bool:
         """Whether a request of analyst `name` would wait now: every worker busy or others waiting
-        for one, or their own line full (`share`)."""
+        for one."""
         running, waiting = self.pool.load()
-        line = self._shares.get((id(asyncio.get_running_loop()), name))
-        return running >= self.workers or waiting > 0 or (line is not None and line.available_tokens < 1)
+        return running >= self.workers or waiting > 0
 
     async def answer(self, identity: Identity, method: str, dataset: str, target: Any, options: dict[str, Any]) -> Any:
         """`Analyst.<method>(dataset, target, **options)` on a worker, admitted first if it would
@@ -280,6 +270,13 @@ class Service:
         return {"analyst": identity.name, "datasets": None if identity.datasets is None else list(identity.datasets),
                 "min_epsilon": self.min_epsilon, "max_keys": self.limits.max_keys, "max_work": self.max_work,
                 "usage": usage}
+
+    async def releasable_keys(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+        if "dataset" not in params:
+            raise BadRequest("no dataset given", "e.g. /v1/releasable-keys?dataset=salaries")
+        dataset, limit, offset = params["dataset"], params.get("limit", 100), params.get("offset", 0)
+        return await self.run(identity, dataset, lambda a: a.releasable_keys(dataset, limit=limit, offset=offset),
+                              pool=self.admission)
 
     async def history(self, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
         limit, before = params.get("limit", 100), params.get("before")

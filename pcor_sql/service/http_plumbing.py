@@ -23,7 +23,15 @@ from pcor_sql.service.request_schema import BadRequest, check, text
 LOG = logging.getLogger("pcor_sql.service")
 ACCESS = logging.getLogger("pcor_sql.service.access")
 HEADERS = {"Cache-Control": "no-store"}
-UNAUTHORIZED = ("not authenticated", "send Authorization: Bearer <your token>")
+#: Every 401 of the analysts' listener: one text whether the token is missing, malformed, unknown,
+#: revoked or replaced by a rotation (DESIGN.md §8), so it says what helps in each case.
+UNAUTHORIZED = ("not authenticated: the token is missing or not valid (unknown, revoked or replaced by a new one)",
+                "send Authorization: Bearer <token> with the token your data owner gave you; if it stopped "
+                "working, ask the data owner for a new one")
+#: The owner's listener: the owner token is the running service's own (DESIGN.md §9).
+OWNER_UNAUTHORIZED = ("not authenticated: the owner token is missing or not this service's",
+                      "send Authorization: Bearer <owner token>, read from the runtime file beside the database "
+                      "or from serve's --owner-token-file (a restarted service has a new one)")
 #: Query parameter names that carry a token in other APIs: refused by name, whatever the endpoint.
 TOKEN_NAMES = frozenset({"token", "access_token", "auth", "authorization", "bearer", "api_key", "apikey", "key"})
 
@@ -131,7 +139,8 @@ def make_route(endpoint: Endpoint, handler: Callable[..., Awaitable[Any]],
             else:
                 identity = await authenticate(request.headers.get("authorization"))
                 if identity is None:
-                    response = error_response(401, *UNAUTHORIZED)
+                    response = error_response(401, *(OWNER_UNAUTHORIZED if endpoint.caller is Caller.OWNER
+                                                      else UNAUTHORIZED))
                 else:
                     who = identity.name
                     response = ok(await handler(request, identity, params))

@@ -7,8 +7,15 @@ through its own cursor of the owner's connection (a cursor is a connection to th
 database: queries on different cursors run in parallel), and every Session shares the owner's
 one Ledger, whose charges are serialised by DuckDB's transactions (a conflicting charge is
 retried from a fresh snapshot, so the ledger never overspends). Each Session has a thread of its
-own, which takes requests from one first-come-first-served line, blocking code and all: a request
-waits for its turn, it never fails because another is running. A thread that finishes a request
+own, which takes requests from the line, blocking code and all: a request waits for its turn, it
+never fails because another is running.
+
+The line is one line per asker (an analyst's name), served in turn: a free thread takes the
+oldest request of the next asker that has one waiting, then that asker goes to the back. So one
+analyst's concurrent requests use every free worker (nobody else waiting, nothing is held back),
+and a request of another analyst waits for no more than the first running request to end, however
+many one analyst sent before it (DESIGN.md §8: only waiting in line, no channel between analysts;
+each request's work is capped, so that wait is bounded). Within one asker, first come, first served. A thread that finishes a request
 takes the next waiting one at once, without a round through the event loop (which, busy with
 other requests' HTTP or waiting for the interpreter, would leave that core idle between two
 requests: `python -m benchmarks service`). A request cancelled while it waits never runs; one
@@ -29,9 +36,9 @@ GIL. The children are started by `start_processes` (the service's start) and end
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import logging
-import queue
 import threading
 from typing import Any, Callable, TypeVar
 
@@ -68,10 +75,10 @@ def _settle(future: "asyncio.Future[Any]", outcome: tuple[bool, Any]) -> None:
 class _Job:
     """One request in the line: the work, where its answer goes, and whether a thread took it."""
 
-    __slots__ = ("work", "context", "loop", "future", "state")
+    __slots__ = ("work", "context", "loop", "future", "state", "asker")
 
-    def __init__(self, work: Callable[[Session], Any], loop: asyncio.AbstractEventLoop):
-        self.work, self.context, self.loop = work, contextvars.copy_context(), loop
+    def __init__(self, work: Callable[[Session], Any], loop: asyncio.AbstractEventLoop, asker: str):
+        self.work, self.context, self.loop, self.asker = work, contextvars.copy_context(), loop, asker
         self.future: asyncio.Future[Any] = loop.create_future()
         self.state = "waiting"  # then "running", or "dropped" (cancelled while waiting)
 
@@ -94,15 +101,19 @@ class WorkerPool:
                 con = con.cursor()
                 self._cursors.append(con)
             self._sessions.append(Session(con, ledger=owner.ledger, warn=_log_warning, registry=registry))
-        self._line: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        #: Each asker's waiting requests, oldest first, and the askers with one waiting, in turn.
+        self._lines: dict[str, collections.deque[_Job]] = {}
+        self._turns: collections.deque[str] = collections.deque()
         self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
         self._running = self._waiting = 0
         self._threads: list[threading.Thread] = []
         self._closed = False
 
-    async def run(self, work: Callable[[Session], _T]) -> _T:
-        """`work(session)` in a worker thread with a Session of its own; waits for a free one."""
-        job = _Job(work, asyncio.get_running_loop())
+    async def run(self, work: Callable[[Session], _T], asker: str = "") -> _T:
+        """`work(session)` in a worker thread with a Session of its own; waits for a free one, in
+        `asker`'s line (askers are served in turn)."""
+        job = _Job(work, asyncio.get_running_loop(), asker)
         with self._lock:
             if self._closed:
                 raise Stopping()  # the service stopped: a 503, as for an interrupted request
@@ -112,7 +123,12 @@ class WorkerPool:
                 for thread in self._threads:
                     thread.start()
             self._waiting += 1
-        self._line.put(job)
+            line = self._lines.get(asker)
+            if line is None:
+                line = self._lines[asker] = collections.deque()
+                self._turns.append(asker)
+            line.append(job)
+            self._ready.notify()
         try:
             return await asyncio.shield(job.future)  # cancelling the request never cancels the work itself
         except BaseException:
@@ -130,6 +146,12 @@ class WorkerPool:
                 return False
             job.state = "dropped"
             self._waiting -= 1
+            line = self._lines.get(job.asker)
+            if line is not None and job in line:
+                line.remove(job)
+                if not line:
+                    del self._lines[job.asker]
+                    self._turns.remove(job.asker)
             return True
 
     def load(self) -> tuple[int, int]:
@@ -137,17 +159,30 @@ class WorkerPool:
         with self._lock:
             return self._running, self._waiting
 
+    def _next(self) -> _Job | None:
+        """The oldest request of the asker whose turn it is (waiting for one); None once closed."""
+        with self._ready:
+            while not self._turns or self._closed:
+                if self._closed:
+                    return None  # what still waits is ended by `close`, never run
+                self._ready.wait()
+            asker = self._turns.popleft()
+            line = self._lines[asker]
+            job = line.popleft()
+            if line:
+                self._turns.append(asker)  # their next request waits for the others' turns
+            else:
+                del self._lines[asker]
+            job.state = "running"
+            self._waiting -= 1
+            self._running += 1
+            return job
+
     def _serve(self, session: Session) -> None:
         while True:
-            job = self._line.get()
+            job = self._next()
             if job is None:
                 return
-            with self._lock:
-                if job.state == "dropped":
-                    continue
-                job.state = "running"
-                self._waiting -= 1
-                self._running += 1
             try:
                 outcome: tuple[bool, Any] = (True, job.context.run(job.work, session))
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting request
@@ -226,18 +261,14 @@ class WorkerPool:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
-        with self._lock:
+        with self._ready:
             self._closed = True
-            threads, self._threads = self._threads, []
-        while True:  # requests still in line never run: each ends as interrupted by the stop
-            try:
-                job = self._line.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None and self._drop(job):
+            self._threads = []
+            waiting = [job for line in self._lines.values() for job in line]
+            self._ready.notify_all()  # idle threads end; busy ones end after their request
+        for job in waiting:  # requests still in line never run: each ends as interrupted by the stop
+            if self._drop(job):
                 _answer(job, (False, Stopping()))
-        for _ in threads:
-            self._line.put(None)
         for cursor in self._cursors:
             cursor.close()
         self._cursors.clear()

@@ -27,6 +27,12 @@ import duckdb
 from pcor_sql.errors import UserError, from_python, warn_privacy
 
 _MISSING = re.compile(r"Table with name (\S+?)!? does not exist")
+# DuckDB's binder: a name it took for a column that no relation of the FROM clause has.
+_NO_COLUMN = re.compile(r'Referenced column "((?:[^"]|"")+)" not found|does not have a column named "((?:[^"]|"")+)"')
+_CANDIDATES = re.compile(r"Candidate bindings:[ :]*(.*)")
+# What precedes a value in a comparison: a name there that is no column was meant as a string
+# (`state = "CA"`: double quotes make an identifier in SQL, single quotes a string).
+_VALUE_PLACE = re.compile(r"(?:=|<>|!=|<|>|\bLIKE|\bILIKE|\bIN\s*\([^()]*)\s*$", re.IGNORECASE)
 
 
 def require_connection(con: Any, who: str) -> duckdb.DuckDBPyConnection:
@@ -42,6 +48,9 @@ def require_connection(con: Any, who: str) -> duckdb.DuckDBPyConnection:
 def relation_fix(exc: BaseException, fix: str) -> str:
     """`fix`, led — for a Python caller whose FROM names a table DuckDB cannot find — by how
     to make a DataFrame or Arrow table visible: `con.register('df', df)`."""
+    column = column_fix(exc)
+    if column is not None:
+        return column
     found = _MISSING.search(str(exc))
     if found is None or not from_python():
         return fix
@@ -50,6 +59,39 @@ def relation_fix(exc: BaseException, fix: str) -> str:
         f"if {name} is a pandas, Polars or Arrow object, register it on the connection first: "
         f"con.register({name!r}, {name}); otherwise {fix}"
     )
+
+
+def column_fix(exc: BaseException) -> str | None:
+    """For a binder error naming a column that does not exist: if the name stands where a value
+    goes (`state = "CA"`, after `=`, `LIKE`, inside `IN (...)`), that it is a string to write in
+    single quotes; otherwise that no such column exists, with DuckDB's nearest column names.
+    None for any other error."""
+    text = str(exc)
+    found = _NO_COLUMN.search(text)
+    if found is None:
+        return None
+    name = (found.group(1) or found.group(2)).replace('""', '"')
+    if _at_value_place(text):
+        literal = "'" + name.replace("'", "''") + "'"
+        return (f"use single quotes for a string: {literal} (double quotes, or none, name a column, "
+                f"and there is no column {name})")
+    near = _CANDIDATES.search(text)
+    names = re.findall(r'"((?:[^"]|"")+)"', near.group(1)) if near else []
+    names = [n.replace('""', '"') for n in names]
+    if not names:
+        return f"there is no column {name}: name an existing column of the FROM clause (DESCRIBE it to list them)"
+    return f"there is no column {name}: did you mean {names[0]}? (nearest columns: {', '.join(names)})"
+
+
+def _at_value_place(text: str) -> bool:
+    """Whether DuckDB's caret (the line of `^` under `LINE n: ...`) marks a name that stands
+    where a value is compared."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        caret = lines[i + 1]
+        if line.startswith("LINE ") and "^" in caret:
+            return _VALUE_PLACE.search(line[:caret.index("^")]) is not None
+    return False
 
 
 #: The top-level packages whose objects DuckDB reads by a replacement scan.

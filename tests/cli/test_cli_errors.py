@@ -34,7 +34,7 @@ EXPLAIN_CASES = [
     ("unknown metric column", ["SELECT no_such_col FROM salaries WHERE id = 42"], "no_such_col"),
     ("unknown column in selector", ["SELECT salary FROM salaries WHERE no_such_col = 42"], "no_such_col"),
     ("metric not numeric", ["SELECT job_title FROM salaries WHERE id = 42"], "not a number"),
-    ("metric NULL for V", [_with_metric("NULL"), "--by", "job_title,year"], "metric is None"),
+    ("metric NULL for V", [_with_metric("NULL"), "--by", "job_title,year"], "metric is NULL"),
     ("metric NaN for V", [_with_metric("'NaN'::DOUBLE"), "--by", "job_title,year"], "metric is nan"),
     ("selector matches no row", ["SELECT salary FROM salaries WHERE id = -1"], "selects no row"),
     ("no selector", ["SELECT salary FROM salaries"], "no WHERE clause"),

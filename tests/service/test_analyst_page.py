@@ -57,3 +57,10 @@ def test_the_token_goes_only_into_the_authorization_header(client):
         assert never not in script, never
     assert script.count("token") and '"Authorization": "Bearer " + token' in script
     assert 'credentials: "omit"' in script  # no cookie of this origin rides along either
+
+
+def test_the_identify_box_is_labelled_as_a_value_to_test():
+    """Without a browser: the label the page's script writes (the browser test clicks it)."""
+    from pcor_sql.service.analyst_page import SCRIPT
+
+    assert '"value of " + m + " to test"' in SCRIPT and "a point of" in SCRIPT
