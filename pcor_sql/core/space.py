@@ -141,6 +141,8 @@ class ContextSpace:
         )
         self._attr_free = tuple(tuple(b for b in self.free_bits if self._attr_masks[i] >> b & 1) for i in range(self.m))
         self._free_mask = sum(self._free_values)
+        self._free_positions = np.asarray(self.free_bits, dtype=np.int64)
+        self._n_coins = sum(len(self._attr_free[i]) for i in range(self.m) if i not in self.ordinal)
 
     # -- lattice -------------------------------------------------------------------------
     @property
@@ -274,9 +276,15 @@ class ContextSpace:
     def random_admissible(self, source: Any) -> int:
         """A uniformly random admissible context: each free bit of a categorical attribute a
         fair coin, each ordinal attribute's run uniform among its (a + 1)(B − a) runs."""
-        coins = uniform_open(source, sum(len(self._attr_free[i]) for i in range(self.m) if i not in self.ordinal)) < 0.5
-        if not self.ordinal:
+        coins = uniform_open(source, self._n_coins) < 0.5
+        if not self.ordinal and self._n_coins <= 32:  # a few bits: the Python steps cost less
             return self.from_free(sum(1 << i for i in np.flatnonzero(coins).tolist()))
+        if not self.ordinal:
+            # from_free of the coins' word, packed by numpy: the same context (free bit i set iff
+            # coin i) without a Python step per set bit (28 µs a draw at 86 free bits, now ~3).
+            bits = np.zeros(self.t, dtype=bool)
+            bits[self._free_positions[coins]] = True
+            return self.v_mask | int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
         mask, k = self.v_mask, 0
         for i in range(self.m):
             if i in self.ordinal:
