@@ -71,14 +71,15 @@ def _reference(con) -> None:
 
 
 def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, reference: int, search: str = "bfs",
-            epsilon: float = 0.2) -> dict[str, Any]:
+            epsilon: float = 0.2, record: int = 0) -> dict[str, Any]:
     """`fresh` releases, each on a new Session (the per-cell summary built inside the timing),
     each preceded by one reference run while there are `reference` runs left; then `warm`
     timed releases on one Session after an untimed first release. All with `search` (BFS by
     default, forced), ε = `epsilon` (0.2), n = the search's default (50 for BFS), seeds seed,
     seed + 1, ...; explain_outlier end to end (parse, schema, record, summary, start, search,
     in-memory ledger charge). A fresh release that ends in NoValidContext (the uniform search
-    that finds none) is timed to its error, its outcome noted in `outcomes`."""
+    that finds none) is timed to its error, its outcome noted in `outcomes`. `record`: the id
+    of the row explained (0, the planted record, by default)."""
     import pcor_sql
     from benchmarks.measure import peak_rss_bytes
 
@@ -89,6 +90,7 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
     _warm_imports()
     con = _connect(path)
     options = dict(search=search, verifier=verifier, epsilon=epsilon, owner_view=True)
+    record_query = RECORD_QUERY if record == 0 else f"SELECT v FROM {TABLE} WHERE id = {int(record)}"
     if search == "bfs":
         options["samples"] = 50
     out: dict[str, Any] = {"verifier": verifier, "summary_build_s": [], "contexts_verified": [], "start_checks": [],
@@ -102,7 +104,7 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
             grubbs_critical_one.cache_clear()  # a fresh release computes its Grubbs quantiles anew
             session = pcor_sql.Session(con, allow_seeded=True)
             r = timed_with_load(out, "fresh_s", lambda: _release_or_none(lambda: pcor_sql.explain_outlier(
-                None, RECORD_QUERY, session=session, seed=seed + i, **options)))
+                None, record_query, session=session, seed=seed + i, **options)))
             out["outcomes"].append("released" if r is not None else "no valid context")
             if r is not None:
                 out["contexts_verified"].append(r.owner.contexts_verified)
@@ -240,6 +242,7 @@ class Case:
     nice: int = 0
     search: str = "bfs"
     epsilon: float = 0.2
+    record: int = 0  # the id of the row explained (0: the planted record)
 
 
 @dataclass(frozen=True)
@@ -280,9 +283,12 @@ def plan(cfg: ScaleConfig) -> list[Case]:
     if "births" in cfg.cases:
         for verifier, search in BIRTHS_RELEASES:
             out.append(Case("births", "births", BIRTHS_ROWS, verifier, n, 0, n, search=search, epsilon=BIRTHS_EPSILON))
-    if "births-uniform" in cfg.cases:  # z-score + uniform: 100,000 draws, none valid (NoValidContext)
+    if "births-uniform" in cfg.cases:
+        # z-score + uniform on an ordinary state-day (row 1: 928 births where the state averages
+        # ~900): all 100,000 draws invalid, NoValidContext. (The planted record has valid
+        # contexts among the draws: uniform stops at n = 50 of them, after ~40,000 draws.)
         out.append(Case("births-uniform", "births", BIRTHS_ROWS, "zscore", n, 0, n, search="uniform",
-                        epsilon=BIRTHS_EPSILON))
+                        epsilon=BIRTHS_EPSILON, record=1))
     if "huge" in cfg.cases:
         # Once, niced; the reference in its own process so that the release's peak RSS is its own.
         out.append(Case("huge", "base", cfg.huge_rows, "lof", 1, 0, 0, nice=10))
@@ -344,7 +350,7 @@ def _child(db: str, case: Case, seed: int, workdir: Path) -> dict[str, Any]:
     env["PYTHONPATH"] = os.pathsep.join([*roots, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     args = [sys.executable, "-m", "benchmarks.scale", db, "--verifier", case.verifier, "--fresh", str(case.fresh),
             "--warm", str(case.warm), "--reference", str(case.reference), "--seed", str(seed), "--out", str(out),
-            "--search", case.search, "--epsilon", repr(case.epsilon)]
+            "--search", case.search, "--epsilon", repr(case.epsilon), "--record", str(case.record)]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=6 * 3600,
                           preexec_fn=(lambda: os.nice(case.nice)) if case.nice else None)
     if proc.returncode != 0:
@@ -466,9 +472,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--search", default="bfs")
     parser.add_argument("--epsilon", type=float, default=0.2)
+    parser.add_argument("--record", type=int, default=0)
     args = parser.parse_args(argv)
     result = measure(args.db, args.verifier, args.fresh, args.warm, args.seed, args.reference, args.search,
-                     args.epsilon)
+                     args.epsilon, args.record)
     text = json.dumps(result)
     if args.out:
         args.out.write_text(text)

@@ -68,7 +68,7 @@ def width_targets(result: dict[str, Any]) -> list[Any]:
     for verifier in ("zscore", "lof"):
         out.append(seconds(f"5,000-value attribute (100,000 rows), {verifier} + bfs, fresh release",
                            _case(result, "wide5000", verifier), WIDE5000_S))
-    out.append(seconds("a search that finds no valid context: births, zscore + uniform (100,000 draws)",
+    out.append(seconds("a search that finds no valid context: births, zscore + uniform on an ordinary day (100,000 draws)",
                        _case(result, "births-uniform", "zscore", "uniform"), UNIFORM_S))
     narrow = (result.get("per_check") or {}).get("narrow") or {}
     for name, limit in NARROW_US.items():

@@ -13,7 +13,7 @@ def test_the_births_cases_are_planned_alone_and_release_as_the_issue_states():
                                                        ("lof", "explore")]
     assert all(c.rows == 51 * 7305 and c.epsilon == 0.5 and c.fresh == 2 and c.warm == 0 for c in cases)
     [uniform] = plan(ScaleConfig(cases=("births-uniform",)))
-    assert (uniform.verifier, uniform.search) == ("zscore", "uniform")
+    assert (uniform.verifier, uniform.search, uniform.record) == ("zscore", "uniform", 1)
 
 
 def test_every_goal_is_printed_and_a_measured_one_judged():
