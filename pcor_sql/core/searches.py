@@ -208,21 +208,27 @@ def bfs(
     depends on COE(D, V) only, so the cost is unchanged: for each fixed starting frontier the
     run is (n+1)ε1-OCDP, and so is the mixture. `descents=0` is the paper's algorithm."""
     trace = Trace()
-    visited: dict[int, None] = {}
+    key = oracle.space.key  # contexts are keyed by `ContextSpace.key` (bytes past 60 bits)
+    visited: dict[int | bytes, int] = {}
     starts = [start]
     if descents:
         starts += random_descents(oracle, source, descents)
     # The frontier C_M, with each member's utility read once when it joins (an insertion-ordered
-    # dict keeps the candidate order, hence seeded runs, deterministic).
-    frontier: dict[int, float] = {c: oracle.utility(c) for c in starts}
+    # dict keeps the candidate order, hence seeded runs, deterministic): key → (context, utility).
+    frontier: dict[int | bytes, tuple[int, float]] = {}
+    for c in starts:  # as a dict comprehension: a repeated start keeps its first place
+        frontier[key(c)] = (c, oracle.utility(c))
     while len(visited) < samples and frontier:
-        node = _em(oracle, list(frontier), eps1, source, trace, "expand", list(frontier.values()))
-        del frontier[node]
-        visited[node] = None
+        members = list(frontier.values())
+        node = _em(oracle, [c for c, _ in members], eps1, source, trace, "expand", [u for _, u in members])
+        k = key(node)
+        del frontier[k]
+        visited[k] = node
         for c in oracle.space.neighbours(node):
-            if c not in visited and c not in frontier and _valid(oracle, c, trace):
-                frontier[c] = oracle.utility(c)
-    return _final(oracle, "bfs", visited, samples, eps1, source, trace)
+            kc = key(c)
+            if kc not in visited and kc not in frontier and _valid(oracle, c, trace):
+                frontier[kc] = (c, oracle.utility(c))
+    return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 
 def _final(oracle: Oracle, search: str, visited: dict[int, None], samples: int, eps1: float, source: Source,
