@@ -132,14 +132,16 @@ def uniform(
     distinct valid ones are found or `max_draws` draws are spent, then one EM. Cost ε1."""
     space = oracle.space
     trace = Trace()
-    found: dict[int, None] = {}
+    key = space.key  # bytes past 60 bits (`ContextSpace.key`)
+    found: dict[int | bytes, int] = {}
     draws = 0
     while len(found) < samples and draws < max_draws:
         draws += 1
         spend()  # a draw that repeats a found context asks nothing, yet is work (`core.work`)
         mask = space.random_admissible(source)
-        if mask not in found and _valid(oracle, mask, trace):
-            found[mask] = None
+        k = key(mask)
+        if k not in found and _valid(oracle, mask, trace):
+            found[k] = mask
     if len(found) < samples:
         trace.notes.append(f"uniform sampling ran out of draws: {len(found)} of {samples} valid contexts in {draws} draws")
     if not found:
@@ -148,7 +150,7 @@ def uniform(
             f"use {option_hint('search', 'bfs')} (it walks from a valid start) or raise "
             f"{option_hint('max_draws', str(max_draws * 10))}",
         )
-    trace.visited = list(found)
+    trace.visited = list(found.values())
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
 
 
@@ -177,17 +179,18 @@ def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int
     push; a top without such children is popped; stop when `samples` contexts are visited;
     final EM over the visited set. Cost ≤ (n+1)ε1."""
     trace = Trace()
-    visited: dict[int, None] = {}
+    key = oracle.space.key  # bytes past 60 bits (`ContextSpace.key`)
+    visited: dict[int | bytes, int] = {}
     stack = [start]
     while len(visited) < samples and stack:
         top = stack[-1]
-        visited[top] = None
-        children = [c for c in oracle.space.neighbours(top) if c not in visited and _valid(oracle, c, trace)]
+        visited[key(top)] = top
+        children = [c for c in oracle.space.neighbours(top) if key(c) not in visited and _valid(oracle, c, trace)]
         if not children:
             stack.pop()
         else:
             stack.append(_em(oracle, children, eps1, source, trace, "push"))
-    return _final(oracle, "dfs", visited, samples, eps1, source, trace)
+    return _final(oracle, "dfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 
 def bfs(
