@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python -m benchmarks.profile_release wide500 1000000 grubbs [--top 18]
     PYTHONPATH=. python -m benchmarks.profile_release flights 300000 grubbs --seeds 3 --no-profile
+    PYTHONPATH=. python -m benchmarks.profile_release births 0 zscore --search uniform --epsilon 0.5 --seeds 1
 
 Generates the table as `python -m benchmarks scale` does (kept under /tmp/pcor-scale), warms
 the imports, then runs seeded fresh releases (seeds 1, 2, ...; a new Session each), each right
@@ -23,23 +24,28 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("shape", choices=("base", "wide70", "wide500", "flights", "wide5000"))
+    parser.add_argument("shape", choices=("base", "wide70", "wide500", "flights", "wide5000", "births"))
     parser.add_argument("rows", type=int)
     parser.add_argument("verifier")
     parser.add_argument("--top", type=int, default=18)
     parser.add_argument("--seeds", type=int, default=2, help="fresh releases, seeds 1..N")
     parser.add_argument("--no-profile", action="store_true", help="time every release, none under cProfile")
+    parser.add_argument("--search", default="bfs", help="bfs (n = 50), uniform, explore, ...")
+    parser.add_argument("--epsilon", type=float, default=0.2)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # the in-memory ledger
 
     import pcor_sql
     from benchmarks.scale import _connect, _reference, _warm_imports, load_now
-    from benchmarks.scale_tables import RECORD_QUERY, ensure_table
+    from benchmarks.scale_tables import RECORD_QUERY, ensure_table, shape_rows
+    from pcor_sql.errors import NoValidContext
 
-    info = ensure_table(Path("/tmp/pcor-scale"), args.shape, args.rows, print)
+    info = ensure_table(Path("/tmp/pcor-scale"), args.shape, shape_rows(args.shape, args.rows), print)
     _warm_imports()
     con = _connect(info["path"])
-    options = dict(search="bfs", verifier=args.verifier, epsilon=0.2, samples=50, owner_view=True)
+    options = dict(search=args.search, verifier=args.verifier, epsilon=args.epsilon, owner_view=True)
+    if args.search == "bfs":
+        options["samples"] = 50
     for seed in range(1, args.seeds + 1):
         started = time.perf_counter()
         _reference(con)
@@ -50,13 +56,17 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         if profile:
             profile.enable()
-        r = pcor_sql.explain_outlier(None, RECORD_QUERY, session=session, seed=seed, **options)
+        try:
+            r = pcor_sql.explain_outlier(None, RECORD_QUERY, session=session, seed=seed, **options)
+        except NoValidContext as exc:
+            r = exc
         if profile:
             profile.disable()
         took = time.perf_counter() - started
-        print(f"{args.shape} {args.verifier} seed {seed}: {took:.2f} s, sort {ref:.3f} s, {took / ref:.1f}x, "
-              f"load {load}, contexts verified {r.owner.contexts_verified}, "
-              f"context sizes {sorted(map(len, r.context.values()))}", flush=True)
+        what = (f"contexts verified {r.owner.contexts_verified}, context sizes {sorted(map(len, r.context.values()))}"
+                if not isinstance(r, Exception) else f"no valid context: {r}")
+        print(f"{args.shape} {args.search} + {args.verifier} seed {seed}: {took:.2f} s, sort {ref:.3f} s, "
+              f"{took / ref:.1f}x, load {load}, {what}", flush=True)
         if profile:
             pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
     return 0

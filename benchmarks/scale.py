@@ -25,7 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmarks.scale_tables import FLIGHTS_ROWS, RECORD_QUERY, REFERENCE_SQL, SHAPES, TABLE, WIDE5000_ROWS, ensure_table
+from benchmarks.scale_tables import (
+    BIRTHS_ROWS, FLIGHTS_ROWS, RECORD_QUERY, REFERENCE_SQL, SHAPES, TABLE, WIDE5000_ROWS, ensure_table,
+)
 
 #: Above this 1-minute load average the ratios are not comparable with a quiet machine's: the
 #: reference uses both cores (it halves when one is free) while a release is single-threaded
@@ -68,12 +70,16 @@ def _reference(con) -> None:
     del values
 
 
-def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, reference: int) -> dict[str, Any]:
+def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, reference: int, search: str = "bfs",
+            epsilon: float = 0.2, record: int = 0) -> dict[str, Any]:
     """`fresh` releases, each on a new Session (the per-cell summary built inside the timing),
     each preceded by one reference run while there are `reference` runs left; then `warm`
-    timed releases on one Session after an untimed first release. All BFS (forced), ε = 0.2,
-    n = 50, seeds seed, seed + 1, ...; explain_outlier end to end (parse, schema, record,
-    summary, start, search, in-memory ledger charge)."""
+    timed releases on one Session after an untimed first release. All with `search` (BFS by
+    default, forced), ε = `epsilon` (0.2), n = the search's default (50 for BFS), seeds seed,
+    seed + 1, ...; explain_outlier end to end (parse, schema, record, summary, start, search,
+    in-memory ledger charge). A fresh release that ends in NoValidContext (the uniform search
+    that finds none) is timed to its error, its outcome noted in `outcomes`. `record`: the id
+    of the row explained (0, the planted record, by default)."""
     import pcor_sql
     from benchmarks.measure import peak_rss_bytes
 
@@ -83,9 +89,12 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
     warnings.simplefilter("ignore")  # the in-memory ledger's PrivacyWarning
     _warm_imports()
     con = _connect(path)
-    options = dict(search="bfs", verifier=verifier, epsilon=0.2, samples=50, owner_view=True)
+    options = dict(search=search, verifier=verifier, epsilon=epsilon, owner_view=True)
+    record_query = RECORD_QUERY if record == 0 else f"SELECT v FROM {TABLE} WHERE id = {int(record)}"
+    if search == "bfs":
+        options["samples"] = 50
     out: dict[str, Any] = {"verifier": verifier, "summary_build_s": [], "contexts_verified": [], "start_checks": [],
-                           "warm_contexts_verified": [], "warm_other_contexts_verified": []}
+                           "warm_contexts_verified": [], "warm_other_contexts_verified": [], "outcomes": []}
     for key in TIMED:
         out[key], out[key.removesuffix("_s") + "_load"] = [], []
     for i in range(max(fresh, reference)):
@@ -94,10 +103,12 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
         if i < fresh:
             grubbs_critical_one.cache_clear()  # a fresh release computes its Grubbs quantiles anew
             session = pcor_sql.Session(con, allow_seeded=True)
-            r = timed_with_load(out, "fresh_s", lambda: pcor_sql.explain_outlier(
-                None, RECORD_QUERY, session=session, seed=seed + i, **options))
-            out["contexts_verified"].append(r.owner.contexts_verified)
-            out["start_checks"].append(r.owner.start_checks)
+            r = timed_with_load(out, "fresh_s", lambda: _release_or_none(lambda: pcor_sql.explain_outlier(
+                None, record_query, session=session, seed=seed + i, **options)))
+            out["outcomes"].append("released" if r is not None else "no valid context")
+            if r is not None:
+                out["contexts_verified"].append(r.owner.contexts_verified)
+                out["start_checks"].append(r.owner.start_checks)
             summary = session.prepare(session_request(con, verifier)).summary  # cached: no rebuild
             out["summary_build_s"].append(summary.build_seconds)
             out["summary_bytes"] = summary_bytes(summary)
@@ -137,6 +148,16 @@ def measure(path: str, verifier: str, fresh: int, warm: int, seed: int, referenc
     con.close()
     out["peak_rss_bytes"] = peak_rss_bytes()
     return out
+
+
+def _release_or_none(release: Callable[[], Any]) -> Any:
+    """The release, or None when it ends in NoValidContext (timed all the same)."""
+    from pcor_sql.errors import NoValidContext
+
+    try:
+        return release()
+    except NoValidContext:
+        return None
 
 
 def summary_at_threads(con, verifier: str, repeats: int, threads: tuple[int, ...] = (1, 2)) -> dict[str, list[float]]:
@@ -219,6 +240,9 @@ class Case:
     warm: int
     reference: int
     nice: int = 0
+    search: str = "bfs"
+    epsilon: float = 0.2
+    record: int = 0  # the id of the row explained (0: the planted record)
 
 
 @dataclass(frozen=True)
@@ -233,10 +257,14 @@ class ScaleConfig:
     workdir: Path = Path("/tmp/pcor-scale")
 
 
-CASE_NAMES = ("base", "base-grubbs", "wide70", "wide500", "flights", "wide5000", "huge")
+CASE_NAMES = ("base", "base-grubbs", "wide70", "wide500", "flights", "wide5000", "births", "births-uniform",
+              "per-check", "huge")
 # The verifiers each wide case releases with (issue 28 states the 5,000-value case's goal for
 # z-score and LOF).
 WIDE_VERIFIERS = {"wide5000": ("zscore", "lof")}
+#: The births shape's releases (issue 38's table): (verifier, search), at the README's ε = 0.5.
+BIRTHS_RELEASES = (("lof", "bfs"), ("histogram", "bfs"), ("grubbs", "bfs"), ("lof", "explore"))
+BIRTHS_EPSILON = 0.5
 
 
 def plan(cfg: ScaleConfig) -> list[Case]:
@@ -251,6 +279,16 @@ def plan(cfg: ScaleConfig) -> list[Case]:
             for verifier in WIDE_VERIFIERS.get(shape, ("grubbs", "lof")):
                 n = cfg.wide_repeats
                 out.append(Case(shape, shape, rows, verifier, n, n, n))
+    n = cfg.wide_repeats
+    if "births" in cfg.cases:
+        for verifier, search in BIRTHS_RELEASES:
+            out.append(Case("births", "births", BIRTHS_ROWS, verifier, n, 0, n, search=search, epsilon=BIRTHS_EPSILON))
+    if "births-uniform" in cfg.cases:
+        # z-score + uniform on an ordinary state-day (row 1: 928 births where the state averages
+        # ~900): all 100,000 draws invalid, NoValidContext. (The planted record has valid
+        # contexts among the draws: uniform stops at n = 50 of them, after ~40,000 draws.)
+        out.append(Case("births-uniform", "births", BIRTHS_ROWS, "zscore", n, 0, n, search="uniform",
+                        epsilon=BIRTHS_EPSILON, record=1))
     if "huge" in cfg.cases:
         # Once, niced; the reference in its own process so that the release's peak RSS is its own.
         out.append(Case("huge", "base", cfg.huge_rows, "lof", 1, 0, 0, nice=10))
@@ -276,14 +314,26 @@ def run_scale(cfg: ScaleConfig, report: Callable[[str], None] = lambda _m: None)
         key = f"{case.shape}-{case.rows}"
         if key not in result["tables"]:
             result["tables"][key] = ensure_table(cfg.workdir, case.shape, case.rows, report)
-        report(f"{case.name}: {case.rows:,} rows, bfs + {case.verifier} "
+        report(f"{case.name}: {case.rows:,} rows, {case.search} + {case.verifier} "
                f"({case.fresh} fresh, {case.warm} warm, {case.reference} reference)")
         out = _child(result["tables"][key]["path"], case, cfg.seed, cfg.workdir)
         result["cases"].append({**case.__dict__, "free_bits": free_bits(case.shape), **out})
+    if "per-check" in cfg.cases:
+        from benchmarks.per_check_cells import run_child as per_check_child
+
+        report("per-check: one check by member cells on the births shape, and narrow checks on the base shape")
+        result["per_check"] = per_check_child(cfg.workdir, report)
     result["load"]["end"] = load_average()
     result["targets"] = [t.as_dict() for t in targets(result)]
+    result["width_targets"] = [t.as_dict() for t in width_targets(result)]
     result["wall_s"] = time.perf_counter() - started
     return result
+
+
+def width_targets(result: dict[str, Any]) -> list[Any]:
+    from benchmarks.scale_width import width_targets as goals
+
+    return goals(result)
 
 
 def free_bits(shape: str) -> int:
@@ -294,12 +344,13 @@ def _child(db: str, case: Case, seed: int, workdir: Path) -> dict[str, Any]:
     import benchmarks
     import pcor_sql
 
-    out = workdir / f"{case.name}-{case.verifier}.json"
+    out = workdir / f"{case.name}-{case.verifier}-{case.search}.json"
     roots = dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (benchmarks, pcor_sql))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*roots, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     args = [sys.executable, "-m", "benchmarks.scale", db, "--verifier", case.verifier, "--fresh", str(case.fresh),
-            "--warm", str(case.warm), "--reference", str(case.reference), "--seed", str(seed), "--out", str(out)]
+            "--warm", str(case.warm), "--reference", str(case.reference), "--seed", str(seed), "--out", str(out),
+            "--search", case.search, "--epsilon", repr(case.epsilon), "--record", str(case.record)]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=6 * 3600,
                           preexec_fn=(lambda: os.nice(case.nice)) if case.nice else None)
     if proc.returncode != 0:
@@ -419,8 +470,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--search", default="bfs")
+    parser.add_argument("--epsilon", type=float, default=0.2)
+    parser.add_argument("--record", type=int, default=0)
     args = parser.parse_args(argv)
-    result = measure(args.db, args.verifier, args.fresh, args.warm, args.seed, args.reference)
+    result = measure(args.db, args.verifier, args.fresh, args.warm, args.seed, args.reference, args.search,
+                     args.epsilon, args.record)
     text = json.dumps(result)
     if args.out:
         args.out.write_text(text)

@@ -32,6 +32,10 @@ SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
     # Issue 28's "an attribute of 5,000 declared values next to one of 4" (WIDE5000_ROWS rows):
     # 5,002 free bits, 20,000 value combinations, 5 rows each on average.
     "wide5000": (("item", 5000), ("kind", 4)),
+    # Shaped like a public table of daily births per state (DESIGN.md §2's width at a real
+    # table's): one row per state-day over 20 years, 51 × 20 × 12 × 7 = 85,680 cells, every one
+    # with rows (~4.3 days each); 90 values, 86 free bits. Its own recipe (`births_sql`).
+    "births": (("state", 51), ("year", 20), ("month", 12), ("weekday", 7)),
 }
 FLIGHTS_ROWS = 300_000
 #: Rows 1..n that share the planted record's cell, with their ordinary metric, by shape. On the
@@ -41,13 +45,22 @@ FLIGHTS_ROWS = 300_000
 #: cell — a busy route, month and hour — make V a LOF (and Grubbs) outlier in its own cell.
 CELL_MATES = {"flights": 40}
 WIDE5000_ROWS = 100_000
+#: 20 years of days (1969-1988: 5 leap years) for each of the 51 states.
+BIRTHS_DAYS = 20 * 365 + 5
+BIRTHS_ROWS = 51 * BIRTHS_DAYS
+#: The planted state-day's count, and its state's mean (the others' are drawn in 10–1,500).
+BIRTHS_RECORD_VALUE = 2
+BIRTHS_RECORD_STATE_MEAN = 900
 TABLE = "t"
 RECORD_QUERY = f"SELECT v FROM {TABLE} WHERE id = 0"
 REFERENCE_SQL = f"SELECT v FROM {TABLE} ORDER BY v"
 
 
 def generation_sql(shape: str, rows: int) -> list[str]:
-    """The statements that build table `t` of `shape` with `rows` rows (validated ints/names)."""
+    """The statements that build table `t` of `shape` with `rows` rows (validated ints/names);
+    the births shape has its own row count (`BIRTHS_ROWS`) and recipe (`births_sql`)."""
+    if shape == "births":
+        return births_sql()
     attrs = SHAPES[shape]
     rows = int(rows)
     out = []
@@ -78,6 +91,37 @@ def generation_sql(shape: str, rows: int) -> list[str]:
     return out
 
 
+def births_sql() -> list[str]:
+    """Daily counts per state (`BIRTHS_ROWS` rows, id = state · days + day): state s's mean μ_s
+    is drawn in 10–1,500 from hash(s) (state 0's is `BIRTHS_RECORD_STATE_MEAN`), a weekend day
+    has 0.85 μ_s, and a day's count is round(μ + (√μ + 0.05 μ)·z) ≥ 0 for a Box–Muller normal
+    z — an integer metric full of ties (a state of μ = 10 holds ~15 distinct values over its
+    7,305 days). Row 0, state 0's first day, is the planted record: `BIRTHS_RECORD_VALUE` births
+    where its state averages ~900. Year, month and weekday come from the day's date (weekday 0 is
+    the first day's), so the record is at every attribute's first value (`record_cell_values`)."""
+    out = []
+    for name, size in SHAPES["births"]:
+        labels = ", ".join(f"'{_prefix(name)}{j:03d}'" for j in range(size))
+        out.append(f"CREATE TYPE {name}_t AS ENUM ({labels})")
+    days = int(BIRTHS_DAYS)
+    noise = "sqrt(-2 * ln(u1)) * cos(2 * pi() * u2)"
+    out.append(
+        f"CREATE TABLE {TABLE} AS WITH s AS (SELECT range AS s, CASE WHEN range = 0 THEN "
+        f"{int(BIRTHS_RECORD_STATE_MEAN)} ELSE 10 + hash(range * 7 + 3) % 1491 END AS mu FROM range(51)), "
+        f"d AS (SELECT range AS day, DATE '1969-01-01' + range::INTEGER AS date FROM range({days})), "
+        f"g AS (SELECT s * {days} + day AS id, s, day, date, mu * CASE WHEN day % 7 IN (3, 4) THEN 0.85 ELSE 1.0 END "
+        f"AS m, (hash(s * 1000003 + day) % 4294967295 + 1) / 4294967297.0 AS u1, "
+        f"(hash(s * 1000003 + day + 500000) % 4294967296) / 4294967296.0 AS u2 FROM s, d) "
+        f"SELECT id, enum_range(NULL::state_t)[s + 1]::state_t AS state, "
+        f"enum_range(NULL::year_t)[year(date) - 1969 + 1]::year_t AS year, "
+        f"enum_range(NULL::month_t)[month(date)]::month_t AS month, "
+        f"enum_range(NULL::weekday_t)[day % 7 + 1]::weekday_t AS weekday, "
+        f"CASE WHEN id = 0 THEN {int(BIRTHS_RECORD_VALUE)} ELSE greatest(0, round(m + (sqrt(m) + 0.05 * m) * {noise})) "
+        f"END::INTEGER AS v FROM g ORDER BY id"
+    )
+    return out
+
+
 def record_cell_values(shape: str) -> dict[str, str]:
     """The planted record's value of every attribute of `shape` (each attribute's first)."""
     return {name: f"{_prefix(name)}000" for name, _ in SHAPES[shape]}
@@ -85,6 +129,11 @@ def record_cell_values(shape: str) -> dict[str, str]:
 
 def _prefix(name: str) -> str:
     return {"segment": "g", "month": "n"}.get(name, name[0])
+
+
+def shape_rows(shape: str, rows: int) -> int:
+    """The rows a table of `shape` is generated with: `rows`, but the births shape's own."""
+    return BIRTHS_ROWS if shape == "births" else int(rows)
 
 
 def table_path(workdir: Path, shape: str, rows: int) -> Path:

@@ -30,7 +30,9 @@ def scale(
     huge_rows: Annotated[int, typer.Option("--huge-rows", metavar="N", help="Rows of the huge case.")] = 100_000_000,
     cases: Annotated[
         Optional[str],
-        typer.Option("--cases", metavar="A,B", help="Among base,base-grubbs,wide70,wide500,flights,wide5000,huge (default: base,wide70,wide500)."),
+        typer.Option("--cases", metavar="A,B", help="Among base,base-grubbs,wide70,wide500,flights,wide5000,births,"
+                     "births-uniform,per-check,huge (default: base,wide70,wide500). Each runs alone too, e.g. "
+                     "--cases births."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="First seed; release i uses seed + i.")] = 1,
     workdir: Annotated[
@@ -111,6 +113,23 @@ def scale(
                         f"{out_dir / 'scale.json'} --update-benchmarks --force (the section then says so)")
 
 
+def width_tables(result: dict[str, Any]) -> list[Any]:
+    """The goals at width (births, flights, 5,000 values) and the per-check table by member cells."""
+    from benchmarks.report import target_table
+    from benchmarks.scale import width_targets
+    from benchmarks.scale_width import per_check_table
+
+    goals = result.get("width_targets")
+    if goals is None:
+        goals = [t.as_dict() for t in width_targets(result)]
+    table = target_table(goals)
+    table = type(table)("Goals at the width of real tables (births, flights, 5,000 values)", table.columns,
+                        table.rows, ("Ratios: fresh release (new Session, summary included) over DuckDB's sort of the "
+                                     "metric into numpy, medians, measured in the same child process.",))
+    per_check = per_check_table(result)
+    return [table, *([per_check] if per_check is not None else [])]
+
+
 def scale_tables(result: dict[str, Any]) -> list[Any]:
     from benchmarks.report import target_table
     from benchmarks.scale import load_text, median, ratio_loads
@@ -143,8 +162,9 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
 
     rows, memory = [], []
     for c in result["cases"]:
-        label = f"{c['name']} ({c['rows']:,} rows, {c.get('cells', '—'):,} cells, {c['free_bits']} free bits)" \
-            if isinstance(c.get("cells"), int) else f"{c['name']} ({c['rows']:,} rows)"
+        name = c["name"] if c.get("search", "bfs") == "bfs" else f"{c['name']}, {c['search']}"
+        label = f"{name} ({c['rows']:,} rows, {c.get('cells', '—'):,} cells, {c['free_bits']} free bits)" \
+            if isinstance(c.get("cells"), int) else f"{name} ({c['rows']:,} rows)"
         if "error" in c:
             rows.append((label, c["verifier"], "error: " + c["error"], *[""] * 14))
             continue
@@ -193,6 +213,7 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
             "by that run).",
         )),
         target_table(result["targets"]),
+        *width_tables(result),
         make_table("Memory", ("case", "verifier", "summary held", "bytes per row", "peak RSS of the process",
                               "peak RSS per row (bytes)"), memory, (
             "summary held = the per-cell sorted runs (8 bytes per row) plus the per-cell arrays; peak RSS = VmHWM "

@@ -149,3 +149,73 @@ def moved_cells(x, words, dx, dwords, flat, index, out):
         if adding == 0:
             leaving = k
     return leaving, k
+
+
+@compiled
+def grid_size(x, words, index):
+    """Grid points (value combinations) of the context (x, words): Π over attributes of its
+    selected values; −1 when `jit.cell_index` kept no grid (too many combinations)."""
+    m = index[0]
+    t = index[1]
+    s0 = 2 + m + 1
+    c0 = s0 + t + 1
+    g0 = c0 + index[s0 + t]
+    if index[g0] == 0:
+        return -1
+    size = 1
+    for j in range(m):
+        count = 0
+        for b in range(index[2 + j], index[3 + j]):
+            count += bit_of(x, words, b)
+        size *= count
+    return size
+
+
+@compiled
+def grid_members(x, words, index, out):
+    """The member cells of the context (x, words) into out[:k], read off the grid of value
+    combinations (`jit.cell_index`): O(its grid points), whatever the summary's width; k. The
+    cells come in grid order (attribute 0 fastest), not ascending. Needs `grid_size` ≥ 0 and
+    `out` of at least that size."""
+    m = index[0]
+    t = index[1]
+    s0 = 2 + m + 1
+    c0 = s0 + t + 1
+    at0 = c0 + index[s0 + t] + 1
+    sel = np.empty(t, dtype=np.int64)  # per attribute, the selected values' grid offsets
+    first = np.empty(m + 1, dtype=np.int64)
+    pos = 0
+    stride = 1
+    for j in range(m):
+        first[j] = pos
+        lo, hi = index[2 + j], index[3 + j]
+        for b in range(lo, hi):
+            if bit_of(x, words, b):
+                sel[pos] = (b - lo) * stride
+                pos += 1
+        if pos == first[j]:
+            return 0
+        stride *= hi - lo
+    first[m] = pos
+    # The outer attributes' offset, digit by digit; attribute 0's values in the innermost loop.
+    digit = np.zeros(m, dtype=np.int64)
+    k = 0
+    lo0, hi0 = first[0], first[1]
+    while True:
+        base = 0
+        for j in range(1, m):
+            base += sel[first[j] + digit[j]]
+        for p in range(lo0, hi0):
+            c = index[at0 + base + sel[p]]
+            if c >= 0:
+                out[k] = c
+                k += 1
+        j = 1
+        while j < m:
+            digit[j] += 1
+            if first[j] + digit[j] < first[j + 1]:
+                break
+            digit[j] = 0
+            j += 1
+        if j >= m:
+            return k

@@ -155,14 +155,16 @@ def uniform(
     distinct valid ones are found or `max_draws` draws are spent, then one EM. Cost ε1."""
     space = oracle.space
     trace = Trace()
-    found: dict[int, None] = {}
+    key = space.key  # bytes past 60 bits (`ContextSpace.key`)
+    found: dict[int | bytes, int] = {}
     draws = 0
     while len(found) < samples and draws < max_draws:
         draws += 1
         spend()  # a draw that repeats a found context asks nothing, yet is work (`core.work`)
         mask = space.random_admissible(source)
-        if mask not in found and _valid(oracle, mask, trace):
-            found[mask] = None
+        k = key(mask)
+        if k not in found and _valid(oracle, mask, trace):
+            found[k] = mask
     if len(found) < samples:
         trace.notes.append(f"uniform sampling ran out of draws: {len(found)} of {samples} valid contexts in {draws} draws")
     if not found:
@@ -171,7 +173,7 @@ def uniform(
             f"use {option_hint('search', 'bfs')} (it walks from a valid start) or raise "
             f"{option_hint('max_draws', str(max_draws * 10))}",
         )
-    trace.visited = list(found)
+    trace.visited = list(found.values())
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
 
 
@@ -200,17 +202,18 @@ def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int
     push; a top without such children is popped; stop when `samples` contexts are visited;
     final EM over the visited set. Cost ≤ (n+1)ε1."""
     trace = Trace()
-    visited: dict[int, None] = {}
+    key = oracle.space.key  # bytes past 60 bits (`ContextSpace.key`)
+    visited: dict[int | bytes, int] = {}
     stack = [start]
     while len(visited) < samples and stack:
         top = stack[-1]
-        visited[top] = None
-        children = [c for c in oracle.space.neighbours(top) if c not in visited and _valid(oracle, c, trace)]
+        visited[key(top)] = top
+        children = [c for c in oracle.space.neighbours(top) if key(c) not in visited and _valid(oracle, c, trace)]
         if not children:
             stack.pop()
         else:
             stack.append(_em(oracle, children, eps1, source, trace, "push"))
-    return _final(oracle, "dfs", visited, samples, eps1, source, trace)
+    return _final(oracle, "dfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 
 def bfs(
@@ -231,21 +234,27 @@ def bfs(
     depends on COE(D, V) only, so the cost is unchanged: for each fixed starting frontier the
     run is (n+1)ε1-OCDP, and so is the mixture. `descents=0` is the paper's algorithm."""
     trace = Trace()
-    visited: dict[int, None] = {}
+    key = oracle.space.key  # contexts are keyed by `ContextSpace.key` (bytes past 60 bits)
+    visited: dict[int | bytes, int] = {}
     starts = [start]
     if descents:
         starts += random_descents(oracle, source, descents)
     # The frontier C_M, with each member's utility read once when it joins (an insertion-ordered
-    # dict keeps the candidate order, hence seeded runs, deterministic).
-    frontier: dict[int, float] = {c: oracle.utility(c) for c in starts}
+    # dict keeps the candidate order, hence seeded runs, deterministic): key → (context, utility).
+    frontier: dict[int | bytes, tuple[int, float]] = {}
+    for c in starts:  # as a dict comprehension: a repeated start keeps its first place
+        frontier[key(c)] = (c, oracle.utility(c))
     while len(visited) < samples and frontier:
-        node = _em(oracle, list(frontier), eps1, source, trace, "expand", list(frontier.values()))
-        del frontier[node]
-        visited[node] = None
+        members = list(frontier.values())
+        node = _em(oracle, [c for c, _ in members], eps1, source, trace, "expand", [u for _, u in members])
+        k = key(node)
+        del frontier[k]
+        visited[k] = node
         for c in oracle.space.neighbours(node):
-            if c not in visited and c not in frontier and _valid(oracle, c, trace):
-                frontier[c] = oracle.utility(c)
-    return _final(oracle, "bfs", visited, samples, eps1, source, trace)
+            kc = key(c)
+            if kc not in visited and kc not in frontier and _valid(oracle, c, trace):
+                frontier[kc] = (c, oracle.utility(c))
+    return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 
 def _final(oracle: Oracle, search: str, visited: dict[int, None], samples: int, eps1: float, source: Source,

@@ -141,6 +141,10 @@ class ContextSpace:
         )
         self._attr_free = tuple(tuple(b for b in self.free_bits if self._attr_masks[i] >> b & 1) for i in range(self.m))
         self._free_mask = sum(self._free_values)
+        self._free_positions = np.asarray(self.free_bits, dtype=np.int64)
+        # Wider than 60 bits, a context is keyed in dicts by its bytes (`key`).
+        self._key_bytes = (total + 7) // 8 if total > 60 else 0
+        self._n_coins = sum(len(self._attr_free[i]) for i in range(self.m) if i not in self.ordinal)
 
     # -- lattice -------------------------------------------------------------------------
     @property
@@ -215,6 +219,15 @@ class ContextSpace:
                 out.append(o + hi + 1)
         return out
 
+    def key(self, mask: int) -> int | bytes:
+        """What a dict of contexts is keyed by: the mask itself up to 60 bits, else its bytes.
+        Python hashes an int modulo 2^61 − 1, so two neighbours of a context, one bit j and one
+        bit j + 61 away, hash alike: on a 5,000-value attribute ~40 of a context's neighbours
+        share each hash, a lookup walks their chain comparing 5,000-bit ints (62 µs a lookup
+        measured under cProfile, the most of a BFS release). Bytes hash by their content
+        (SipHash); the map is one to one, so the keys are the contexts."""
+        return mask.to_bytes(self._key_bytes, "little") if self._key_bytes else mask
+
     @staticmethod
     def weight(mask: int) -> int:
         return mask.bit_count()
@@ -274,9 +287,15 @@ class ContextSpace:
     def random_admissible(self, source: Any) -> int:
         """A uniformly random admissible context: each free bit of a categorical attribute a
         fair coin, each ordinal attribute's run uniform among its (a + 1)(B − a) runs."""
-        coins = uniform_open(source, sum(len(self._attr_free[i]) for i in range(self.m) if i not in self.ordinal)) < 0.5
-        if not self.ordinal:
+        coins = uniform_open(source, self._n_coins) < 0.5
+        if not self.ordinal and self._n_coins <= 32:  # a few bits: the Python steps cost less
             return self.from_free(sum(1 << i for i in np.flatnonzero(coins).tolist()))
+        if not self.ordinal:
+            # from_free of the coins' word, packed by numpy: the same context (free bit i set iff
+            # coin i) without a Python step per set bit (28 µs a draw at 86 free bits, now ~3).
+            bits = np.zeros(self.t, dtype=bool)
+            bits[self._free_positions[coins]] = True
+            return self.v_mask | int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
         mask, k = self.v_mask, 0
         for i in range(self.m):
             if i in self.ordinal:

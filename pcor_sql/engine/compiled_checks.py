@@ -169,7 +169,7 @@ class _Walk:
 
         self.n_words = m.n_words
         self.state_i, self.state_f = new_state(m.flat.shape[0])
-        self.ws = walk_stats(m.stats, m.v)
+        self.ws = walk_stats(m.stats, m.v, m.index)
         self.last: int | None = None
 
     def step(self, mask: int) -> tuple[int, Any, int, Any]:

@@ -63,8 +63,11 @@ class Evaluator:
         self.utility_name = utility
         self.start = start
         self.plain = plain
-        self._valid: dict[int, bool] = {}  # the contexts this oracle was asked about
-        self._count: dict[int, int] = {}
+        # The contexts this oracle was asked about, and their sizes, by `space.key` (bytes on a
+        # wide space: Python's int hash makes a wide context's neighbours collide).
+        self._valid: dict[int | bytes, bool] = {}
+        self._count: dict[int | bytes, int] = {}
+        self._key = space.key
         # `remember`: read and add to the verdicts earlier releases on this summary made
         # (`engine.verdicts`: same answers, so the same outputs). The plain path never does.
         self._store = summary.verdicts.store(space.v_mask, self.v, verifier) if remember and not plain else None
@@ -86,20 +89,21 @@ class Evaluator:
         return self.summary.population(self.summary.member(self.space, mask), self.v)
 
     def population_size(self, mask: int) -> int:
-        n = self._count.get(mask)
+        key = self._key(mask)
+        n = self._count.get(key)
         store = self._store
         if n is None:
-            n = store.size(mask) if store is not None else None
+            n = store.size(key) if store is not None else None
             if n is None:
                 if self.plain:
                     n = self.population(mask).n
                 else:
                     n = int(self.summary.count[self.summary.member(self.space, mask)].sum())
-            self._count[mask] = n
+            self._count[key] = n
         if store is not None:
             # Only the sizes a search reads (its utilities), not every check's — stored even on a
             # `_count` hit: `_verify` fills `_count` too, and a repeated release skips `_verify`.
-            store.put_size(mask, n)
+            store.put_size(key, n)
         return n
 
     def find_start(self, max_checks: int) -> tuple[int | None, int]:
@@ -122,17 +126,18 @@ class Evaluator:
     # -- oracle --------------------------------------------------------------------------
     def is_valid(self, mask: int) -> bool:
         spend()  # every question counts toward a request's work cap, a cached answer too (`core.work`)
-        verdict = self._valid.get(mask)
+        key = self._key(mask)
+        verdict = self._valid.get(key)
         if verdict is None:
             if not self.space.is_admissible(mask):
                 raise InternalError("validity asked of a context that does not contain the record")
             store = self._store
-            verdict = store.get(mask) if store is not None else None
+            verdict = store.get(key) if store is not None else None
             if verdict is None:
                 verdict = self._verify(mask)
                 if store is not None:
-                    store.put(mask, verdict)
-            self._valid[mask] = verdict
+                    store.put(key, verdict)
+            self._valid[key] = verdict
         return verdict
 
     def _verify(self, mask: int) -> bool:
@@ -141,12 +146,12 @@ class Evaluator:
         if self._compiled is ...:
             self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
         if self._compiled is not None:
-            verdict, self._count[mask] = self._compiled(mask)
+            verdict, self._count[self._key(mask)] = self._compiled(mask)
             return verdict
         pop = self.population(mask)
         if pop.n == 0:
             raise InternalError("an admissible context has an empty population")
-        self._count[mask] = pop.n
+        self._count[self._key(mask)] = pop.n
         return bool(self.verifier.check(pop))
 
     def _verify_sql(self, mask: int) -> bool:

@@ -49,3 +49,26 @@ def test_a_move_lists_the_cells_that_leave_and_enter(sizes, dense, monkeypatch):
         assert left == before - after and (before - left) | entered == after
         assert set(out[leaving:total].tolist()) <= after  # entering candidates all belong
     assert moved > 100
+
+
+@pytest.mark.parametrize("sizes", [(40, 3, 5), (7, 2, 3, 2), (100, 30), (9,)])
+def test_a_context_s_members_come_off_the_grid_in_its_grid_points(sizes):
+    from pcor_sql.core.cell_moves import grid_members, grid_size
+
+    rng = np.random.default_rng(sum(sizes))
+    grid = np.stack(np.unravel_index(np.arange(int(np.prod(sizes))), sizes), axis=1)
+    coords = grid[rng.random(len(grid)) < 0.6]  # some combinations have no rows
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    t = int(sum(sizes))
+    flat = flat_bits(coords, offsets, always=int(offsets[0] + coords[0, 0]))
+    index = cell_index(coords, offsets, t)
+    out, expected = np.empty(len(coords), dtype=np.int64), np.empty(len(coords), dtype=np.int64)
+    for _ in range(300):
+        mask = sum(1 << int(b) for b in np.flatnonzero(rng.random(t) < rng.choice([0.1, 0.5, 0.9])))
+        mask |= 1 << int(offsets[0] + coords[0, 0])  # the bit `flat_bits` pads with: every context has it
+        x, words = context_words(mask, (t + 63) // 64)
+        selected = [sum(mask >> int(offsets[i] + d) & 1 for d in range(s)) for i, s in enumerate(sizes)]
+        assert grid_size(x, words, index) == int(np.prod(selected))
+        k = grid_members(x, words, index, out)
+        n = member_cells(x, words, flat, expected)
+        assert sorted(out[:k].tolist()) == expected[:n].tolist()

@@ -3,6 +3,8 @@ the same laws on spaces of any width (hypothesis: 1 to ~600 values, far past 64 
 
 import itertools
 
+import numpy as np
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -225,3 +227,17 @@ def test_property_wide_neighbours_flip_exactly_one_free_bit(case):
     assert sorted(free_word(space, nb) ^ word for nb in nbs) == [1 << i for i in range(len(space.free_bits))]
     assert all(space.is_admissible(nb) and (nb ^ mask).bit_count() == 1 for nb in nbs)
     assert not space.is_admissible(mask & ~space.v_mask) or space.v_mask == 0
+
+
+@pytest.mark.parametrize("sizes", [(51, 20, 12, 7), (300, 4), (3, 2)])
+def test_a_uniform_draw_is_the_context_of_its_coins_word(sizes):
+    """The packed draw (many free bits) and the per-bit one (few) read the same coins and give
+    `from_free` of their word: seeded draws are the ones they always were."""
+    from pcor_sql.core.randomness import uniform_open
+
+    space = ContextSpace([Attribute(f"a{i}", tuple(range(k))) for i, k in enumerate(sizes)], [1] * len(sizes))
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    for _ in range(200):
+        coins = uniform_open(b, len(space.free_bits)) < 0.5
+        expected = space.from_free(sum(1 << int(i) for i in np.flatnonzero(coins)))
+        assert space.random_admissible(a) == expected

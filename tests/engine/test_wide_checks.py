@@ -143,5 +143,33 @@ def test_births_shape_walked_contexts_agree_with_the_reference(births, verifier)
         for mask in masks:
             got = check(mask)
             assert got == reference(summary, space, verifier, v, mask), (verifier, v, mask)
+
+
+def jumps(space: ContextSpace, rng: np.random.Generator, count: int) -> list[int]:
+    """Unrelated contexts in a row, as the uniform search draws them, and small ones near V's
+    cell (a few values per attribute), each a jump from the last: summed off the grid alone."""
+    out: list[int] = []
+    while len(out) < count:
+        out.append(space.random_admissible(rng))
+        near = space.v_mask
+        for b in rng.choice(space.free_bits, size=int(rng.integers(0, 12)), replace=False):
+            near |= 1 << int(b)
+        out.append(near)
+    return out[:count]
+
+
+@pytest.mark.parametrize("verifier", [Grubbs(), Grubbs(alpha=0.3), ZScore(), ZScore(z=1.2)], ids=repr)
+def test_thousands_of_jumps_agree_with_the_reference(wide, verifier):
+    summary, space = wide
+    rng = np.random.default_rng(12)
+    masks = jumps(space, rng, 3000)
+    own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
+    values = (60.0, float(np.median(summary.runs().cell_values(own))), 14.0)
+    verdicts = []
+    for v in values:
+        check = compiled_check(summary, space, verifier, v)
+        for mask in masks:
+            got = check(mask)
+            assert got == reference(summary, space, verifier, v, mask), (verifier, v)
             verdicts.append(got[0])
     assert any(verdicts) and not all(verdicts)

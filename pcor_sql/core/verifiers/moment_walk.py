@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from pcor_sql.core.cell_moves import moved_cells
-from pcor_sql.core.jit import compiled, member_cells_indexed
+from pcor_sql.core.cell_moves import grid_members, grid_size, moved_cells
+from pcor_sql.core.jit import bit_of, compiled, member_cells_indexed
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, UNDECIDED, _moments, grubbs_code
 
 _REL = 1e-11  # relative widening per step (one rounding is ≤ 1.1e-16)
@@ -50,7 +50,7 @@ _DRIFT = 2.0**-78
 _MAX_OPS = 1 << 20
 _RESET = 2.0**20  # fresh sums once W exceeds this many times the population's Σ|terms|
 # state_i: [fresh, n, rows constant at v, member cells, cells entered or left, whether the full
-# context's state is saved, that state's n, eq, k, ops, then a flag per cell]
+# context's state is saved, that state's n, eq, k, ops, then a flag per cell, then scratch]
 I_FRESH, I_N, I_EQ, I_K, I_OPS, I_SAVED, I_HEAD = 0, 1, 2, 3, 4, 5, 10
 I_FULL = I_SAVED + 1  # the full context's n, eq, k, ops
 # state_f: double-double (hi, lo) of Σs1, Σs2, Σ|s1|, Σ|s2|, then W1, W2 (plain, monotone), then
@@ -59,21 +59,50 @@ F_T1, F_T2, F_A1, F_A2, F_W1, F_W2, F_E1, F_E2, F_SIZE = 0, 2, 4, 6, 8, 9, 10, 1
 F_FULL = F_SIZE  # then the full context's state_f[:F_SIZE]
 _U = 2.0**-53
 _STALE = 2.0**-24  # fresh sums once a move's batch errors (E) pass this share of the terms
+#: A jump to a context of at most 1/_ALONE_SHARE of the cells in grid points sums its members
+#: alone (`_alone`) rather than walking from the full context or summing every cell's flag.
+_ALONE_SHARE = 2
+#: `walk_stats` keeps its rows in grid order too when the grid has at most this many points a cell.
+_GRID_SHARE = 4
 
 
-def walk_stats(stats: np.ndarray, v: float) -> np.ndarray:
+def walk_stats(stats: np.ndarray, v: float, index: np.ndarray | None = None) -> np.ndarray:
     """Per cell one row [count, Σs1, Σs2, 1.0 if every row is v, else 0.0] (`stats`:
     `moment_kernel.cell_stats`): a move reads one cache line per cell it moves, where the five
-    rows of `stats` cost five misses a cell (on wide500, 15 of a move's 18 µs)."""
-    out = np.empty((stats.shape[1], 4), dtype=np.float64)
-    out[:, 0], out[:, 1], out[:, 2] = stats[0], stats[1], stats[2]
-    out[:, 3] = (stats[3] == v) & (stats[4] == v)
+    rows of `stats` cost five misses a cell (on wide500, 15 of a move's 18 µs). With `index`
+    (`jit.cell_index`) holding a grid of at most `_GRID_SHARE` × cells points, the same rows
+    follow in grid order (attribute 0 fastest; zeros where no cell is), so that a context
+    summed off the grid (`_grid_alone`) reads them in order: the cells themselves come in the
+    summary's order, and a sum over them in grid order missed the cache at every cell."""
+    cells = stats.shape[1]
+    points = _grid_points(index) if index is not None else 0
+    rows = cells + points if 0 < points <= _GRID_SHARE * cells else cells
+    out = np.zeros((rows, 4), dtype=np.float64)
+    out[:cells, 0], out[:cells, 1], out[:cells, 2] = stats[0], stats[1], stats[2]
+    out[:cells, 3] = (stats[3] == v) & (stats[4] == v)
+    if rows > cells:
+        at = _grid_cells(index)
+        present = np.flatnonzero(at >= 0)
+        out[cells + present] = out[at[present]]
     return out
+
+
+def _grid_cells(index: np.ndarray) -> np.ndarray:
+    """`jit.cell_index`'s grid: the cell at each grid point, −1 where there is none."""
+    m, t = int(index[0]), int(index[1])
+    g0 = 2 + m + 1 + t + 1 + int(index[2 + m + 1 + t])
+    return index[g0 + 1: g0 + 1 + int(index[g0])]
+
+
+def _grid_points(index: np.ndarray) -> int:
+    return int(_grid_cells(index).size) if index[0] > 0 else 0
 
 
 def new_state(cells: int) -> tuple[np.ndarray, np.ndarray]:
     """(state_i, state_f) of a check with no context yet (the first check sums afresh)."""
-    state_i = np.zeros(I_HEAD + cells, dtype=np.int64)
+    # After the flags, room for a move's cell list (`_walk`): allocating its 4·cells bytes per
+    # check cost more than the check itself on a jump (85,680 cells: ~50 of ~80 µs).
+    state_i = np.zeros(I_HEAD + cells + cells // 2 + 1, dtype=np.int64)
     state_i[I_FRESH] = 1
     return state_i, np.zeros(2 * F_SIZE, dtype=np.float64)
 
@@ -179,6 +208,107 @@ def _apply(out, leaving, total, ws, state_i, state_f):
 
 
 @compiled
+def _alone(out, k, ws, state_i, state_f):
+    """The state of the k cells out[:k] (a context's members) summed as one batch, as `_apply`
+    enters them into an empty state, without the member flags: the state is marked fresh, so
+    the next check does not walk from it (it sums afresh, or alone again)."""
+    d1 = d2 = b1 = b2 = 0.0
+    n = eq = np.int64(0)
+    for j in range(k):
+        c = out[j]
+        count = np.int64(ws[c, 0])
+        s1 = ws[c, 1]
+        s2 = ws[c, 2]
+        n += count
+        if ws[c, 3] != 0.0:
+            eq += count
+        d1 += s1
+        d2 += s2
+        b1 += abs(s1)
+        b2 += abs(s2)
+    _set_alone(state_i, state_f, n, eq, k, d1, d2, b1, b2)
+
+
+@compiled
+def _grid_alone(x, words, index, ws, cells, state_i, state_f):
+    """`_alone` over the context's grid points, reading `walk_stats`' rows in grid order
+    (ws[cells + point]; a point without a cell has count 0 and adds nothing): the same
+    counts, and sums of the same terms in another order, within the same bound (γ_k of their
+    absolute sum, k the cells summed)."""
+    m = index[0]
+    t = index[1]
+    sel = np.empty(t, dtype=np.int64)
+    first = np.empty(m + 1, dtype=np.int64)
+    pos = 0
+    stride = 1
+    for j in range(m):
+        first[j] = pos
+        lo, hi = index[2 + j], index[3 + j]
+        for b in range(lo, hi):
+            if bit_of(x, words, b):
+                sel[pos] = (b - lo) * stride
+                pos += 1
+        if pos == first[j]:  # no value of attribute j: an empty context
+            _set_alone(state_i, state_f, np.int64(0), np.int64(0), 0, 0.0, 0.0, 0.0, 0.0)
+            return
+        stride *= hi - lo
+    first[m] = pos
+    digit = np.zeros(m, dtype=np.int64)
+    d1 = d2 = b1 = b2 = fn = feq = 0.0
+    k = 0
+    lo0, hi0 = first[0], first[1]
+    while True:
+        base = cells
+        for j in range(1, m):
+            base += sel[first[j] + digit[j]]
+        for p in range(lo0, hi0):
+            g = base + sel[p]
+            count = ws[g, 0]
+            if count > 0.0:
+                s1 = ws[g, 1]
+                s2 = ws[g, 2]
+                fn += count
+                feq += count * ws[g, 3]
+                d1 += s1
+                d2 += s2
+                b1 += abs(s1)
+                b2 += abs(s2)
+                k += 1
+        j = 1
+        while j < m:
+            digit[j] += 1
+            if first[j] + digit[j] < first[j + 1]:
+                break
+            digit[j] = 0
+            j += 1
+        if j >= m:
+            break
+    _set_alone(state_i, state_f, np.int64(fn), np.int64(feq), k, d1, d2, b1, b2)
+
+
+@compiled
+def _set_alone(state_i, state_f, n, eq, k, d1, d2, b1, b2):
+    """The state of k cells summed as one batch in plain doubles (`_alone`), marked fresh."""
+    state_i[I_FRESH] = 1
+    state_i[I_N] = n
+    state_i[I_EQ] = eq
+    state_i[I_K] = k
+    state_i[I_OPS] = 0
+    for j in range(F_SIZE):
+        state_f[j] = 0.0
+    if k:
+        gamma = k * _U / (1.0 - k * _U) * (1.0 + _REL)  # ≥ γ_k: the sums' and b's own error
+        state_f[F_T1] = d1
+        state_f[F_T2] = d2
+        state_f[F_A1] = b1
+        state_f[F_A2] = b2
+        state_f[F_E1] = gamma * b1 * (1.0 + 2.0 * gamma)
+        state_f[F_E2] = gamma * b2 * (1.0 + 2.0 * gamma)
+        state_f[F_W1] = b1
+        state_f[F_W2] = b2
+
+
+@compiled
 def _complement(x, words, t):
     """The bits of the full context (every one of the t values) that (x, words) lacks."""
     if words.size == 0:
@@ -201,11 +331,20 @@ def _walk(x, words, dx, dwords, flat, index, ws, state_i, state_f):
     context lacks few enough of its cells; else it sums afresh."""
     cells, width = flat.shape
     if index[0] > 0:
-        out = np.empty(cells // 2 + 1, dtype=np.int64)
+        out = state_i[I_HEAD + cells:]
         if state_i[I_FRESH] == 0:
             leaving, total = moved_cells(x, words, dx, dwords, flat, index, out)
             if leaving >= 0 and _apply(out, leaving, total, ws, state_i, state_f):
                 return
+        # A jump to a context of few grid points (a uniform draw, a descent's first steps from
+        # V's cell): its members off the grid and one batch sum, O(grid points), not O(cells).
+        size = grid_size(x, words, index)
+        if 0 <= size and size * _ALONE_SHARE <= cells:
+            if ws.shape[0] > cells:  # the rows in grid order too (`walk_stats`)
+                _grid_alone(x, words, index, ws, cells, state_i, state_f)
+            else:
+                _alone(out, grid_members(x, words, index, out), ws, state_i, state_f)
+            return
         if state_i[I_SAVED]:
             cx, cwords = _complement(x, words, index[1])
             leaving, total = moved_cells(x, words, cx, cwords, flat, index, out)
