@@ -90,13 +90,13 @@ def test_a_charge_fits_both_the_quota_and_every_limit(con, ledger):
     ledger.set_limit("t", 0.7)
     ledger.set_limit("u", 10.0)
     ledger.reserve(["t", "u"], [asked(0.4)], analyst="ana").answered()
-    before = ledger_rows(con), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()
+    before = ledger_rows(ledger), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()
     with pytest.raises(BudgetExceeded, match="ocdp quota of analyst 'ana'.*remaining 0.1"):
         ledger.reserve("u", [asked(0.2)], analyst="ana")
     add_analyst(ledger, "bob")  # no quota: only the limits
     with pytest.raises(BudgetExceeded, match="unit 't'"):
         ledger.reserve(["t", "u"], [asked(0.4)], analyst="bob")
-    assert (ledger_rows(con), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()) == before
+    assert (ledger_rows(ledger), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()) == before
     ledger.set_limit("u", 10.0, "dp")
     ledger.reserve("u", [asked(0.3, cost=DpCost)], analyst="ana").answered()  # other notion: no quota there
     usage = {(u.notion, u.dataset): (u.limit, u.spent, u.remaining, u.releases) for u in analyst_usage(ledger, "ana")}
@@ -128,12 +128,12 @@ def test_revoked_and_unknown_analysts_are_refused(con, ledger):
     add_analyst(ledger, "ana", quota=1.0)
     revoked = revoke_analyst(ledger, "ana")
     assert revoked.revoked and revoke_analyst(ledger, "ana").revoked_at == revoked.revoked_at
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(Refused, match="analyst 'ana' is revoked"):
         ledger.reserve("t", [asked(0.1)], analyst="ana")
     with pytest.raises(Refused, match="no analyst 'eve'"):
         ledger.reserve("t", [asked(0.1)], analyst="eve")
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     with pytest.raises(UserError, match="already"):
         add_analyst(ledger, "ana")
     with pytest.raises(UserError, match="no analyst named"):

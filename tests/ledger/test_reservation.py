@@ -57,12 +57,12 @@ def test_a_reservation_charges_at_once_and_says_running(con, ledger):
 def test_a_refused_reservation_writes_nothing(con, ledger):
     ledger.set_limit("t", 0.5)
     ledger.reserve("t", [item(0.4)]).answered()
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(BudgetExceeded, match="remaining 0.1"):
         ledger.reserve("t", [item(0.2)])
     with pytest.raises(Refused, match="no ocdp limit"):  # strict: a unit without a limit
         ledger.reserve(["t", "other"], [item(0.01)])
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
 
 
 def outcome(act) -> str:
@@ -92,9 +92,9 @@ def test_check_fit_refuses_as_the_reservation_would_and_writes_nothing(con, ledg
     ledger.reserve("t", [item(0.2, role="analyst")], analyst="ana").answered()
     ledger.reserve("t", [item(0.1)]).answered()  # t: 0.3 of 0.5 spent; ana: 0.2 of her 0.3
     items = [item(e, role="analyst" if analyst else "owner") for e in epsilons]
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     checked = outcome(lambda: check_fit(ledger, units, items, analyst))
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     reserved = outcome(lambda: ledger.reserve(units, items, analyst=analyst))
     if left:  # an early check that passes decides nothing: the reservation still refuses
         assert checked == "fits" and "Refused: " in reserved
@@ -131,7 +131,7 @@ def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it
     done: dict[str, bool] = {}
     threads = [threading.Thread(target=lambda: done.setdefault("answered", answered.answered())),
                threading.Thread(target=lambda: done.setdefault("refunded", refunded.failed("data", refund=True)))]
-    with ledger._write_lock:  # a charge of another thread, in progress
+    with ledger.store._write_lock:  # a charge of another thread, in progress
         for t in threads:
             t.start()
         threads[0].join(timeout=30)
