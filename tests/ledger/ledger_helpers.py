@@ -57,6 +57,10 @@ def raw(ledger: Ledger, query: str, params: Sequence[object] = ()) -> list[tuple
 
 def disk_full(ledger: Ledger) -> Exception:
     """The exception the ledger's store raises when its disk is full."""
+    if ledger.kind == "postgresql":
+        import psycopg
+
+        return psycopg.errors.DiskFull("could not extend file: No space left on device (injected)")
     import duckdb
 
     return duckdb.IOException("Could not write: No space left on device (injected)")

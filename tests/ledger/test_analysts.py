@@ -32,7 +32,7 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, add_dataset
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.store import Ledger
 
-from ledger_helpers import conflicts_seen, ledger_rows, subprocess_env
+from ledger_helpers import conflicts_seen, ledger_rows, raw, subprocess_env
 from tests.start_line import start_together
 
 WORKER = Path(__file__).with_name("reserve_worker.py")
@@ -52,7 +52,7 @@ def test_a_token_is_long_random_shown_once_and_stored_as_a_hash(con, ledger):
     token = add_analyst(ledger, "ana", quota=1.0)
     other = add_analyst(ledger, "bob")
     assert token.startswith("pcor_") and len(token) == 48 and token != other  # 32 random bytes: 256 bits
-    stored = con.execute("SELECT * FROM pcor.analysts").fetchall() + con.execute("SELECT * FROM pcor.quotas").fetchall()
+    stored = raw(ledger, "SELECT * FROM pcor.analysts") + raw(ledger, "SELECT * FROM pcor.quotas")
     assert token not in repr(stored) and hashlib.sha256(token.encode()).hexdigest() in repr(stored)
     assert authenticate(ledger, token) == AnalystIdentity("ana", None)
     assert authenticate(ledger, other) == AnalystIdentity("bob", None)
@@ -90,13 +90,13 @@ def test_a_charge_fits_both_the_quota_and_every_limit(con, ledger):
     ledger.set_limit("t", 0.7)
     ledger.set_limit("u", 10.0)
     ledger.reserve(["t", "u"], [asked(0.4)], analyst="ana").answered()
-    before = ledger_rows(ledger), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()
+    before = ledger_rows(ledger), raw(ledger, "SELECT * FROM pcor.quotas ORDER BY analyst, notion, dataset")
     with pytest.raises(BudgetExceeded, match="ocdp quota of analyst 'ana'.*remaining 0.1"):
         ledger.reserve("u", [asked(0.2)], analyst="ana")
     add_analyst(ledger, "bob")  # no quota: only the limits
     with pytest.raises(BudgetExceeded, match="unit 't'"):
         ledger.reserve(["t", "u"], [asked(0.4)], analyst="bob")
-    assert (ledger_rows(ledger), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()) == before
+    assert (ledger_rows(ledger), raw(ledger, "SELECT * FROM pcor.quotas ORDER BY analyst, notion, dataset")) == before
     ledger.set_limit("u", 10.0, "dp")
     ledger.reserve("u", [asked(0.3, cost=DpCost)], analyst="ana").answered()  # other notion: no quota there
     usage = {(u.notion, u.dataset): (u.limit, u.spent, u.remaining, u.releases) for u in analyst_usage(ledger, "ana")}
