@@ -93,6 +93,13 @@ class DuckDBStore(LedgerStore):
         self._open(self._layout(tables))
 
     def _open(self, layout: Layout) -> None:
+        if self.marker:  # DESIGN.md §11 "One data file, one ledger": never this file's embedded ledger
+            found = read_marker(self._con, self.database)
+            where = found[1] if found else "a PostgreSQL ledger"
+            self._problem = UserError(f"the units of {self.label()} are kept in the PostgreSQL ledger {where}, not in the file",
+                                      f"give that ledger: --ledger {where} (ledger='{where}' in Python)")
+            self.exists = False
+            return
         self._problem = layout.problem(self.label())
         self.exists = layout.current
         if layout.absent and not self.read_only:
@@ -200,26 +207,51 @@ class DuckDBStore(LedgerStore):
         self.reopen()
         return report
 
-    # ---- the marker of a file whose units live in a server ledger ----------------------------
-
-    def server_ledger(self) -> tuple[str, str] | None:
-        """(ledger id, URL without password) of the server ledger this file's marker names."""
-        if not self.marker:
-            return None
-        rows = self._plain(f"SELECT ledger_id, url FROM {self.tables.prefix}{MARKER_TABLE} LIMIT 1")
-        return (rows[0][0], rows[0][1]) if rows else None
-
     def write_marker(self, ledger_id: str, url: str, now: Any) -> None:
         """Name the server ledger that keeps this file's units (DESIGN.md §11)."""
-        table = f"{self.tables.prefix}{MARKER_TABLE}"
-
-        def body(cur: Any) -> None:
-            cur.execute(f"USE {quote_identifier(self.database)}")
-            cur.execute("CREATE SCHEMA IF NOT EXISTS pcor")
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {table} (ledger_id VARCHAR NOT NULL, url VARCHAR NOT NULL,"
-                        " moved_at TIMESTAMP NOT NULL)")
-            cur.execute(f"DELETE FROM {table}")
-            cur.execute(f"INSERT INTO {table} VALUES ($1, $2, $3)", [ledger_id, url, now])
-
-        self._run(body)
+        write_marker(self._run, self.database, ledger_id, url, now)
         self.marker = True
+
+
+def _marker_table(database: str) -> str:
+    return f"{quote_identifier(database)}.pcor.{MARKER_TABLE}"
+
+
+def read_marker(con: duckdb.DuckDBPyConnection, database: str) -> tuple[str, str] | None:
+    """(ledger id, URL without password) of the server ledger a data file's marker names."""
+    cur = con.cursor()
+    try:
+        rows = cur.execute(f"SELECT ledger_id, url FROM {_marker_table(database)} LIMIT 1").fetchall()
+    finally:
+        cur.close()
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+def write_marker(run: Callable[[Callable[[Any], Any]], Any], database: str, ledger_id: str, url: str, now: Any) -> None:
+    """Write a data file's marker (one row) in one transaction run by `run(body)`."""
+    table = _marker_table(database)
+
+    def body(cur: Any) -> None:
+        cur.execute(f"USE {quote_identifier(database)}")
+        cur.execute("CREATE SCHEMA IF NOT EXISTS pcor")
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {table} (ledger_id VARCHAR NOT NULL, url VARCHAR NOT NULL,"
+                    " moved_at TIMESTAMP NOT NULL)")
+        cur.execute(f"DELETE FROM {table}")
+        cur.execute(f"INSERT INTO {table} VALUES ($1, $2, $3)", [ledger_id, url, now])
+
+    run(body)
+
+
+def mark_file(con: duckdb.DuckDBPyConnection, database: str, ledger_id: str, url: str, now: Any) -> None:
+    """`write_marker` on a connection of the data file (its own short transaction)."""
+    def run(body: Callable[[Any], Any]) -> Any:
+        return run_transaction(con.cursor, body, 10.0, random.Random(), repr(database))
+
+    write_marker(run, database, ledger_id, url, now)
+
+
+def pcor_tables(tables: object) -> set[str]:
+    """The `pcor` tables in LOCATION_SQL's list of (schema, table, column count), and a pre-`pcor`
+    ledger's as `legacy:<name>`."""
+    entries = [tuple(e.values()) if isinstance(e, dict) else tuple(e) for e in tables or []]  # type: ignore[union-attr]
+    return {table if schema == "pcor" else f"legacy:{table}" for schema, table, _ in entries}

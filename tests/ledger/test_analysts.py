@@ -192,17 +192,17 @@ def test_history_and_usage_are_the_analysts_own_plain_data(ledger):
 
 
 @pytest.mark.parametrize("sharing", ["a ledger per cursor", "one shared ledger"])
-def test_threads_on_one_quota_never_overspend_it(con, sharing):
-    shared = Ledger(con)
+def test_threads_on_one_quota_never_overspend_it(ledger, reopen, sharing):
+    shared = ledger
     add_analyst(shared, "ana", quota=1.0)
-    cursors = [con.cursor() for _ in range(4)]
+    own = [reopen() if sharing == "a ledger per cursor" else shared for _ in range(4)]
     charged: list[int] = []
     errors: list[BaseException] = []
     start = threading.Barrier(4)
 
     def work(index: int) -> None:
         try:
-            ledger = Ledger(cursors[index]) if sharing == "a ledger per cursor" else shared
+            ledger = own[index]
             start.wait()
             for _ in range(8):  # four units: only the quota row is shared between the threads
                 try:
@@ -219,10 +219,9 @@ def test_threads_on_one_quota_never_overspend_it(con, sharing):
     for thread in threads:
         thread.join(timeout=60)
     assert errors == [] and len(charged) == 10
-    usage = analyst_usage(Ledger(con), "ana")[0]
+    usage = analyst_usage(reopen(), "ana")[0]
     assert (usage.spent, usage.releases) == (pytest.approx(1.0), 10)
-    for cursor in cursors:
-        cursor.close()
+    assert shared.verify() == []
 
 
 def test_two_processes_racing_on_one_quota_never_overspend_it(tmp_path):
