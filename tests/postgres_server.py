@@ -97,6 +97,8 @@ class Server:
         name = f"ledger_{next(self._names)}"
         with psycopg.connect(self.url("postgres"), autocommit=True) as con:
             con.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        with psycopg.connect(self.url(name), autocommit=True) as con:  # a ledger of its own, not the template's
+            con.execute("UPDATE pcor.meta SET value = gen_random_uuid()::text WHERE name = 'ledger_id'")
         return self.url(name)
 
     def empty_url(self) -> str:
