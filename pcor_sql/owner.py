@@ -320,6 +320,28 @@ class Owner:
 
         return self.ledger.migrate(resolve)
 
+    def move_ledger(self, url: str) -> dict[str, int]:
+        """Move this ledger (embedded in the data file, or a ledger file) into the empty
+        PostgreSQL ledger `url`, its whole history kept and verified row for row; a data file is
+        marked so that it is used with `url` from now on (DESIGN.md §11). Rows moved per table."""
+        from pcor_sql.ledger.ledger_move import move_ledger
+        from pcor_sql.ledger.postgres_store import PostgresStore, is_postgres_url
+
+        if not is_postgres_url(url):
+            raise UserError(f"--to takes a PostgreSQL URL, got {url!r}", "e.g. --to postgresql://owner@host/pcor")
+        target = Ledger(store=PostgresStore(url))
+        try:
+            return move_ledger(self.ledger, target)
+        finally:
+            target.close()
+
+
+def redacted_url(url: str) -> str:
+    """A ledger URL without its password."""
+    from pcor_sql.ledger.postgres_store import redacted
+
+    return redacted(url)
+
 
 def _names(value: Any, what: str) -> tuple[str, ...]:
     names = parse_by(value) if isinstance(value, str) else value

@@ -39,3 +39,61 @@ def ledger_reads(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(Ledger, "read_with", counted)
     return count
+
+
+@_pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the session (tests/postgres_server.py); skipped (or, with
+    PCOR_POSTGRES_TESTS=required, failed) where none can be started."""
+    from tests.postgres_server import Server, missing, skip_or_fail
+
+    reason = missing()
+    if reason is not None:
+        skip_or_fail(reason)
+    server = Server()
+    try:
+        server.start()
+    except (RuntimeError, OSError) as exc:
+        server.stop()
+        skip_or_fail(f"the PostgreSQL server did not start: {exc}")
+    yield server
+    server.stop()
+
+
+#: The ledger's stores (DESIGN.md §11: the same test suite runs on both).
+STORES = ("duckdb", "postgresql")
+
+
+@_pytest.fixture(params=STORES)
+def store_kind(request) -> str:
+    return request.param
+
+
+@_pytest.fixture
+def ledger_on(request, store_kind):
+    """`ledger_on(con)`: a ledger for the data behind DuckDB connection `con` on this test's
+    store — the embedded one in `con`'s database, or a fresh PostgreSQL database's. Called
+    again with the same `con`, it opens the same ledger again (a reopening)."""
+    import warnings
+
+    from pcor_sql.errors import PrivacyWarning
+    from pcor_sql.ledger.store import Ledger
+
+    made: list = []
+    url: list[str] = []
+
+    def open_for(con, **options):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyWarning)
+            if store_kind == "duckdb":
+                return Ledger(con, **options)
+            from pcor_sql.ledger.postgres_store import PostgresStore
+
+            if not url:
+                url.append(request.getfixturevalue("postgres_server").fresh_url())
+            made.append(Ledger(store=PostgresStore(url[0], busy_timeout=options.pop("busy_timeout", 10.0)), **options))
+            return made[-1]
+
+    yield open_for
+    for ledger in made:
+        ledger.close()

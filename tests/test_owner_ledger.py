@@ -14,13 +14,19 @@ from pcor_sql.ledger.analysts import authenticate
 
 
 @pytest.fixture
-def owner(tmp_path):
+def ledger_url(store_kind, request):
+    """None: the data file's own ledger; else a fresh PostgreSQL ledger's URL (DESIGN.md §11)."""
+    return None if store_kind == "duckdb" else request.getfixturevalue("postgres_server").fresh_url()
+
+
+@pytest.fixture
+def owner(tmp_path, ledger_url):
     con = duckdb.connect(str(tmp_path / "data.duckdb"))
     con.execute("CREATE TABLE t AS SELECT i AS id, ['a', 'b', 'c'][i % 3 + 1] AS dept,"
                 " CASE WHEN i = 42 THEN 900.0 ELSE 100.0 + i % 11 END AS pay FROM range(90) s(i)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
-        yield pcor_sql.Owner(con)
+        yield pcor_sql.Owner(con, ledger_url)
     con.close()
 
 
@@ -38,12 +44,12 @@ def test_analysts_through_the_owner(owner):
         owner.revoke_analyst("bob")
 
 
-def test_verify_repair_and_migrate_through_the_owner(owner):
+def test_verify_repair_and_migrate_through_the_owner(owner, ledger_url):
     owner.set_limit("t", 1.0)
     owner.explain_outlier("SELECT pay FROM t WHERE id = 42", epsilon=0.3, by="dept", verifier="grubbs")
     assert owner.verify_ledger() == () and not owner.migrate_ledger().changed
-    owner.con.execute("UPDATE pcor.budget SET spent_epsilon = 0")
-    reopened = pcor_sql.Owner(owner.con)
+    owner.ledger.read_with(lambda ops: ops.raw("UPDATE pcor.budget SET spent_epsilon = 0"))
+    reopened = pcor_sql.Owner(owner.con, ledger_url)
     [mismatch] = reopened.verify_ledger()
     assert (mismatch.spent_total, mismatch.history_sum) == (pytest.approx(0.0, abs=1e-12), pytest.approx(0.3))
     with pytest.raises(Refused, match=r"Owner.repair_ledger\(\)"):

@@ -300,18 +300,34 @@ def repair(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.
                                "nothing to repair: every spent total matched the history", markup=False)
 
 
-@app.command("migrate", short_help="Bring a ledger in an older layout to the current one.")
-def migrate(db: o.Db = None, ledger: o.Ledger = None) -> None:
+@app.command("migrate", short_help="Bring a ledger in an older layout to the current one, or move it to PostgreSQL.")
+def migrate(db: o.Db = None, ledger: o.Ledger = None,
+            to: Optional[str] = typer.Option(None, "--to", metavar="URL",
+                                             help="Move the ledger into this empty PostgreSQL ledger (postgresql://…),"
+                                                  " history kept and verified; a --db file is marked to use it.")) -> None:
     """Migrate a ledger written by an older pcor-sql (or missing a column) to the current layout,
     keeping spent ε, limits and history. An old ledger's budgets were kept per name; each name
     that spells a table, file or registered dataset moves to that unit, the others keep their
-    name (listed).
+    name (listed). With --to, move the (migrated) ledger into a PostgreSQL ledger.
 
     \b
-    Example:
+    Examples:
         pcor-sql budget migrate --db salaries.duckdb
+        pcor-sql budget migrate --db salaries.duckdb --to postgresql://owner@db.internal/pcor
     """
     with open_owner(db, ledger) as owner:
         report = owner.migrate_ledger()
-    for line in report.lines():
+        moved = owner.move_ledger(to) if to is not None else None
+    for line in report.lines() if moved is None or report.changed else []:
         stdout_console().print(line, markup=False)
+    if moved is not None:
+        rows = ", ".join(f"{n} {table}" for table, n in moved.items() if n) or "an empty ledger"
+        stdout_console().print(f"moved to {moved_to(to)}: {rows} (verified row for row);"
+                               f" use it with --ledger {moved_to(to)}", markup=False)
+
+
+def moved_to(url: str) -> str:
+    """The URL without its password (never printed)."""
+    from pcor_sql.owner import redacted_url
+
+    return redacted_url(url)

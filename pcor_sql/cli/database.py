@@ -2,7 +2,8 @@
 `--engine spark`) and its budget ledger (`--ledger PATH`): the owner's handle, opened by
 `pcor_sql.Owner.open` (data opening lives with the backends, ledger placement with the ledger;
 the CLI decides neither). Without `--db` the ledger is `--ledger`, else `$PCOR_SQL_LEDGER`, else
-the per-user ledger under the XDG data directory; with `--db FILE` it lives in that file.
+the per-user ledger under the XDG data directory; with `--db FILE` it lives in that file, or in
+the PostgreSQL ledger `--ledger postgresql://…` that the file's marker names (DESIGN.md §11).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def open_owner(db: Path | None, ledger: str | None = None, *, reads: str | None 
     from pcor_sql.cli.console import make_warn
     from pcor_sql.owner import Owner
 
-    if db is not None and ledger is not None and engine == "duckdb":
+    server = ledger is not None and ledger.startswith(("postgresql://", "postgres://"))
+    if db is not None and ledger is not None and engine == "duckdb" and not server:
         raise UserError(
             "--ledger was given with --db: a database file keeps its own budget ledger",
             "drop --ledger (a second ledger would let the same data be spent twice)",

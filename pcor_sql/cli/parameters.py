@@ -74,9 +74,10 @@ SparkMaster = Annotated[
 Ledger = Annotated[
     Optional[str],
     typer.Option(
-        "--ledger", metavar="PATH",
+        "--ledger", metavar="PATH|URL",
         help="Budget ledger file when the data is not a --db file (made if missing; ':memory:' "
-        "keeps it in memory, with a warning). Default: $PCOR_SQL_LEDGER, else the per-user "
+        "keeps it in memory, with a warning), or a PostgreSQL ledger postgresql://… (also with --db: "
+        "a file whose units live there). Default: $PCOR_SQL_LEDGER, else the per-user "
         "ledger ~/.local/share/pcor-sql/ledger.duckdb.",
     ),
 ]

@@ -121,18 +121,16 @@ def add_analyst(ledger: Ledger, name: str, quota: float | None = None, notion: s
     limit = None if quota is None else check_positive(quota, "quota")
     allowed = None if datasets is None else _registered(ledger, datasets)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    t = ledger.tables
 
-    def body(cur: Any) -> None:
-        taken = cur.execute(f"SELECT revoked_at FROM {t.analysts} WHERE name = $1", [name]).fetchall()
+    def body(ops: Any) -> None:
+        taken = ops.analyst_row(name)
         if taken:
-            state = "revoked" if taken[0][0] is not None else "active"
+            state = "revoked" if taken[1] is not None else "active"
             raise UserError(f"there is an analyst named {name!r} already ({state})", "choose another name")
         now = utc_now()
-        cur.execute(f"INSERT INTO {t.analysts} (name, token_hash, datasets, created_at) VALUES ($1, $2, $3, $4)",
-                    [name, token_hash(token), allowed, now])
+        ops.insert_analyst(name, token_hash(token), allowed, now)
         if limit is not None:
-            _set_limits(cur, ledger, name, notions, ALL_DATASETS, limit)
+            ops.set_quota_limits(name, notions, ALL_DATASETS, limit, False, now)
 
     ledger.transaction(body)
     _changed()
@@ -148,9 +146,9 @@ def set_quota(ledger: Ledger, name: str, epsilon: float | None, *, notion: str |
     limit = None if epsilon is None else check_positive(epsilon, "quota")
     key = ALL_DATASETS if dataset is None else _registered(ledger, [dataset])[0]
 
-    def body(cur: Any) -> None:
-        _require(cur, ledger, name)
-        _set_limits(cur, ledger, name, notions, key, limit)
+    def body(ops: Any) -> None:
+        _require(ops, name)
+        ops.set_quota_limits(name, notions, key, limit, False, utc_now())
 
     ledger.transaction(body)
 
@@ -160,11 +158,11 @@ def revoke_analyst(ledger: Ledger, name: str) -> AnalystInfo:
     reservation in flight conflicts with this and is re-checked — and refused."""
     ledger.ensure_writable()
 
-    def body(cur: Any) -> None:
-        _require(cur, ledger, name)
-        cur.execute(f"UPDATE {ledger.tables.analysts} SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL",
-                    [name, utc_now()])
-        _set_limits(cur, ledger, name, NOTIONS, ALL_DATASETS, None, keep_limit=True)
+    def body(ops: Any) -> None:
+        _require(ops, name)
+        now = utc_now()
+        ops.revoke_analyst(name, now)
+        ops.set_quota_limits(name, NOTIONS, ALL_DATASETS, None, True, now)
 
     ledger.transaction(body)
     _changed()
@@ -179,11 +177,10 @@ def rotate_analyst(ledger: Ledger, name: str) -> str:
     ledger.ensure_writable()
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
 
-    def body(cur: Any) -> None:
-        _require(cur, ledger, name)
-        cur.execute(f"UPDATE {ledger.tables.analysts} SET token_hash = $2, revoked_at = NULL WHERE name = $1",
-                    [name, token_hash(token)])
-        _set_limits(cur, ledger, name, NOTIONS, ALL_DATASETS, None, keep_limit=True)
+    def body(ops: Any) -> None:
+        _require(ops, name)
+        ops.set_token(name, token_hash(token))
+        ops.set_quota_limits(name, NOTIONS, ALL_DATASETS, None, True, utc_now())
 
     ledger.transaction(body)
     _changed()
@@ -192,8 +189,7 @@ def rotate_analyst(ledger: Ledger, name: str) -> str:
 
 def list_analysts(ledger: Ledger) -> tuple[AnalystInfo, ...]:
     """Every analyst, by name, with their quota usage."""
-    return tuple(_info(ledger, name) for (name,) in ledger.read(f"SELECT name FROM {ledger.tables.analysts}"
-                                                                 " ORDER BY name", []))
+    return tuple(_info(ledger, name) for name in ledger.read(lambda ops: ops.analyst_names(), []))
 
 
 def authenticate(ledger: Ledger, token: object) -> AnalystIdentity | None:
@@ -202,8 +198,7 @@ def authenticate(ledger: Ledger, token: object) -> AnalystIdentity | None:
     well_formed = type(token) is str and _TOKEN.match(token) is not None
     candidate = token_hash(token if well_formed else "")  # type: ignore[arg-type]
     found = None
-    for name, stored, revoked, datasets in ledger.read(
-            f"SELECT name, token_hash, revoked_at IS NOT NULL, datasets FROM {ledger.tables.analysts}", []):
+    for name, stored, revoked, datasets in ledger.read(lambda ops: ops.analyst_tokens(), []):
         if hmac.compare_digest(stored.encode("ascii"), candidate.encode("ascii")) and not revoked:
             found = AnalystIdentity(name, None if datasets is None else tuple(datasets))
     return found if well_formed else None
@@ -212,8 +207,7 @@ def authenticate(ledger: Ledger, token: object) -> AnalystIdentity | None:
 def analyst_usage(ledger: Ledger, name: str) -> tuple[QuotaUsage, ...]:
     """`name`'s quota and spent under every notion over all datasets, then per dataset."""
     rows = {(n, d): (limit, spent, releases) for n, d, limit, spent, releases in ledger.read(
-        f"SELECT notion, dataset, limit_epsilon, spent_epsilon, releases FROM {ledger.tables.quotas}"
-        " WHERE analyst = $1", [name])}
+        lambda ops: ops.quota_rows_of(name), [])}
     keys = [(n, ALL_DATASETS) for n in NOTIONS] + sorted(k for k in rows if k[1] != ALL_DATASETS)
     out = []
     for notion, dataset in keys:
@@ -229,23 +223,7 @@ def analyst_history(ledger: Ledger, name: str, limit: int | None = None,
     `before` — a release_id of theirs — when given: pages backwards), one per release, as plain
     data: release_id, requested_at (UTC, ISO), notion, epsilon, k, mechanism, dataset, key,
     outcome."""
-    table = ledger.tables.history
-    params: list[Any] = [name]
-    older = ""
-    if before is not None:
-        params.append(before)
-        # (time, id) strictly before the named request's: a page boundary that never repeats or skips a row.
-        older = (f" HAVING (system.main.min(released_at), release_id) < (SELECT (system.main.min(released_at), $2)"
-                 f" FROM {table} WHERE analyst = $1 AND release_id = $2)"
-                 f" AND EXISTS (SELECT 1 FROM {table} WHERE analyst = $1 AND release_id = $2)")
-    if limit is not None:
-        params.append(limit)
-    rows = ledger.read(
-        f"SELECT release_id, system.main.min(released_at) AS asked_at, system.main.any_value(notion),"
-        f" system.main.any_value(epsilon), system.main.any_value(k), system.main.any_value(mechanism),"
-        f" system.main.any_value(dataset), system.main.any_value(record_key), system.main.any_value(outcome)"
-        f" FROM {table} WHERE analyst = $1 GROUP BY release_id{older} ORDER BY asked_at DESC, release_id DESC"
-        + (f" LIMIT ${len(params)}" if limit is not None else ""), params)
+    rows = ledger.read(lambda ops: ops.analyst_requests(name, limit, before), [])
     keys = ("release_id", "requested_at", "notion", "epsilon", "k", "mechanism", "dataset", "key", "outcome")
     return tuple({k: (_iso(v) if k == "requested_at" else v) for k, v in zip(keys, row)} for row in reversed(rows))
 
@@ -267,28 +245,16 @@ def _registered(ledger: Ledger, datasets: Sequence[str]) -> list[str]:
     return sorted(set(names))
 
 
-def _require(cur: Any, ledger: Ledger, name: str) -> None:
-    if not cur.execute(f"SELECT system.main.count(*) FROM {ledger.tables.analysts} WHERE name = $1", [name]).fetchall()[0][0]:
+def _require(ops: Any, name: str) -> None:
+    if ops.analyst_row(name) is None:
         raise UserError(f"there is no analyst named {name!r}", "see them with: pcor-sql analyst list")
-
-
-def _set_limits(cur: Any, ledger: Ledger, name: str, notions: Sequence[str], dataset: str, limit: float | None,
-                *, keep_limit: bool = False) -> None:
-    """Upsert `name`'s quota rows: the limit (unless `keep_limit`), and always `updated_at` —
-    the write that makes a concurrent charge of `name` conflict."""
-    keep = "limit_epsilon" if keep_limit else "excluded.limit_epsilon"
-    cur.execute(
-        f"INSERT INTO {ledger.tables.quotas} (analyst, notion, dataset, limit_epsilon, updated_at)"
-        " SELECT $1, unnest($2::VARCHAR[]), $3, $4, $5 ON CONFLICT (analyst, notion, dataset) DO UPDATE SET"
-        f" limit_epsilon = {keep}, updated_at = excluded.updated_at",
-        [name, list(notions), dataset, limit, utc_now()])
 
 
 def _info(ledger: Ledger, name: str) -> AnalystInfo:
-    rows = ledger.read(f"SELECT created_at, revoked_at, datasets FROM {ledger.tables.analysts} WHERE name = $1", [name])
-    if not rows:
+    row = ledger.read(lambda ops: ops.analyst_row(name), None)
+    if row is None:
         raise UserError(f"there is no analyst named {name!r}", "see them with: pcor-sql analyst list")
-    created, revoked, datasets = rows[0]
+    created, revoked, datasets = row
     return AnalystInfo(name, created, revoked, None if datasets is None else tuple(datasets), analyst_usage(ledger, name))
 
 

@@ -1,14 +1,13 @@
-"""The body of a charge: read the budgets, check the limits, write history and totals — the SQL
-of one ledger transaction, and the arithmetic and refusal messages around it.
+"""The body of a charge: read the budgets, check the limits, write history and totals — the
+rules of one ledger transaction, and the arithmetic and refusal messages around it.
 
-A charge is one transaction of five statements, whatever the number of units its relation
-reads: BEGIN, one SELECT of everything it needs (`charge_reads`: the units' budget rows, the
+A charge is one transaction of three operations of its store, whatever the number of units its
+relation reads: one read of everything it needs (`charge_reads`: the units' budget rows, the
 default limit, the strictness flag, any release ids already charged, and an analyst's row and
-quota rows), one INSERT of the history rows, one UPDATE of the budget rows (an upsert when one
-is new), COMMIT (an analyst's charge adds one UPDATE of the quota rows, `quota_rules`), run by
-`Ledger.reserve` before the work reads any row. If another writer
-committed to the same row meanwhile, DuckDB refuses our write and the whole body runs again
-from a fresh snapshot, re-checking the limit.
+quota rows), one append of the history rows, one write of the budget rows (an analyst's charge
+adds one write of the quota rows, `quota_rules`), run by `Ledger.reserve` before the work reads
+any row. If another writer committed to the same row meanwhile, the store refuses our write and
+the whole body runs again from a fresh snapshot, re-checking the limit.
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import duckdb
-
 from pcor_sql.core.accounting import Cost
 from pcor_sql.errors import BudgetExceeded, InternalError, Refused, from_python
 from pcor_sql.ledger.input_checks import check_positive, check_unit
+from pcor_sql.ledger.store_interface import HISTORY_ROW_COLUMNS
 from pcor_sql.ledger.transactions import utc_now
 
 #: Float slack when comparing spent + ε with a limit, relative to the limit: releases of ε = 0.1
@@ -113,12 +111,6 @@ def mismatch_fix() -> str:
     return ("see the differences with `pcor-sql budget verify`, then reset the totals from the history with"
             " `pcor-sql budget repair`")
 
-# The ledger's SQL names its tables in full and calls every built-in as `system.main.<name>`,
-# with no operator, list literal or row tuple (each a function looked up by name): the ledger
-# lives in the owner's database, where a macro such as `count_star() AS 0` would otherwise read
-# "no limit anywhere", or `fsum` hide a lost charge (tests/engine/test_shadowing_macros.py).
-# `unnest` stays bare: DuckDB binds it before any macro.
-
 #: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
 TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas")
 
@@ -198,18 +190,16 @@ class Provenance:
 
 
 def write_charge(
-    cur: duckdb.DuckDBPyConnection, tables: Tables, state: ChargeState, fresh: list[ChargeItem],
-    totals: tuple[UnitTotal, ...], provenance: Provenance = Provenance(),
+    ops: Any, state: ChargeState, fresh: list[ChargeItem], totals: tuple[UnitTotal, ...],
+    provenance: Provenance = Provenance(),
 ) -> None:
     """The history rows (one per fresh item and charged unit) and the units' new totals: two
-    statements, whatever the number of units."""
+    writes of the store, whatever the number of units."""
     if not fresh or not totals:
         return
     now = utc_now()
     process = provenance.process
-    columns: dict[str, list[object]] = {name: [] for name in (
-        "release_id", "unit", "seq", "mechanism", "epsilon", "k", "record_key", "statement", "spent_after",
-        "seeded", "role", "dataset")}
+    columns: dict[str, list[object]] = {name: [] for name in HISTORY_ROW_COLUMNS}
     for t in totals:
         for j, item in enumerate(fresh):
             for name, value in (
@@ -219,54 +209,17 @@ def write_charge(
                 ("seeded", item.seeded), ("role", item.role), ("dataset", item.dataset),
             ):
                 columns[name].append(value)
-    types = {"seq": "BIGINT", "epsilon": "DOUBLE", "k": "BIGINT", "spent_after": "DOUBLE", "seeded": "BOOLEAN"}
-    names = list(columns)
-    select = ", ".join(f"unnest(${i + 8}::{types.get(n, 'VARCHAR')}[])" for i, n in enumerate(names))
-    cur.execute(
-        f"INSERT INTO {tables.history} (notion, released_at, outcome, analyst, pid, host, process_token,"
-        f" {', '.join(names)}) SELECT $1, $2, $3, $4, $5::BIGINT, $6, $7, {select}",
-        [state.notion, now, provenance.outcome, provenance.analyst, getattr(process, "pid", None),
-         getattr(process, "host", None), getattr(process, "token", None), *columns.values()],
-    )
+    ops.append_history([state.notion, now, provenance.outcome, provenance.analyst, getattr(process, "pid", None),
+                        getattr(process, "host", None), getattr(process, "token", None)], columns)
     units, spent, residual = [t.row.unit for t in totals], [t.total for t in totals], [t.residual for t in totals]
     releases = [t.row.releases + len(fresh) for t in totals]
-    if all(t.row.stored for t in totals):
-        # Rows the transaction read: one UPDATE (a third of the upsert's time). A row deleted
-        # meanwhile by a committed writer is a conflict (the body runs again), so every row is found.
-        if len(units) == 1:  # the common case: an equality the primary key answers
-            [(changed,)] = cur.execute(
-                f"UPDATE {tables.budget} SET spent_epsilon = $3, spent_residual = $4, releases = $5, updated_at = $6"
-                " WHERE unit = $1 AND notion = $2", [units[0], state.notion, spent[0], residual[0], releases[0], now]
-            ).fetchall()
-        else:
-            values = by_position("unit", ("spent_epsilon", 3, "DOUBLE"), ("spent_residual", 4, "DOUBLE"),
-                                 ("releases", 5, "BIGINT"))
-            [(changed,)] = cur.execute(
-                f"UPDATE {tables.budget} SET {values}, updated_at = $6"
-                " WHERE notion = $2 AND system.main.list_contains($1::VARCHAR[], unit)",
-                [units, state.notion, spent, residual, releases, now]).fetchall()
-        if changed != len(totals):
-            raise InternalError(f"the budget rows of {units} changed under a charge ({changed} of {len(totals)} found)")
-        return
-    # Some row is new: one upsert whatever the rows' state (a new unit is inserted without a
-    # limit, an existing one keeps its limit and creation time).
-    cur.execute(
-        f"INSERT INTO {tables.budget} (unit, notion, limit_epsilon, spent_epsilon, spent_residual, releases,"
-        " created_at, updated_at) SELECT unnest($1::VARCHAR[]), $2, NULL, unnest($3::DOUBLE[]),"
-        " unnest($4::DOUBLE[]), unnest($5::BIGINT[]), $6, $6 ON CONFLICT (unit, notion) DO UPDATE SET"
-        " spent_epsilon = excluded.spent_epsilon, spent_residual = excluded.spent_residual,"
-        " releases = excluded.releases, updated_at = excluded.updated_at",
-        [units, state.notion, spent, residual, releases, now],
-    )
-
-
-def by_position(key: str, *columns: tuple[str, int, str]) -> str:
-    """SET clauses giving each row the value at its key's position in parameter lists: `key`'s
-    list is $1 for the budget and $3 for the quotas (the first list of the statement), each
-    column's list the parameter it names. A join with unnested lists costs a third more."""
-    first = "$1" if key == "unit" else "$3"
-    at = f"system.main.list_position({first}::VARCHAR[], {key})"
-    return ", ".join(f"{name} = system.main.list_extract(${n}::{kind}[], {at})" for name, n, kind in columns)
+    # Rows the transaction read: an UPDATE; a row deleted meanwhile by a committed writer is a
+    # conflict (the body runs again), so every row is found. Some row new: an upsert (a new unit
+    # gets no limit, an existing one keeps its limit and creation time).
+    stored = all(t.row.stored for t in totals)
+    changed = ops.update_budgets(state.notion, units, spent, residual, releases, now, stored)
+    if stored and changed != len(totals):
+        raise InternalError(f"the budget rows of {units} changed under a charge ({changed} of {len(totals)} found)")
 
 
 def add_compensated(total: float, residual: float, epsilon: float) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""Datasets the owner registers for analysts, kept in the ledger (table `pcor.datasets`).
+"""Datasets the owner registers for analysts, kept in the ledger (its `datasets` table).
 
 A registered dataset fixes, at registration, everything an analyst's request may depend on
 before its cost is reserved: the relation, the record key column, the metric columns, the
@@ -89,28 +89,18 @@ def add_dataset(ledger: Ledger, dataset: RegisteredDataset, *, replace: bool = F
     analysts may ask about, as `releasable_text` (None: none)."""
     ledger.ensure_writable()
     check_name(dataset.name)
-    table = ledger.tables.datasets
 
-    def body(cur: Any) -> None:
-        exists = cur.execute(f"SELECT system.main.count(*) FROM {table} WHERE name = $1", [dataset.name]).fetchall()[0][0]
-        if exists and not replace:
+    def body(ops: Any) -> None:
+        if ops.dataset_exists(dataset.name) and not replace:
             raise UserError(
                 f"dataset {dataset.name!r} is registered already",
                 "remove it first (pcor-sql dataset remove NAME), or pass replace=True",
             )
-        cur.execute(f"DELETE FROM {table} WHERE name = $1", [dataset.name])
-        cur.execute(
-            f"INSERT INTO {table} (name, relation, key_column, metrics, attributes, domains, units, accounting,"
-            " created_at, releasable) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            [dataset.name, dataset.relation, dataset.key, list(dataset.metrics), list(dataset.attributes),
-             _frozen_json(dataset), list(dataset.units), dataset.accounting,
-             utc_now(), None if releasable is None else sorted(set(releasable))],
-        )
+        ops.put_dataset([dataset.name, dataset.relation, dataset.key, list(dataset.metrics), list(dataset.attributes),
+                         _frozen_json(dataset), list(dataset.units), dataset.accounting,
+                         utc_now(), None if releasable is None else sorted(set(releasable))])
 
     ledger.transaction(body)
-
-
-_COLUMNS = "name, relation, key_column, metrics, attributes, domains, units, accounting, created_at, system.main.len(releasable)"
 
 
 def _from_row(row: tuple) -> RegisteredDataset:
@@ -127,11 +117,11 @@ def _from_row(row: tuple) -> RegisteredDataset:
 
 def list_datasets(ledger: Ledger) -> tuple[RegisteredDataset, ...]:
     """Every registered dataset, by name."""
-    return tuple(_from_row(r) for r in ledger.read(f"SELECT {_COLUMNS} FROM {ledger.tables.datasets} ORDER BY name", []))
+    return tuple(_from_row(r) for r in ledger.read(lambda ops: ops.dataset_rows(None), []))
 
 
 def find_dataset(ledger: Ledger, name: str) -> RegisteredDataset | None:
-    rows = ledger.read(f"SELECT {_COLUMNS} FROM {ledger.tables.datasets} WHERE name = $1", [name])
+    rows = ledger.read(lambda ops: ops.dataset_rows(name), [])
     return _from_row(rows[0]) if rows else None
 
 
@@ -151,7 +141,7 @@ def remove_dataset(ledger: Ledger, name: str) -> RegisteredDataset:
     """Unregister `name` (its units keep their budgets and history)."""
     found = get_dataset(ledger, name)
     ledger.ensure_writable()
-    ledger.transaction(lambda cur: cur.execute(f"DELETE FROM {ledger.tables.datasets} WHERE name = $1", [name]))
+    ledger.transaction(lambda ops: ops.delete_dataset(name))
     return found
 
 
@@ -180,8 +170,8 @@ def releasable_text(value: Any) -> str:
 
 def releasable_set(ledger: Ledger, name: str) -> frozenset[str] | None:
     """`name`'s frozen releasable keys, as their texts (None: none declared, or no such dataset)."""
-    rows = ledger.read(f"SELECT releasable FROM {ledger.tables.datasets} WHERE name = $1", [name])
-    return frozenset(rows[0][0]) if rows and rows[0][0] is not None else None
+    found = ledger.read(lambda ops: ops.releasable(name), None)
+    return frozenset(found) if found is not None else None
 
 
 def releasable_page(ledger: Ledger, name: str, offset: int, limit: int) -> tuple[int, list[str]] | None:
@@ -200,6 +190,4 @@ def all_releasable(ledger: Ledger, name: str, keys: Sequence[Any]) -> bool:
     declared). Read in the ledger alone, never the data, so the answer is the same whether or
     not a key exists."""
     texts = sorted({releasable_text(k) for k in keys})
-    rows = ledger.read(f"SELECT coalesce(system.main.list_has_all(releasable, $2::VARCHAR[]), false)"
-                       f" FROM {ledger.tables.datasets} WHERE name = $1", [name, texts])
-    return bool(rows and rows[0][0])
+    return bool(ledger.read(lambda ops: ops.releasable_has_all(name, texts), False))

@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from pcor_sql.errors import InternalError
-from pcor_sql.ledger.charge_rules import Tables, add_compensated
+from pcor_sql.ledger.charge_rules import add_compensated
 from pcor_sql.ledger.process_identity import is_gone
 from pcor_sql.ledger.transactions import utc_now
 
@@ -32,39 +32,27 @@ def check_reason(reason: object) -> str:
     return reason
 
 
-def record_outcome(cur: Any, tables: Tables, release_ids: Sequence[str], outcome: str, reason: str | None,
-                   refund: bool) -> int:
+def record_outcome(ops: Any, release_ids: Sequence[str], outcome: str, reason: str | None, refund: bool) -> int:
     """Set the outcome of the rows of `release_ids` still 'running'; with `refund`, give their ε
     back. Returns how many rows changed (0: an outcome was recorded before)."""
     if outcome not in ("answered", "failed", "interrupted"):
         raise InternalError(f"unknown outcome {outcome!r}")
-    # One id (a lone request: the service's common case) is an equality the history's index answers.
-    ids = list(release_ids)
-    match = "release_id = $5::VARCHAR" if len(ids) == 1 else "release_id IN (SELECT unnest($5::VARCHAR[]))"
-    changed = cur.execute(
-        f"UPDATE {tables.history} SET outcome = $1, reason = $2, refunded = $3, finished_at = $4"
-        f" WHERE {match} AND outcome = 'running' RETURNING unit, notion, epsilon, analyst",
-        [outcome, reason, bool(refund), utc_now(), ids[0] if len(ids) == 1 else ids],
-    ).fetchall()
+    changed = ops.set_outcome(list(release_ids), outcome, reason, bool(refund), utc_now())
     if refund and changed:
         if any(analyst is not None for *_, analyst in changed):
             raise InternalError("an analyst's charge is never refunded (DESIGN.md §6: reserve, then read)")
-        give_back(cur, tables, [(unit, notion, eps) for unit, notion, eps, _ in changed])
+        give_back(ops, [(unit, notion, eps) for unit, notion, eps, _ in changed])
     return len(changed)
 
 
-def give_back(cur: Any, tables: Tables, rows: list[tuple[str, str, float]]) -> None:
+def give_back(ops: Any, rows: list[tuple[str, str, float]]) -> None:
     """Lower each (unit, notion) total by the ε of its refunded rows, in compensated arithmetic
     (a rounding residue below zero is zero: the exact total of the remaining rows is ≥ 0)."""
     amounts: dict[tuple[str, str], list[float]] = defaultdict(list)
     for unit, notion, eps in rows:
         amounts[(unit, notion)].append(eps)
     for notion in sorted({n for _, n in amounts}):  # one, for a reservation
-        current = cur.execute(
-            f"SELECT unit, spent_epsilon, spent_residual FROM {tables.budget}"
-            " WHERE notion = $1 AND unit IN (SELECT unnest($2::VARCHAR[]))",
-            [notion, [u for u, n in amounts if n == notion]],
-        ).fetchall()
+        current = ops.budget_spent(notion, [u for u, n in amounts if n == notion])
         units, totals, residuals = [], [], []
         for unit, spent, residual in current:
             for eps in amounts[(unit, notion)]:
@@ -72,24 +60,15 @@ def give_back(cur: Any, tables: Tables, rows: list[tuple[str, str, float]]) -> N
             if spent <= 0:
                 spent, residual = 0.0, 0.0
             units.append(unit), totals.append(spent), residuals.append(residual)
-        cur.execute(
-            f"UPDATE {tables.budget} AS b SET spent_epsilon = v.s, spent_residual = v.r, updated_at = $5"
-            " FROM (SELECT unnest($1::VARCHAR[]) AS u, unnest($2::DOUBLE[]) AS s, unnest($3::DOUBLE[]) AS r) AS v"
-            " WHERE b.unit = v.u AND b.notion = $4",
-            [units, totals, residuals, notion, utc_now()],
-        )
+        ops.set_budget_spent(notion, units, totals, residuals, utc_now())
 
 
-def settle_spent_after(cur: Any, tables: Tables, release_ids: Sequence[str]) -> None:
+def settle_spent_after(ops: Any, release_ids: Sequence[str]) -> None:
     """After a refund, the `spent_after` of the reservation's rows as the totals now are: a
     refunded row shows the total it left (the one before it: it moved nothing), and a later row
     of the same reservation no longer counts the refunded ε before it. Rows of other
     reservations keep what they were charged at."""
-    rows = cur.execute(
-        f"SELECT release_id, unit, notion, epsilon, refunded, spent_after FROM {tables.history}"
-        " WHERE release_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY unit, notion, seq",
-        [list(release_ids)],
-    ).fetchall()
+    rows = ops.history_of(list(release_ids))
     back: dict[tuple[str, str], list[float]] = defaultdict(list)
     ids, units, notions, values = [], [], [], []
     for rid, unit, notion, eps, refunded, after in rows:
@@ -100,12 +79,7 @@ def settle_spent_after(cur: Any, tables: Tables, release_ids: Sequence[str]) -> 
             ids.append(rid), units.append(unit), notions.append(notion)
             values.append(max(0.0, math.fsum([after, *(-x for x in given)])))
     if ids:
-        cur.execute(
-            f"UPDATE {tables.history} AS h SET spent_after = v.s FROM (SELECT unnest($1::VARCHAR[]) AS r,"
-            " unnest($2::VARCHAR[]) AS u, unnest($3::VARCHAR[]) AS n, unnest($4::DOUBLE[]) AS s) AS v"
-            " WHERE h.release_id = v.r AND h.unit = v.u AND h.notion = v.n",
-            [ids, units, notions, values],
-        )
+        ops.set_spent_after(ids, units, notions, values)
 
 
 def gone(running: Sequence[tuple[int, str | None]]) -> list[str]:
@@ -114,12 +88,7 @@ def gone(running: Sequence[tuple[int, str | None]]) -> list[str]:
     return [f"{pid}:{token or ''}" for pid, token in running if pid is not None and is_gone(int(pid), token)]
 
 
-def mark_interrupted(cur: Any, tables: Tables, host: str, keys: list[str]) -> None:
+def mark_interrupted(ops: Any, host: str, keys: list[str]) -> None:
     """Rows still 'running' of processes of this host that ended: 'interrupted', still charged
     (the work may have read the data and shown something before the process died)."""
-    cur.execute(
-        f"UPDATE {tables.history} SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
-        " WHERE outcome = 'running' AND host = $2 AND system.main.list_contains($3::VARCHAR[],"
-        " system.main.concat(pid::VARCHAR, ':', coalesce(process_token, '')))",
-        [utc_now(), host, keys],
-    )
+    ops.mark_interrupted(host, keys, utc_now())

@@ -3,7 +3,7 @@ checked and written inside the charge's own transaction (`Ledger.reserve`), so a
 both every unit's limit and the analyst's quota, atomically (DESIGN.md §6).
 
 Why a quota cannot be overspent: every charge of analyst A under notion n updates the row
-(A, n, '') of `pcor.quotas` (made if missing), so two concurrent charges of A conflict on it
+(A, n, '') of the quotas (made if missing), so two concurrent charges of A conflict on it
 exactly as two charges of one unit conflict on its budget row; the loser is retried from a
 fresh snapshot and sees the winner's spend. Revoking A updates the same rows, so a charge in
 flight when A is revoked conflicts too and is re-checked, and refused.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcor_sql.errors import AnalystRefused, InternalError
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, add_compensated, by_position, refusal, utc_now, within
+from pcor_sql.ledger.charge_rules import ChargeItem, add_compensated, refusal, utc_now, within
 
 #: The dataset key of an analyst's quota over all datasets together.
 ALL_DATASETS = ""
@@ -52,21 +52,9 @@ class QuotaTotal:
     releases: int
 
 
-def quota_parts(tables: Tables, analyst: str = "$4", datasets: str = "$5") -> tuple[str, str]:
-    """What a charge of an analyst reads, as two SELECTs of `charge_reads.SHAPE`: the analyst's
-    row ('a': name, n = 1 if revoked, names = the datasets they may use) and their quota rows
-    ('q': dataset, limit, spent, residual, releases), over the parameters `analyst`, `datasets`
-    (with ALL_DATASETS) and $2 (the notion). `charge_reads.read_state_with` runs them in the
-    charge's one SELECT."""
-    return (f"SELECT 'a', name, NULL, NULL, NULL, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END, datasets"
-            f" FROM {tables.analysts} WHERE name = {analyst}",
-            f"SELECT 'q', dataset, limit_epsilon, spent_epsilon, spent_residual, releases, NULL FROM {tables.quotas}"
-            f" WHERE analyst = {analyst} AND notion = $2 AND system.main.list_contains({datasets}::VARCHAR[], dataset)")
-
-
-def quota_params(analyst: str, datasets: list[str]) -> list[object]:
-    """The analyst and the datasets of `quota_parts`."""
-    return [analyst, [ALL_DATASETS, *datasets]]
+def quota_datasets(datasets: list[str]) -> list[str]:
+    """The quota rows a charge over `datasets` reads: all datasets together, and each one."""
+    return [ALL_DATASETS, *datasets]
 
 
 def quota_rows(found: dict[str, list[tuple]]) -> dict[str, QuotaRow]:
@@ -75,7 +63,7 @@ def quota_rows(found: dict[str, list[tuple]]) -> dict[str, QuotaRow]:
 
 
 def quota_state(analyst: str, notion: str, found: dict[str, list[tuple]]) -> QuotaState:
-    """The QuotaState from the rows of `quota_parts`, by tag."""
+    """The QuotaState from the rows a charge read ('a', 'q': `LedgerOps.charge_rows`), by tag."""
     [who] = found.get("a") or [None]
     rows = quota_rows(found)
     if who is None:
@@ -116,28 +104,14 @@ def check_quotas(state: QuotaState, fresh: list[ChargeItem]) -> tuple[QuotaTotal
     return tuple(out)
 
 
-def write_quotas(cur: Any, tables: Tables, state: QuotaState, totals: tuple[QuotaTotal, ...]) -> None:
-    """One upsert of the analyst's quota rows: new rows get no limit, existing ones keep theirs."""
+def write_quotas(ops: Any, state: QuotaState, totals: tuple[QuotaTotal, ...]) -> None:
+    """One write of the analyst's quota rows: new rows get no limit, existing ones keep theirs
+    (rows the transaction read: an UPDATE, as for the budget rows, `charge_rules.write_charge`)."""
     if not totals:
         return
     datasets, spent = [t.dataset for t in totals], [t.total for t in totals]
     residual, releases, now = [t.residual for t in totals], [t.releases for t in totals], utc_now()
-    if all(t.dataset in state.rows for t in totals):
-        # Rows the transaction read: one UPDATE, as for the budget rows (`charge_rules.write_charge`).
-        values = by_position("dataset", ("spent_epsilon", 4, "DOUBLE"), ("spent_residual", 5, "DOUBLE"),
-                             ("releases", 6, "BIGINT"))
-        [(changed,)] = cur.execute(
-            f"UPDATE {tables.quotas} SET {values}, updated_at = $7"
-            " WHERE analyst = $1 AND notion = $2 AND system.main.list_contains($3::VARCHAR[], dataset)",
-            [state.analyst, state.notion, datasets, spent, residual, releases, now]).fetchall()
-        if changed != len(totals):
-            raise InternalError(f"the quota rows of analyst {state.analyst!r} changed under a charge")
-        return
-    cur.execute(
-        f"INSERT INTO {tables.quotas} (analyst, notion, dataset, limit_epsilon, spent_epsilon, spent_residual,"
-        " releases, updated_at) SELECT $1, $2, unnest($3::VARCHAR[]), NULL, unnest($4::DOUBLE[]),"
-        " unnest($5::DOUBLE[]), unnest($6::BIGINT[]), $7 ON CONFLICT (analyst, notion, dataset) DO UPDATE SET"
-        " spent_epsilon = excluded.spent_epsilon, spent_residual = excluded.spent_residual,"
-        " releases = excluded.releases, updated_at = excluded.updated_at",
-        [state.analyst, state.notion, datasets, spent, residual, releases, now],
-    )
+    stored = all(t.dataset in state.rows for t in totals)
+    changed = ops.update_quotas(state.analyst, state.notion, datasets, spent, residual, releases, now, stored)
+    if stored and changed != len(totals):
+        raise InternalError(f"the quota rows of analyst {state.analyst!r} changed under a charge")

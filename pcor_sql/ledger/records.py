@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from pcor_sql.ledger.input_checks import NOTIONS
 
@@ -97,37 +96,3 @@ HISTORY_COLUMNS = (
     "release_id, unit, notion, seq, released_at, mechanism, epsilon, k, record_key, statement, spent_after,"
     " seeded, role, dataset, analyst, outcome, reason, refunded"
 )
-
-
-def history_query(table: str, unit: str | None, limit: int | None) -> tuple[str, list[object]]:
-    """The query of `Ledger.history`: newest first (the caller reverses), for `unit` or all."""
-    query = f"SELECT {HISTORY_COLUMNS} FROM {table}"
-    params: list[object] = []
-    if unit is None:
-        query += " ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
-    else:
-        query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
-        params.append(unit)
-    if limit is not None:
-        query += f" LIMIT ${len(params) + 1}"
-        params.append(limit)
-    return query, params
-
-
-def statuses_query(tables: Any, where: str, *, one_unit: bool) -> str:
-    """The query of `Ledger.status(es)`: every unit with a budget row or a public mark (or the
-    one unit $1) under every notion, its own limit, the notion's default, spent, releases (the
-    history's charges not refunded)."""
-    t = tables
-    units = "SELECT $1 AS unit" if one_unit else f"SELECT unit FROM {t.budget} UNION SELECT unit FROM {t.units}"
-    return (
-        f"SELECT u.unit, n.notion, b.limit_epsilon, (SELECT value FROM {t.settings} s"
-        f" WHERE s.name = system.main.concat('default_limit_', n.notion)), coalesce(b.spent_epsilon, 0),"
-        # Releases are the charges that stand: a refunded row (an owner's request refused or
-        # failed after its reservation) is no release (`b.releases` counts every row: it numbers them).
-        f" (SELECT system.main.count(*) FROM {t.history} h WHERE h.unit = u.unit AND h.notion = n.notion"
-        f" AND NOT coalesce(h.refunded, false)),"
-        f" coalesce(p.public, false) FROM ({units}) u CROSS JOIN (SELECT unnest(system.main.list_value({', '.join(map(repr, NOTIONS))})) AS notion) n"
-        f" LEFT JOIN {t.budget} b ON b.unit = u.unit AND b.notion = n.notion"
-        f" LEFT JOIN {t.units} p ON p.unit = u.unit {where} ORDER BY u.unit, n.notion"
-    )

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from pcor_sql.errors import InternalError
-from pcor_sql.ledger.charge_reads import budget_parts, read_state, read_state_with, settings_of, tagged_rows, unit_rows
+from pcor_sql.ledger.charge_reads import read_state, read_state_with, settings_of, unit_rows
 from pcor_sql.ledger.charge_rules import (
     ChargeItem,
     ChargeState,
@@ -48,8 +48,7 @@ from pcor_sql.ledger.quota_rules import (
     ALL_DATASETS,
     QuotaState,
     check_quotas,
-    quota_params,
-    quota_parts,
+    quota_datasets,
     quota_rows,
     quota_state,
     write_quotas,
@@ -57,29 +56,27 @@ from pcor_sql.ledger.quota_rules import (
 from pcor_sql.ledger.transactions import LedgerAccess
 
 
-def reserve_body(access: LedgerAccess, units: tuple[str, ...], batch: tuple[ChargeItem, ...],
-                 analyst: str | None) -> Any:
+def reserve_body(units: tuple[str, ...], batch: tuple[ChargeItem, ...], analyst: str | None) -> Any:
     """The body of the reservation's transaction; returns the units' totals after it."""
     notion = batch[0].notion
     provenance = Provenance("running", analyst, current_process())
     datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
-    def body(cur: Any) -> tuple[UnitTotal, ...]:
+    def body(ops: Any) -> tuple[UnitTotal, ...]:
         ids = [i.release_id for i in batch]
         quota, quotas = None, ()
         if analyst is None:
-            state = read_state(cur, access.tables, units, notion, ids)
-        else:  # the analyst's rows in the same SELECT: one statement less inside the transaction
-            state, found = read_state_with(cur, access.tables, units, notion, ids, quota_parts(access.tables),
-                                           quota_params(analyst, datasets))
+            state = read_state(ops, units, notion, ids)
+        else:  # the analyst's rows in the same read: one statement less inside the transaction
+            state, found = read_state_with(ops, units, notion, ids, analyst, quota_datasets(datasets))
             quota = quota_state(analyst, notion, found)
         fresh = fresh_items(state, batch)
         totals = check_limits(state, fresh)
         if quota is not None:
             quotas = check_quotas(quota, fresh if totals else [])
-        write_charge(cur, access.tables, state, fresh, totals, provenance)
+        write_charge(ops, state, fresh, totals, provenance)
         if quota is not None and totals:  # nothing charged (public units only): no quota spent
-            write_quotas(cur, access.tables, quota, quotas)
+            write_quotas(ops, quota, quotas)
         return totals
 
     return body
@@ -103,12 +100,11 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     names, batch = unit_names(units), checked_batch(items)
     if not batch:
         raise InternalError("a check needs at least one item")
-    notion, tables = batch[0].notion, ledger.access.tables
+    notion = batch[0].notion
     datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
-    def read(cur: Any) -> dict[str, list[tuple]]:
-        return tagged_rows(cur, [*budget_parts(tables), quota_parts(tables, "$3", "$4")[1]],
-                           [list(names), notion, analyst, [ALL_DATASETS, *datasets]])
+    def read(ops: Any) -> dict[str, list[tuple]]:
+        return ops.fit_rows(list(names), notion, analyst, quota_datasets(datasets))
 
     def judge(found: dict[str, list[tuple]], raised: float) -> None:
         rows = tuple(replace(r, spent=r.spent + raised) for r in unit_rows(found, names))
@@ -190,14 +186,14 @@ class Reservation:
             # First call wins, even if its write fails below: the rows then stay 'running' and are
             # found 'interrupted' (still charged) when the ledger is next opened — never refunded.
             self.outcome = outcome
-        tables, ids = self._access.tables, self.release_ids
+        ids = self.release_ids
         groups = groups if groups is not None else {(outcome, reason): ids}
 
-        def body(cur: Any) -> int:
-            changed = sum(record_outcome(cur, tables, rows, what, why, refund and what != "answered")
+        def body(ops: Any) -> int:
+            changed = sum(record_outcome(ops, rows, what, why, refund and what != "answered")
                           for (what, why), rows in groups.items())
             if refund and changed:
-                settle_spent_after(cur, tables, ids)
+                settle_spent_after(ops, ids)
             return changed
 
         # Without a refund one outcome is one UPDATE of this reservation's own rows, committed on

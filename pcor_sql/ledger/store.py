@@ -18,54 +18,44 @@ relations, so their totals are never added. The ledger reads only ε values, nev
 A refund (an owner's request that failed or was interrupted) removes a release that showed
 nothing, so the remaining ones still compose to the lowered total.
 
-Why it cannot be overspent.
-- In one process, each charge is one DuckDB transaction that reads the units' budget rows (and
-  an analyst's quota row) and then writes them. DuckDB's optimistic concurrency refuses the
-  second of two transactions that write one row ("Conflict on update"), or insert one key; the
-  loser is rolled back and retried from a fresh snapshot, where it sees the winner's charge.
-  So every committed charge was checked against every charge committed before it.
-- Across processes, DuckDB lets one process at a time open a database file read-write (a file
-  lock); `connect_with_retry` waits for the lock, so processes take turns.
+Why it cannot be overspent: every charge is one transaction of its store that reads the units'
+budget rows (and an analyst's quota row) and then writes them, and the store refuses (and runs
+again from a fresh snapshot) a transaction that a concurrent writer's commit would make wrong —
+DuckDB's optimistic concurrency and file lock (`duckdb_store`), PostgreSQL's serializable
+transactions (`postgres_store`).
 - A charge carries a `release_id` chosen before the release is computed; the history's primary
   key makes a repeated charge of one release a no-op, so nothing is charged twice.
 
 The history is the truth: opening a ledger checks every total against it (`consistency`) and
 marks the rows of reserving processes that died as interrupted (`outcomes`); a ledger in an
-older layout is refused until it is migrated (`layout`, `migration`).
+older layout is refused until it is migrated (`layout`, `migration`). The rules here are written
+once over a store (`store_interface`, DESIGN.md §11): no SQL in this module.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import random
-import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
-
-import duckdb
+from typing import Any, TypeVar
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
 from pcor_sql.ledger import consistency
-from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged, refuse_reads
-from pcor_sql.ledger.charge_rules import ChargeItem, Tables, checked_batch, unit_names, within
+from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged
+from pcor_sql.ledger.charge_rules import ChargeItem, checked_batch, unit_names, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
-from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
-from pcor_sql.ledger.migration import MigrationReport, read_legacy
-from pcor_sql.ledger.migration import migrate as migration_body
+from pcor_sql.ledger.layout import LOCATION_SQL
+from pcor_sql.ledger.migration import MigrationReport
 from pcor_sql.ledger.records import (
     BudgetStatus,
     LimitChange,
     ReleaseRecord,
     budget_status,
-    history_query,
     new_release_id,
-    statuses_query,
 )
 from pcor_sql.ledger.reservation import Reservation, check_fit, reserve_body
-from pcor_sql.ledger.transactions import LedgerAccess, ledger_failure, run_transaction, utc_now
-from pcor_sql.resources import sql_text
-from pcor_sql.sqltext.quoting import quote_identifier
+from pcor_sql.ledger.store_interface import LedgerOps, LedgerStore
+from pcor_sql.ledger.transactions import LedgerAccess, utc_now
 
 __all__ = ["BudgetStatus", "ChargeItem", "Ledger", "LimitChange", "ReleaseRecord",
            "Reservation", "new_release_id", "NOTIONS", "LOCATION_SQL"]
@@ -79,90 +69,67 @@ _T = TypeVar("_T")
 
 
 class Ledger:
-    """The budget ledger in schema `pcor` of database `database` of `con` (default: the
-    connection's default database, read on a fresh cursor, so a `USE` by the caller cannot
-    move it).
+    """The budget ledger's rules over a store (`store_interface.LedgerStore`): `Ledger(con)` is
+    the embedded store in schema `pcor` of `con`'s default database (`duckdb_store`), and
+    `Ledger(store=...)` any other (the PostgreSQL store, `postgres_store`).
 
-    Every operation runs on a private cursor of `con`, naming the ledger's tables in full, so
-    the caller's open transaction, half-read result or later `USE` is never touched, and a
-    charge is committed on its own. Safe to share between threads. An in-memory ledger raises
-    a PrivacyWarning (or calls `warn`) once, when it is opened. `busy_timeout` bounds, in
-    seconds, how long a charge retries on transaction conflicts. `owned`: the ledger made `con`
-    for itself (a ledger file) and closes it in `close()`. `location`: the row of
-    `LOCATION_SQL` if the caller read it already. A ledger in an older layout opens, but
-    everything but `migrate` raises the UserError that names `pcor-sql budget migrate`.
+    Safe to share between threads. An in-memory ledger raises a PrivacyWarning (or calls `warn`)
+    once, when it is opened. `busy_timeout` bounds, in seconds, how long a charge retries on
+    transaction conflicts. `owned`: the ledger made `con` for itself (a ledger file) and closes
+    it in `close()`. `location`: the row of `LOCATION_SQL` if the caller read it already. A
+    ledger in an older layout opens, but everything but `migrate` raises the UserError that
+    names `pcor-sql budget migrate`.
     """
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Any = None,
         *,
         warn: Callable[[str], None] | None = None,
         busy_timeout: float = 10.0,
         owned: bool = False,
         location: Sequence[object] | None = None,
+        store: LedgerStore | None = None,
     ):
         if not (isinstance(busy_timeout, numbers.Real) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise InternalError(f"busy_timeout must be a finite number ≥ 0, got {busy_timeout!r}")
-        self._con = con
-        self._owned = owned
-        self._busy_timeout = float(busy_timeout)
-        self._cursor_lock = threading.Lock()
-        # One write transaction at a time from this process: threads sharing the Ledger (the
-        # service's workers) would otherwise collide on the same budget rows, and each collision
-        # costs a whole transaction again plus a backoff sleep (measured: 15 conflicts for 24
-        # requests from 2 threads; throughput flat from 4 workers on). Other processes on the
-        # same ledger (DuckDB files admit one writer process; in-memory ledgers are private)
-        # still meet the retry loop.
-        self._write_lock = threading.RLock()
-        # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
-        # release, so it need not come from the release's randomness source.
-        self._jitter = random.Random()
-        database, path, read_only, tables = location or self._location()
-        self.database: str = database
-        self.path: str | None = path or None
-        self.in_memory: bool = self.path is None
-        self.read_only: bool = bool(read_only)
-        self.tables = Tables(f"{quote_identifier(database)}.pcor.")
-        self.access = LedgerAccess(lambda: self._cursor(), self.transaction, self.tables, lambda e: ledger_failure(e, self._label()))
+        if store is None:
+            from pcor_sql.ledger.duckdb_store import DuckDBStore
+
+            if con is None:
+                raise InternalError("a Ledger needs a DuckDB connection or a store")
+            store = DuckDBStore(con, busy_timeout=float(busy_timeout), owned=owned, location=location)
+        self.store = store
+        self.path: str | None = store.path
+        self.in_memory: bool = store.in_memory
+        self.read_only: bool = store.read_only
+        self.access = LedgerAccess(self.transaction, self.read_with)
         self.mismatches: tuple[consistency.Mismatch, ...] = ()
         if self.in_memory:
             warn_privacy(IN_MEMORY_WARNING, warn, stacklevel=4)
-        self._open(self._layout(tables))
+        self._opened()
 
-    def _open(self, layout: Layout) -> None:
-        self.layout_problem = layout.problem(self._label())
-        self._exists = layout.current
-        if layout.absent and not self.read_only:
-            # Two cursors creating the tables at once is a catalog conflict: retried like a charge.
-            use = f"USE {quote_identifier(self.database)}"
-            self.transaction(lambda cur: (cur.execute(use), cur.execute(sql_text("ledger.sql"))))
-            self._exists = True
-        if self._exists and not self.read_only:
-            self._ensure_release_index()
-        if self._exists:
+    def _opened(self) -> None:
+        self.layout_problem = self.store.layout_problem()
+        if self.store.exists:
             self._check_on_open()
-
-    def _ensure_release_index(self) -> None:
-        """The history's index on release_id (sql/ledger.sql), made once for a ledger from before it."""
-        found = self._plain("SELECT count(*) FROM system.main.duckdb_indexes() WHERE database_name = $1 AND schema_name = 'pcor'"
-                            " AND index_name = 'history_release_id'", [self.database])
-        if not found[0][0]:
-            self.transaction(lambda cur: cur.execute(
-                f"CREATE INDEX IF NOT EXISTS history_release_id ON {self.tables.history} (release_id)"))
 
     def _check_on_open(self) -> None:
         """The history is the truth: compare every total with it, and mark the rows of this
         host's reserving processes that ended as 'interrupted'."""
-        self.mismatches = consistency.check_on_open(self.read, self.transaction, self.tables, self.read_only)
+        self.mismatches = consistency.check_on_open(self.read_with, self.transaction, self.read_only)
 
     def close(self) -> None:
-        if self._owned:
-            self._con.close()
+        self.store.close()
 
     @property
     def persistent(self) -> bool:
         return not self.in_memory
+
+    @property
+    def kind(self) -> str:
+        """'duckdb' (the embedded store) or 'postgresql'."""
+        return self.store.kind
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -170,30 +137,24 @@ class Ledger:
         """The budget of `unit` under `notion` (never charged and no limit: spent 0, no limit)."""
         check_unit(unit)
         check_notion(notion)
-        return self._statuses("WHERE u.unit = $1 AND n.notion = $2", [unit, notion])[0]
+        return self._statuses(unit, notion)[0]
 
     def statuses(self, notion: str | None = None) -> tuple[BudgetStatus, ...]:
         """The budget under each notion (or `notion`) of every unit that has a limit, a charge or a
         public mark, sorted by unit and notion."""
         if notion is not None:
             check_notion(notion)
-            return tuple(self._statuses("WHERE n.notion = $1", [notion]))
-        return tuple(self._statuses("", []))
+        return tuple(self._statuses(None, notion))
 
     def strict(self) -> bool:
         """True once the ledger holds any limit (own or default): then a unit without one is refused."""
-        rows = self.read(
-            f"SELECT EXISTS (SELECT 1 FROM {self.tables.budget} WHERE limit_epsilon IS NOT NULL)"
-            f" OR EXISTS (SELECT 1 FROM {self.tables.settings} WHERE system.main.starts_with(name, 'default_limit_')"
-            f" AND value IS NOT NULL)", [])
-        return bool(rows and rows[0][0])
+        return bool(self.read(lambda ops: ops.strict(), False))
 
-    def _statuses(self, where: str, params: list[object]) -> list[BudgetStatus]:
+    def _statuses(self, unit: str | None, notion: str | None) -> list[BudgetStatus]:
         self._require_layout()
-        if not self._exists:
-            return [budget_status(params[0], params[1], None, None, 0.0, 0, False)] if len(params) == 2 else []
-        query = statuses_query(self.tables, where, one_unit=bool(params) and where.startswith("WHERE u.unit"))
-        return [budget_status(*row) for row in self.read(query, params)]
+        if not self.store.exists:
+            return [budget_status(unit, notion, None, None, 0.0, 0, False)] if unit is not None else []
+        return [budget_status(*row) for row in self.read(lambda ops: ops.statuses(unit, notion, NOTIONS), [])]
 
     def history(self, unit: str | None = None, limit: int | None = None) -> tuple[ReleaseRecord, ...]:
         """The charges of `unit` (or of every unit), oldest first; with `limit`, only the most
@@ -202,8 +163,7 @@ class Ledger:
             raise UserError(f"history limit must be a positive integer, got {limit!r}", "pass a count ≥ 1")
         if unit is not None:
             check_unit(unit)
-        query, params = history_query(self.tables.history, unit, limit)
-        return tuple(ReleaseRecord(*row) for row in reversed(self.read(query, params)))
+        return tuple(ReleaseRecord(*row) for row in reversed(self.read(lambda ops: ops.history(unit, limit), [])))
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -225,19 +185,10 @@ class Ledger:
         check_unit(unit)
         check_notion(notion)
         limit = None if epsilon_limit is None else check_positive(epsilon_limit, "budget limit")
-        budget = self.tables.budget
 
-        def body(cur: duckdb.DuckDBPyConnection) -> LimitChange:
-            now = utc_now()
-            rows = cur.execute(f"SELECT limit_epsilon, spent_epsilon FROM {budget} WHERE unit = $1 AND notion = $2",
-                               [unit, notion]).fetchall()
-            previous, spent = rows[0] if rows else (None, 0.0)
-            cur.execute(
-                f"INSERT INTO {budget} (unit, notion, limit_epsilon, spent_epsilon, releases, created_at, updated_at)"
-                " VALUES ($1, $2, $3, 0, 0, $4, $4) ON CONFLICT (unit, notion) DO UPDATE SET"
-                " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at",
-                [unit, notion, limit, now],
-            )
+        def body(ops: LedgerOps) -> LimitChange:
+            previous, spent = ops.budget_row(unit, notion) or (None, 0.0)
+            ops.upsert_limit(unit, notion, limit, utc_now())
             return LimitChange(unit, notion, limit, previous, spent, limit is not None and not within(spent, limit))
 
         return self.transaction(body)
@@ -248,19 +199,13 @@ class Ledger:
         self.ensure_writable()
         check_notion(notion)
         value = None if epsilon_limit is None else check_positive(epsilon_limit, "default limit")
-        self.transaction(lambda cur: cur.execute(
-            f"INSERT INTO {self.tables.settings} (name, value, updated_at) VALUES ($1, $2, $3)"
-            " ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            [f"default_limit_{notion}", value, utc_now()]))
+        self.transaction(lambda ops: ops.set_setting(f"default_limit_{notion}", value, utc_now()))
 
     def set_public(self, unit: str, public: bool = True) -> None:
         """Mark `unit` public (a lookup table: never charged) or private again."""
         self.ensure_writable()
         check_unit(unit)
-        self.transaction(lambda cur: cur.execute(
-            f"INSERT INTO {self.tables.units} (unit, public, updated_at) VALUES ($1, $2, $3)"
-            " ON CONFLICT (unit) DO UPDATE SET public = excluded.public, updated_at = excluded.updated_at",
-            [unit, bool(public), utc_now()]))
+        self.transaction(lambda ops: ops.set_public(unit, bool(public), utc_now()))
 
     def reserve(self, units: str | Sequence[str], items: Sequence[ChargeItem], *,
                 analyst: str | None = None) -> Reservation:
@@ -273,7 +218,7 @@ class Ledger:
             raise InternalError(f"an analyst is named by a non-empty string, got {analyst!r}")
         if not batch:
             raise InternalError("a reservation needs at least one item")
-        totals = self.transaction(reserve_body(self.access, names, batch, analyst))
+        totals = self.transaction(reserve_body(names, batch, analyst))
         note_charged(math.fsum(item.epsilon for item in batch))  # what admissions kept is raised by it
         return Reservation(self.access, totals, batch, analyst)
 
@@ -292,16 +237,12 @@ class Ledger:
 
     def verify(self) -> list[consistency.Mismatch]:
         """Every unit total and analyst quota total that differs from its history, now."""
-        self._require_layout()
-        if not self._exists:
-            return []
-        return list(consistency.mismatches(self.read(f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
-                                                     f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
+        return list(consistency.mismatches(self.read(lambda ops: ops.mismatches(consistency.RELATIVE_SLACK), [])))
 
     def repair(self) -> list[consistency.Mismatch]:
         """Reset every total from the history and lift the refusal; returns what differed."""
         self.ensure_writable()
-        found = self.transaction(lambda cur: consistency.repair(cur, self.tables))
+        found = self.transaction(consistency.repair)
         self.mismatches = ()
         return list(found)
 
@@ -309,85 +250,35 @@ class Ledger:
         """Bring a ledger in an older layout to the current one (`pcor_sql.ledger.migration`),
         then check it as on opening. `resolve(name)`: the units an old budget name spells here
         (none: it stays a unit of its own name)."""
-        if self.read_only:
-            raise UserError(f"database {self._label()} is read-only: its budget ledger cannot be migrated",
-                            "open it read-write")
-        layout = self._layout_now()
-        if layout.current or layout.absent:
-            return MigrationReport(changed=False)
-        if layout.newer:
-            raise layout.problem(self._label())  # type: ignore[misc]
-        read = lambda q, p: self.read_with(lambda cur: cur.execute(q, p).fetchall())  # noqa: E731
-        legacy, units_of = read_legacy(read, layout, self.database, resolve)
-        report = self.transaction(lambda cur: migration_body(cur, self.tables, self.database, layout, legacy, units_of))
-        self._open(self._layout_now())
+        report = self.store.migrate(resolve)
+        if report.changed:
+            self._opened()
         return report
 
     # ---- plumbing ------------------------------------------------------------------------
 
     def _label(self) -> str:
-        return repr(self.path) if self.path else repr(self.database)
+        return self.store.label()
 
     def _require_layout(self) -> None:
         if self.layout_problem is not None:
             raise self.layout_problem
 
-    def _cursor(self) -> duckdb.DuckDBPyConnection:
-        # A DuckDB connection is not safe to use from several threads at once; making cursors
-        # from it is serialised here, and each cursor is used by one call only.
-        refuse_reads()  # every statement of the ledger starts here (`admission_memory.kept_only`)
-        with self._cursor_lock:
-            return self._con.cursor()
-
-    def _plain(self, query: str, params: Sequence[object] = ()) -> list[tuple]:
-        cur = self._cursor()  # no translation of failures: used before the ledger's label is known
-        try:
-            return cur.execute(query, list(params)).fetchall()
-        finally:
-            cur.close()
-
-    def _location(self) -> tuple:
-        rows = self._plain(LOCATION_SQL)
-        if not rows:
-            raise InternalError("the default database is not in duckdb_databases()")
-        return rows[0]
-
-    def _layout(self, tables: object, exact: bool = False) -> Layout:
-        return Layout.from_location(tables, lambda: self._plain(COLUMNS_SQL, [self.database]), exact=exact)
-
-    def _layout_now(self) -> Layout:
-        return self._layout(self._location()[3], exact=True)
-
-    def read(self, query: str, params: Sequence[object]) -> list[tuple]:
-        """Rows of a query over the ledger's tables (empty while a read-only ledger has none)."""
+    def read(self, body: Callable[[LedgerOps], _T], empty: _T) -> _T:
+        """`body` over the ledger's store outside a transaction; `empty` while a read-only
+        ledger has no tables."""
         self._require_layout()
-        if not self._exists:
-            return []
-        return self.read_with(lambda cur: cur.execute(query, list(params)).fetchall())
+        if not self.store.exists:
+            return empty
+        return self.read_with(body)
 
-    def read_with(self, body: Callable[[duckdb.DuckDBPyConnection], _T]) -> _T:
-        """`body` on a fresh cursor, outside any transaction; database failures a user can
-        cause become one-line UserErrors."""
-        cur = self._cursor()
-        try:
-            return body(cur)
-        except duckdb.Error as exc:
-            failure = ledger_failure(exc, self._label())
-            if failure is not None:
-                raise failure from None
-            raise
-        finally:
-            cur.close()
+    def read_with(self, body: Callable[[LedgerOps], _T]) -> _T:
+        """`body` on the store outside any transaction; database failures a user can cause
+        become one-line UserErrors. Every read of the ledger outside a transaction comes here."""
+        return self.store.read(body)
 
-    def transaction(self, body: Callable[[duckdb.DuckDBPyConnection], _T], *, single: bool = False,
+    def transaction(self, body: Callable[[LedgerOps], _T], *, single: bool = False,
                     beside: bool = False) -> _T:
-        """Run `body` in one transaction on a fresh cursor; on a DuckDB conflict roll back and run
-        it again from a fresh snapshot (bounded exponential backoff with jitter). `single`: body
-        runs one statement (committed on its own: no BEGIN, no COMMIT). `beside`: the statement
-        writes only rows no other writer writes (an outcome: its own reservation's history rows),
-        so it runs beside this process's other write transactions, not after them (a conflict,
-        should DuckDB see one, is retried like any other)."""
-        if beside and single:
-            return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label(), single=True)
-        with self._write_lock:
-            return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self._label(), single=single)
+        """Run `body` in one transaction of the store, run again from a fresh snapshot while a
+        concurrent writer conflicts (`LedgerStore.transaction`: `single`, `beside`)."""
+        return self.store.transaction(body, single=single, beside=beside)

@@ -1,5 +1,6 @@
-"""Running one ledger transaction: retry on DuckDB's write conflicts, and the database
-failures a user can cause turned into one line with a fix (a full disk, a damaged ledger)."""
+"""Running one transaction of the DuckDB store: retry on DuckDB's write conflicts, and the
+database failures a user can cause turned into one line with a fix (a full disk, a damaged
+ledger). `utc_now` is the ledger's clock for both stores."""
 
 from __future__ import annotations
 
@@ -62,13 +63,11 @@ def ledger_failure(exc: BaseException, label: str) -> UserError | None:
 @dataclass(frozen=True)
 class LedgerAccess:
     """What a charge in progress needs of its ledger, and nothing more (no back reference to
-    the Ledger, so `pending` and `reservation` do not import `store`): a fresh cursor, a
-    retried transaction, the tables, and the translation of database failures."""
+    the Ledger, so `reservation` does not import `store`): a retried transaction and a read,
+    each running a body over the store's `LedgerOps`."""
 
-    cursor: Callable[[], Any]
     transaction: Callable[..., Any]  # (body, *, single=False, beside=False) -> what body returns
-    tables: Any
-    failure: Callable[[BaseException], "UserError | None"]
+    read: Callable[..., Any]  # (body) -> what body returns
 
 
 def run_transaction(cursor: Callable[[], Any], body: Callable[[Any], _T], busy_timeout: float,

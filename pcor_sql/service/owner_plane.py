@@ -2,8 +2,9 @@
 owner's JSON API (`/v1/owner/...`) and the console both call these, on the service's one Owner,
 so the console shows exactly what the API answers.
 
-Every method reads or writes the ledger through the owner's handle (`pcor_sql.owner.Owner`):
-nothing here bypasses the checks the CLI's commands go through. Owner-only: none of this is
+Every method reads or writes the ledger through the owner's handle (`pcor_sql.owner.Owner`) or
+asks the ledger's store (DESIGN.md §11: no SQL here): nothing bypasses the checks the CLI's
+commands go through. Owner-only: none of this is
 reachable from the analysts' listener.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pcor_sql.errors import UserError
-from pcor_sql.ledger.records import HISTORY_COLUMNS, ReleaseRecord
+from pcor_sql.ledger.records import ReleaseRecord
 from pcor_sql.jsonable import jsonable
 from pcor_sql.service.private_files import open_private_append
 
@@ -83,9 +84,7 @@ class OwnerPlane:
         """Every analyst: created, revoked, datasets, per notion quota and spent, and how many
         requests they made by outcome."""
         counts: dict[str, dict[str, int]] = {}
-        for name, outcome, n in self.ledger.read(
-                f"SELECT analyst, outcome, system.main.count(DISTINCT release_id) FROM {self.ledger.tables.history}"
-                " WHERE analyst IS NOT NULL GROUP BY ALL", []):
+        for name, outcome, n in self.ledger.read(lambda ops: ops.request_counts(), []):
             counts.setdefault(name, {})[outcome] = int(n)
         out = []
         for info in self.owner.analysts():
@@ -115,45 +114,20 @@ class OwnerPlane:
             raise UserError("offset must be a whole number ≥ 0", "e.g. offset=50")
         if outcome is not None and outcome not in OUTCOMES:
             raise UserError(f"unknown outcome {outcome!r}", f"use one of: {', '.join(OUTCOMES)}")
-        where, params = [], []
-        for column, value in (("analyst", analyst), ("dataset", dataset), ("outcome", outcome)):
-            if value is not None and value != "":
-                params.append(value)
-                where.append(f"{column} = ${len(params)}")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        table = self.ledger.tables.history
-        total = self.ledger.read(f"SELECT system.main.count(*) FROM {table}{clause}", params)[0][0]
-        rows = self.ledger.read(
-            f"SELECT {HISTORY_COLUMNS} FROM {table}{clause} ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
-            f" LIMIT {int(limit)} OFFSET {int(offset)}", params)
+        filters = [(column, value) for column, value in (("analyst", analyst), ("dataset", dataset), ("outcome", outcome))
+                   if value is not None and value != ""]
+        total, rows = self.ledger.read(lambda ops: ops.history_page(filters, limit, offset), (0, []))
         return {"rows": [_row(ReleaseRecord(*r)) for r in rows], "total": int(total), "limit": limit, "offset": offset}
 
     def spending(self, by: str = "unit", points: int = SERIES_POINTS) -> dict[str, Any]:
         """ε spent over time: per (unit, notion) or per (analyst, notion), as cumulative series of
         [ISO time, total] points — charged rows only (refunded ones gave their ε back). Summed in
-        SQL, and thinned to the last point of each of at most `points` time slices per series (a
+        the store, and thinned to the last point of each of at most `points` time slices per series (a
         chart cannot show more), so a page costs the same on 10,000 rows as on 1,000,000."""
         if by not in ("unit", "analyst"):
             raise UserError(f"spending by {by!r}?", "by unit or by analyst")
-        table = self.ledger.tables.history
-        if by == "unit":
-            rows = (f"SELECT unit || ' (' || notion || ')' AS who, released_at AS moment, seq, epsilon FROM {table}"
-                    " WHERE NOT refunded")
-        else:  # one charge per release, whatever the number of units it read
-            rows = (f"SELECT analyst || ' (' || system.main.any_value(notion) || ')' AS who,"
-                    f" system.main.min(released_at) AS moment, 0 AS seq, system.main.any_value(epsilon) AS epsilon"
-                    f" FROM {table} WHERE analyst IS NOT NULL AND NOT refunded GROUP BY analyst, release_id")
-        query = (
-            f"WITH r AS ({rows}), c AS (SELECT who, moment, system.main.sum(epsilon) OVER (PARTITION BY who ORDER BY moment, seq"
-            " ROWS UNBOUNDED PRECEDING) AS total, system.main.row_number() OVER (PARTITION BY who ORDER BY moment, seq)"
-            " AS n FROM r), span AS (SELECT system.main.epoch(system.main.min(moment)) AS lo,"
-            " system.main.greatest(system.main.epoch(system.main.max(moment)) - system.main.epoch(system.main.min(moment)),"
-            " 1e-6) AS width FROM r), b AS (SELECT who, moment, total, n, system.main.least(system.main.floor("
-            "(system.main.epoch(moment) - lo) / width * $1), $1 - 1) AS slice FROM c, span)"
-            " SELECT who, system.main.arg_max(moment, n), system.main.max_by(total, n) FROM b GROUP BY who, slice"
-            " ORDER BY who, 2")
         series: dict[str, list[list[Any]]] = {}
-        for who, moment, total in self.ledger.read(query, [int(points)]):
+        for who, moment, total in self.ledger.read(lambda ops: ops.spending(by, int(points)), []):
             series.setdefault(who, []).append([jsonable(moment), float(total)])
         return {"by": by, "series": series}
 

@@ -1,14 +1,11 @@
-"""Fixtures of the ledger tests: an in-memory connection and its ledger (warning silenced)."""
+"""Fixtures of the ledger tests: an in-memory connection, and its ledger on each store
+(`ledger_on`, tests/conftest.py: every test that takes `ledger` runs on the embedded DuckDB
+store and on PostgreSQL; warning silenced)."""
 
 from __future__ import annotations
 
-import warnings
-
 import duckdb
 import pytest
-
-from pcor_sql.errors import PrivacyWarning
-from pcor_sql.ledger.store import Ledger
 
 
 @pytest.fixture
@@ -19,7 +16,24 @@ def con():
 
 
 @pytest.fixture
-def ledger(con):
+def ledger(con, ledger_on):
+    return ledger_on(con)
+
+
+@pytest.fixture
+def reopen(con, ledger_on):
+    """A second Ledger on the same store as `ledger` (a reopening, or another process's view)."""
+    return lambda **options: ledger_on(con, **options)
+
+
+@pytest.fixture
+def duckdb_ledger(con):
+    """The embedded store's ledger alone: for what only DuckDB has (its query log, its locks)."""
+    import warnings
+
+    from pcor_sql.errors import PrivacyWarning
+    from pcor_sql.ledger.store import Ledger
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)
         return Ledger(con)

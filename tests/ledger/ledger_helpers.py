@@ -49,10 +49,27 @@ def conflicts_seen(monkeypatch) -> threading.Event:
     return seen
 
 
-def ledger_rows(con) -> tuple[list, list]:
+def raw(ledger: Ledger, query: str, params: Sequence[object] = ()) -> list[tuple]:
+    """A statement over the ledger's tables (`pcor.<table>`, placeholders $1, ...) in its store's
+    SQL — a hand edit, or a look at the raw rows (`LedgerOps.raw`)."""
+    return ledger.read_with(lambda ops: ops.raw(query, params))
+
+
+def disk_full(ledger: Ledger) -> Exception:
+    """The exception the ledger's store raises when its disk is full."""
+    if ledger.kind == "postgresql":
+        import psycopg
+
+        return psycopg.errors.DiskFull("could not extend file: No space left on device (injected)")
+    import duckdb
+
+    return duckdb.IOException("Could not write: No space left on device (injected)")
+
+
+def ledger_rows(ledger: Ledger) -> tuple[list, list]:
     """The raw ledger tables, to show that a refused or failed charge changed nothing."""
-    budget = con.execute("SELECT * FROM pcor.budget ORDER BY unit, notion").fetchall()
-    history = con.execute("SELECT * FROM pcor.history ORDER BY unit, notion, seq").fetchall()
+    budget = raw(ledger, "SELECT * FROM pcor.budget ORDER BY unit, notion")
+    history = raw(ledger, "SELECT * FROM pcor.history ORDER BY unit, notion, seq")
     return budget, history
 
 

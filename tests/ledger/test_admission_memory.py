@@ -13,7 +13,7 @@ from pcor_sql.errors import BudgetExceeded
 from pcor_sql.ledger import admission_memory
 from pcor_sql.ledger.admission_memory import AdmissionMemory, charged_now
 from pcor_sql.ledger.store import ChargeItem, Ledger
-from ledger_helpers import charge, ledger_rows
+from ledger_helpers import charge, ledger_rows, raw
 
 
 def item(epsilon: float) -> list[ChargeItem]:
@@ -65,10 +65,10 @@ def test_a_kept_admission_after_a_lowered_limit_only_delays_the_refusal(con, led
     ledger.check_fit("d", item(0.5), memory=memory)
     ledger.set_limit("d", 0.2)
     ledger.check_fit("d", item(0.5), memory=memory)  # admitted from memory
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(BudgetExceeded):
         charge(ledger, "d", 0.5)
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
 
 
 def test_a_failed_reservation_adds_nothing_to_what_was_charged(ledger):
@@ -192,8 +192,8 @@ def test_within_kept_only_the_ledger_and_a_reading_nothing_session_run_no_statem
     assert twin.ledger() is ledger and twin.registry is session.registry
     with kept_only():
         with pytest.raises(NotKept):
-            ledger.read("SELECT 1", [])
+            raw(ledger, "SELECT 1")
         with pytest.raises(NotKept):
             twin.access.parser
-    assert ledger.read("SELECT 1", []) == [(1,)] and session.access.parser is not None
+    assert raw(ledger, "SELECT 1") == [(1,)] and session.access.parser is not None
     con.close()

@@ -32,7 +32,7 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, add_dataset
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.store import Ledger
 
-from ledger_helpers import conflicts_seen, ledger_rows, subprocess_env
+from ledger_helpers import conflicts_seen, ledger_rows, raw, subprocess_env
 from tests.start_line import start_together
 
 WORKER = Path(__file__).with_name("reserve_worker.py")
@@ -52,7 +52,7 @@ def test_a_token_is_long_random_shown_once_and_stored_as_a_hash(con, ledger):
     token = add_analyst(ledger, "ana", quota=1.0)
     other = add_analyst(ledger, "bob")
     assert token.startswith("pcor_") and len(token) == 48 and token != other  # 32 random bytes: 256 bits
-    stored = con.execute("SELECT * FROM pcor.analysts").fetchall() + con.execute("SELECT * FROM pcor.quotas").fetchall()
+    stored = raw(ledger, "SELECT * FROM pcor.analysts") + raw(ledger, "SELECT * FROM pcor.quotas")
     assert token not in repr(stored) and hashlib.sha256(token.encode()).hexdigest() in repr(stored)
     assert authenticate(ledger, token) == AnalystIdentity("ana", None)
     assert authenticate(ledger, other) == AnalystIdentity("bob", None)
@@ -90,13 +90,13 @@ def test_a_charge_fits_both_the_quota_and_every_limit(con, ledger):
     ledger.set_limit("t", 0.7)
     ledger.set_limit("u", 10.0)
     ledger.reserve(["t", "u"], [asked(0.4)], analyst="ana").answered()
-    before = ledger_rows(con), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()
+    before = ledger_rows(ledger), raw(ledger, "SELECT * FROM pcor.quotas ORDER BY analyst, notion, dataset")
     with pytest.raises(BudgetExceeded, match="ocdp quota of analyst 'ana'.*remaining 0.1"):
         ledger.reserve("u", [asked(0.2)], analyst="ana")
     add_analyst(ledger, "bob")  # no quota: only the limits
     with pytest.raises(BudgetExceeded, match="unit 't'"):
         ledger.reserve(["t", "u"], [asked(0.4)], analyst="bob")
-    assert (ledger_rows(con), con.execute("SELECT * FROM pcor.quotas ORDER BY ALL").fetchall()) == before
+    assert (ledger_rows(ledger), raw(ledger, "SELECT * FROM pcor.quotas ORDER BY analyst, notion, dataset")) == before
     ledger.set_limit("u", 10.0, "dp")
     ledger.reserve("u", [asked(0.3, cost=DpCost)], analyst="ana").answered()  # other notion: no quota there
     usage = {(u.notion, u.dataset): (u.limit, u.spent, u.remaining, u.releases) for u in analyst_usage(ledger, "ana")}
@@ -128,12 +128,12 @@ def test_revoked_and_unknown_analysts_are_refused(con, ledger):
     add_analyst(ledger, "ana", quota=1.0)
     revoked = revoke_analyst(ledger, "ana")
     assert revoked.revoked and revoke_analyst(ledger, "ana").revoked_at == revoked.revoked_at
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(Refused, match="analyst 'ana' is revoked"):
         ledger.reserve("t", [asked(0.1)], analyst="ana")
     with pytest.raises(Refused, match="no analyst 'eve'"):
         ledger.reserve("t", [asked(0.1)], analyst="eve")
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     with pytest.raises(UserError, match="already"):
         add_analyst(ledger, "ana")
     with pytest.raises(UserError, match="no analyst named"):
@@ -192,17 +192,17 @@ def test_history_and_usage_are_the_analysts_own_plain_data(ledger):
 
 
 @pytest.mark.parametrize("sharing", ["a ledger per cursor", "one shared ledger"])
-def test_threads_on_one_quota_never_overspend_it(con, sharing):
-    shared = Ledger(con)
+def test_threads_on_one_quota_never_overspend_it(ledger, reopen, sharing):
+    shared = ledger
     add_analyst(shared, "ana", quota=1.0)
-    cursors = [con.cursor() for _ in range(4)]
+    own = [reopen() if sharing == "a ledger per cursor" else shared for _ in range(4)]
     charged: list[int] = []
     errors: list[BaseException] = []
     start = threading.Barrier(4)
 
     def work(index: int) -> None:
         try:
-            ledger = Ledger(cursors[index]) if sharing == "a ledger per cursor" else shared
+            ledger = own[index]
             start.wait()
             for _ in range(8):  # four units: only the quota row is shared between the threads
                 try:
@@ -219,10 +219,9 @@ def test_threads_on_one_quota_never_overspend_it(con, sharing):
     for thread in threads:
         thread.join(timeout=60)
     assert errors == [] and len(charged) == 10
-    usage = analyst_usage(Ledger(con), "ana")[0]
+    usage = analyst_usage(reopen(), "ana")[0]
     assert (usage.spent, usage.releases) == (pytest.approx(1.0), 10)
-    for cursor in cursors:
-        cursor.close()
+    assert shared.verify() == []
 
 
 def test_two_processes_racing_on_one_quota_never_overspend_it(tmp_path):

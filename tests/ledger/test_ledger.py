@@ -19,7 +19,7 @@ from pcor_sql.ledger.store import (
 )
 from pcor_sql.errors import BudgetExceeded, InternalError, UserError
 
-from ledger_helpers import charge, charge_items, check_fit, ledger_rows
+from ledger_helpers import charge, charge_items, check_fit, disk_full, ledger_rows
 
 
 # ---- limits and refusal ------------------------------------------------------------------
@@ -41,14 +41,14 @@ def test_refusal_at_the_limit(con, ledger):
     # Compensated summation: the total is the correctly rounded sum, so ten 0.1 make exactly 1.0.
     assert totals[-1] == 1.0 == math.fsum([0.1] * 10)
     assert totals == sorted(totals)
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(BudgetExceeded) as refused:
         charge(ledger, "salaries", 0.1)
     assert "salaries" in str(refused.value) and "limit" in str(refused.value)
     assert refused.value.fix
     with pytest.raises(BudgetExceeded):  # past the slack of 1e-9 of the limit
         check_fit(ledger, "salaries", 2e-9)
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     assert ledger.status("salaries") == BudgetStatus("salaries", "ocdp", 1.0, "own", 1.0, 0.0, 10)
 
 
@@ -65,11 +65,11 @@ def test_a_charge_that_exactly_uses_the_remainder_passes(ledger):
 def test_refused_charge_writes_nothing_and_names_the_headroom(con, ledger):
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.8)
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(BudgetExceeded) as refused:
         charge(ledger, "d", 0.5, release_id="big")
     assert "remaining 0.2)" in str(refused.value) and "use ε ≤ 0.2 or" in str(refused.value)
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     # Nothing of the refused release stuck: once the limit is raised it is charged normally.
     ledger.set_limit("d", 2.0)
     assert charge(ledger, "d", 0.5, release_id="big") == pytest.approx(1.3)
@@ -79,7 +79,7 @@ def test_refused_charge_writes_nothing_and_names_the_headroom(con, ledger):
 def test_no_charge_when_the_release_fails_after_the_early_check(con, ledger):
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.25)
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
 
     def release():
         check_fit(ledger, "d", 0.5)
@@ -87,34 +87,24 @@ def test_no_charge_when_the_release_fails_after_the_early_check(con, ledger):
 
     with pytest.raises(RuntimeError):
         release()
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
 
 
-class _FailingUpdate:
-    """A cursor whose budget UPDATE fails: the history INSERT before it must be rolled back."""
-
-    def __init__(self, cursor):
-        self._cursor = cursor
-
-    def execute(self, query, *args):
-        if query.startswith(("INSERT INTO", "UPDATE")) and "pcor.budget" in query:
-            raise duckdb.IOException("disk full (injected)")
-        return self._cursor.execute(query, *args)
-
-    def close(self):
-        self._cursor.close()
-
-
-def test_a_charge_failing_midway_leaves_the_ledger_untouched(con, ledger, monkeypatch):
+def test_a_charge_failing_midway_leaves_the_ledger_untouched(ledger, monkeypatch):
+    """The budget write fails after the history rows were appended: both are rolled back, and
+    the failure is one line, not the store's raw exception."""
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.25)
-    before = ledger_rows(con)
-    real_cursor = Ledger._cursor
-    monkeypatch.setattr(Ledger, "_cursor", lambda self: _FailingUpdate(real_cursor(self)))
-    with pytest.raises(UserError, match="could not be written"):  # one line, not the raw IOException
+    before = ledger_rows(ledger)
+
+    def failing(self, *args):
+        raise disk_full(ledger)
+
+    monkeypatch.setattr(ledger.read_with(type), "update_budgets", failing)
+    with pytest.raises(UserError, match="could not be written"):
         charge(ledger, "d", 0.5)
     monkeypatch.undo()
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
 
 
 def test_lowering_the_limit_below_spent_is_allowed_and_reported(ledger):
@@ -161,11 +151,11 @@ def test_dataset_names_are_validated(ledger, bad):
 def test_a_release_is_never_charged_twice(con, ledger):
     ledger.set_limit("d", 1.0)
     assert charge(ledger, "d", 0.6, release_id="r1") == 0.6
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     # Retrying the same release (e.g. after a crash between charge and display) charges nothing,
     # and is not refused although a second 0.6 would not fit.
     assert charge(ledger, "d", 0.6, release_id="r1") == 0.6
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     with pytest.raises(InternalError):
         charge(ledger, "d", 0.3, release_id="r1")  # same id, a different release: a bug
     with pytest.raises(InternalError):
@@ -175,11 +165,11 @@ def test_a_release_is_never_charged_twice(con, ledger):
 def test_a_batch_is_all_or_nothing(con, ledger):
     ledger.set_limit("d", 1.0)
     charge(ledger, "d", 0.5, release_id="first")
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     too_many = [ChargeItem(f"rec-{i}", OcdpCost(0.1), "sensitive", record_key=f"id = {i}") for i in range(6)]
     with pytest.raises(BudgetExceeded, match="6 releases"):
         charge_items(ledger, "d", too_many)
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     assert charge_items(ledger, "d", too_many[:5]) == 1.0
     history = ledger.history("d")
     assert [r.release_id for r in history] == ["first"] + [f"rec-{i}" for i in range(5)]

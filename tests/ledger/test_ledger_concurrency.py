@@ -28,18 +28,20 @@ WORKER = Path(__file__).with_name("ledger_worker.py")
 
 
 @pytest.mark.parametrize("sharing", ["a ledger per cursor", "one shared ledger"])
-def test_threads_charging_concurrently_never_overspend(con, sharing):
-    shared = Ledger(con)
+def test_threads_charging_concurrently_never_overspend(ledger, reopen, sharing):
+    """On either store: a ledger per thread (its own cursor, or its own PostgreSQL connections:
+    concurrent transactions that conflict and are retried), or one shared by all."""
+    shared = ledger
     shared.set_limit("d", 1.0)
     threads_count, attempts = 4, 10
-    cursors = [con.cursor() for _ in range(threads_count)]
+    own = [reopen() if sharing == "a ledger per cursor" else shared for _ in range(threads_count)]
     outcomes: list[str] = []
     errors: list[BaseException] = []
     start = threading.Barrier(threads_count)
 
     def work(index: int) -> None:
         try:
-            ledger = Ledger(cursors[index]) if sharing == "a ledger per cursor" else shared
+            ledger = own[index]
             start.wait()
             for attempt in range(attempts):
                 try:
@@ -57,12 +59,11 @@ def test_threads_charging_concurrently_never_overspend(con, sharing):
         thread.join(timeout=30)
     assert errors == []
     assert outcomes.count("charged") == 10 and outcomes.count("refused") == threads_count * attempts - 10
-    ledger = Ledger(con)
+    ledger = reopen()
     assert ledger.status("d") == BudgetStatus("d", "ocdp", 1.0, "own", 1.0, 0.0, 10)
     history = ledger.history("d")
     assert len(history) == 10 and [r.seq for r in history] == list(range(1, 11))
-    for cursor in cursors:
-        cursor.close()
+    assert ledger.verify() == []
 
 
 def test_a_charge_waits_out_a_conflicting_writer_and_sees_its_spend(con, monkeypatch):

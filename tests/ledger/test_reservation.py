@@ -21,7 +21,7 @@ from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.store import Ledger
 
-from ledger_helpers import ledger_rows, subprocess_env
+from ledger_helpers import ledger_rows, raw, subprocess_env
 
 WORKER = Path(__file__).with_name("reserve_worker.py")
 pytestmark = pytest.mark.filterwarnings("ignore::pcor_sql.errors.PrivacyWarning")
@@ -31,9 +31,9 @@ def item(epsilon: float, release_id: str | None = None, **extra) -> ChargeItem:
     return ChargeItem(release_id or new_release_id(), OcdpCost(epsilon), "pcor/bfs/tight", "id = 42", **extra)
 
 
-def raw_history(con) -> list[tuple]:
-    return con.execute("SELECT release_id, unit, outcome, reason, refunded, pid, host, process_token"
-                       " FROM pcor.history ORDER BY release_id, unit").fetchall()
+def raw_history(ledger) -> list[tuple]:
+    return raw(ledger, "SELECT release_id, unit, outcome, reason, refunded, pid, host, process_token"
+                       " FROM pcor.history ORDER BY release_id, unit")
 
 
 def test_a_reservation_charges_at_once_and_says_running(con, ledger):
@@ -44,25 +44,25 @@ def test_a_reservation_charges_at_once_and_says_running(con, ledger):
     # t2 has the least headroom: its total after the charge and its limit.
     assert (r.spent, r.limit) == (pytest.approx(0.3), 0.5)
     assert ledger.status("t1").spent == pytest.approx(0.3) and ledger.status("t2").spent == pytest.approx(0.3)
-    rows = raw_history(con)
+    rows = raw_history(ledger)
     assert [(rid, unit, outcome) for rid, unit, outcome, *_ in rows] == [
         ("a", "t1", "running"), ("a", "t2", "running"), ("b", "t1", "running"), ("b", "t2", "running")]
     assert {(pid, host) for *_, pid, host, _ in rows} == {(os.getpid(), socket.gethostname())}
     assert all(token for *_, token in rows)
     assert r.answered() is True
-    assert {outcome for _, _, outcome, *_ in raw_history(con)} == {"answered"}
+    assert {outcome for _, _, outcome, *_ in raw_history(ledger)} == {"answered"}
     assert ledger.verify() == []
 
 
 def test_a_refused_reservation_writes_nothing(con, ledger):
     ledger.set_limit("t", 0.5)
     ledger.reserve("t", [item(0.4)]).answered()
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     with pytest.raises(BudgetExceeded, match="remaining 0.1"):
         ledger.reserve("t", [item(0.2)])
     with pytest.raises(Refused, match="no ocdp limit"):  # strict: a unit without a limit
         ledger.reserve(["t", "other"], [item(0.01)])
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
 
 
 def outcome(act) -> str:
@@ -92,9 +92,9 @@ def test_check_fit_refuses_as_the_reservation_would_and_writes_nothing(con, ledg
     ledger.reserve("t", [item(0.2, role="analyst")], analyst="ana").answered()
     ledger.reserve("t", [item(0.1)]).answered()  # t: 0.3 of 0.5 spent; ana: 0.2 of her 0.3
     items = [item(e, role="analyst" if analyst else "owner") for e in epsilons]
-    before = ledger_rows(con)
+    before = ledger_rows(ledger)
     checked = outcome(lambda: check_fit(ledger, units, items, analyst))
-    assert ledger_rows(con) == before
+    assert ledger_rows(ledger) == before
     reserved = outcome(lambda: ledger.reserve(units, items, analyst=analyst))
     if left:  # an early check that passes decides nothing: the reservation still refuses
         assert checked == "fits" and "Refused: " in reserved
@@ -123,15 +123,17 @@ def test_the_first_outcome_wins(con, ledger):
     assert (record.outcome, record.refunded, ledger.status("t").spent) == ("answered", False, 0.3)
 
 
-def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it(ledger):
+def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it(duckdb_ledger):
     """An outcome UPDATE touches only its own reservation's rows, so it does not wait for this
-    process's write transactions; a refund writes the totals, so it does."""
+    process's write transactions (the embedded store's write lock); a refund writes the totals,
+    so it does."""
+    ledger = duckdb_ledger
     ledger.set_limit("t", 1.0)
     answered, refunded = ledger.reserve("t", [item(0.1)]), ledger.reserve("t", [item(0.2)])
     done: dict[str, bool] = {}
     threads = [threading.Thread(target=lambda: done.setdefault("answered", answered.answered())),
                threading.Thread(target=lambda: done.setdefault("refunded", refunded.failed("data", refund=True)))]
-    with ledger._write_lock:  # a charge of another thread, in progress
+    with ledger.store._write_lock:  # a charge of another thread, in progress
         for t in threads:
             t.start()
         threads[0].join(timeout=30)
@@ -301,19 +303,20 @@ def test_a_process_killed_between_reservation_and_outcome_shows_interrupted(tmp_
     con.close()
 
 
-def test_running_rows_of_live_processes_and_other_hosts_are_left_alone(con, ledger):
+def test_running_rows_of_live_processes_and_other_hosts_are_left_alone(ledger, reopen):
     ledger.reserve("t", [item(0.1, "mine")])
     ledger.reserve("t", [item(0.1, "elsewhere")])
-    con.execute("UPDATE pcor.history SET host = 'another-host', pid = 1 WHERE release_id = 'elsewhere'")
+    raw(ledger, "UPDATE pcor.history SET host = 'another-host', pid = 1 WHERE release_id = 'elsewhere'")
     ledger.reserve("t", [item(0.1, "dead")])
     # A pid that cannot be running (beyond pid_max) on this host, with a token of its own.
-    con.execute("UPDATE pcor.history SET pid = 4194305, process_token = 'x:1' WHERE release_id = 'dead'")
-    reopened = Ledger(con)
+    raw(ledger, "UPDATE pcor.history SET pid = 4194305, process_token = 'x:1' WHERE release_id = 'dead'")
+    reopened = reopen()
     assert {r.release_id: r.outcome for r in reopened.history("t")} == {
         "mine": "running", "elsewhere": "running", "dead": "interrupted"}
 
 
-def test_a_reservation_is_five_statements_and_its_outcome_one(con, ledger):
+def test_a_reservation_is_five_statements_and_its_outcome_one(con, duckdb_ledger):
+    ledger = duckdb_ledger
     ledger.set_limit("t", 1.0)
     con.execute("CALL enable_logging('QueryLog')")
     r = ledger.reserve("t", [item(0.1)])

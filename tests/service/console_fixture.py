@@ -49,7 +49,7 @@ def synthetic_history(con: Any, owner: Any, count: int, seed: int) -> None:
     """`count` analysts' requests over the last 14 days, as the service records them (what was
     asked as a statement), in one set-based insert (pseudo-random choices from hash(i)); then
     every budget and quota row set to the sum of its history, as `budget verify` expects."""
-    t = owner.ledger.tables
+    t = owner.ledger.store.tables  # the embedded store's tables, filled in DuckDB's SQL
     unit = "CASE dataset " + " ".join(f"WHEN '{d.name}' THEN '{d.units[0]}'" for d in owner.datasets()) + " END"
     choices = f"""SELECT i, CASE WHEN h % 3 = 0 THEN 'payroll' ELSE 'staff' END AS dataset,
         CASE WHEN h % 3 = 0 THEN (['alice', 'bob', 'carol'])[(h // 3) % 3 + 1]

@@ -24,10 +24,9 @@ HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory):
     owner, tokens = make_owner(str(tmp_path_factory.mktemp("console") / "ledger.duckdb"), history=300)
-    t = owner.ledger.tables
-    owner.ledger.read_with(lambda cur: cur.execute(
-        f"UPDATE {t.history} SET statement = $1, record_key = $1 WHERE release_id = (SELECT max(release_id)"
-        f" FROM {t.history})", [HOSTILE]))
+    owner.ledger.read_with(lambda ops: ops.raw(
+        "UPDATE pcor.history SET statement = $1, record_key = $1 WHERE release_id = (SELECT max(release_id)"
+        " FROM pcor.history)", [HOSTILE]))
     found = OwnerPlane(owner)
     found.audit.write({"time": "2026-01-01T00:00:00Z", "analyst": HOSTILE, "endpoint": "/v1/explain",
                        "dataset": HOSTILE, "epsilon": 0.1, "outcome": "answered", "status": 200, "latency_ms": 3.2})

@@ -107,8 +107,8 @@ def test_revocation_with_sixteen_requests_in_flight(served):
         time.sleep(0.005)  # polling the ledger: revoke once some are reserved, while others still wait
     r = as_owner("POST", owner_url + f"/v1/owner/analysts/{name}/revoke")
     assert r.status_code == 200
-    revoked_at = owner.ledger.read(f"SELECT revoked_at FROM {owner.ledger.tables.analysts} WHERE name = $1",
-                                   [name])[0][0]
+    revoked_at = owner.ledger.read_with(lambda ops: ops.raw("SELECT revoked_at FROM pcor.analysts WHERE name = $1",
+                                                            [name]))[0][0]
     for t in threads:
         t.join(timeout=120)
     rows = [h for h in owner.ledger.history() if h.analyst == name]

@@ -1,0 +1,248 @@
+"""The PostgreSQL store (DESIGN.md §11 "Two stores, one contract", "Several services, one
+ledger"): the ledger in schema `pcor` of a PostgreSQL database named by a libpq URL
+(`postgresql://user@host:port/db`), made by sql/ledger_postgres.sql; its SQL is in
+`postgres_ops` and `postgres_registry`. Needs psycopg 3 (the `postgres` extra).
+
+Why several processes sharing it never overspend: every write runs in a SERIALIZABLE
+transaction, and a charge reads the very budget and quota rows it then writes. PostgreSQL
+refuses to commit a transaction whose reads another committed transaction changed (SQLSTATE
+40001, serialization failure; 40P01 for a deadlock), so of two concurrent charges of one unit or
+one analyst one is refused and run again from a fresh snapshot, where it sees the other's spend:
+every committed charge was checked against every charge committed before it, on any host. Those
+failures are told apart by psycopg's error classes (their SQLSTATEs), never by message text.
+
+Connections: one per concurrent caller (a small pool), each used by one transaction or read at
+a time; reads outside a transaction are single statements in autocommit.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pcor_sql.errors import InternalError, UserError
+from pcor_sql.ledger.admission_memory import refuse_reads
+from pcor_sql.ledger.layout import Layout, expected_layout
+from pcor_sql.ledger.migration import MigrationReport
+from pcor_sql.ledger.postgres_ops import PostgresChargeOps, _all
+from pcor_sql.ledger.postgres_registry import PostgresRegistryOps
+from pcor_sql.ledger.store_interface import LedgerOps, LedgerStore
+from pcor_sql.resources import sql_text
+
+_T = TypeVar("_T")
+
+#: The URL schemes that name a PostgreSQL ledger.
+SCHEMES = ("postgresql://", "postgres://")
+#: An advisory lock key held while the tables are made (two services starting at once).
+_CREATE_LOCK = 7_261_100_039
+
+
+def is_postgres_url(target: object) -> bool:
+    return isinstance(target, str) and target.startswith(SCHEMES)
+
+
+def redacted(url: str) -> str:
+    """The URL without its password (what messages and a data file's marker show)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise UserError("a PostgreSQL ledger needs psycopg 3, which is not installed",
+                        "install it: pip install 'pcor-sql[postgres]'") from None
+    return psycopg
+
+
+class PostgresOps(PostgresChargeOps, PostgresRegistryOps, LedgerOps):
+    """`LedgerOps` on one psycopg cursor."""
+
+    def __init__(self, cur: Any):
+        self.cur = cur
+
+
+class PostgresStore(LedgerStore):
+    """The ledger in schema `pcor` of the PostgreSQL database `url` (see the module docstring).
+    `busy_timeout` bounds, in seconds, how long a transaction retries on serialization failures."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str, *, busy_timeout: float = 10.0, read_only: bool = False):
+        self._psycopg = _psycopg()
+        self.url = url
+        self.path = redacted(url)
+        self.read_only = read_only
+        self._busy_timeout = busy_timeout
+        self._idle: list[Any] = []
+        self._pool_lock = threading.Lock()
+        self._jitter = random.Random()  # retry sleeps only, never a release
+        self._closed = False
+        errors = self._psycopg.errors
+        self._retryable = (errors.SerializationFailure, errors.DeadlockDetected, errors.UniqueViolation)
+        self.exists = False
+        self._problem: Exception | None = None
+        self.reopen()
+
+    # ---- connections --------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        try:
+            return self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except self._psycopg.Error as exc:
+            raise UserError(f"cannot reach the budget ledger at {self.path}: {_first_line(exc)}",
+                            "check the URL, that the server runs and that it lets this user in") from None
+
+    def _take(self) -> Any:
+        refuse_reads()  # every statement of the ledger starts here (`admission_memory.kept_only`)
+        with self._pool_lock:
+            if self._closed:
+                raise InternalError("the PostgreSQL ledger was closed")
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+        return self._connect()
+
+    def _give(self, conn: Any) -> None:
+        with self._pool_lock:
+            if self._closed or conn.closed or conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                conn.close()
+            else:
+                self._idle.append(conn)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    # ---- transactions -------------------------------------------------------------------------
+
+    def transaction(self, body: Callable[[LedgerOps], _T], *, single: bool = False, beside: bool = False) -> _T:
+        """(See LedgerStore.) SERIALIZABLE; run again after a serialization failure (40001), a
+        deadlock (40P01) or a key a concurrent transaction inserted first (23505), with bounded
+        exponential backoff and jitter, for at most `busy_timeout` seconds."""
+        deadline = time.monotonic() + self._busy_timeout
+        delay = 0.001
+        while True:
+            conn = self._take()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                    try:
+                        result = body(PostgresOps(cur))
+                        cur.execute("COMMIT")
+                    except BaseException:
+                        _rollback(conn)
+                        raise
+                return result
+            except self._retryable:
+                if time.monotonic() >= deadline:
+                    raise UserError(
+                        f"the budget ledger at {self.path} stayed busy for {self._busy_timeout:g} s"
+                        " (other charges kept conflicting)", "retry the release") from None
+            except self._psycopg.Error as exc:
+                raise self._failure(exc) from None
+            finally:
+                self._give(conn)
+            time.sleep(min(delay * (0.5 + self._jitter.random()), max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.05)
+
+    def read(self, body: Callable[[LedgerOps], _T]) -> _T:
+        conn = self._take()
+        try:
+            with conn.cursor() as cur:
+                return body(PostgresOps(cur))
+        except self._psycopg.Error as exc:
+            raise self._failure(exc) from None
+        finally:
+            self._give(conn)
+
+    def _failure(self, exc: Exception) -> Exception:
+        """The one-line UserError for a failure a user can cause; anything else stays as it is."""
+        errors = self._psycopg.errors
+        first = _first_line(exc)
+        if isinstance(exc, (errors.DiskFull, errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege)):
+            return UserError(f"the budget ledger at {self.path} could not be written ({first})",
+                             "free space on the server (or let this user write) and retry;"
+                             " `pcor-sql budget verify` checks the ledger")
+        if isinstance(exc, (errors.UndefinedTable, errors.UndefinedColumn)):
+            return UserError(f"the budget ledger at {self.path} is damaged ({first})", "restore it from a backup")
+        if isinstance(exc, self._psycopg.OperationalError):
+            return UserError(f"the budget ledger at {self.path} cannot be reached ({first})",
+                             "check that the server runs and this host reaches it, then retry")
+        return exc
+
+    # ---- layout -------------------------------------------------------------------------------
+
+    def label(self) -> str:
+        return repr(self.path)
+
+    def layout_problem(self) -> Exception | None:
+        return self._problem
+
+    def reopen(self) -> None:
+        layout = self._layout()
+        if layout.absent and not self.read_only:
+            self._create()
+            layout = self._layout()
+        self.exists = layout.current
+        problem = layout.problem(self.label())
+        if problem is not None and not layout.newer:
+            problem = UserError(f"the budget ledger at {self.path} lacks tables or columns of this version"
+                                f" ({getattr(problem, 'problem', problem)})",
+                                "restore it from a backup, or give a database without a ledger (one is made)")
+        self._problem = problem
+
+    def _layout(self) -> Layout:
+        rows = self.read(lambda ops: _all(ops.cur, "SELECT table_name, column_name FROM information_schema.columns"  # type: ignore[attr-defined]
+                                                    " WHERE table_schema = 'pcor' ORDER BY table_name, ordinal_position"))
+        columns: dict[str, list[str]] = {}
+        for table, column in rows:
+            columns.setdefault(table, []).append(column)
+        return Layout({t: tuple(c) for t, c in columns.items() if t in expected_layout() or t == "meta"}, ())
+
+    def _create(self) -> None:
+        script = sql_text("ledger_postgres.sql")
+
+        def body(ops: Any) -> None:
+            ops.cur.execute(f"SELECT pg_advisory_xact_lock({_CREATE_LOCK})")
+            ops.cur.execute(script)
+
+        self.transaction(body)
+
+    def ledger_id(self) -> str:
+        """This ledger's id (made with its tables), which a data file's marker names."""
+        rows = self.read(lambda ops: _all(ops.cur, "SELECT value FROM pcor.meta WHERE name = 'ledger_id'"))  # type: ignore[attr-defined]
+        if not rows:
+            raise UserError(f"the budget ledger at {self.path} has no id", "restore it from a backup")
+        return rows[0][0]
+
+    def migrate(self, resolve: Callable[[str], Sequence[str]] | None) -> MigrationReport:
+        if self._problem is not None:
+            raise self._problem
+        return MigrationReport(changed=False)
+
+
+def _rollback(conn: Any) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except Exception:  # the connection may be gone: it is dropped from the pool then
+        pass
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
