@@ -30,6 +30,12 @@ BENCHMARKS_EXCEPTIONS = {
     "summary_build_old.py": ("pcor_sql.engine.cellruns", "pcor_sql.engine.schema", "pcor_sql.sqltext.build"),
     "handoff.py": ("pcor_sql.engine.search_processes", "pcor_sql.engine.shared_summary", "pcor_sql.engine.verdicts"),
     "summary_threads.py": ("pcor_sql.engine.build_threads", "pcor_sql.engine.counting_runs", "pcor_sql.engine.schema"),
+    # One check timed by its member cells: the checks themselves, below any public call.
+    "per_check_cells.py": ("pcor_sql.core.space", "pcor_sql.engine.evaluator", "pcor_sql.engine.schema",
+                           "pcor_sql.engine.summary"),
+    "width_checks.py": ("pcor_sql.core.jit", "pcor_sql.core.space", "pcor_sql.core.verifiers",
+                        "pcor_sql.engine.compiled_checks", "pcor_sql.engine.lof_checks", "pcor_sql.engine.schema",
+                        "pcor_sql.engine.summary"),
 }
 
 

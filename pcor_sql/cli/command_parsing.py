@@ -1,5 +1,5 @@
 """What a `pcor-sql` argv means, as the CLI's own parser reads it (DESIGN.md §9 "Forwarded owner
-commands are parsed by the CLI's own parser"): the command path and every parameter's value,
+commands"): the command path and every parameter's value,
 exactly those click would use when running it — an option given twice is its last value, `--db=F`
 and `--db F` are one option, an option's value that looks like a command is a value — without
 running anything.

@@ -178,11 +178,10 @@ def releasable_page(ledger: Ledger, name: str, offset: int, limit: int) -> tuple
     """(how many, the texts of `limit` of them from `offset`) of `name`'s frozen releasable keys,
     in their frozen (sorted) order; None when none were declared. Public by registration
     (DESIGN.md §6): read in the ledger alone, never the data."""
-    rows = ledger.read(f"SELECT system.main.len(releasable), system.main.list_slice(releasable, $2, $3)"
-                       f" FROM {ledger.tables.datasets} WHERE name = $1", [name, offset + 1, offset + limit])
-    if not rows or rows[0][0] is None:
+    row = ledger.read(lambda ops: ops.releasable_page(name, offset, limit), None)
+    if not row or row[0] is None:
         return None
-    return int(rows[0][0]), list(rows[0][1] or [])
+    return int(row[0]), list(row[1] or [])
 
 
 def all_releasable(ledger: Ledger, name: str, keys: Sequence[Any]) -> bool:

@@ -159,6 +159,11 @@ class DuckDBRegistryOps:
         rows = self._all(f"SELECT releasable FROM {self.t.datasets} WHERE name = $1", [name])
         return rows[0][0] if rows else None
 
+    def releasable_page(self, name, offset, limit):
+        rows = self._all(f"SELECT system.main.len(releasable), system.main.list_slice(releasable, $2, $3)"
+                         f" FROM {self.t.datasets} WHERE name = $1", [name, offset + 1, offset + limit])
+        return tuple(rows[0]) if rows else None
+
     def releasable_has_all(self, name, texts):
         rows = self._all(f"SELECT coalesce(system.main.list_has_all(releasable, $2::VARCHAR[]), false)"
                          f" FROM {self.t.datasets} WHERE name = $1", [name, list(texts)])

@@ -151,6 +151,11 @@ class PostgresRegistryOps:
         rows = _all(self.cur, "SELECT releasable FROM pcor.datasets WHERE name = $1", [name])
         return rows[0][0] if rows else None
 
+    def releasable_page(self, name, offset, limit):
+        rows = _all(self.cur, "SELECT cardinality(releasable), releasable[$2:$3] FROM pcor.datasets WHERE name = $1",
+                    [name, offset + 1, offset + limit])
+        return tuple(rows[0]) if rows else None
+
     def releasable_has_all(self, name, texts):
         rows = _all(self.cur, "SELECT coalesce(releasable @> $2::text[], false) FROM pcor.datasets WHERE name = $1",
                     [name, list(texts)])

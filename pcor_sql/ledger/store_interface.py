@@ -223,6 +223,11 @@ class LedgerOps(abc.ABC):
         """A dataset's releasable keys (None: none declared or no such dataset)."""
 
     @abc.abstractmethod
+    def releasable_page(self, name: str, offset: int, limit: int) -> tuple[int | None, list[str] | None] | None:
+        """(how many releasable keys, `limit` of them from `offset` in their frozen order) of a
+        dataset; None for no such dataset, (None, None) when none were declared."""
+
+    @abc.abstractmethod
     def releasable_has_all(self, name: str, texts: list[str]) -> bool:
         """Whether every text is among a dataset's releasable keys."""
 
