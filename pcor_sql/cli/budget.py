@@ -311,7 +311,7 @@ def migrate(db: o.Db = None, ledger: o.Ledger = None,
     name (listed). With --to, move the (migrated) ledger into a PostgreSQL ledger.
 
     \b
-    Examples:
+    Example:
         pcor-sql budget migrate --db salaries.duckdb
         pcor-sql budget migrate --db salaries.duckdb --to postgresql://owner@db.internal/pcor
     """

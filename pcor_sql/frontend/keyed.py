@@ -93,6 +93,8 @@ def listed_order(con: duckdb.DuckDBPyConnection, selector_sql: str, results: lis
     lists its keys — as an analyst's come back (DESIGN.md §6) — rather than the table's; any other
     selector leaves them as they are. Only the order changes: each record's search and its coins
     are those of the stable order it ran in."""
+    if len(results) < 2:  # one record has one order: no statement parsed for it
+        return results
     try:
         where = ast.serialize(con, f"SELECT 1 WHERE {selector_sql}")["statements"][0]["node"]["where_clause"]
         column, keys = _key_comparison(where)
