@@ -19,7 +19,7 @@ from tests.test_analyst import make_owner
 
 #: Record 42 is a planted outlier of the bundled salaries; record 1 is an outlier in none of the
 #: contexts Grubbs' test is asked about.
-BATCH = "SELECT salary FROM salaries WHERE id IN (42, 1)"
+BATCH = "SELECT salary FROM salaries WHERE id IN (1, 42)"
 
 
 @pytest.fixture

@@ -110,4 +110,6 @@ def listed_order(con: duckdb.DuckDBPyConnection, selector_sql: str, results: lis
         except TypeError:  # an unhashable value: not one of the literals
             return len(keys)
 
-    return sorted(results, key=position)
+    ordered = sorted(results, key=position)
+    # A batch's results are a list subclass (its notebook table): keep the class, reorder only.
+    return type(results)(ordered) if type(results) is not list else ordered

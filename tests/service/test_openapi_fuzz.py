@@ -27,7 +27,7 @@ from tests.client.served_dataset import ABSENT, OUTLIERS, served_dataset
 #: The operations schemathesis finds in the document (GET /openapi.json, with nothing to send and
 #: no token, is not among them: tests/service/test_service_http.py reads it).
 OPERATIONS = [("GET", "/v1/datasets"), ("POST", "/v1/explain"), ("POST", "/v1/identify"), ("POST", "/v1/cost"),
-              ("GET", "/v1/me"), ("GET", "/v1/history"), ("GET", "/healthz")]
+              ("GET", "/v1/me"), ("GET", "/v1/history"), ("GET", "/v1/releasable-keys"), ("GET", "/healthz")]
 #: Examples per operation and mode (12 runs): 240 requests, ~25 s here under load 5.
 EXAMPLES = 20
 #: Past this many seconds since the first case, no further schemathesis request is sent (a loaded machine).
