@@ -21,6 +21,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from pcor_sql import api
 from pcor_sql.core.bins import declared_bins, edge_text
 from pcor_sql.request_specs import ACCOUNTING
+from pcor_sql.ledger.input_checks import check_notion
 from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
 from pcor_sql.ledger.records import BudgetStatus
 from pcor_sql.ledger.dataset_registry import (
@@ -214,7 +215,7 @@ class Owner:
 
     def status(self, spelling: str | None = None, notion: str | None = None) -> tuple[BudgetStatus, ...]:
         """Budgets per unit and notion: of `spelling`'s units, or of every unit in the ledger."""
-        notions = NOTIONS if notion is None else (notion,)
+        notions = NOTIONS if notion is None else (check_notion(notion),)
         if spelling is None:
             return tuple(s for s in self.ledger.statuses() if s.notion in notions)
         return tuple(self.ledger.status(unit, n) for unit in self.units(spelling) for n in notions)
@@ -356,10 +357,7 @@ def _limits(limit: Any) -> dict[str, float]:
     if limit is None:
         return {}
     if isinstance(limit, Mapping):
-        unknown = [n for n in limit if n not in NOTIONS]
-        if unknown:
-            raise UserError(f"unknown privacy notion {unknown[0]!r} in limit", f"use {', '.join(NOTIONS)}")
-        return dict(limit)
+        return {check_notion(n): value for n, value in limit.items()}
     return {notion: limit for notion in NOTIONS}
 
 

@@ -40,13 +40,12 @@ _VALUES = {"ignore_unknown_options": True}
 
 
 def _notions(notion: str) -> tuple[str, ...]:
+    from pcor_sql.core.option_spec import parse_choice
     from pcor_sql.owner import NOTIONS
 
-    if notion == "all":
-        return NOTIONS
-    if notion not in NOTIONS:
-        raise UserError(f"unknown privacy notion {notion!r}", f"use one of {', '.join(NOTIONS)} or all")
-    return (notion,)
+    # One spelling rule for every fixed-value option (DESIGN.md §5): any ASCII case.
+    notion = parse_choice("privacy notion", notion, (*NOTIONS, "all"))
+    return NOTIONS if notion == "all" else (notion,)
 
 
 def _number(text: str, what: str) -> float:

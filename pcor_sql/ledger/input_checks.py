@@ -7,6 +7,7 @@ import numbers
 
 from pcor_sql.errors import UserError
 from pcor_sql.core.choices import Notion
+from pcor_sql.core.option_spec import parse_choice
 
 #: The privacy notions the ledger keeps apart: OCDP ε (PCOR releases), ε-DP and (ε, k)-SP
 #: (anomaly answers).
@@ -41,6 +42,6 @@ def check_unit(unit: object) -> None:
 
 
 def check_notion(notion: object) -> str:
-    if notion not in NOTIONS:
-        raise UserError(f"unknown privacy notion {notion!r}", f"use one of {', '.join(NOTIONS)}")
-    return str(notion)
+    """The canonical (lower-case) notion `notion` spells in any ASCII case (DESIGN.md §5: one
+    spelling rule for every fixed-value option); the ledger keys its rows by what this returns."""
+    return parse_choice("privacy notion", notion, tuple(NOTIONS))

@@ -136,14 +136,14 @@ class Ledger:
     def status(self, unit: str, notion: str = "ocdp") -> BudgetStatus:
         """The budget of `unit` under `notion` (never charged and no limit: spent 0, no limit)."""
         check_unit(unit)
-        check_notion(notion)
+        notion = check_notion(notion)
         return self._statuses(unit, notion)[0]
 
     def statuses(self, notion: str | None = None) -> tuple[BudgetStatus, ...]:
         """The budget under each notion (or `notion`) of every unit that has a limit, a charge or a
         public mark, sorted by unit and notion."""
         if notion is not None:
-            check_notion(notion)
+            notion = check_notion(notion)
         return tuple(self._statuses(None, notion))
 
     def strict(self) -> bool:
@@ -183,7 +183,7 @@ class Ledger:
         reported through `LimitChange.below_spent`."""
         self.ensure_writable()
         check_unit(unit)
-        check_notion(notion)
+        notion = check_notion(notion)
         limit = None if epsilon_limit is None else check_positive(epsilon_limit, "budget limit")
 
         def body(ops: LedgerOps) -> LimitChange:
@@ -197,7 +197,7 @@ class Ledger:
         """Set (or, with None, clear) the limit that applies under `notion` to units without
         their own. While any default or own limit exists the ledger is strict."""
         self.ensure_writable()
-        check_notion(notion)
+        notion = check_notion(notion)
         value = None if epsilon_limit is None else check_positive(epsilon_limit, "default limit")
         self.transaction(lambda ops: ops.set_setting(f"default_limit_{notion}", value, utc_now()))
 

@@ -74,3 +74,26 @@ def test_an_engine_in_any_case_and_a_look_alike():
                     "--epsilon", "0.1", "--engine", "DuckDB", "--ledger", ":memory:", "--format", "JSON")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)[0]["privacy"] == "sp"
+
+
+def test_a_ledger_notion_in_any_case_is_that_notion_and_a_look_alike_is_refused(tmp_path):
+    """The ledger keys its rows by the canonical notion: `--notion SP` must land on the `sp` row
+    (a row keyed 'SP' would be a second budget, never summed with the first)."""
+    ledger = str(tmp_path / "ledger.duckdb")
+    assert invoke("budget", "set-limit", "homicides", "0.6", "--notion", "SP", "--ledger", ledger).exit_code == 0
+    result = invoke("budget", "status", "--notion", "Sp", "--format", "json", "--ledger", ledger)
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [(r["unit"], r["notion"], r["limit"]) for r in rows] == [("bundled:homicides", "sp", 0.6)]
+    assert_error(invoke("budget", "status", "--notion", "\u017fp", "--ledger", ledger), "unknown privacy notion")
+
+
+def test_the_python_ledger_folds_a_notion_to_its_row():
+    import duckdb
+
+    from pcor_sql.ledger.store import Ledger
+
+    ledger = Ledger(duckdb.connect())
+    ledger.set_limit("u", 1.0, notion="DP")
+    assert ledger.status("u", "dp").limit == 1.0
+    assert [(s.unit, s.notion) for s in ledger.statuses("Dp")] == [("u", "dp")]
