@@ -41,7 +41,12 @@ def check_stdout() -> None:
 
 
 def check_plot_target(plot: Path) -> None:
-    """Refuse, before anything is charged, a picture path that cannot be written."""
+    """Refuse, before anything is charged, a picture path that cannot be written. In the service
+    (a forwarded command) the caller checked it on its own side and writes it (`served_files`)."""
+    from pcor_sql.cli import served_files
+
+    if served_files.collecting():
+        return
     from matplotlib.backend_bases import FigureCanvasBase
 
     shown = str(plot)
@@ -79,13 +84,15 @@ def show_charged(results: Sequence[Any], show: Callable[[], None]) -> None:
 def draw_charged(results: Sequence[Any], plot: Path) -> list[Path]:
     """The pictures of the released records (FILE-1.png, FILE-2.png, ... for a batch, numbered
     by the record's place), after the results were printed: a failure says so, and why."""
+    from pcor_sql.cli.served_files import target
+
     paths = []
     for i, result in enumerate(results):
         if not result.released:
             continue
         path = plot if len(results) == 1 else plot.with_name(f"{plot.stem}-{i + 1}{plot.suffix}")
         try:
-            result.plot(path)
+            result.plot(target(path))  # in the service: drawn for the caller to write (`served_files`)
         except OSError as exc:
             raise UserError(f"the release above was charged and printed, but its picture {str(path)!r} could not "
                             f"be written ({exc.strerror or exc})", "free some space or give --plot another path") from None

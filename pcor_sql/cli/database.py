@@ -36,11 +36,14 @@ def open_owner(db: Path | None, ledger: str | None = None, *, reads: str | None 
 
     held = served_owner(db)
     if held is not None:  # inside the service that holds `db` (`served_commands`): its open Owner
-        previous, held.session.warn = held.session.warn, make_warn()  # warnings reach the caller's stderr
+        # Warnings reach the caller's stderr, and a seeded release is allowed as the caller said
+        # (commands run there one at a time: `served_commands`).
+        previous = held.session.warn, held.session.allow_seeded
+        held.session.warn, held.session.allow_seeded = make_warn(), allow_seeded
         try:
             yield held
         finally:
-            held.session.warn = previous
+            held.session.warn, held.session.allow_seeded = previous
         return
     with Owner.open(db, ledger, reads=reads, engine=engine, spark_master=spark_master, warn=make_warn(),
                     allow_seeded=allow_seeded, lazy_ledger=lazy_ledger) as owner:

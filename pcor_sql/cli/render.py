@@ -293,6 +293,7 @@ def print_table(
 
 def draw_budget(rows: Sequence[Mapping[str, Any]], path: Any) -> None:
     """`budget status --plot FILE`: a bar per unit and notion, ε spent against its limit."""
+    from pcor_sql.cli.served_files import target
     from pcor_sql.plots import budget_figure
 
-    budget_figure([dict(r) for r in rows], path)
+    budget_figure([dict(r) for r in rows], target(path))  # in the service: for the caller to write

@@ -64,7 +64,8 @@ def serve(
     The owner's listener — the console at /console and /v1/owner/... — is on 127.0.0.1 only,
     at --owner-port (default --port + 1), opened by this run's owner token, which is written
     to FILE.pcor-serve.json beside the database (mode 0600; removed on a clean stop). While it
-    runs, `pcor-sql analyst|dataset|budget ... --db FILE` are carried out by the service.
+    runs, `pcor-sql analyst|dataset|budget ... --db FILE` and the owner's own explain-outlier,
+    identify-anomaly and coe on FILE are carried out by the service.
 
     \b
     Example:

@@ -229,10 +229,13 @@ OWNER_ENDPOINTS: tuple[Endpoint, ...] = (
              "The workers now: each one's search process (pid, alive, forks, records searched) and the requests "
              "running and waiting", {"type": "object"}, errors=_OWNER_ERRORS),
     Endpoint("POST", "/v1/owner/command", "command", Caller.OWNER,
-             "Run an owner command of the CLI on the served file (what `pcor-sql analyst|dataset|budget ... --db FILE` "
-             "sends while the file is served): its exit code, stdout and stderr",
-             {"type": "object", "properties": {"exit_code": {"type": "integer"}, "stdout": {"type": "string"},
-                                               "stderr": {"type": "string"}}},
+             "Run an owner command of the CLI on the served file (what `pcor-sql analyst|dataset|budget ... --db FILE`, "
+             "`explain-outlier`, `identify-anomaly` and `coe` send while the file is served): its exit code, stdout, "
+             "stderr and the pictures it drew (base64, for the caller to write at their path)",
+             {"type": "object", "properties": {
+                 "exit_code": {"type": "integer"}, "stdout": {"type": "string"}, "stderr": {"type": "string"},
+                 "files": {"type": "array", "items": {"type": "object", "properties": {
+                     "path": {"type": "string"}, "data": {"type": "string", "contentEncoding": "base64"}}}}}},
              body=("Command",), errors=(*_OWNER_ERRORS, "413", "415", "503")),
     Endpoint("GET", "/healthz", "health", Caller.PUBLIC, "Whether the service is up (no token needed)",
              {"type": "object", "properties": {"status": {"type": "string"}}}, errors=("400",)),

@@ -159,7 +159,9 @@ def make_route(endpoint: Endpoint, handler: Callable[..., Awaitable[Any]],
                          "analyst": who, "endpoint": f"{request.method} {request.url.path}",
                          "dataset": asked.get("dataset"), "epsilon": asked.get("epsilon"), "keys": asked.get("keys"),
                          "outcome": _OUTCOMES.get(status, "refused" if status < 500 else "error"), "status": status,
-                         "latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+                         "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+                         # An owner's command: its name and target, and how it ended (DESIGN.md §9).
+                         **{k: asked[k] for k in ("command", "exit_code") if asked.get(k) is not None}})
         return response
 
     return Route(endpoint.path, handle, methods=[endpoint.method])

@@ -33,8 +33,10 @@ from pcor_sql.service.openapi_document import document
 from pcor_sql.service.owner_plane import OwnerPlane
 from pcor_sql.service.request_schema import BadRequest, check, parse_body
 
-#: Runs an owner command of the CLI on the served file: argv → (exit code, stdout, stderr).
-Commands = Callable[[list[str]], tuple[int, str, str]]
+#: Runs an owner command of the CLI on the served file: argv → {exit_code, stdout, stderr, files}
+#: (`files`: pictures it drew, for the caller to write), and for the audit line `command` (its
+#: name and target) and `epsilon`.
+Commands = Callable[[list[str]], dict[str, Any]]
 OWNER = Identity("owner")
 
 
@@ -120,8 +122,12 @@ class OwnerService:
         if self.service.stopping.is_set():
             # Refused before it runs: the command then runs directly, once the file is free.
             raise BadRequest("the service is stopping", "run the command again: it will open the file directly", 503)
-        code, out, err = await self.run(lambda: self.commands(list(argv)))  # type: ignore[misc]
-        return {"exit_code": code, "stdout": out, "stderr": err}
+        ran = dict(await self.run(lambda: self.commands(list(argv))))  # type: ignore[misc]
+        # The owner's action in the audit line (DESIGN.md §9): its name and target, its ε, its exit code.
+        request.state.asked = {"command": ran.pop("command", None), "epsilon": ran.pop("epsilon", None),
+                               "exit_code": ran.get("exit_code")}
+        return {"exit_code": ran.get("exit_code", 1), "stdout": ran.get("stdout", ""), "stderr": ran.get("stderr", ""),
+                "files": ran.get("files", [])}
 
     async def health(self, request: Request, params: dict[str, Any]) -> Response:
         return ok({"status": "stopping" if self.service.stopping.is_set() else "ok"})
