@@ -20,7 +20,7 @@ from tests.service.live_server import live_server
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     owner, tokens = make_owner(str(tmp_path_factory.mktemp("page") / "ledger.duckdb"))
-    app = pcor_sql.service.app(owner, workers=2, warm=False)
+    app = pcor_sql.service.app(owner, workers=2, warm=False, processes=False)
     with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as c:
         c.tokens = tokens
         yield c

@@ -43,7 +43,7 @@ def served(tmp_path_factory):
     tokens["dave"] = add_analyst(owner.ledger, "dave", quota=0.25, notion="ocdp")
     tokens["erin"] = add_analyst(owner.ledger, "erin", datasets=["capped"])
     revoke_analyst(owner.ledger, "carol")
-    app = pcor_sql.service.app(owner, max_keys=10, max_body=16384, workers=8)
+    app = pcor_sql.service.app(owner, max_keys=10, max_body=16384, workers=8, processes=False)
     with live_server(app) as url:
         with httpx.Client(base_url=url, timeout=60) as client:
             yield owner, client, tokens
