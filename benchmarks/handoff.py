@@ -1,4 +1,4 @@
-"""What handing a search to a service's search process costs (issue 29, item 1).
+"""What handing a search to a service's search process costs (DESIGN.md §10 "Reads in DuckDB, searches in workers").
 
     PYTHONPATH=. python -m benchmarks.handoff [--rows 1000000] [--repeats 15]
 

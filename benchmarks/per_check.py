@@ -1,4 +1,4 @@
-"""Microseconds per validity check (issue 22's targets: LOF ≤ 12 µs, Grubbs ≤ 6 µs at 1,200 cells).
+"""Microseconds per validity check (targets: LOF ≤ 12 µs, Grubbs ≤ 6 µs at 1,200 cells).
 
 Each verifier is timed twice on the same contexts: as the evaluator checks (compiled for Grubbs,
 z-score and histogram: `engine.compiled_checks`) and on the reference path (`SummaryPopulation`

@@ -1,5 +1,5 @@
 """The DuckDB statements one analyst request costs the service, counted and timed from DuckDB's
-own query log (issue 29: a light request's cost is mostly these).
+own query log (a light request's cost is mostly these).
 
     PYTHONPATH=. python -m benchmarks.request_statements [--rows 1000000] [--requests 30] [--busy]
 

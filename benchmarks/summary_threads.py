@@ -1,5 +1,5 @@
 """The per-cell summary build (with the sorted runs) at DuckDB's `threads` = 1, 2 and 16, the
-old build against the new one, alternating (issue 29, item 4).
+old build against the new one, alternating (DESIGN.md §10 "Building the summary").
 
     PYTHONPATH=. python -m benchmarks.summary_threads [PATH] [--repeats 7] [--threads 1,2,16] [--phases]
 

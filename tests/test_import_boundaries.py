@@ -16,14 +16,15 @@ BENCHMARKS_MAY_IMPORT = (
     "pcor_sql.core", "pcor_sql.anomaly.mechanisms", "pcor_sql.session", "pcor_sql.requests", "pcor_sql.results",
     "pcor_sql.errors", "pcor_sql.cli", "pcor_sql.owner", "pcor_sql.service",
 )
-# Besides those, two files may import internal modules: the evidence benchmark's ball counts
+# Besides those, a few files may import internal modules: the evidence benchmark's ball counts
 # over a whole relation have no public entry point (a release answers for selected records and
-# charges them), so the shim is the one place that changes if they move; and the per-check
-# benchmark (issue 22) times one validity check, which no public call runs alone (a release
-# runs a whole search), so it builds the summary and the oracle itself. The summary build's
-# benchmark (issue 29, item 4) times the old build, frozen in `summary_build_old`, against the
-# package's steps of it, which no public call runs alone. The hand-off benchmark (issue 29, item
-# 1) times one search in a thread and in a search process, which no public call separates.
+# charges them), so the shim is the one place that changes if they move; the per-check
+# benchmark (`python -m benchmarks per-check`) times one validity check, which no public call
+# runs alone (a release runs a whole search), so it builds the summary and the oracle itself; the
+# summary build's benchmark (DESIGN.md §10 "Building the summary") times the old build, frozen in
+# `summary_build_old`, against the package's steps of it, which no public call runs alone; the
+# hand-off benchmark (DESIGN.md §10 "Reads in DuckDB, searches in workers") times one search in a
+# thread and in a search process, which no public call separates.
 BENCHMARKS_EXCEPTIONS = {
     "_anomaly_api.py": ("pcor_sql.anomaly.points",),
     "per_check.py": ("pcor_sql.engine.evaluator", "pcor_sql.engine.schema", "pcor_sql.engine.summary"),

@@ -1,4 +1,4 @@
-"""Owner commands while `pcor-sql serve` holds the file (issue 27 item 1, DESIGN.md §9): carried
+"""Owner commands while `pcor-sql serve` holds the file (DESIGN.md §9 "Forwarded owner commands"): carried
 out by the service with the same output and exit codes as without one; none fails "locked".
 The service runs as a child process (`benchmarks.service_process`), the commands through the
 CLI (CliRunner) in this process, as an owner's shell would."""
