@@ -224,7 +224,7 @@ def scale_tables(result: dict[str, Any]) -> list[Any]:
         make_table("Lattice operations by width (Python ints, no cap)", ("shape", "free bits", "neighbours()",
                                                                        "per free bit", "from_free()"), lattice, (
             "Best of 7 rounds over 200 random contexts; a compiled verifier check costs 4-15 µs "
-            "(python -m benchmarks.per_check), a search's own step per check about as much: on 500-value spaces "
+            "(python -m benchmarks per-check), a search's own step per check about as much: on 500-value spaces "
             "the lattice operations are a share of a check worth watching.",
         )),
     ]
