@@ -1,5 +1,6 @@
-"""The rooms of the code stay separate: the pure core imports no DuckDB and no UI, the engine no UI,
-and the benchmarks (benchmarks/, outside the wheel) reach the library only through its public API."""
+"""The rooms of the code stay separate (the layers: tests/test_layers.py): sqltext imports no third
+party but DuckDB, the package never the benchmarks, and the benchmarks (benchmarks/, outside the
+wheel) reach the library only through its public API."""
 
 import ast
 import pathlib
@@ -58,16 +59,8 @@ def check(folder, forbidden):
     assert not bad, bad
 
 
-def test_core_is_pure():
-    check("core", ["duckdb", "pyarrow", "typer", "rich", "pcor_sql.engine", "pcor_sql.frontend", "pcor_sql.cli"])
-
-
-def test_engine_does_not_import_the_ui():
-    check("engine", ["typer", "rich", "pcor_sql.cli"])
-
-
-def test_frontend_does_not_import_the_ui():
-    check("frontend", ["typer", "rich", "pcor_sql.cli"])
+# Which layer may import which (the core pure, the engine and the front end apart, no UI below
+# the CLI) is declared once, in tests/test_layers.py's LAYERS, and checked there.
 
 
 def test_no_star_imports():
