@@ -1,4 +1,4 @@
-"""The batch benchmark (issue 29): `explain_outliers` of many records with `workers=1, 2, ...`,
+"""The batch benchmark (DESIGN.md §10 "Seeded batches"): `explain_outliers` of many records with `workers=1, 2, ...`,
 each run in a fresh Python process, with its wall time and the peak memory of that process and
 its worker processes together, and the CPU seconds of all of them (on a loaded machine the
 ratio of times cannot show a speed-up no core is free for; the CPU seconds still show whether

@@ -2,7 +2,7 @@
 (this process's, DuckDB's pool threads included) per request, each setting in turn, alternating,
 against the first setting measured in the same run.
 
-    PYTHONPATH=. python -m benchmarks.duckdb_threads [--rows 1000000] [--requests 30] [--threads 1,2,4,8,16] [--repeats 2]
+    python -m benchmarks duckdb-threads [--rows 1000000] [--requests 30] [--threads 1,2,4,8,16] [--repeats 2]
 
 A light request is a dozen small ledger and catalog statements and one record read around a
 short search (Grubbs, ε = 0.01, through `Owner.analyst()`); DuckDB hands every statement to its
@@ -19,19 +19,19 @@ import time
 import warnings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     import duckdb
 
     import pcor_sql
     from benchmarks.measure import load_average
     from benchmarks.service_load import ATTRIBUTES, RELEASABLE, TABLE, generation_sql
 
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks duckdb-threads", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the registered table")
     parser.add_argument("--requests", type=int, default=30, help="timed requests per sample")
     parser.add_argument("--threads", default="1,2,4,8,16", help="DuckDB threads settings to compare")
     parser.add_argument("--repeats", type=int, default=2, help="samples per setting, settings alternating")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     settings = [int(t) for t in args.threads.split(",") if t.strip().isdigit()]
     if len(settings) != len(args.threads.split(",")) or min(settings, default=0) < 1 or args.requests < 1 \
             or args.repeats < 1 or args.rows < 100:
@@ -69,7 +69,3 @@ def main() -> None:
         wall = statistics.median(w for w, _ in found[threads])
         cpu = statistics.median(c for _, c in found[threads])
         print(f"{threads:>8} {wall * 1000:>9.2f} {wall / base_wall:>8.2f}× {cpu * 1000:>8.2f} {cpu / base_cpu:>8.2f}×")
-
-
-if __name__ == "__main__":
-    main()

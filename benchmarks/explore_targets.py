@@ -13,7 +13,7 @@ searches alternate record by record, so a change of machine load hits both alike
   contexts the search collected (explore) or visited (BFS) / the exact best: a release below
   0.99 whose collected ratio is below 0.99 too lost its utility in exploration (the best
   context was never a candidate), otherwise in the final EM's spread;
-- targets (issue 13): mean utility ratio ≥ 0.99 at ε = 0.2 and ≥ 0.95 at ε = 0.05 per
+- targets (DESIGN.md §7 "The explore search"): mean utility ratio ≥ 0.99 at ε = 0.2 and ≥ 0.95 at ε = 0.05 per
   verifier over all planted outliers of both datasets, and explore's mean time per release
   ≤ BFS's in every (dataset, verifier) cell.
 

@@ -1,6 +1,6 @@
-"""What handing a search to a service's search process costs (issue 29, item 1).
+"""What handing a search to a service's search process costs (DESIGN.md §10 "Reads in DuckDB, searches in workers").
 
-    PYTHONPATH=. python -m benchmarks.handoff [--rows 1000000] [--repeats 15]
+    python -m benchmarks handoff [--rows 1000000] [--repeats 15]
 
 One record's seeded search (BFS, ε = 0.2, n = 50) on the scale benchmark's `base` table, run
 in this thread and through a `SearchProcess` (the request, verifier and record pickled, the
@@ -21,7 +21,7 @@ import time
 import warnings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     import duckdb
 
     import pcor_sql
@@ -31,11 +31,11 @@ def main() -> None:
     from pcor_sql.engine.shared_summary import SharedSummaries
     from pcor_sql.engine.verdicts import VerdictCache
 
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks handoff", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--workdir", default="/tmp/pcor-scale")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     path = ensure_table(Path(args.workdir), "base", args.rows, print)["path"]
     con = duckdb.connect(path, read_only=True)
@@ -68,7 +68,3 @@ def main() -> None:
     finally:
         child.close(kill=True)
         shared.close()
-
-
-if __name__ == "__main__":
-    main()

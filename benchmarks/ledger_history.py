@@ -1,7 +1,7 @@
 """An analyst's explain request as the ledger's history grows: with the history's release_id
 index (sql/ledger.sql) and without it (the ledger before it), alternating, in one run.
 
-    PYTHONPATH=. python -m benchmarks.ledger_history [--history 1200000] [--requests 10]
+    python -m benchmarks ledger-history [--history 1200000] [--requests 10]
 
 A request's reservation looks up its release ids and its outcome updates them; without the
 index both scanned the whole history, so a service got slower with every request it answered.
@@ -18,16 +18,16 @@ import time
 import warnings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     import duckdb
 
     import pcor_sql
     from benchmarks.service_load import ATTRIBUTES, RELEASABLE, TABLE, generation_sql
 
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks ledger-history", description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=1_200_000, help="history rows to grow to")
     parser.add_argument("--requests", type=int, default=10, help="timed requests per sample")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     path = os.path.join(tempfile.mkdtemp(prefix="pcor-ledger-history-"), "ledger.duckdb")
     con = duckdb.connect(path)
@@ -64,7 +64,3 @@ def main() -> None:
               f" a request, with it {statistics.median(times[True]) * 1e3:.1f} ms (medians of 3 × {args.requests});"
               f" load {os.getloadavg()[0]:.1f}")
     con.close()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""Microseconds per validity check (issue 22's targets: LOF ≤ 12 µs, Grubbs ≤ 6 µs at 1,200 cells).
+"""Microseconds per validity check (targets: LOF ≤ 12 µs, Grubbs ≤ 6 µs at 1,200 cells).
 
 Each verifier is timed twice on the same contexts: as the evaluator checks (compiled for Grubbs,
 z-score and histogram: `engine.compiled_checks`) and on the reference path (`SummaryPopulation`
@@ -17,7 +17,7 @@ them: a check is single-threaded, so CPU time is close to a quiet machine's wall
 time at load 10 on 2 cores reads several times more. Cache and frequency effects of the load
 remain: compare figures measured in the same run or at the same load.
 
-    PYTHONPATH=. python -m benchmarks.per_check --rows 1000000 --contexts 3000
+    python -m benchmarks per-check --rows 1000000 --contexts 3000
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def measure(rows: int, contexts: int, verifiers: Sequence[str], seed: int = 1, s
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.per_check", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks per-check", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--contexts", type=int, default=3000)
     parser.add_argument("--verifiers", default=",".join(VERIFIERS), help=f"among {','.join(VERIFIERS)}")
@@ -167,7 +167,3 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for key, us in result["parts"].items():
         print(f"  {key:<26} {us:>8.1f} µs")
     return result
-
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,8 @@
 """Where one fresh release's time goes on a scale table: cProfile of a seeded BFS release.
 
-    PYTHONPATH=. python -m benchmarks.profile_release wide500 1000000 grubbs [--top 18]
-    PYTHONPATH=. python -m benchmarks.profile_release flights 300000 grubbs --seeds 3 --no-profile
-    PYTHONPATH=. python -m benchmarks.profile_release births 0 zscore --search uniform --epsilon 0.5 --seeds 1
+    python -m benchmarks profile-release wide500 1000000 grubbs [--top 18]
+    python -m benchmarks profile-release flights 300000 grubbs --seeds 3 --no-profile
+    python -m benchmarks profile-release births 0 zscore --search uniform --epsilon 0.5 --seeds 1
 
 Generates the table as `python -m benchmarks scale` does (kept under /tmp/pcor-scale), warms
 the imports, then runs seeded fresh releases (seeds 1, 2, ...; a new Session each), each right
@@ -23,7 +23,7 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks profile-release", description=__doc__.splitlines()[0])
     parser.add_argument("shape", choices=("base", "wide70", "wide500", "flights", "wide5000", "births"))
     parser.add_argument("rows", type=int)
     parser.add_argument("verifier")
@@ -70,7 +70,3 @@ def main(argv: list[str] | None = None) -> int:
         if profile:
             pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

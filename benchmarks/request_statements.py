@@ -1,7 +1,7 @@
 """The DuckDB statements one analyst request costs the service, counted and timed from DuckDB's
-own query log (issue 29: a light request's cost is mostly these).
+own query log (a light request's cost is mostly these).
 
-    PYTHONPATH=. python -m benchmarks.request_statements [--rows 1000000] [--requests 30] [--busy]
+    python -m benchmarks request-statements [--rows 1000000] [--requests 30] [--busy]
 
 Serves `pcor_sql.service.app` (one worker) on 127.0.0.1 in a thread of this process, sends LOF
 explain requests (samples 50, one planted key each) one after another through
@@ -59,17 +59,17 @@ def serving(app: Any) -> Iterator[str]:
         sock.close()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     import duckdb
 
     import pcor_sql
     import pcor_sql.service
 
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks request-statements", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--busy", action="store_true", help="every request admitted first, as when workers are busy")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     db, tokens = prepare(args.rows, 1, Path(tempfile.mkdtemp(prefix="pcor-statements-")), print)
     con = duckdb.connect(str(db))
     owner = pcor_sql.Owner(con, warn=lambda m: None)
@@ -102,7 +102,3 @@ def main() -> None:
     print(f"{'a request':>10} {'ms to next (median)':>20}  statement")
     for name, xs in sorted(gaps.items(), key=lambda kv: -sum(kv[1])):
         print(f"{len(xs) / args.requests:>10.1f} {statistics.median(xs):>20.2f}  {name}")
-
-
-if __name__ == "__main__":
-    main()

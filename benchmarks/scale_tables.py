@@ -25,7 +25,7 @@ SHAPES: dict[str, tuple[tuple[str, int], ...]] = {
     "wide70": (("state", 50), ("product", 6), ("channel", 4), ("segment", 10)),
     # 500 values, 497 free bits, 46,080 cells.
     "wide500": (("zip", 480), ("product", 12), ("channel", 8)),
-    # Shaped like issue 28's flights (destination 105, carrier 16, month 12, hour bins 7, origin
+    # Shaped like the flights data set (destination 105, carrier 16, month 12, hour bins 7, origin
     # 3): 143 values, 138 free bits, 423,360 value combinations, about half of them with rows at
     # 300,000 rows (FLIGHTS_ROWS).
     "flights": (("dest", 105), ("carrier", 16), ("month", 12), ("hour", 7), ("origin", 3)),

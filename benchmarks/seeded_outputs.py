@@ -1,8 +1,12 @@
 """Seeded releases and answers as JSON — to check that a refactor left every output the same.
 
-    python benchmarks/seeded_outputs.py > new.json
-    PYTHONPATH=/path/to/old/checkout python benchmarks/seeded_outputs.py > old.json
+    python -m benchmarks seeded-outputs > new.json
+    python -m benchmarks seeded-outputs --checkout /path/to/old/checkout > old.json
     cmp old.json new.json
+
+With `--checkout` the outputs are computed in a child process that imports `pcor_sql` from that
+checkout (this file is run there as a script, so its own folder, not the repository, comes first
+on the path).
 
 Covers two planted outliers × every verifier × the sampling searches × both accountings
 (released predicate, EM calls, ε1, start source, and the owner's population), a direct search,
@@ -11,14 +15,29 @@ and a batch of IDENTIFY ANOMALY answers. Only API every version has is used.
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import subprocess
+import sys
 
-import duckdb
 
-import pcor_sql
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks seeded-outputs", description=__doc__.splitlines()[0])
+    parser.add_argument("--checkout", help="the checkout whose pcor_sql computes the outputs (default: this one)")
+    args = parser.parse_args(argv)
+    if args.checkout is None:
+        print(json.dumps(outputs()))
+        return 0
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(args.checkout)}
+    return subprocess.run([sys.executable, os.path.abspath(__file__)], env=env).returncode
 
 
 def outputs() -> list:
+    import duckdb
+
+    import pcor_sql
+
     con = duckdb.connect()
     pcor_sql.load_datasets(con)
     out: list = []

@@ -1,4 +1,4 @@
-"""The service under maximal requests (issue 26, DESIGN.md §8 "Bounded work"): how long a light
+"""The service under maximal requests (DESIGN.md §8 "Bounded work"): how long a light
 request of one analyst takes while `heavy` other analysts keep maximal requests running.
 
 On the service benchmark's file, after its load: the owner raises the table's limits and adds

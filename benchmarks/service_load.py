@@ -1,4 +1,4 @@
-"""`python -m benchmarks service`: many analysts at once on one `pcor-sql serve` (issue 19).
+"""`python -m benchmarks service`: many analysts at once on one `pcor-sql serve` (DESIGN.md §8 "Concurrency").
 
 A DuckDB file holds a generated table (`people`: `rows` rows, three ENUM attributes of 8, 5
 and 4 values, a normal `salary` with 16 planted outliers, ids 0–15) registered as dataset

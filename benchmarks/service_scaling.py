@@ -1,4 +1,4 @@
-"""`python -m benchmarks service --workers 1,2`: how the service scales with its workers (issue 29).
+"""`python -m benchmarks service --workers 1,2`: how the service scales with its workers (DESIGN.md §10 "Using every core").
 
 One DuckDB file (the `people` table of `service_load`, `rows` rows, LOF-friendly planted
 outliers ids 0–15) and `clients` analysts with quotas that never run out. For each setting

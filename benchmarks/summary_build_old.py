@@ -1,4 +1,4 @@
-"""The per-cell summary build as it was before issue 29, item 4 (commit ab0d0db), frozen
+"""The per-cell summary build as it was before it ran in DuckDB's threads (commit ab0d0db), frozen
 here as the baseline of `benchmarks.summary_threads` and of the tests that the parallel build
 (`pcor_sql.engine.counting_runs`) gives the same runs and moments: one thread computes the keys
 and partitions each record batch by Arrow's counting sort; the runs are sorted and summed in

@@ -1,7 +1,7 @@
 """The per-cell summary build (with the sorted runs) at DuckDB's `threads` = 1, 2 and 16, the
-old build against the new one, alternating (issue 29, item 4).
+old build against the new one, alternating (DESIGN.md §10 "Building the summary").
 
-    PYTHONPATH=. python -m benchmarks.summary_threads [PATH] [--repeats 7] [--threads 1,2,16] [--phases]
+    python -m benchmarks summary-threads [PATH] [--repeats 7] [--threads 1,2,16] [--phases]
 
 PATH is a DuckDB file holding the scale benchmark's table `t` (`benchmarks/scale_tables.py`, any
 shape: its ENUM columns are the attributes), e.g. /tmp/pcor-scale/base-10000000.duckdb from
@@ -153,7 +153,7 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.summary_threads")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks summary-threads")
     parser.add_argument("path", nargs="?", default=str(DEFAULT))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", default="1,2,16", help="DuckDB `threads` settings, those above the cores left out")
@@ -174,7 +174,3 @@ def main(argv: list[str] | None = None) -> int:
         print(phases(args.path, args.repeats, threads))
     print(f"{cores} cores; 1-minute load at the end: {os.getloadavg()[0]:.2f}")
     return 0 if result["identical"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

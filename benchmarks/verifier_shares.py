@@ -5,7 +5,7 @@ and on a heaped, top-coded synthetic wage table, with the time of one check.
 Why: a verifier that flags a large share of ordinary rows makes every release say little ("V
 is an outlier among all rows" is then true of one row in six). The plain LOF rule does that
 on tie-heavy data — a row next to a block of ≥ k copies gets neighbours with lrd ≈ 1e10 — and
-Breunig et al.'s rule for duplicates (the default, DESIGN.md §2) does not. Goal (issue 21):
+Breunig et al.'s rule for duplicates (the default, DESIGN.md §2) does not. Goal:
 LOF's share ≤ 3% on tie-heavy data.
 
 How. A verdict depends on a row only through its value, so each verifier is checked once per
@@ -14,7 +14,7 @@ and a flagged value counts all its rows. The check time is the mean over those c
 population of the table's size, V one of its values), measured in the same run for every
 verifier: a ratio between verifiers, under the load the header states.
 
-The synthetic table (`wage_survey`) is shaped like a real hourly-wage survey (issue 21: a
+The synthetic table (`wage_survey`) is shaped like a real hourly-wage survey (a
 3,000-row table with ~500 distinct wages and 120 copies of one value): log-normal wages
 (median $20, σ = 0.6), reported heaped — 65% to whole dollars, 25% to quarters, 10% to the
 cent — and top-coded so that 120 rows share the top code.
@@ -53,7 +53,7 @@ BUNDLED: tuple[tuple[str, str], ...] = (
 )
 SYNTHETIC = "wage survey (synthetic)"
 TABLE_NAMES = tuple(f"{t}.{m}" for t, m in BUNDLED) + ("wages",)
-GOAL = 0.03  # LOF's share on tie-heavy data (issue 21)
+GOAL = 0.03  # LOF's share on tie-heavy data
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def run_verifiers(cfg: VerifiersConfig, report: Report) -> dict[str, Any]:
 
 
 def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """LOF's share on the tie-heavy synthetic table ≤ 3% (issue 21)."""
+    """LOF's share on the tie-heavy synthetic table ≤ 3%."""
     wages = next((t for t in result["tables"] if t["name"] == "wages"), None)
     share = None if wages is None else wages["verifiers"][0]["share"]
     return [{"name": f"LOF (default rule) share of rows flagged among all rows, {SYNTHETIC}", "goal": f"≤ {percent(GOAL)}",

@@ -15,7 +15,7 @@ each check timed alone (CPU time: a check is single-threaded), grouped by the co
 cells; printed: the median µs per check of each and their ratio, and whether every verdict and
 population size agreed.
 
-    PYTHONPATH=. python -m benchmarks.width_checks [--states 51] [--years 20] [--contexts 1500]
+    python -m benchmarks width-checks [--states 51] [--years 20] [--contexts 1500]
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def measure(states: int, years: int, count: int, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.width_checks", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks width-checks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--states", type=int, default=51)
     parser.add_argument("--years", type=int, default=20)
     parser.add_argument("--contexts", type=int, default=1500)
@@ -190,7 +190,3 @@ def main(argv: list[str] | None = None) -> int:
         for g in r["groups"]:
             print(f"  {g['cells']:>15} {g['contexts']:>8} {g['new_us']:>9} {g['old_us']:>10} {g['ratio']:>6}×")
     return 0 if all(result[n]["same"] for n in ("lof", "histogram")) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

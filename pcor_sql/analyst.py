@@ -37,11 +37,12 @@ people who must not see the data through the analyst service (`pcor-sql serve`,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql import pipeline
 from pcor_sql.errors import Refused, UserError
+from pcor_sql.analyst_keys import RELEASABLE_PAGE, RequestCost, canonical, key_value, selector, shown
 from pcor_sql.analyst_inputs import check_key_types, check_start, key_kind, keys_of, plain_data
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.request_builders import verifier_spec
@@ -189,7 +190,7 @@ class Analyst:
             return {"dataset": registered.name, "total": None, "offset": offset, "keys": []}
         total, texts = found
         kind = self._key_kind(registered)
-        keys = [_key_value(t, kind) for t in texts]
+        keys = [key_value(t, kind) for t in texts]
         return {"dataset": registered.name, "total": total, "offset": offset, "keys": keys}
 
     def cost(self, method: str, *args: Any, **options: Any) -> "RequestCost":
@@ -249,7 +250,7 @@ class Analyst:
         if options.get("start") is not None:
             check_start(options["start"], by, frozen)
         request = OutlierRequest(
-            relation=registered.relation, metric=quote_identifier(metric), selector=_selector(keyed),
+            relation=registered.relation, metric=quote_identifier(metric), selector=selector(keyed),
             select_list=quote_identifier(metric), statement=statement, by=by,
             domains=tuple((b, frozen[b]) for b in by if b not in binned),
             bins=tuple((b, binned[b]) for b in by if b in binned) or None, **options,
@@ -273,7 +274,7 @@ class Analyst:
         if outside:
             raise UserError(f"{outside[0]!r} is not a metric of dataset {registered.name!r}",
                             f"its metrics: {', '.join(registered.metrics)}")
-        request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=_selector(keyed),
+        request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=selector(keyed),
                                  statement=statement, **options)
         return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer(
             dataset=registered.name, key=key, columns=keyed.columns, anomaly=a.anomaly,
@@ -291,12 +292,12 @@ class Analyst:
             if getattr(job, "keyed", ()):  # read key by key: the results are in the keys' order
                 return [make(key, r) if r.released else replace(r, key=key) for key, r in zip(keyed.keys, results)]
             try:
-                by_key = {_canonical(r.record[registered.key]): r for r in results}
-                return [make(key, by_key[_canonical(key)]) for key in keyed.keys]
+                by_key = {canonical(r.record[registered.key]): r for r in results}
+                return [make(key, by_key[canonical(key)]) for key in keyed.keys]
             except (KeyError, TypeError):
                 raise failed() from None
 
-        return self._paid(job, [_shown(k) for k in keyed.keys], shape)
+        return self._paid(job, [shown(k) for k in keyed.keys], shape)
 
     def _paid(self, job: Any, keys: list[str], shape: Callable[[list], Any] | None = None) -> Any:
         """The pipeline under the analyst policy — or, for `cost`, only its part before the
@@ -379,52 +380,3 @@ def warm_session(session: Any, registered: RegisteredDataset) -> None:
             bins=tuple((b, binned[b]) for b in by if b in binned) or None, verifier=VerifierSpec("lof"),
         )
         session.prepare_records(request, ())
-
-
-@dataclass(frozen=True)
-class RequestCost:
-    """What a request would charge (`Analyst.cost`): ε per record or point under `notion`,
-    `k` for (ε, k)-SP, how many charges, and their sum (sequential composition)."""
-
-    notion: str
-    epsilon: float
-    k: int | None
-    count: int
-    total: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"notion": self.notion, "epsilon": self.epsilon, "k": self.k, "count": self.count, "total": self.total}
-
-
-#: The most releasable keys one page holds.
-RELEASABLE_PAGE = 1000
-
-
-def _key_value(text: str, kind: str) -> Any:
-    """A frozen key text as the JSON value an analyst sends for it (`releasable_text` reversed)."""
-    if kind in ("integer", "number") and text.lstrip("-").isdigit():
-        return int(text)
-    if kind == "number":
-        try:
-            return float(text)
-        except ValueError:
-            return text
-    return text
-
-
-def _selector(keyed: KeyedSelect) -> str:
-    column = quote_identifier(keyed.key_column)
-    return f"{column} IN ({', '.join(quote_literal(k) for k in keyed.keys)})"
-
-
-def _shown(key: Any) -> str:
-    return f"key = {key!r}"
-
-
-def _canonical(key: Any) -> Any:
-    """A key as a comparable value: DuckDB returns 42 for an INTEGER key given as 42 or 42.0."""
-    if isinstance(key, bool):
-        return key
-    if isinstance(key, (int, float)):
-        return float(key)
-    return str(key)

@@ -31,15 +31,14 @@ from pcor_sql.ledger.dataset_registry import (
     find_dataset,
     get_dataset,
     list_datasets,
-    releasable_text,
     remove_dataset,
 )
 from pcor_sql.engine.schema import is_numeric
 from pcor_sql.errors import UserError, warn_privacy
-from pcor_sql.frontend.compact import parse_by
 from pcor_sql.session import Session, Warn
 from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.backends.base import Engine
+from pcor_sql.registration import absent_keys_note, below_spent_warning, limits_by_notion, names_of, releasable_keys
 
 
 class Owner:
@@ -117,11 +116,11 @@ class Owner:
         check_name(name)
         if not isinstance(relation, str) or not relation.strip():
             raise UserError("the relation must be SQL text naming a table, view, file or subquery", "e.g. 'salaries'")
-        metrics = _names(metric, "metric")
-        attributes = _names(by, "by")
+        metrics = names_of(metric, "metric")
+        attributes = names_of(by, "by")
         if accounting is not None:  # by the option's spec, as a request's (DESIGN.md §6): stored canonical
             accounting = ACCOUNTING.check(accounting)
-        limits = _limits(limit)
+        limits = limits_by_notion(limit)
         access = self.session.access
         described, _ = access.describe(relation, quote_identifier(metrics[0]))
         columns = {c: t for c, t, _ in described[0]}
@@ -342,79 +341,3 @@ def redacted_url(url: str) -> str:
     from pcor_sql.ledger.postgres_store import redacted
 
     return redacted(url)
-
-
-def _names(value: Any, what: str) -> tuple[str, ...]:
-    names = parse_by(value) if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
-        raise UserError(f"{what} must name one or more columns, got {value!r}", f"e.g. {what}='a,b' or {what}=['a', 'b']")
-    if len(set(names)) != len(names):
-        raise UserError(f"{what} names a column twice", "name each column once")
-    return tuple(names)
-
-
-def _limits(limit: Any) -> dict[str, float]:
-    if limit is None:
-        return {}
-    if isinstance(limit, Mapping):
-        return {check_notion(n): value for n, value in limit.items()}
-    return {notion: limit for notion in NOTIONS}
-
-
-def absent_keys_note(access: Any, relation: str, key: str, keys: Sequence[str], name: str, warn: Any) -> None:
-    """Tell the owner (never an analyst: DESIGN.md §6, the releasable set is public, the data is
-    not) how many of the releasable keys declared as a list are not in the data now: a typo
-    there is otherwise silent, and a request about such a key is charged and then refused."""
-    from pcor_sql.sqltext.build import select_from
-
-    column = quote_identifier(key)
-    table = access.arrow(select_from(f"DISTINCT {column}", relation, where=f"{column} IS NOT NULL"))
-    present = {releasable_text(v) for v in table.column(0).to_pylist()}
-    absent = [k for k in dict.fromkeys(keys) if k not in present]
-    if not absent:
-        return
-    verb = "is" if len(absent) == 1 else "are"
-    message = (f"{len(absent):,} of the {len(set(keys)):,} releasable keys declared for {name!r} {verb} not in the data "
-               f"(e.g. {', '.join(absent[:3])}): a request about one is charged, then refused — check the list")
-    if warn is not None:
-        warn(message)
-    else:
-        import warnings
-
-        warnings.warn(message, UserWarning, stacklevel=4)
-
-
-def below_spent_warning(change: LimitChange, warn: Any) -> None:
-    """A limit set below what is already spent: allowed (the owner may tighten a budget), but
-    every charge is refused until it is raised — and analysts hear only "a limit was reached"."""
-    message = (f"the new {change.notion} limit of {change.unit} (ε = {change.limit:.6g}) is below the ε already spent "
-               f"({change.spent:.6g}): every charge is refused until it is raised")
-    if warn is not None:
-        warn(message)
-    else:
-        import warnings
-
-        warnings.warn(message, UserWarning, stacklevel=3)
-
-
-def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[Any] | str) -> list[str]:
-    """The releasable keys as frozen text: the list given, or the keys of the rows where the
-    owner's predicate holds now (read once, at registration)."""
-    if isinstance(releasable, str):
-        from pcor_sql.sqltext.build import select_from
-
-        column = quote_identifier(key)
-        where = f"{column} IS NOT NULL AND coalesce(CAST(({releasable}\n) AS BOOLEAN), FALSE)"
-        try:
-            table = access.arrow(select_from(f"DISTINCT {column}", relation, where=where))
-        except UserError:
-            raise
-        except Exception as exc:  # the engine's own error type (DuckDB or Spark)
-            raise UserError(f"the releasable predicate {releasable!r} is not a condition on {relation}: "
-                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
-                            "write a SQL boolean expression over the relation's columns, e.g. \"id < 100\"") from None
-        return [releasable_text(v) for v in table.column(0).to_pylist()]
-    if not isinstance(releasable, (list, tuple)):
-        raise UserError("releasable must be a list of keys or a SQL predicate", "e.g. releasable=[1, 2, 3] or "
-                        "releasable=\"dept = 'a'\"")
-    return [releasable_text(v) for v in releasable]

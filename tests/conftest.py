@@ -41,10 +41,15 @@ def ledger_reads(monkeypatch) -> list[int]:
     return count
 
 
+#: The PostgreSQL server, once a test has asked for it.
+_POSTGRES: list = []
+
+
 @_pytest.fixture(scope="session")
 def postgres_server():
     """A PostgreSQL server for the session (tests/postgres_server.py); skipped (or, with
-    PCOR_POSTGRES_TESTS=required, failed) where none can be started."""
+    PCOR_POSTGRES_TESTS=required, failed) where none can be started. Its `fresh_url()` lends
+    the asking test an empty ledger's database until that test ends."""
     from tests.postgres_server import Server, missing, skip_or_fail
 
     reason = missing()
@@ -56,8 +61,19 @@ def postgres_server():
     except (RuntimeError, OSError) as exc:
         server.stop()
         skip_or_fail(f"the PostgreSQL server did not start: {exc}")
+    _POSTGRES.append(server)
     yield server
+    _POSTGRES.clear()
     server.stop()
+
+
+@_pytest.fixture(autouse=True)
+def _postgres_databases_back():
+    """Once a test ends (its own fixtures closed first: an autouse fixture is set up first, so
+    torn down last), the databases it was lent may be emptied and lent to the next."""
+    yield
+    for server in _POSTGRES:
+        server.take_back()
 
 
 #: The ledger's stores (DESIGN.md §11: the same test suite runs on both).

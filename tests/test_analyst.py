@@ -142,7 +142,7 @@ def test_failures_after_the_reservation_are_one_message_and_keep_the_charge():
 def test_a_key_of_the_wrong_type_is_refused_before_the_reservation():
     """An integer key on a text key column used to reach SQL (`code IN (5)`: a conversion error
     after the charge); a string on an integer column passed the releasable check as text and then
-    matched no row, recorded as answered (issue 26). Both are refused first now, nothing charged."""
+    matched no row, recorded as answered (DESIGN.md §8 "Inputs are exact"). Both are refused first now, nothing charged."""
     owner = make_owner()
     for dataset, key in (("coded", 5), ("people", "42"), ("people", 42.0)):
         with pytest.raises(UserError, match="column"):

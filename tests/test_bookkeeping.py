@@ -1,4 +1,4 @@
-"""The ledger's bookkeeping as an owner reads it (issue 30, item 6): a request refused after its
+"""The ledger's bookkeeping as an owner reads it (DESIGN.md §6 "The history is the truth"): a request refused after its
 reservation is no release in `budget status`; a history row says what was asked (metric,
 verifier with its options, search, ε, keys), for owners and analysts alike, never a token; a
 failed row that was not charged shows the total it left, not one that moved."""

@@ -1,5 +1,5 @@
 """Hints name an option the way the caller writes it: a flag on the command line, a keyword
-from Python, a clause or WITH option in a statement (issue 11, item 7)."""
+from Python, a clause or WITH option in a statement (DESIGN.md §5 "Errors")."""
 
 from __future__ import annotations
 

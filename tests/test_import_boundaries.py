@@ -1,5 +1,6 @@
-"""The rooms of the code stay separate: the pure core imports no DuckDB and no UI, the engine no UI,
-and the benchmarks (benchmarks/, outside the wheel) reach the library only through its public API."""
+"""The rooms of the code stay separate (the layers: tests/test_layers.py): sqltext imports no third
+party but DuckDB, the package never the benchmarks, and the benchmarks (benchmarks/, outside the
+wheel) reach the library only through its public API."""
 
 import ast
 import pathlib
@@ -16,14 +17,15 @@ BENCHMARKS_MAY_IMPORT = (
     "pcor_sql.core", "pcor_sql.anomaly.mechanisms", "pcor_sql.session", "pcor_sql.requests", "pcor_sql.results",
     "pcor_sql.errors", "pcor_sql.cli", "pcor_sql.owner", "pcor_sql.service",
 )
-# Besides those, two files may import internal modules: the evidence benchmark's ball counts
+# Besides those, a few files may import internal modules: the evidence benchmark's ball counts
 # over a whole relation have no public entry point (a release answers for selected records and
-# charges them), so the shim is the one place that changes if they move; and the per-check
-# benchmark (issue 22) times one validity check, which no public call runs alone (a release
-# runs a whole search), so it builds the summary and the oracle itself. The summary build's
-# benchmark (issue 29, item 4) times the old build, frozen in `summary_build_old`, against the
-# package's steps of it, which no public call runs alone. The hand-off benchmark (issue 29, item
-# 1) times one search in a thread and in a search process, which no public call separates.
+# charges them), so the shim is the one place that changes if they move; the per-check
+# benchmark (`python -m benchmarks per-check`) times one validity check, which no public call
+# runs alone (a release runs a whole search), so it builds the summary and the oracle itself; the
+# summary build's benchmark (DESIGN.md §10 "Building the summary") times the old build, frozen in
+# `summary_build_old`, against the package's steps of it, which no public call runs alone; the
+# hand-off benchmark (DESIGN.md §10 "Reads in DuckDB, searches in workers") times one search in a
+# thread and in a search process, which no public call separates.
 BENCHMARKS_EXCEPTIONS = {
     "_anomaly_api.py": ("pcor_sql.anomaly.points",),
     "per_check.py": ("pcor_sql.engine.evaluator", "pcor_sql.engine.schema", "pcor_sql.engine.summary"),
@@ -57,16 +59,8 @@ def check(folder, forbidden):
     assert not bad, bad
 
 
-def test_core_is_pure():
-    check("core", ["duckdb", "pyarrow", "typer", "rich", "pcor_sql.engine", "pcor_sql.frontend", "pcor_sql.cli"])
-
-
-def test_engine_does_not_import_the_ui():
-    check("engine", ["typer", "rich", "pcor_sql.cli"])
-
-
-def test_frontend_does_not_import_the_ui():
-    check("frontend", ["typer", "rich", "pcor_sql.cli"])
+# Which layer may import which (the core pure, the engine and the front end apart, no UI below
+# the CLI) is declared once, in tests/test_layers.py's LAYERS, and checked there.
 
 
 def test_no_star_imports():

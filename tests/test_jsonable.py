@@ -1,4 +1,4 @@
-"""One JSON encoder (issue 30, item 9): the CLI's output, the analyst service's HTTP responses and
+"""One JSON encoder (DESIGN.md §6 "Only data crosses the boundary"): the CLI's output, the analyst service's HTTP responses and
 the owner plane convert library values the same way, into exact JSON types only."""
 
 import dataclasses

@@ -1,27 +1,8 @@
-"""The layers of the package and what each may import, checked on the source (every import,
-function-level ones and those under `if TYPE_CHECKING:` included: an import for type checking
-is still a dependency, and a cycle through one is still a cycle), and no import cycles.
-
-    errors, resources                  nothing of pcor_sql
-    jsonable  values as JSON data      nothing of pcor_sql (every layer may use it)
-    sqltext   quoting, tokens, SQL     errors (and duckdb)
-    core      pure numpy/scipy         errors
-    request_specs  options declared once  core, anomaly.mechanisms (pure), errors
-    requests  the request values       core, request_specs, anomaly.mechanisms (pure), errors
-    frontend  text → values            sqltext, core, requests, errors — never the engine
-    ledger    budgets, history, registry sqltext, core, errors (and duckdb)
-    engine    the DuckDB adapter       sqltext, core, requests, errors — never the front end
-    anomaly   anomaly identification   sqltext, core, requests, engine, errors
-    backends  where rows are read      sqltext, core, requests, engine, anomaly (DuckDB or Spark)
-    readable, notebook                 plain words, HTML of results: nothing but each other
-    client    an analyst's HTTP handle  errors only (no DuckDB: an analyst holds no data)
-    plots     owner's pictures         nothing of pcor_sql (matplotlib)
-    pipeline  the one release path    core, engine.progress, errors
-    jobs      the two measurements     sqltext, core, requests, engine, ledger, anomaly, results, pipeline
-    results, session                   backends, engine, anomaly, core, requests, sqltext, readable, notebook, plots — never the front end
-    api, statements                    everything above but the CLI
-    service   the analyst service (HTTP) everything above but the CLI
-    cli       the only printing        anything in the package
+"""The layers of the package and what each may import, declared once — `LAYERS` below, bottom
+first; CONTRIBUTING.md and DESIGN.md §4 "Layers" point here — and checked on the source (every
+import, function-level ones and those under `if TYPE_CHECKING:` included: an import for type
+checking is still a dependency, and a cycle through one is still a cycle), and no import cycles.
+Besides the layers it names, every layer may import `BASE` (errors, resources, jsonable).
 """
 
 from __future__ import annotations
@@ -33,30 +14,42 @@ import pytest
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
 BASE = {"pcor_sql.errors", "pcor_sql.resources", "pcor_sql.jsonable"}
-LOWER = {
-    "jsonable": set(),
-    "sqltext": set(),
-    "core": set(),
-    "request_specs": {"core", "pcor_sql.anomaly.mechanisms"},
-    "requests": {"core", "request_specs", "pcor_sql.anomaly.mechanisms"},
-    "frontend": {"sqltext", "core", "requests", "request_specs"},
-    "ledger": {"sqltext", "core"},
-    "engine": {"sqltext", "core", "requests", "request_specs"},
-    "anomaly": {"sqltext", "core", "requests", "engine"},
-    "backends": {"sqltext", "core", "requests", "engine", "anomaly", "ledger"},
-    "pipeline": {"core", "engine"},
-    "readable": set(),
-    "client": set(),
-    "notebook": {"readable"},
-    "plots": set(),
-    "results": {"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook", "plots"},
-    "jobs": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"},
-    "session": {"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable", "notebook",
-                "pipeline", "jobs"},
-    "service": {"sqltext", "core", "requests", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
+
+#: (layer, what it holds, what it may import: layers, or single modules of one; None: anything
+#: in the package, unchecked). Third-party rules: core, requests and client import no DuckDB and
+#: no UI, only the CLI imports the UI (below), sqltext only DuckDB (tests/test_import_boundaries.py).
+LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
+    ("jsonable", "values as JSON data", frozenset()),
+    ("sqltext", "quoting, tokens, SQL builders", frozenset()),
+    ("core", "pure numpy/scipy", frozenset()),
+    ("request_specs", "options declared once", frozenset({"core", "pcor_sql.anomaly.mechanisms"})),
+    ("requests", "the request values", frozenset({"core", "request_specs", "pcor_sql.anomaly.mechanisms"})),
+    ("frontend", "text → values, never the engine", frozenset({"sqltext", "core", "requests", "request_specs"})),
+    ("ledger", "budgets, history, registry", frozenset({"sqltext", "core"})),
+    ("engine", "the DuckDB adapter, never the front end", frozenset({"sqltext", "core", "requests", "request_specs"})),
+    ("anomaly", "anomaly identification", frozenset({"sqltext", "core", "requests", "engine"})),
+    ("backends", "where rows are read (DuckDB or Spark)",
+     frozenset({"sqltext", "core", "requests", "engine", "anomaly", "ledger"})),
+    ("pipeline", "the one release path", frozenset({"core", "engine"})),
+    ("readable", "results in plain words", frozenset()),
+    ("client", "an analyst's HTTP handle (no DuckDB: an analyst holds no data)", frozenset()),
+    ("notebook", "HTML of results", frozenset({"readable"})),
+    ("plots", "the owner's pictures (matplotlib)", frozenset()),
+    ("results", "what a release returns",
+     frozenset({"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook", "plots"})),
+    ("jobs", "the two measurements",
+     frozenset({"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"})),
+    ("session", "a connection's releases, never the front end",
+     frozenset({"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable",
+                "notebook", "pipeline", "jobs"})),
+    ("service", "the analyst service (HTTP), never the CLI",
+     frozenset({"sqltext", "core", "requests", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
                 "results", "readable", "notebook", "pipeline", "jobs", "session", "analyst", "owner", "api",
-                "statement_runner"},
-}
+                "statement_runner"})),
+    ("api, statements, owner, analyst", "the public calls: everything above but the CLI", None),
+    ("cli", "the only printing", None),
+)
+LOWER = {name: set(allowed) for name, _, allowed in LAYERS if allowed is not None}
 
 
 def _module(path: pathlib.Path) -> str:
@@ -159,7 +152,7 @@ def test_a_cycle_through_a_type_checking_import_is_a_cycle():
 
 
 #: CLI modules that reach the ledger only through the owner/session/api layer (DESIGN.md §6:
-#: the CLI acts for the owner). The others are being moved to the same rule (issue 18).
+#: the CLI acts for the owner). The others are being moved to the same rule (DESIGN.md §4 "Layers").
 OWNER_ONLY_CLI = ("pcor_sql.cli.budget", "pcor_sql.cli.analyst_commands")
 
 

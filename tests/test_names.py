@@ -1,4 +1,4 @@
-"""Names that say what they hold (issue 30, item 9): a public class is defined in one module of
+"""Names that say what they hold (DESIGN.md §4 "Declared once"): a public class is defined in one module of
 the package, so `Job`, `ValidityOracle` or `Session` each name one thing, and the CLI's --engine
 takes the backends' own `Engine`."""
 

@@ -1,4 +1,4 @@
-"""Results in a notebook (issue 11, item 10): `_repr_html_` / `_repr_markdown_` show what the
+"""Results in a notebook (DESIGN.md §5 "The Python API"): `_repr_html_` / `_repr_markdown_` show what the
 command line shows, escaped, with owner-only parts marked."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_an_explanation_shows_its_summary_context_and_privacy(con):
     assert "NOT FOR RELEASE" in owner._repr_html_() and "NOT FOR RELEASE" in owner._repr_markdown_()
     text = e._repr_markdown_()
     assert text.startswith(f"**{e.summary}**") and "| privacy |" in text
-    # The record's key, the charged units and the privacy cost (issue 21, item 3); no "None".
+    # The record's key, the charged units and the privacy cost (DESIGN.md §2 "What is released"); no "None".
     assert "<th style='text-align:left'>record</th><td style='text-align:left'>id = 42</td>" in page
     assert "| record | id = 42 |" in text
     assert "<th style='text-align:left'>charged to</th><td style='text-align:left'>bundled:salaries" in page

@@ -1,4 +1,4 @@
-"""Every numeric option has a declared maximum (issue 26, DESIGN.md §8 "Bounded work"), read from
+"""Every numeric option has a declared maximum (DESIGN.md §8 "Bounded work"), read from
 its one spec by every caller: Python, statements, the CLI and HTTP (tests/service). The bounds
 table in docs/service.md is held to the specs here."""
 

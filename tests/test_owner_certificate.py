@@ -1,4 +1,4 @@
-"""The owner's certificate (issue 30, item 8): with `owner_view`, a release carries the verifier's
+"""The owner's certificate (DESIGN.md §6 "Two roles"): with `owner_view`, a release carries the verifier's
 statistic for the record in the released context and the threshold it was held to, marked not
 for release, so that an owner can believe a release without recomputing it. Each is checked
 here against an independent computation over the released context's rows; analysts never see it."""

@@ -1,5 +1,5 @@
 """A releasable predicate selects keys by their data, so the set it selects becomes public: the
-owner is warned at registration and `dataset show` says how the set was made (issue 26 item 5)."""
+owner is warned at registration and `dataset show` says how the set was made (DESIGN.md §6 "What an analyst may ask about")."""
 
 from __future__ import annotations
 

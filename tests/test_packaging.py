@@ -28,7 +28,7 @@ def test_wheel_ships_sql_and_datasets(tmp_path):
 
 def test_the_readme_test_command_prints_the_summary_line():
     """`python -m pytest -q` must end with "N passed": a `-q` in addopts as well makes it -qq,
-    which prints no summary (issue 11, item 8)."""
+    which prints no summary (DESIGN.md §5 "Interfaces users rely on")."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     root = ROOT

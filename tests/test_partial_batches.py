@@ -1,4 +1,4 @@
-"""Partial batches (issue 30): one record without a valid context, or missing, no longer sinks
+"""Partial batches (DESIGN.md §10 "Seeded batches"): one record without a valid context, or missing, no longer sinks
 the batch. Every record is charged as stated before the run; each is released or comes back as a
 `NotReleased` with its key and reason; the ledger records each record's own outcome. The owner
 hears the reason and is not charged for the failed record; an analyst hears one generic refusal

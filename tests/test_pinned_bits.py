@@ -1,7 +1,7 @@
 """No test or benchmark pins floating-point bits.
 
 A computed double depends on summation order, and numpy's order depends on the CPU's SIMD
-width: LOF values recorded on one machine differed by one ulp on another (issue 18). Tests
+width: LOF values recorded on one machine differed by one ulp on another. Tests
 compare floats with a tolerance that says why it is what it is, or compute order-independently
 (integers, exact cases). This test scans the sources of tests/ and benchmarks/ for the ways a
 test pins bits, and names each hit with the fix.

@@ -1,4 +1,4 @@
-"""Pictures (issue 21, item 3): an explanation drawn against its context and the whole table,
+"""Pictures (DESIGN.md §2 "What is released"): an explanation drawn against its context and the whole table,
 marked NOT FOR RELEASE, and the budget as a bar per unit — rendered to PNG with Agg and
 checked as files: they exist, have the expected size, and are not blank."""
 

@@ -1,4 +1,4 @@
-"""Results in plain words (issue 11, item 1): the sentences use released values only, the
+"""Results in plain words (DESIGN.md §5 "The Python API"): the sentences use released values only, the
 privacy line adds up, the glossary is docs/cli.md's, and ε prints without float noise."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_an_ordinal_attribute_reads_as_one_range():
 
 @pytest.mark.parametrize("search", ["direct", "uniform", "explore"])
 def test_the_start_line_is_the_same_in_the_cli_and_the_notebook(search):
-    """One text per start source (issue 30, item 9): a search that walks from no start says so,
+    """One text per start source (DESIGN.md §2 "The starting context"): a search that walks from no start says so,
     and the notebook no longer calls uniform or explore a direct search."""
     import io
 

@@ -1,4 +1,4 @@
-"""The rough edges a newcomer met (issue 21, item 4): each summary names its own record, an
+"""The rough edges a newcomer met (DESIGN.md §5 "Interfaces users rely on"): each summary names its own record, an
 empty table is named as such, and the histogram says how many rows a context needs."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A release whose ε1 is too small for utility to matter (a tiny ε, or ε shared among very many
-samples) says so, naming ε1; an ordinary one does not (issue 30, item 7)."""
+samples) says so, naming ε1; an ordinary one does not (DESIGN.md §2 "The exponential mechanism")."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def test_every_sampling_search_releases_on_a_70_value_space(con70, search, verif
                                      seed=3, owner_view=True)
     assert r.owner.population >= 1 and set(r.context) == {"state", "product", "channel", "segment"}
     assert "state0" in r.context["state"]  # the record's own values are always in its context
-    # 12,000 cells: the checks walked (issue 28). The released context, read back by its own SQL
+    # 12,000 cells: the checks walked (`python -m benchmarks scale`'s wide cases). The released context, read back by its own SQL
     # and judged by the reference verifier, is valid.
     values = con70.execute(f"SELECT v FROM t WHERE {r.predicate}").fetchnumpy()["v"]
     [(v,)] = con70.execute(QUERY).fetchall()

@@ -3,7 +3,10 @@
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
 error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifier flags among
-all rows), `service` (concurrent analysts over HTTP) and `batch` (explain_outliers with workers=1, 2). Errors behave as in `pcor-sql` — one
+all rows), `service` (concurrent analysts over HTTP), `batch` (explain_outliers with workers=1, 2),
+and the studies of one part (`benchmarks/cli/studies.py`: per-check, width-checks, summary-threads,
+duckdb-threads, request-statements, ledger-history, handoff, profile-release, seeded-outputs),
+which parse their own options. Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -20,6 +23,7 @@ from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
 from benchmarks.cli.service import service
 from benchmarks.cli.spark import spark_scale
+from benchmarks.cli.studies import CONTEXT, STUDIES, command
 from benchmarks.cli.verifiers import verifiers
 from pcor_sql.cli.main import _Group, _options
 
@@ -56,6 +60,9 @@ _COMMANDS = (
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
+for _name, _module, _short in STUDIES:
+    app.command(_name, short_help=_short, help=_short + " Options: python -m benchmarks " + _name + " --help.",
+                context_settings=CONTEXT, add_help_option=False)(command(_name, _module))
 
 
 def run() -> None:

@@ -1,5 +1,5 @@
 """`python -m benchmarks batch`: `explain_outliers` of 40 and 400 records with workers=1, 2
-(issue 29). The work is in `benchmarks.batch`; this module parses options and prints."""
+(DESIGN.md §10 "Seeded batches"). The work is in `benchmarks.batch`; this module parses options and prints."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`python -m benchmarks explore`: the `explore` search against BFS in the same run — utility
-ratio and time per release on every planted outlier, next to the targets of issue 13. The work
+ratio and time per release on every planted outlier, next to its targets (DESIGN.md §7 "The explore search"). The work
 is in `benchmarks.explore_targets`; this module parses options and prints."""
 
 from __future__ import annotations

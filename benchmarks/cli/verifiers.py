@@ -1,5 +1,5 @@
 """`python -m benchmarks verifiers`: the share of rows each built-in verifier flags among all
-rows, on the bundled tables and a tie-heavy synthetic wage table (issue 21). The work is in
+rows, on the bundled tables and a tie-heavy synthetic wage table (DESIGN.md §2 "Verifiers"). The work is in
 `benchmarks.verifier_shares`; this module parses options, prints and writes tables."""
 
 from __future__ import annotations

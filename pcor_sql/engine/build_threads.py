@@ -1,5 +1,5 @@
 """How many threads the per-cell summary build uses, and blocks of work run in them (DESIGN.md
-§10 "Building the summary": it uses every core; `python -m benchmarks.summary_threads` measures it).
+§10 "Building the summary": it uses every core; `python -m benchmarks summary-threads` measures it).
 
 The build follows the connection's DuckDB `threads` setting, so an owner who limits DuckDB
 (`SET threads = 2`) limits the build too, and DuckDB's default (every core) uses every core.

@@ -17,7 +17,7 @@ also carry the context's rows per value near v, so a check reads no member cell)
 a kernel cannot decide exactly (Grubbs between two tabulated critical values, a histogram bin
 whose edges need the reference's bisection), the reference decides that context.
 
-Measured with `PYTHONPATH=. python -m benchmarks.per_check --rows 10000000 --contexts 3000`
+Measured with `python -m benchmarks per-check --rows 10000000 --contexts 3000`
 (1,200 cells, CPU µs per check, at load 6.4 on 2 cores): Grubbs 4.1 (reference 28.8), z-score
 3.9 (23.9), histogram 5.6 (84.7). A process pays numba's import and first call once: about
 0.5-1 s with the compiled code cached, and some seconds more on the machine's first run, which

@@ -3,7 +3,7 @@
 
 The GROUP BY that lists each cell's values (`sqltext.build.cell_lists`) makes DuckDB build a
 list per cell in its hash table and convert the lists to Arrow: 277 of the 405 ms a 10M-row
-summary took (`python -m benchmarks.profile_release`). When every context attribute is an ENUM, its values come
+summary took (`python -m benchmarks profile-release`). When every context attribute is an ENUM, its values come
 out of a plain `SELECT enum_code(a), ..., metric` as their codes, so the cell of each row is
 a mixed-radix key of small integers, and the rows are partitioned by cell without a GROUP BY:
 
@@ -29,7 +29,7 @@ lexicographic) instead of the hash table's. It applies where the keys are small:
 returns None (the caller keeps the GROUP BY, nothing read) when an attribute is not an ENUM
 (other types come as values, not codes) or there are 2^16 possible cells or more.
 
-Measured: `python -m benchmarks scale` (against the GROUP BY) and `python -m benchmarks.summary_threads`
+Measured: `python -m benchmarks scale` (against the GROUP BY) and `python -m benchmarks summary-threads`
 (the old build against this one at threads = 1, 2, 16); figures in BENCHMARKS.md.
 """
 

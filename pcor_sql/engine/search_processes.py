@@ -1,5 +1,5 @@
 """Long-lived search processes for a service (DESIGN.md §10; measured by
-`python -m benchmarks service --workers 1,2` and `benchmarks.handoff`).
+`python -m benchmarks service --workers 1,2` and `python -m benchmarks handoff`).
 
 The service's worker threads each own a Session; with processes on, each also owns one
 `SearchProcess`: a child process that runs the searches of the requests its thread serves. The

@@ -36,7 +36,7 @@ verdict right: a miss is simply recomputed).
 Privacy: nothing new is released and no output law changes. A cached verdict equals the
 verdict the verifier would return (same deterministic function, same snapshot), so every
 search reads exactly the same sequence of validity answers and utilities, draws the same
-coins, and a seeded release is bit-for-bit the same (benchmarks/seeded_outputs.py is held
+coins, and a seeded release is bit-for-bit the same (`python -m benchmarks seeded-outputs` is held
 to it). Validity is a function of COE(D, V), free under OCDP; remembering it spends nothing.
 What changes is only how long a release takes, which depends on the asker's own earlier
 releases; no search reads a clock, so no released context depends on it. Groups are kept per

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pcor_sql.ledger import registry_statements as statements
 from pcor_sql.ledger.charge_rules import TABLE_NAMES, Tables
 from pcor_sql.ledger.records import HISTORY_COLUMNS
 
@@ -51,33 +52,17 @@ class DuckDBRegistryOps:
         return bool(rows and rows[0][0])
 
     def history(self, unit, limit):
-        query, params = f"SELECT {HISTORY_COLUMNS} FROM {self.t.history}", []
-        if unit is None:
-            query += _ORDER
-        else:
-            query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
-            params.append(unit)
-        if limit is not None:
-            query += f" LIMIT ${len(params) + 1}"
-            params.append(limit)
-        return self._all(query, params)
+        return self._all(*statements.history(self.t.history, _ORDER, unit, limit))
 
     def budget_row(self, unit, notion):
-        rows = self._all(f"SELECT limit_epsilon, spent_epsilon FROM {self.t.budget} WHERE unit = $1 AND notion = $2",
-                         [unit, notion])
+        rows = self._all(statements.budget_row(self.t.budget), [unit, notion])
         return rows[0] if rows else None
 
     def upsert_limit(self, unit, notion, limit, now):
-        self.cur.execute(
-            f"INSERT INTO {self.t.budget} (unit, notion, limit_epsilon, spent_epsilon, releases, created_at, updated_at)"
-            " VALUES ($1, $2, $3, 0, 0, $4, $4) ON CONFLICT (unit, notion) DO UPDATE SET"
-            " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at", [unit, notion, limit, now])
+        self.cur.execute(statements.upsert_limit(self.t.budget), [unit, notion, limit, now])
 
     def set_public(self, unit, public, now):
-        self.cur.execute(
-            f"INSERT INTO {self.t.units} (unit, public, updated_at) VALUES ($1, $2, $3)"
-            " ON CONFLICT (unit) DO UPDATE SET public = excluded.public, updated_at = excluded.updated_at",
-            [unit, bool(public), now])
+        self.cur.execute(statements.set_public(self.t.units), [unit, bool(public), now])
 
     # ---- analysts -----------------------------------------------------------------------------
 

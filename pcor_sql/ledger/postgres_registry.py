@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcor_sql.ledger import registry_statements as statements
 from pcor_sql.ledger.charge_rules import TABLE_NAMES
 from pcor_sql.ledger.postgres_ops import _all, run
 from pcor_sql.ledger.records import HISTORY_COLUMNS
@@ -47,31 +48,17 @@ class PostgresRegistryOps:
         return bool(rows and rows[0][0])
 
     def history(self, unit, limit):
-        query, params = f"SELECT {HISTORY_COLUMNS} FROM pcor.history", []
-        if unit is None:
-            query += _ORDER
-        else:
-            query += " WHERE unit = $1 ORDER BY released_at DESC, notion DESC, seq DESC"
-            params.append(unit)
-        if limit is not None:
-            query += f" LIMIT ${len(params) + 1}"
-            params.append(limit)
-        return _all(self.cur, query, params)
+        return _all(self.cur, *statements.history("pcor.history", _ORDER, unit, limit))
 
     def budget_row(self, unit, notion):
-        rows = _all(self.cur, "SELECT limit_epsilon, spent_epsilon FROM pcor.budget WHERE unit = $1 AND notion = $2",
-                    [unit, notion])
+        rows = _all(self.cur, statements.budget_row("pcor.budget"), [unit, notion])
         return rows[0] if rows else None
 
     def upsert_limit(self, unit, notion, limit, now):
-        run(self.cur, "INSERT INTO pcor.budget (unit, notion, limit_epsilon, spent_epsilon, releases, created_at, updated_at)"
-                      " VALUES ($1, $2, $3, 0, 0, $4, $4) ON CONFLICT (unit, notion) DO UPDATE SET"
-                      " limit_epsilon = excluded.limit_epsilon, updated_at = excluded.updated_at", [unit, notion, limit, now])
+        run(self.cur, statements.upsert_limit("pcor.budget"), [unit, notion, limit, now])
 
     def set_public(self, unit, public, now):
-        run(self.cur, "INSERT INTO pcor.units (unit, public, updated_at) VALUES ($1, $2, $3)"
-                      " ON CONFLICT (unit) DO UPDATE SET public = excluded.public, updated_at = excluded.updated_at",
-            [unit, bool(public), now])
+        run(self.cur, statements.set_public("pcor.units"), [unit, bool(public), now])
 
     # ---- analysts -----------------------------------------------------------------------------
 

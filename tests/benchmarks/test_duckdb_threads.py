@@ -1,4 +1,4 @@
-"""`python -m benchmarks.duckdb_threads` at a tiny size: every setting measured against the first,
+"""`python -m benchmarks duckdb-threads` at a tiny size: every setting measured against the first,
 and bad settings refused in one line."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchmarks.duckdb_threads", "--rows", "3000", "--requests", "2",
+    return subprocess.run([sys.executable, "-m", "benchmarks", "duckdb-threads", "--rows", "3000", "--requests", "2",
                            "--repeats", "1", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 

@@ -1,4 +1,4 @@
-"""`python -m benchmarks.request_statements`: the statements of one analyst request, from
+"""`python -m benchmarks request-statements`: the statements of one analyst request, from
 DuckDB's query log, at a tiny size."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.request_statements", "--rows", "3000", "--requests", "3",
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "request-statements", "--rows", "3000", "--requests", "3",
                            *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stdout

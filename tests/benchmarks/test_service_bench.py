@@ -92,10 +92,11 @@ def test_the_scaling_run_at_tiny_sizes(tmp_path):
 @pytest.mark.parametrize("clients_as", ["processes", "http"])
 def test_the_scaling_run_with_other_clients(tmp_path, clients_as):
     """A process per client, or threads on the standard library's http.client (and the service
-    on one DuckDB thread)."""
+    on one DuckDB thread). The service searches in its threads: the clients are what differ here
+    (both search modes are the test above's); search processes add their start to every run."""
     asked = "1" if clients_as == "processes" else "auto,1"
     result = run("service", "--rows", "3000", "--workers", "1,2", "--repeats", "1", "--clients", "2", "--burst", "4",
-                 "--clients-as", clients_as, "--duckdb-threads", asked, "--workdir", str(tmp_path / "work"),
+                 "--searches", "threads", "--clients-as", clients_as, "--duckdb-threads", asked, "--workdir", str(tmp_path / "work"),
                  "--out-dir", str(tmp_path / "out"))
     assert result.exit_code == 0, (result.stdout, result.stderr)
     saved = json.loads((tmp_path / "out" / "service-scaling.json").read_text(encoding="utf-8"))

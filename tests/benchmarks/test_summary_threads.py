@@ -1,4 +1,4 @@
-"""`python -m benchmarks.summary_threads` (issue 29, item 4): a tiny run end to end prints the
+"""`python -m benchmarks summary-threads` (DESIGN.md §10 "Building the summary"): a tiny run end to end prints the
 old and new build's times at each thread count and that their outputs matched; a thread count
 above the machine's cores is left out; a missing file is one line and exit 2."""
 

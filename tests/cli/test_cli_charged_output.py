@@ -1,4 +1,4 @@
-"""A release that is charged is shown (issue 30, item 1): every output target is checked before
+"""A release that is charged is shown (DESIGN.md §6 "Reserve, then read"): every output target is checked before
 the reservation (a picture path, a closed stdout), and what fails after it (a full disk) still
 leaves the release in view — printed first, or written on stderr — then the error."""
 

@@ -349,7 +349,7 @@ def test_every_help_has_an_example_and_every_listing_is_whole():
         assert shown.exit_code == 0, path
         if not hasattr(command, "commands"):
             assert "Example:" in shown.stdout and "pcor-sql " in shown.stdout.split("Example:", 1)[1], path
-        elif path != ("budget",):  # the budget group is being rewritten (issue 10) and checked there
+        elif path != ("budget",):  # the budget group is being rewritten and checked there
             listing = shown.stdout.split("Commands:", 1)[1]
             assert "..." not in listing, (path, listing)
     top = invoke("--help").stdout.split("Commands:", 1)[1]

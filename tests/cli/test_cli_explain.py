@@ -12,7 +12,7 @@ from cli_helpers import FAST, QUERY, assert_clean_stderr, invoke
 
 from pcor_sql.engine.datasets import declared_domains
 
-# The keys issue 4 fixes for every explanation object (the README documents them).
+# The keys every explanation object has (DESIGN.md §5 "The explain-outlier command") (the README documents them).
 STABLE_KEYS = {
     "record", "context", "predicate", "explanation_sql", "epsilon", "epsilon1", "accounting", "search",
     "samples", "verifier", "utility", "start_source", "seeded", "summary", "privacy_summary", "metric", "selector",

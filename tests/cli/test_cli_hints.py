@@ -1,4 +1,4 @@
-"""Hints that work when followed (issue 30, item 7): the number a DATE, TIMESTAMP, TIME or
+"""Hints that work when followed (DESIGN.md §5 "Errors"): the number a DATE, TIMESTAMP, TIME or
 INTERVAL metric should be read as, and the `--domain` declaration of an oddly named column, are
 each taken from the error or warning and run — on DuckDB, and through the command line."""
 

@@ -1,4 +1,4 @@
-"""The CLI reads each option's declared maximum from its spec (issue 26): one line, exit 2, nothing charged."""
+"""The CLI reads each option's declared maximum from its spec (DESIGN.md §8 "Bounded work"): one line, exit 2, nothing charged."""
 
 from __future__ import annotations
 

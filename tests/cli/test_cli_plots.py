@@ -1,4 +1,4 @@
-"""`explain-outlier --plot FILE.png` and `budget status --plot FILE.png` (issue 21, item 3)."""
+"""`explain-outlier --plot FILE.png` and `budget status --plot FILE.png` (DESIGN.md §5 "The explain-outlier command")."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from tests.client.served_dataset import OUTLIERS, TEXT_KEYS, served_dataset
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    with served_dataset(tmp_path_factory.mktemp("remote-cli") / "staff.duckdb") as s:
+    with served_dataset(tmp_path_factory.mktemp("remote-cli") / "staff.duckdb", processes=False) as s:
         yield s
 
 

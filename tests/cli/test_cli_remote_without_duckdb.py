@@ -35,7 +35,7 @@ CLI = """
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    with served_dataset(tmp_path_factory.mktemp("remote-no-duckdb") / "staff.duckdb") as s:
+    with served_dataset(tmp_path_factory.mktemp("remote-no-duckdb") / "staff.duckdb", processes=False) as s:
         yield s
 
 

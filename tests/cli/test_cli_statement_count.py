@@ -2,7 +2,7 @@
 transaction: 1 ledger location, 2 parse, 5 privacy-unit resolution (catalog only: parse and
 names, EXPLAIN, the plan's settings and the JSON plan), 1 DESCRIBE, 1 records, 1 summary (and,
 for a verifier that reads the values, such as LOF, 1 read of DuckDB's `threads` setting, which
-the summary build follows: issue 29), and with a --db file the ledger's 6 in the same file: its open check (totals against the history,
+the summary build follows: DESIGN.md §10 "Building the summary"), and with a --db file the ledger's 6 in the same file: its open check (totals against the history,
 rows of ended processes), its reservation (BEGIN, one SELECT, two writes, COMMIT) and the
 outcome (one UPDATE)."""
 

@@ -1,4 +1,4 @@
-"""`--workers N` on explain-outlier and identify-anomaly (issue 29): a batch searched in N
+"""`--workers N` on explain-outlier and identify-anomaly (DESIGN.md §10 "Seeded batches"): a batch searched in N
 processes prints what one process prints; a bad count is one line and exit 2, before any charge."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ FAST = {"epsilon": 0.1, "verifier": "grubbs"}
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    with served_dataset(tmp_path_factory.mktemp("client") / "staff.duckdb", workers=4) as s:
+    with served_dataset(tmp_path_factory.mktemp("client") / "staff.duckdb", workers=4, processes=False) as s:
         yield s
 
 

@@ -50,7 +50,7 @@ def served(tmp_path_factory):
     owner.register("shifts", "shifts", key="id", metric="pay", by="dept,hour", bins={"hour": [0, 6, 9, 15, 20, 24]},
                    limit=100.0, releasable=list(OUTLIERS))
     try:
-        with live_server(pcor_sql.service.app(owner)) as url:
+        with live_server(pcor_sql.service.app(owner, processes=False)) as url:
             yield url, tokens
     finally:
         con.close()

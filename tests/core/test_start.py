@@ -1,6 +1,6 @@
 """The start search (`core.start.find_start`) on pure oracles: where it looks and in which
 order, how many contexts it checks, that it reads validity only, and that it returns what the
-search before issue 22 returned whenever the sweep from the top finds its start in time."""
+search before the start-search returned whenever the sweep from the top finds its start in time."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class SetOracle:
 
 
 def old_top_down(oracle, limit):
-    """The sweep the search before issue 22 ran first: breadth-first down from the full
+    """The sweep the old search ran first: breadth-first down from the full
     context, neighbours in bit order; (first valid context or None, checks)."""
     space = oracle.space
     queue, seen, checks = deque([space.full]), {space.full}, 0
@@ -136,7 +136,7 @@ class Asked(SetOracle):
 
 
 def eager_find_start(oracle, max_checks=20_000, near_checks=64, start_checks=DEFAULT_START_CHECKS):
-    """`find_start` as it was before issue 28: each sweep queued all of a context's unmet
+    """`find_start` as it was before the wide spaces' indexed checks: each sweep queued all of a context's unmet
     neighbours when it found it invalid. The lazy sweeps must ask the same questions in order."""
     space, verdicts = oracle.space, {}
 

@@ -88,7 +88,7 @@ def test_several_batches_and_ties(monkeypatch):
 
 def test_more_cells_than_one_counting_digit(monkeypatch):
     # 80 × 60 = 4,800 possible cells (past the 4,096 keys Arrow's counting sort took in one pass,
-    # before issue 29); rows with a NULL attribute are left out.
+    # before the build ran in DuckDB's threads); rows with a NULL attribute are left out.
     con = duckdb.connect()
     con.execute(f"CREATE TYPE e80 AS ENUM ({', '.join(repr(f'a{i}') for i in range(80))})")
     con.execute(f"CREATE TYPE e60 AS ENUM ({', '.join(repr(f'b{i}') for i in range(60))})")

@@ -1,4 +1,4 @@
-"""The summary build in DuckDB's `threads` (issue 29, item 4): the same present cells, sorted
+"""The summary build in DuckDB's `threads` (DESIGN.md §10 "Building the summary"): the same present cells, sorted
 runs and moments, byte for byte, as the build before it (frozen in
 `benchmarks.summary_build_old`) at any thread count, on tables of one record batch and of
 several, with ties, −0.0 beside 0.0, NULL attributes; the same bad-metric count and first value

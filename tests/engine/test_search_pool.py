@@ -1,4 +1,4 @@
-"""A batch's searches in forked worker processes (issue 29, DESIGN.md §10): seeded outputs equal
+"""A batch's searches in forked worker processes (DESIGN.md §10 "Seeded batches"): seeded outputs equal
 for any number of workers, results in the records' order, a worker killed with kill -9 loses
 only its record (the ledger verifies, the pool forks a replacement), the request's work meter
 and stop reach the workers, Ctrl-C ends them, bad counts are one line."""

@@ -1,4 +1,4 @@
-"""Long-lived search processes over shared summaries (issue 29 item 3, DESIGN.md §10): a summary
+"""Long-lived search processes over shared summaries (DESIGN.md §10 "Reads in DuckDB, searches in workers"): a summary
 mapped from its file equals the one built; a seeded release is the same in the child as in the
 thread; a child killed with kill -9 loses its record and is replaced; a stop ends the search;
 the work cap reaches the child; verifiers that call back stay in the thread."""

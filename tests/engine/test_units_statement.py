@@ -71,9 +71,10 @@ def test_a_statement_and_its_relation_agree(con, statement, relation):
     assert resolve_units(con, statement) == resolve_units(con, relation)
 
 
-def test_the_issues_macro_and_shadowing_view(con):
-    """DuckDB issue #20: a macro reading a private file, used through a view that a temp view of
-    the same name shadows, resolved to the public file only and released ε on the private one."""
+def test_a_macro_through_a_shadowed_view(con):
+    """DESIGN.md §6 "Privacy unit": a macro reading a private file, used through a view that a temp
+    view of the same name shadows, once resolved to the public file only and released ε on the
+    private one."""
     con.execute("CREATE MACRO sec(i) AS (SELECT s.pay FROM 'data/x.parquet' s WHERE s.id = i)")
     con.execute("CREATE OR REPLACE VIEW w AS SELECT * FROM 'data/pub.parquet'")
     con.execute("CREATE TEMP VIEW w AS SELECT * FROM 'data/pub.parquet'")

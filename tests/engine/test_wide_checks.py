@@ -1,4 +1,4 @@
-"""Wide spaces (issue 28): the compiled checks — indexed membership, and for Grubbs and z-score
+"""Wide spaces (DESIGN.md §2 "Verifiers"): the compiled checks — indexed membership, and for Grubbs and z-score
 populations carried along the moves — give the reference's verdicts and sizes on thousands of
 contexts per verifier, on tie-heavy data, in the orders searches ask them: random descents from
 the full context (one value less each step), walks of single flips, two-bit sibling moves and

@@ -42,6 +42,35 @@ def data_file(tmp_path):
     return path
 
 
+def test_a_database_lent_again_holds_an_empty_ledger_of_its_own(postgres_server):
+    """The tests' server (tests/postgres_server.py) lends a used database again only as a new copy
+    of the template would be: no rows, a new ledger id, no connection of the last test left (one
+    holding a row lock would block the next charge); one whose columns a test changed, never."""
+    import psycopg
+
+    url = postgres_server.fresh_url()
+    ledger = Ledger(store=PostgresStore(url))
+    ledger.set_limit("d", 1.0)
+    ledger.reserve("d", [item(0.5)]).answered()
+    first_id = ledger.store.ledger_id()
+    left_open = psycopg.connect(url)
+    left_open.execute("SELECT * FROM pcor.budget FOR UPDATE")  # a transaction left holding the row
+    postgres_server.take_back()
+    assert postgres_server.fresh_url() == url
+    again = Ledger(store=PostgresStore(url, busy_timeout=5.0))
+    assert again.history() == () and again.status("d").limit is None and again.store.ledger_id() != first_id
+    again.set_limit("d", 1.0)
+    again.reserve("d", [item(0.5)]).answered()  # the lock went with the ended connection
+    assert again.status("d").spent == 0.5 and again.verify() == []
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("ALTER TABLE pcor.units ADD COLUMN extra integer")
+    for handle in (ledger, again):
+        handle.close()
+    left_open.close()
+    postgres_server.take_back()
+    assert postgres_server.fresh_url() != url
+
+
 def test_a_url_names_a_postgresql_ledger_for_in_memory_data(postgres_server, monkeypatch):
     url = postgres_server.fresh_url()
     con = duckdb.connect()

@@ -1,4 +1,4 @@
-"""The owner console's server time per page (issue 27) on a ledger of N history rows: the test
+"""The owner console's server time per page (DESIGN.md §9 "The owner console") on a ledger of N history rows: the test
 fixture's synthetic history (`tests/service/console_fixture.py`: three analysts, two datasets,
 requests over 14 days), each page fetched in-process through Starlette's test client after a
 login — the time from request to full response body, DuckDB reads and HTML rendering included.

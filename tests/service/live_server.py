@@ -1,5 +1,12 @@
 """A real uvicorn server for tests: on 127.0.0.1, on a port the OS picks, in a thread of the
-test process (so a test can read the owner's ledger directly), stopped at the end."""
+test process (so a test can read the owner's ledger directly), stopped at the end.
+
+A test of what the service answers (HTTP, tokens, refusals, the client, the page) serves with
+`processes=False`: each search process starts its own interpreter and warms its summaries
+(~5 s each on 2 cores, 38 s for eight), and where the search runs is not what it checks. Where it
+is (the search processes, timing channels, the fuzzers, work bounds, admission, kill -9), the
+default stays.
+"""
 
 from __future__ import annotations
 

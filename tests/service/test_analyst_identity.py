@@ -21,7 +21,7 @@ def served(tmp_path):
     try:
         owner = pcor_sql.Owner(con, warn=lambda message: None)
         tokens = {name: add_analyst(owner.ledger, name) for name in ("alice", "bob")}
-        app = pcor_sql.service.app(owner, workers=1)
+        app = pcor_sql.service.app(owner, workers=1, processes=False)
         with live_server(app) as url:
             with httpx.Client(base_url=url, timeout=30) as client:
                 yield owner, client, tokens

@@ -1,4 +1,4 @@
-"""The analyst page (issue 27, item 6) over real HTTP (uvicorn on 127.0.0.1): served at `/` beside the
+"""The analyst page (DESIGN.md §9 "The analyst page") over real HTTP (uvicorn on 127.0.0.1): served at `/` beside the
 JSON API, under a policy that lets run exactly its own script and style, loading nothing from
 anywhere, keeping the token out of URLs, cookies and storage. (It is used in a real browser in
 `test_console_browser.py`.)"""
@@ -20,7 +20,7 @@ from tests.service.live_server import live_server
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     owner, tokens = make_owner(str(tmp_path_factory.mktemp("page") / "ledger.duckdb"))
-    app = pcor_sql.service.app(owner, workers=2, warm=False)
+    app = pcor_sql.service.app(owner, workers=2, warm=False, processes=False)
     with live_server(app) as url, httpx.Client(base_url=url, timeout=30) as c:
         c.tokens = tokens
         yield c

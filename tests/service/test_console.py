@@ -1,4 +1,4 @@
-"""The owner console over real HTTP (uvicorn on 127.0.0.1; issue 27, item 5): login and its cookie, a
+"""The owner console over real HTTP (uvicorn on 127.0.0.1; DESIGN.md §9 "The owner console"): login and its cookie, a
 session on every page, CSRF and cross-site refusals, the analysts' forms doing what they say,
 history filters and pages, nothing loaded from elsewhere, every ledger value escaped."""
 

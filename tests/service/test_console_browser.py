@@ -1,4 +1,4 @@
-"""The owner console and the analyst page in a real headless Chromium (issue 27, items 5 and 6),
+"""The owner console and the analyst page in a real headless Chromium (DESIGN.md §9 "The owner console", §9 "The analyst page"),
 each app on a real uvicorn on 127.0.0.1: log in, follow the links, revoke and rotate through
 the forms, a wrong owner token and an analyst's token refused, a cross-site form refused even
 with a leaked CSRF token, and no request to any other origin; the analyst page: paste a token,

@@ -1,4 +1,4 @@
-"""Fuzz the service's OpenAPI document with schemathesis (issue 19 "Bad input"), against the real
+"""Fuzz the service's OpenAPI document with schemathesis (DESIGN.md §5 "Errors"), against the real
 app on a real uvicorn on 127.0.0.1, bounded in count and time: bodies that fit the schemas
 (positive) and bodies that do not (negative), on every operation of the document the service
 serves, with a valid analyst token.
@@ -149,7 +149,7 @@ def test_near_valid_bodies_refused_uncharged_or_charged_per_key(served, path, bo
                 assert len(after[0]) - len(before[0]) == len({(type(k), k) for k in body["keys"]}), (body, status, text)
             else:
                 assert len(after[0]) - len(before[0]) == 1, (body, status, text)
-            # The history says what the analyst was told (issue 26): answered for a 200, failed for a 422.
+            # The history says what the analyst was told (DESIGN.md §6 "The history is the truth"): answered for a 200, failed for a 422.
             told = {200: "answered", 422: "failed"}.get(status)
             if told is not None and path != "/v1/cost":
                 assert {r.outcome for r in after[0][len(before[0]):]} == {told}, (body, status, text)

@@ -1,4 +1,4 @@
-"""Schemathesis over the owner's OpenAPI document (issue 27 "Bad input and faults"), against the
+"""Schemathesis over the owner's OpenAPI document (DESIGN.md §5 "Errors"), against the
 owner's listener on a real uvicorn on 127.0.0.1, bounded in count and time: no 5xx, no traceback,
 every error `{error, fix}`, for bodies, paths and query strings that fit the schemas and ones that
 do not, with the owner token."""

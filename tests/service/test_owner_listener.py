@@ -1,4 +1,4 @@
-"""The owner's listener (issue 27, DESIGN.md §9) over real HTTP on 127.0.0.1: the owner token
+"""The owner's listener (DESIGN.md §9 "A separate owner listener") over real HTTP on 127.0.0.1: the owner token
 only, owner paths never on the analysts' port, revocation and rotation at once (also with
 requests in flight), and an audit log without tokens."""
 

@@ -1,4 +1,4 @@
-"""No cross-analyst channels (issue 26 item 4, DESIGN.md §8): analyst B's work — hence time — on a
+"""No cross-analyst channels (DESIGN.md §8 "No cross-analyst channels"): analyst B's work — hence time — on a
 key does not depend on whether analyst A asked about it. Verdict caches are per asker; summaries
 are built for everyone before serving."""
 

@@ -1,5 +1,5 @@
-"""The analyst service over real HTTP (issue 19): a uvicorn server on 127.0.0.1 serves a DuckDB
-file; every attack of the issue's "Why" is refused or harmless, and nothing is charged where
+"""The analyst service over real HTTP (DESIGN.md §8 "Serving"): a uvicorn server on 127.0.0.1 serves a DuckDB
+file; every attack below is refused or harmless, and nothing is charged where
 nothing was answered."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def served(tmp_path_factory):
     tokens["dave"] = add_analyst(owner.ledger, "dave", quota=0.25, notion="ocdp")
     tokens["erin"] = add_analyst(owner.ledger, "erin", datasets=["capped"])
     revoke_analyst(owner.ledger, "carol")
-    app = pcor_sql.service.app(owner, max_keys=10, max_body=16384, workers=8)
+    app = pcor_sql.service.app(owner, max_keys=10, max_body=16384, workers=8, processes=False)
     with live_server(app) as url:
         with httpx.Client(base_url=url, timeout=60) as client:
             yield owner, client, tokens
@@ -161,7 +161,7 @@ def test_size_type_and_path_refusals_are_json(served):
 
 def test_the_stacked_statement_key_is_inert(served):
     """The issue's key text, declared releasable by the owner, is a string for an integer key
-    column: refused before the reservation (issue 26: inputs are exact), and the budget is not
+    column: refused before the reservation (DESIGN.md §8 "Inputs are exact"), and the budget is not
     reset. The same text as a literal is tested on a text key in tests/client."""
     owner, client, tokens = served
     before = state(owner)

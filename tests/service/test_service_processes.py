@@ -1,4 +1,4 @@
-"""The service's searches in search processes (issue 29 item 3, DESIGN.md §10), over real HTTP on
+"""The service's searches in search processes (DESIGN.md §10 "Reads in DuckDB, searches in workers"), over real HTTP on
 127.0.0.1: a request's search runs in a child of the service, not in its thread; a child killed
 with kill -9 costs its request one generic failure (charged, recorded), is replaced, and the
 next request is answered; the ledger verifies; closing the service ends the children."""

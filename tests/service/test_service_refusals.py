@@ -38,7 +38,7 @@ def served(tmp_path_factory):
     owner.register("open", OPEN_TABLE, key="id", metric="pay", by="dept,year", releasable=list(OUTLIERS))
     tokens = {"alice": owner.add_analyst("alice", quota=5.0), "bob": owner.add_analyst("bob", quota=5.0),
               "dave": owner.add_analyst("dave", quota=0.15)}
-    with live_server(pcor_sql.service.app(owner, workers=2)) as url:
+    with live_server(pcor_sql.service.app(owner, workers=2, processes=False)) as url:
         with httpx.Client(base_url=url, timeout=60) as client:
             yield owner, client, tokens
     con.close()

@@ -1,4 +1,4 @@
-"""SIGTERM stops `pcor-sql serve` within seconds whatever is running (issue 26 item 2: it used to
+"""SIGTERM stops `pcor-sql serve` within seconds whatever is running (DESIGN.md §8 "Concurrency": it used to
 wait forever on maximal requests), and the requests it interrupted are recorded as interrupted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`FROM df` finds an Arrow object in the caller's scope, as `duckdb.sql` does (issue 21), charged
+"""`FROM df` finds an Arrow object in the caller's scope, as `duckdb.sql` does (DESIGN.md §5 "Statements"), charged
 to a unit that names it, with the warning that it has no identity beyond this process."""
 
 from __future__ import annotations

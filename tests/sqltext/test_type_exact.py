@@ -1,5 +1,5 @@
 """SQL text is made from a value's own data, never from what a subclass says about itself
-(issue 19: a key of an int subclass whose `__str__` returned "42); UPDATE pcor.budget ..." was
+(DESIGN.md §8 "Inputs are exact": a key of an int subclass whose `__str__` returned "42); UPDATE pcor.budget ..." was
 pasted by `quote_literal`, and DuckDB ran the stacked statement)."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def grubbs_critical_one(alpha: float, n: int) -> float:
     """G_crit(α, N) for one N: the same operations as `grubbs_critical` in the same order, on
     Python floats. stdtrit is one C function per element and +, −, ×, ÷, √ are correctly
     rounded, so both paths agree; this one skips np.unique and array set-up, which cost ~18 µs
-    a call (`python -m benchmarks.per_check`: most of a Grubbs check, since a search's contexts rarely share an N)."""
+    a call (`python -m benchmarks per-check`: most of a Grubbs check, since a search's contexts rarely share an N)."""
     from scipy import special
 
     n = int(n)

@@ -33,7 +33,7 @@ caller raises lof's UserError through the numpy path.
 Costs per check: O(cells) for membership (`jit.member_cells`), O(member cells) for N, V's copies,
 min and max (contiguous per-record arrays); about
 2k'–3k' distinct values per side from the walk; O(k'²) arithmetic. Memory: O(k + member cells),
-never O(N). Measured (10M rows, 1,200 cells, 3,000 random contexts, `python -m benchmarks.per_check
+never O(N). Measured (10M rows, 1,200 cells, 3,000 random contexts, `python -m benchmarks per-check
 --rows 10000000 --contexts 3000`, CPU time at load 1.0): 10.0 µs per check through the evaluator
 (distinct rule; plain 11.1) against 150 µs for the numpy reference, where membership in Python and
 a 13-argument call made it 14.9 µs. Of the 8.9 µs of one `lof_context` call, membership,

@@ -1,6 +1,6 @@
 """The compiled LOF check with the context carried along the moves, for wide summaries
 (`python -m benchmarks scale --cases wide500,wide5000`) — as it was before `lof_window_walk`,
-which the checks use now; kept as the reference that `python -m benchmarks.width_checks` times
+which the checks use now; kept as the reference that `python -m benchmarks width-checks` times
 the window walk against in the same run.
 
 `lof_kernel.lof_context` pays O(cells) per check before its walk: the membership of every

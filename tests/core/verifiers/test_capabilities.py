@@ -1,4 +1,4 @@
-"""Verifier capabilities are declared once per class and read everywhere (issue 28): what each
+"""Verifier capabilities are declared once per class and read everywhere (DESIGN.md §4 "Declared once"): what each
 built-in reads, the subclass and older-object rules, the kernel registry and the lists of names
 texts show."""
 
