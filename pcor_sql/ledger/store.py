@@ -46,10 +46,11 @@ from typing import TypeVar
 import duckdb
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
-from pcor_sql.ledger import consistency
+from pcor_sql.ledger import consistency, history_chain_steps
 from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged, refuse_reads
 from pcor_sql.ledger.charge_rules import ChargeItem, Tables, checked_batch, unit_names, within
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
+from pcor_sql.ledger.history_chain import Anchor, ChainDifference, Head
 from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
 from pcor_sql.ledger.migration import MigrationReport, read_legacy
 from pcor_sql.ledger.migration import migrate as migration_body
@@ -290,18 +291,37 @@ class Ledger:
 
     # ---- the history is the truth --------------------------------------------------------
 
-    def verify(self) -> list[consistency.Mismatch]:
-        """Every unit total and analyst quota total that differs from its history, now."""
+    def verify(self, anchors: Iterable[Anchor] = ()) -> list[consistency.Mismatch | ChainDifference]:
+        """Every unit total and analyst quota total that differs from its history, then every
+        history entry its hash chain does not vouch for (`history_chain`; `anchors`: chain heads
+        the owner kept outside the ledger), now. Entries that differ refuse releases until
+        `repair` (as totals that differ do from the ledger's opening)."""
         self._require_layout()
         if not self._exists:
             return []
-        return list(consistency.mismatches(self.read(f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
-                                                     f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
+        totals = list(consistency.mismatches(self.read(f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
+                                                       f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
+        checks = self.read_with(lambda cur: history_chain_steps.verify(cur, self.tables, anchors))
+        if checks and not self.read_only:
+            self.transaction(lambda cur: consistency.flag_for_repair(cur, self.tables))
+        return totals + [d for c in checks for d in c.differences]
 
-    def repair(self) -> list[consistency.Mismatch]:
-        """Reset every total from the history and lift the refusal; returns what differed."""
+    def chain_heads(self) -> dict[tuple[str, str], Head]:
+        """Each (unit, notion)'s chain head (link, hash): what the owner keeps outside the ledger."""
+        self._require_layout()
+        return self.read_with(lambda cur: history_chain_steps.heads(cur, self.tables)) if self._exists else {}
+
+    def repair(self) -> list[consistency.Mismatch | ChainDifference]:
+        """Put back every history row its chain vouches for and record the repair in each chain
+        mended (`history_chain`), then reset every total from the history and lift the refusal;
+        returns what differed: the entries, then the totals."""
         self.ensure_writable()
-        found = self.transaction(lambda cur: consistency.repair(cur, self.tables))
+
+        def body(cur: duckdb.DuckDBPyConnection) -> list[consistency.Mismatch | ChainDifference]:
+            entries = history_chain_steps.repair(cur, self.tables)
+            return [*consistency.repair(cur, self.tables), *entries]
+
+        found = self.transaction(body)
         self.mismatches = ()
         return list(found)
 
