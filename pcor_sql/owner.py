@@ -16,7 +16,7 @@ path — or a registered dataset's name, and resolves it.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.accounting import ACCOUNTINGS
@@ -284,14 +284,22 @@ class Owner:
 
         set_quota(self.ledger, name, epsilon, notion=notion, dataset=dataset)
 
-    def verify_ledger(self) -> tuple[Any, ...]:
+    def verify_ledger(self, anchors: Iterable[Any] = ()) -> tuple[Any, ...]:
         """The totals that differ from the history (`Mismatch`: unit, notion, spent_total,
-        history_sum); empty when the ledger is consistent."""
-        return tuple(self.ledger.verify())
+        history_sum), then the history entries its hash chain does not vouch for
+        (`ChainDifference`: unit, notion, entry, problem; DESIGN.md §11), which refuse releases
+        until `repair_ledger()`; empty when the ledger is consistent. `anchors`: chain heads kept
+        outside the ledger (`ledger_heads()`, `history_chain.Anchor`), which also find a rewrite
+        that recomputed the chain."""
+        return tuple(self.ledger.verify(anchors))
+
+    def ledger_heads(self) -> dict[tuple[str, str], Any]:
+        """Each (unit, notion)'s history chain head (link, hash), to keep outside the ledger."""
+        return self.ledger.chain_heads()
 
     def repair_ledger(self) -> tuple[Any, ...]:
-        """Reset every total from the history and lift the refusal of releases; returns what
-        differed."""
+        """Put back every history entry its chain vouches for, reset every total from the
+        history and lift the refusal of releases; returns what differed."""
         return tuple(self.ledger.repair())
 
     def migrate_ledger(self) -> Any:

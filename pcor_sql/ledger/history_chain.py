@@ -39,7 +39,7 @@ What a repair restores (`ChainCheck.restore`). A row whose every chain entry is 
 back as the chain holds it (a deleted row comes back, an edited one is reset): the chain is the
 record of what was charged, and the totals are then reset from the restored history, so a
 rewrite that lowered ε is undone rather than accepted. A row the chain does not vouch for
-(written outside pcor-sql, or whose entry was altered too) is kept as the history holds it and
+(written outside pcor-sql, or whose entries were altered too) is kept as the history holds it and
 named: it can only add to what is spent.
 """
 
@@ -290,14 +290,14 @@ def check_chain(unit: str, notion: str, entries: Sequence[Entry], head: Head | N
                    " rewritten up to there)", sound=False)
     def order(rid: str) -> tuple[float, str]:
         seq = rows[rid].get("seq") if rid in rows else decode(state.get(rid, {}).get("seq"))
-        return (seq if isinstance(seq, int) else float("inf"), rid)
+        return (seq if isinstance(seq, int) else float("inf"), str(rid))
 
     for rid in sorted(set(state) | set(rows) | tainted, key=order):
         row = rows.get(rid)
         if rid in tainted:
             if row is not None or rid in state:
-                differ(_row_name(rid, row and encoded_row(row)), "its chain entry was altered too, so it cannot be"
-                       " checked or restored: kept as the history holds it (compare it with a backup)", sound=False)
+                differ(_row_name(rid, row and encoded_row(row)), "its chain entries are altered or missing, so it cannot"
+                       " be checked or restored: kept as the history holds it (compare it with a backup)", sound=False)
             continue
         if rid not in state:
             differ(_row_name(rid, encoded_row(row)), "is not in the chain (written outside pcor-sql): kept, since it"  # type: ignore[arg-type]
@@ -357,3 +357,27 @@ def check_all(rows: Iterable[Mapping[str, Any]], entries: Iterable[Entry], heads
     pairs = sorted(set(by_pair) | set(chains) | set(heads) | set(kept))
     return [check_chain(u, n, sorted(chains.get((u, n), []), key=lambda e: e.link), heads.get((u, n)),
                         by_pair.get((u, n), {}), kept.get((u, n), ())) for u, n in pairs]
+
+
+def head_lines(heads: Mapping[tuple[str, str], Head]) -> list[dict[str, Any]]:
+    """The heads as `budget heads --format json` writes them, one object a chain."""
+    return [{"unit": u, "notion": n, "link": h.link, "hash": h.hash} for (u, n), h in sorted(heads.items())]
+
+
+def parse_anchors(lines: Iterable[str]) -> list[Anchor]:
+    """Anchors from the lines `head_lines` made (JSON, one object a line; blank lines skipped).
+    ValueError names the first line that is not one."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            anchor = Anchor(item["unit"], item["notion"], item["link"], item["hash"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"line {number} is not a chain head") from None
+        if not (type(anchor.unit) is str and type(anchor.notion) is str and type(anchor.link) is int
+                and anchor.link >= 1 and type(anchor.hash) is str and len(anchor.hash) == 64):
+            raise ValueError(f"line {number} is not a chain head")
+        out.append(anchor)
+    return out
