@@ -342,18 +342,19 @@ def heads(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.t
     Example:
         pcor-sql budget heads --db salaries.duckdb --format json > heads-2026-12-01.jsonl
     """
-    from pcor_sql.ledger.history_chain import head_lines
+    from pcor_sql.ledger.history_chain import head_lines, heads_digest
 
     with open_owner(db, ledger) as owner:
         found = owner.ledger_heads()
     lines = head_lines(found)
+    digest = heads_digest(found)
     if fmt is o.DataFormat.json:
         for line in lines:
             write_line(json_text(line))
         return
     print_table(stdout_console(), ["unit", "notion", "entries", "head"],
                 [[h["unit"], h["notion"], str(h["link"]), h["hash"]] for h in lines])
-    stdout_console().print(f"heads digest {_digest(owner)}", markup=False)
+    stdout_console().print(f"heads digest {digest}", markup=False)
 
 
 @app.command("repair", short_help="Put back what the history's chain holds; reset the totals from the history.")
