@@ -289,13 +289,28 @@ class Owner:
         history_sum), then the history entries its hash chain does not vouch for
         (`ChainDifference`: unit, notion, entry, problem; DESIGN.md §11), which refuse releases
         until `repair_ledger()`; empty when the ledger is consistent. `anchors`: chain heads kept
-        outside the ledger (`ledger_heads()`, `history_chain.Anchor`), which also find a rewrite
-        that recomputed the chain."""
-        return tuple(self.ledger.verify(anchors))
+        outside the ledger — the lines `ledger_heads()` gave (JSON text) or `Anchor` values —,
+        which also find a rewrite that recomputed the chain up to them."""
+        from pcor_sql.ledger.history_chain import parse_anchors
 
-    def ledger_heads(self) -> dict[tuple[str, str], Any]:
-        """Each (unit, notion)'s history chain head (link, hash), to keep outside the ledger."""
-        return self.ledger.chain_heads()
+        kept = list(anchors)
+        try:
+            parsed = parse_anchors(a for a in kept if isinstance(a, str))
+        except ValueError as exc:
+            raise UserError(f"the anchors: {exc}", "pass the lines `pcor-sql budget heads --format json` wrote,"
+                            " unchanged") from None
+        return tuple(self.ledger.verify([*parsed, *(a for a in kept if not isinstance(a, str))]))
+
+    def ledger_heads(self) -> tuple[list[str], str]:
+        """Each (unit, notion)'s history chain head as one line of JSON (unit, notion, link,
+        hash) to keep outside the ledger and pass back to `verify_ledger`, and one digest of
+        them all."""
+        import json
+
+        from pcor_sql.ledger.history_chain import head_lines, heads_digest
+
+        heads = self.ledger.chain_heads()
+        return [json.dumps(line) for line in head_lines(heads)], heads_digest(heads)
 
     def repair_ledger(self) -> tuple[Any, ...]:
         """Put back every history entry its chain vouches for, reset every total from the

@@ -246,7 +246,8 @@ def _entry_problems(entry: Entry, expected_link: int, prev: str) -> tuple[list[s
         body = document["body"]
     except (ValueError, KeyError, TypeError):
         return problems + ["its content is not an entry of this version"], None
-    if place != (VERSION, entry.kind, entry.unit, entry.notion, entry.link, entry.release_id) or entry.kind not in KINDS:
+    expected = (VERSION, entry.kind, entry.unit, entry.notion, entry.link, entry.release_id)
+    if place != expected or entry.kind not in KINDS:
         problems.append("its content names another kind, place or release")
     return problems, body if isinstance(body, dict) else None
 
@@ -296,12 +297,14 @@ def check_chain(unit: str, notion: str, entries: Sequence[Entry], head: Head | N
         row = rows.get(rid)
         if rid in tainted:
             if row is not None or rid in state:
-                differ(_row_name(rid, row and encoded_row(row)), "its chain entries are altered or missing, so it cannot"
-                       " be checked or restored: kept as the history holds it (compare it with a backup)", sound=False)
+                differ(_row_name(rid, row and encoded_row(row)), "its chain entries are altered or missing, so it"
+                       " cannot be checked or restored: kept as the history holds it (compare it with a backup)",
+                       sound=False)
             continue
         if rid not in state:
-            differ(_row_name(rid, encoded_row(row)), "is not in the chain (written outside pcor-sql): kept, since it"  # type: ignore[arg-type]
-                   " only adds to what is spent", sound=False)
+            differ(_row_name(rid, encoded_row(row)),  # type: ignore[arg-type]
+                   "is not in the chain (written outside pcor-sql): kept, since it only adds to what is spent",
+                   sound=False)
             continue
         held = state[rid]
         if row is None:
@@ -311,7 +314,8 @@ def check_chain(unit: str, notion: str, entries: Sequence[Entry], head: Head | N
         now = encoded_row(row)
         fields = [f for f in FIELDS if now[f] != held.get(f)]
         if fields:
-            differ(_row_name(rid, held), f"{', '.join(fields)} {'differs' if len(fields) == 1 else 'differ'} from the chain")
+            verb = "differs" if len(fields) == 1 else "differ"
+            differ(_row_name(rid, held), f"{', '.join(fields)} {verb} from the chain")
             check.restore[rid] = {f: decode(held.get(f)) for f in FIELDS}
     return check
 

@@ -43,8 +43,10 @@ def record_sweep(cur: Any, t: Any, host: str) -> None:
     """Chain what `outcomes.mark_interrupted` changed: the rows of `host`'s ended processes whose
     outcome differs from their latest entry."""
     rows, heads, bodies = sql.read_rows(cur, t, host=host, latest=True)
-    _append(cur, t, heads, {pair: chain.changed_events(group, {rid: b for (u, rid), b in bodies.items() if u == pair[0]})
-                            for pair, group in _by_pair(rows).items()})
+    events = {}
+    for pair, group in _by_pair(rows).items():
+        events[pair] = chain.changed_events(group, {rid: b for (u, rid), b in bodies.items() if u == pair[0]})
+    _append(cur, t, heads, events)
 
 
 def verify(cur: Any, t: Any, anchors: Iterable[Anchor] = ()) -> list[ChainCheck]:

@@ -76,7 +76,8 @@ class MigrationReport:
         out += [f"moved {name!r} (from {', '.join(self.legacy)}) to {', '.join(units)}" for name, units in self.moved]
         out += [f"kept {name!r} as a unit of its own name: it spells no table or file here" for name in self.kept]
         out += [f"dropped {t}" for t in self.legacy]
-        out += [f"built the hash chain of {self.chained} unit histor{'y' if self.chained == 1 else 'ies'}"] if self.chained else []
+        if self.chained:
+            out.append(f"built the hash chain of {self.chained} unit histor{'y' if self.chained == 1 else 'ies'}")
         return out + ["migrated: spent ε, limits and history kept (pcor-sql budget verify checks them)"]
 
 

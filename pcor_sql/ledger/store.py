@@ -299,8 +299,9 @@ class Ledger:
         self._require_layout()
         if not self._exists:
             return []
-        totals = list(consistency.mismatches(self.read(f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
-                                                       f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
+        totals = list(consistency.mismatches(self.read(
+            f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
+            f" ({consistency.mismatch_sql(self.tables)})", [])[0][0]))
         checks = self.read_with(lambda cur: history_chain_steps.verify(cur, self.tables, anchors))
         if checks and not self.read_only:
             self.transaction(lambda cur: consistency.flag_for_repair(cur, self.tables))

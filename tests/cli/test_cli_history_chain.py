@@ -24,7 +24,8 @@ def _ok(*args: str):
 
 
 def _spent(db) -> float:
-    return json.loads(_ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db), "--format", "jsonl").stdout)["spent"]
+    status = _ok("budget", "status", "salaries", "--notion", "ocdp", "--db", str(db), "--format", "jsonl")
+    return json.loads(status.stdout)["spent"]
 
 
 def _released(db, times: int) -> list[str]:
@@ -51,7 +52,8 @@ def test_a_consistent_rewrite_is_found_refused_and_put_back(db, tmp_path):
     assert [line for line in stderr_lines(verify) if line.startswith("error: ")] == [
         "error: 3 history entries differ from the hash chain, so releases are refused — `pcor-sql budget repair` puts"
         " back what the chain holds"]
-    as_json = [json.loads(line) for line in invoke("budget", "verify", "--db", str(db), "--format", "json").stdout.splitlines()]
+    as_json = [json.loads(line)
+               for line in invoke("budget", "verify", "--db", str(db), "--format", "json").stdout.splitlines()]
     assert [(d["unit"], d["entry"].split()[1], d["problem"]) for d in as_json] == [
         ("bundled:salaries", rid, "epsilon, spent_after differ from the chain") for rid in ids]
     assert_error(invoke("explain-outlier", QUERY, *FAST, "--db", str(db)), "budget verify", "budget repair")
@@ -86,6 +88,7 @@ def test_a_rewrite_that_recomputes_the_chain_is_found_only_against_kept_heads(db
 def test_a_bad_anchor_file_is_one_line(db, tmp_path):
     bad = tmp_path / "heads.jsonl"
     bad.write_text('{"unit": "x"}\n')
-    error = assert_error(invoke("budget", "verify", "--db", str(db), "--anchor", str(bad)), "line 1 is not a chain head")
+    error = assert_error(invoke("budget", "verify", "--db", str(db), "--anchor", str(bad)),
+                         "anchors: line 1 is not a chain head")
     assert "budget heads --format json" in error
     assert_error(invoke("budget", "verify", "--db", str(db), "--anchor", str(tmp_path / "none")), "cannot read")

@@ -2,10 +2,10 @@
 transaction: 1 ledger location, 2 parse, 5 privacy-unit resolution (catalog only: parse and
 names, EXPLAIN, the plan's settings and the JSON plan), 1 DESCRIBE, 1 records, 1 summary (and,
 for a verifier that reads the values, such as LOF, 1 read of DuckDB's `threads` setting, which
-the summary build follows: issue 29), and with a --db file the ledger's 14 in the same file: its open check (totals against the history,
-rows of ended processes), its reservation (BEGIN, one SELECT, two writes, the history chain's
-read and two writes — DESIGN.md §11 —, COMMIT) and the outcome (BEGIN, one UPDATE, the chain's
-read and two writes, COMMIT)."""
+the summary build follows: issue 29), and with a --db file the ledger's 14 in the same file: its
+open check (totals against the history, rows of ended processes), its reservation (BEGIN, one
+SELECT, two writes, the history chain's read and two writes — DESIGN.md §11 —, COMMIT) and the
+outcome (BEGIN, one UPDATE, the chain's read and two writes, COMMIT)."""
 
 from __future__ import annotations
 

@@ -72,7 +72,8 @@ def test_a_consistent_rewrite_is_named_refused_put_back_and_recorded(con):
     assert {m.unit for m in repaired if isinstance(m, Mismatch)} == {"t", "u"}  # totals reset from the restored history
     assert ledger.verify(anchor) == []  # restored in place: the chain (and its kept heads) still hold
     assert (ledger.status("t").spent, ledger.status("u").spent, ledger.status("t", "dp").spent) == (0.75, 0.25, 0.0625)
-    [(found_text,)] = con.execute("SELECT content FROM pcor.history_chain WHERE kind = 'repair' AND unit = 'u'").fetchall()
+    [(found_text,)] = con.execute("SELECT content FROM pcor.history_chain WHERE kind = 'repair' AND unit = 'u'"
+                                  ).fetchall()
     assert "release r1 (seq 1): epsilon, spent_after differ from the chain" in found_text
     ledger.reserve("t", [item("r5", 0.1)]).answered()
     assert ledger.verify() == []
@@ -123,8 +124,10 @@ def test_any_single_field_change_by_sql_is_named(key, name, data):
             warnings.simplefilter("ignore", PrivacyWarning)
             ledger = charged(con)
         rid, unit = key
-        [before] = con.execute(f"SELECT {name} FROM pcor.history WHERE release_id = $1 AND unit = $2", [rid, unit]).fetchall()
-        value = data.draw(_SQL_VALUES.get(name, st.none() | _TEXT).filter(lambda v: v != before[0] or type(v) is not type(before[0])))
+        [(before,)] = con.execute(f"SELECT {name} FROM pcor.history WHERE release_id = $1 AND unit = $2",
+                                  [rid, unit]).fetchall()
+        value = data.draw(_SQL_VALUES.get(name, st.none() | _TEXT).filter(
+            lambda v: v != before or type(v) is not type(before)))
         try:
             con.execute(f"UPDATE pcor.history SET {name} = $1 WHERE release_id = $2 AND unit = $3", [value, rid, unit])
         except duckdb.ConstraintException:
