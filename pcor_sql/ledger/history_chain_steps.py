@@ -21,7 +21,7 @@ def _append(cur: Any, t: Any, heads: Mapping[tuple[str, str], Head],
     for pair in sorted(p for p, e in events.items() if e):
         made, new_heads[pair] = chain.extend(heads.get(pair), pair[0], pair[1], events[pair])
         entries.extend(made)
-    sql.append(cur, t, entries, new_heads)
+    sql.append(cur, t, entries, new_heads, heads)
 
 
 def _by_pair(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
