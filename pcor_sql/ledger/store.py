@@ -31,7 +31,9 @@ Why it cannot be overspent.
 
 The history is the truth: opening a ledger checks every total against it (`consistency`) and
 marks the rows of reserving processes that died as interrupted (`outcomes`); a ledger in an
-older layout is refused until it is migrated (`layout`, `migration`).
+older layout is refused until it is migrated (`layout`, `migration`). Every history row and
+every later change of its outcome is linked into a hash chain per (unit, notion), which
+`verify` checks the history against and `repair` restores it from (`history_chain`, DESIGN.md §11).
 """
 
 from __future__ import annotations
