@@ -54,9 +54,13 @@ def read_all(cur: Any, t: Any) -> tuple[list[dict[str, Any]], list[Entry], dict[
     rows = [dict(zip(FIELDS, r)) for r in cur.execute(f"SELECT {_COLUMNS} FROM {t.history} h").fetchall()]
     entries = [chain.entry_from(r) for r in cur.execute(
         f"SELECT {_ENTRY} FROM {t.history_chain} ORDER BY unit, notion, link").fetchall()]
-    heads = {(u, n): Head(link, head) for u, n, link, head in cur.execute(
+    return rows, entries, read_heads(cur, t)
+
+
+def read_heads(cur: Any, t: Any) -> dict[tuple[str, str], Head]:
+    """Every chain's head."""
+    return {(u, n): Head(link, head) for u, n, link, head in cur.execute(
         f"SELECT unit, notion, link, head FROM {t.chain_heads}").fetchall()}
-    return rows, entries, heads
 
 
 def append(cur: Any, t: Any, entries: Sequence[Entry], heads: Mapping[tuple[str, str], Head],

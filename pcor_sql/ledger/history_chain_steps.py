@@ -56,7 +56,7 @@ def verify(cur: Any, t: Any, anchors: Iterable[Anchor] = ()) -> list[ChainCheck]
 
 
 def heads(cur: Any, t: Any) -> dict[tuple[str, str], Head]:
-    return sql.read_all(cur, t)[2]
+    return sql.read_heads(cur, t)
 
 
 def repair(cur: Any, t: Any) -> list[ChainDifference]:
