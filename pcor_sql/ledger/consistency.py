@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from pcor_sql.ledger import history_chain_steps
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, RELATIVE_SLACK
 from pcor_sql.ledger.outcomes import gone, mark_interrupted
 from pcor_sql.ledger.process_identity import current_process
@@ -66,6 +67,7 @@ def check_on_open(read: Callable[[Callable[[Any], Any]], Any], transaction: Call
     def body(ops: Any) -> None:
         if ended:
             mark_interrupted(ops, me.host, ended)
+            history_chain_steps.record_sweep(ops, me.host)
         if differ and not flagged:
             flag_for_repair(ops)
 

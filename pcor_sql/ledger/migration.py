@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcor_sql.errors import UserError
+from types import SimpleNamespace
+
+from pcor_sql.ledger import history_chain_steps
 from pcor_sql.ledger.charge_rules import RELATIVE_SLACK, Tables, add_compensated
 from pcor_sql.ledger.layout import Layout, expected_layout
 from pcor_sql.ledger.transactions import utc_now
@@ -64,6 +67,8 @@ class MigrationReport:
     moved: tuple[tuple[str, tuple[str, ...]], ...] = ()
     kept: tuple[str, ...] = ()
     changed: bool = field(default=True)
+    #: How many (unit, notion) histories got their hash chain built.
+    chained: int = 0
 
     def lines(self) -> list[str]:
         if not self.changed:
@@ -73,6 +78,8 @@ class MigrationReport:
         out += [f"moved {name!r} (from {', '.join(self.legacy)}) to {', '.join(units)}" for name, units in self.moved]
         out += [f"kept {name!r} as a unit of its own name: it spells no table or file here" for name in self.kept]
         out += [f"dropped {t}" for t in self.legacy]
+        if self.chained:
+            out.append(f"built the hash chain of {self.chained} unit histor{'y' if self.chained == 1 else 'ies'}")
         return out + ["migrated: spent ε, limits and history kept (pcor-sql budget verify checks them)"]
 
 
@@ -120,7 +127,8 @@ def migrate(cur: Any, tables: Tables, database: str, layout: Layout, legacy_rows
         cur.execute(f"INSERT INTO {getattr(tables, table)} ({names}) SELECT {values} FROM {old}")
         cur.execute(f"DROP TABLE {old}")
     moved, kept_names = _move_legacy(cur, tables, database, legacy_rows, units_of)
-    return MigrationReport(tuple(rebuild), created, tuple(legacy_rows), moved, kept_names)
+    chained = history_chain_steps.build_missing(SimpleNamespace(cur=cur, t=tables))  # DESIGN.md §11: a history without its chain
+    return MigrationReport(tuple(rebuild), created, tuple(legacy_rows), moved, kept_names, chained=chained)
 
 
 def _move_legacy(cur: Any, t: Tables, database: str, legacy_rows: dict[str, list[dict]],

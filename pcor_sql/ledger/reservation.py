@@ -42,6 +42,8 @@ from pcor_sql.ledger.charge_rules import (
     unit_names,
     write_charge,
 )
+from pcor_sql.ledger import history_chain_steps
+from pcor_sql.ledger.history_chain import CHANGE
 from pcor_sql.ledger.outcomes import check_reason, record_outcome, settle_spent_after
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.quota_rules import (
@@ -75,6 +77,8 @@ def reserve_body(units: tuple[str, ...], batch: tuple[ChargeItem, ...], analyst:
         if quota is not None:
             quotas = check_quotas(quota, fresh if totals else [])
         write_charge(ops, state, fresh, totals, provenance)
+        if totals:  # the rows just written, linked into their chains (DESIGN.md §11)
+            history_chain_steps.record(ops, [i.release_id for i in fresh], "charge")
         if quota is not None and totals:  # nothing charged (public units only): no quota spent
             write_quotas(ops, quota, quotas)
         return totals
@@ -194,13 +198,13 @@ class Reservation:
                           for (what, why), rows in groups.items())
             if refund and changed:
                 settle_spent_after(ops, ids)
+            if changed:  # the change linked into the rows' chains (DESIGN.md §11)
+                history_chain_steps.record(ops, ids, CHANGE)
             return changed
 
-        # Without a refund one outcome is one UPDATE of this reservation's own rows, committed on
-        # its own beside other charges (it meets none of their rows); a refund adds the totals'
-        # write (and several outcomes several UPDATEs), so they go in one transaction, in turn.
-        alone = not refund and len(groups) == 1
-        changed = self._access.transaction(body, single=alone, beside=alone)
+        # An outcome appends to its units' chains, as charges do, so it is one transaction in
+        # turn with them (beside them, it would meet their writes of the chains' heads).
+        changed = self._access.transaction(body)
         return changed > 0
 
     def __enter__(self) -> "Reservation":

@@ -28,8 +28,10 @@ transactions (`postgres_store`).
 
 The history is the truth: opening a ledger checks every total against it (`consistency`) and
 marks the rows of reserving processes that died as interrupted (`outcomes`); a ledger in an
-older layout is refused until it is migrated (`layout`, `migration`). The rules here are written
-once over a store (`store_interface`, DESIGN.md §11): no SQL in this module.
+older layout is refused until it is migrated (`layout`, `migration`). Every history row and
+every later change of its outcome is linked into a hash chain per (unit, notion), which
+`verify` checks the history against and `repair` restores it from (`history_chain`, DESIGN.md §11).
+The rules here are written once over a store (`store_interface`, DESIGN.md §11): no SQL in this module.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
-from pcor_sql.ledger import consistency
+from pcor_sql.ledger import consistency, history_chain_steps
 from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged
 from pcor_sql.ledger.charge_rules import ChargeItem, checked_batch, unit_names, within
+from pcor_sql.ledger.history_chain import Anchor, ChainDifference, Head
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
 from pcor_sql.ledger.layout import LOCATION_SQL
 from pcor_sql.ledger.migration import MigrationReport
@@ -235,14 +238,32 @@ class Ledger:
 
     # ---- the history is the truth --------------------------------------------------------
 
-    def verify(self) -> list[consistency.Mismatch]:
-        """Every unit total and analyst quota total that differs from its history, now."""
-        return list(consistency.mismatches(self.read(lambda ops: ops.mismatches(consistency.RELATIVE_SLACK), [])))
+    def verify(self, anchors: Iterable[Anchor] = ()) -> list[consistency.Mismatch | ChainDifference]:
+        """Every unit total and analyst quota total that differs from its history, then every
+        history entry its hash chain does not vouch for (`history_chain`; `anchors`: chain heads
+        the owner kept outside the ledger), now. Entries that differ refuse releases until
+        `repair` (as totals that differ do from the ledger's opening)."""
+        totals = list(consistency.mismatches(self.read(lambda ops: ops.mismatches(consistency.RELATIVE_SLACK), [])))
+        checks = self.read(lambda ops: history_chain_steps.verify(ops, anchors), [])
+        if checks and not self.read_only:
+            self.transaction(consistency.flag_for_repair)
+        return totals + [d for c in checks for d in c.differences]
 
-    def repair(self) -> list[consistency.Mismatch]:
-        """Reset every total from the history and lift the refusal; returns what differed."""
+    def chain_heads(self) -> dict[tuple[str, str], Head]:
+        """Each (unit, notion)'s chain head (link, hash): what the owner keeps outside the ledger."""
+        return self.read(history_chain_steps.heads, {})
+
+    def repair(self) -> list[consistency.Mismatch | ChainDifference]:
+        """Put back every history row its chain vouches for and record the repair in each chain
+        mended (`history_chain`), then reset every total from the history and lift the refusal;
+        returns what differed: the entries, then the totals."""
         self.ensure_writable()
-        found = self.transaction(consistency.repair)
+
+        def body(ops: Any) -> list[consistency.Mismatch | ChainDifference]:
+            entries = history_chain_steps.repair(ops)
+            return [*consistency.repair(ops), *entries]
+
+        found = self.transaction(body)
         self.mismatches = ()
         return list(found)
 

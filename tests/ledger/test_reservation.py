@@ -123,10 +123,10 @@ def test_the_first_outcome_wins(con, ledger):
     assert (record.outcome, record.refunded, ledger.status("t").spent) == ("answered", False, 0.3)
 
 
-def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it(duckdb_ledger):
-    """An outcome UPDATE touches only its own reservation's rows, so it does not wait for this
-    process's write transactions (the embedded store's write lock); a refund writes the totals,
-    so it does."""
+def test_an_outcome_is_written_in_turn_with_the_charges_of_this_process(duckdb_ledger):
+    """An outcome appends to its units' history chains (DESIGN.md §11), as a charge does, so it
+    waits for this process's write transaction in progress (beside it, the two would write one
+    chain head), and both end consistent."""
     ledger = duckdb_ledger
     ledger.set_limit("t", 1.0)
     answered, refunded = ledger.reserve("t", [item(0.1)]), ledger.reserve("t", [item(0.2)])
@@ -136,11 +136,11 @@ def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it
     with ledger.store._write_lock:  # a charge of another thread, in progress
         for t in threads:
             t.start()
-        threads[0].join(timeout=30)
-        assert done == {"answered": True}
-        threads[1].join(timeout=0.2)
-        assert "refunded" not in done and threads[1].is_alive()
-    threads[1].join(timeout=30)
+        for t in threads:
+            t.join(timeout=0.2)
+        assert done == {} and all(t.is_alive() for t in threads)
+    for t in threads:
+        t.join(timeout=30)
     assert done == {"answered": True, "refunded": True}
     assert ledger.status("t").spent == pytest.approx(0.1) and ledger.verify() == []
 
@@ -315,14 +315,17 @@ def test_running_rows_of_live_processes_and_other_hosts_are_left_alone(ledger, r
         "mine": "running", "elsewhere": "running", "dead": "interrupted"}
 
 
-def test_a_reservation_is_five_statements_and_its_outcome_one(con, duckdb_ledger):
+def test_a_reservation_is_eight_statements_and_its_outcome_six(con, duckdb_ledger):
+    """BEGIN, one SELECT, two writes, the chain's three (the rows and head read, the entries and
+    the head written: `history_chain_sql`), COMMIT; the outcome's UPDATE and the chain's three
+    in one transaction."""
     ledger = duckdb_ledger
     ledger.set_limit("t", 1.0)
     con.execute("CALL enable_logging('QueryLog')")
     r = ledger.reserve("t", [item(0.1)])
     reserved = _logged(con)
     r.answered()
-    assert (len(reserved), len(_logged(con)) - len(reserved)) == (5, 1), _logged(con)
+    assert (len(reserved), len(_logged(con)) - len(reserved)) == (8, 6), _logged(con)
 
 
 def _logged(con) -> list[str]:
