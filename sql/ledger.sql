@@ -130,6 +130,19 @@ CREATE TABLE IF NOT EXISTS pcor.chain_heads (
     PRIMARY KEY (unit, notion)
 );
 
+-- The reservations' leases (DESIGN.md §11 "Dead hosts"; the rules are in pcor_sql/ledger/leases.py):
+-- one row per reserving process (the holder named by its history rows' host, pid and
+-- process_token), renewed by that process while its reservations run. A row still 'running'
+-- whose holder has no lease unexpired is marked 'interrupted' by whoever looks next.
+CREATE TABLE IF NOT EXISTS pcor.leases (
+    host           VARCHAR NOT NULL,
+    pid            BIGINT NOT NULL,
+    process_token  VARCHAR NOT NULL,
+    expires_at     TIMESTAMP NOT NULL,   -- UTC, by the store's clock
+    renewed_at     TIMESTAMP NOT NULL,   -- UTC
+    PRIMARY KEY (host, pid, process_token)
+);
+
 -- Analysts the owner named (DESIGN.md §6 "Analysts and their quotas"). The bearer token is
 -- shown once and stored only as its SHA-256 (hex). datasets: the registered datasets they may
 -- use (NULL: every one). A revoked analyst's token stops at once.

@@ -114,7 +114,7 @@ def mismatch_fix() -> str:
 
 #: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
 TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas", "history_chain",
-               "chain_heads")
+               "chain_heads", "leases")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """A tamper-evident history (DESIGN.md §11): the rules of the hash chain kept per (unit, notion)
 over every history row and every later change of its outcome — encoding, hashing, checking a
-chain against the history, and what a repair may restore. No SQL here (`history_chain_sql`
-reads and writes the chain's tables).
+chain against the history, and what a repair may restore — written once for both stores. No
+SQL here: each store reads and writes the chain's tables (`LedgerOps.chain_*`: `duckdb_chain`,
+`postgres_chain`), and `history_chain_steps` is what the ledger's writers call.
 
 The chain. Each (unit, notion) has entries numbered 1, 2, 3, … (`link`). An entry records one
 event: a history row written ('charge'; 'migrated' when `budget migrate` built the chain for a
@@ -68,6 +69,8 @@ WHOLE_ROW = ("charge", "migrated", "rebuilt")
 CHANGE, REPAIR = "change", "repair"
 KINDS = (*WHOLE_ROW, CHANGE, REPAIR)
 GENESIS = "0" * 64
+#: The columns of an entry in the chain's table, in `Entry`'s order.
+ENTRY_COLUMNS = ("unit", "notion", "link", "kind", "release_id", "content", "content_hash", "prev_hash", "entry_hash")
 _DOMAIN = "pcor-sql history chain v1"
 
 
@@ -341,9 +344,13 @@ def body_of(content: str) -> dict[str, Any]:
 
 
 def entry_from(row: Sequence[Any]) -> Entry:
-    """An entry from its table's columns (unit, notion, link, kind, release_id, content,
-    content_hash, prev_hash, entry_hash)."""
+    """An entry from its table's columns (ENTRY_COLUMNS)."""
     return Entry(*row)
+
+
+def entry_row(entry: Entry) -> tuple[Any, ...]:
+    """An entry as its table's columns (ENTRY_COLUMNS)."""
+    return tuple(getattr(entry, name) for name in ENTRY_COLUMNS)
 
 
 def check_all(rows: Iterable[Mapping[str, Any]], entries: Iterable[Entry], heads: Mapping[tuple[str, str], Head],

@@ -25,9 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcor_sql.errors import UserError
-from types import SimpleNamespace
-
-from pcor_sql.ledger import history_chain_steps
 from pcor_sql.ledger.charge_rules import RELATIVE_SLACK, Tables, add_compensated
 from pcor_sql.ledger.layout import Layout, expected_layout
 from pcor_sql.ledger.transactions import utc_now
@@ -127,8 +124,8 @@ def migrate(cur: Any, tables: Tables, database: str, layout: Layout, legacy_rows
         cur.execute(f"INSERT INTO {getattr(tables, table)} ({names}) SELECT {values} FROM {old}")
         cur.execute(f"DROP TABLE {old}")
     moved, kept_names = _move_legacy(cur, tables, database, legacy_rows, units_of)
-    chained = history_chain_steps.build_missing(SimpleNamespace(cur=cur, t=tables))  # DESIGN.md §11: a history without its chain
-    return MigrationReport(tuple(rebuild), created, tuple(legacy_rows), moved, kept_names, chained=chained)
+    # The store then builds the chain of a history without one (DESIGN.md §11), in this transaction.
+    return MigrationReport(tuple(rebuild), created, tuple(legacy_rows), moved, kept_names)
 
 
 def _move_legacy(cur: Any, t: Tables, database: str, legacy_rows: dict[str, list[dict]],

@@ -166,18 +166,21 @@ class PostgresChargeOps:
             " AS v(r, u, n, s) WHERE h.release_id = v.r AND h.unit = v.u AND h.notion = v.n", [ids, units, notions, values])
 
     def mark_interrupted(self, host, keys, now):
-        run(self.cur,
-            "UPDATE pcor.history SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
-            " WHERE outcome = 'running' AND host = $2 AND (pid::text || ':' || coalesce(process_token, '')) = ANY($3::text[])",
-            [now, host, keys])
+        changed = _all(self.cur,
+                       "UPDATE pcor.history SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
+                       " WHERE outcome = 'running' AND host = $2"
+                       " AND (pid::text || ':' || coalesce(process_token, '')) = ANY($3::text[]) RETURNING release_id",
+                       [now, host, keys])
+        return sorted({rid for (rid,) in changed})
 
     def mismatches(self, slack):
         return _all(self.cur, _mismatch_sql(slack))
 
-    def open_state(self, host, slack):
+    def open_state(self, slack):
+        from pcor_sql.ledger.postgres_chain import running_holders
+
         found = self.mismatches(slack)
-        running = _all(self.cur, "SELECT DISTINCT pid, process_token FROM pcor.history WHERE outcome = 'running' AND host = $1",
-                       [host])
+        running = running_holders(self.cur)
         flagged = _all(self.cur, f"SELECT value FROM pcor.settings WHERE name = '{NEEDS_REPAIR}'")
         return found, running, flagged[0][0] if flagged else None
 

@@ -17,8 +17,9 @@ totals; refused means nothing was written. Why that cannot overspend, across thr
 processes, is in `pcor_sql.ledger.store` and `quota_rules`. An outcome is written once (the
 first call wins; later ones return False without writing); a refund lowers the totals by
 exactly the refunded rows' ε in the same transaction (`outcomes`). If the process dies before
-the outcome, the rows stay 'running' until a ledger is opened on this host, which marks them
-'interrupted' and keeps them charged: whatever the work showed before it died was paid for.
+the outcome, the rows stay 'running' until its lease lapses and whoever looks next marks them
+'interrupted' (`leases`; on the embedded store, also a ledger opened on this host once the
+process has ended), keeping them charged: whatever the work showed before it died was paid for.
 `check_fit` is an early, cheap refusal for a limit or quota (it reserves nothing).
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_reads import read_state, read_state_with, settings_of, unit_rows
@@ -139,8 +140,9 @@ class Reservation:
     `release_ids`: one per item; `outcome`: None until one is recorded."""
 
     def __init__(self, access: LedgerAccess, totals: tuple[UnitTotal, ...], batch: tuple[ChargeItem, ...],
-                 analyst: str | None):
+                 analyst: str | None, on_end: Callable[[], None] | None = None):
         self._access = access
+        self._on_end = on_end  # told once, when the outcome is written (or failed): the lease (`leases`)
         self._totals = totals
         self.release_ids: tuple[str, ...] = tuple(item.release_id for item in batch)
         self.analyst = analyst
@@ -204,7 +206,11 @@ class Reservation:
 
         # An outcome appends to its units' chains, as charges do, so it is one transaction in
         # turn with them (beside them, it would meet their writes of the chains' heads).
-        changed = self._access.transaction(body)
+        try:
+            changed = self._access.transaction(body)
+        finally:
+            if self._on_end is not None:
+                self._on_end()
         return changed > 0
 
     def __enter__(self) -> "Reservation":

@@ -42,11 +42,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
-from pcor_sql.ledger import consistency, history_chain_steps
+from pcor_sql.ledger import consistency, history_chain_steps, leases
 from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged
 from pcor_sql.ledger.charge_rules import ChargeItem, checked_batch, unit_names, within
 from pcor_sql.ledger.history_chain import Anchor, ChainDifference, Head
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
+from pcor_sql.ledger.leases import LeaseKeeper
 from pcor_sql.ledger.layout import LOCATION_SQL
 from pcor_sql.ledger.migration import MigrationReport
 from pcor_sql.ledger.records import (
@@ -93,6 +94,7 @@ class Ledger:
         owned: bool = False,
         location: Sequence[object] | None = None,
         store: LedgerStore | None = None,
+        lease_seconds: float | None = None,
     ):
         if not (isinstance(busy_timeout, numbers.Real) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise InternalError(f"busy_timeout must be a finite number ≥ 0, got {busy_timeout!r}")
@@ -107,6 +109,7 @@ class Ledger:
         self.in_memory: bool = store.in_memory
         self.read_only: bool = store.read_only
         self.access = LedgerAccess(self.transaction, self.read_with)
+        self.lease = LeaseKeeper(self.access, leases.lease_seconds(lease_seconds))
         self.mismatches: tuple[consistency.Mismatch, ...] = ()
         if self.in_memory:
             warn_privacy(IN_MEMORY_WARNING, warn, stacklevel=4)
@@ -120,9 +123,11 @@ class Ledger:
     def _check_on_open(self) -> None:
         """The history is the truth: compare every total with it, and mark the rows of this
         host's reserving processes that ended as 'interrupted'."""
-        self.mismatches = consistency.check_on_open(self.read_with, self.transaction, self.read_only)
+        self.mismatches = consistency.check_on_open(self.read_with, self.transaction, self.read_only,
+                                                    by_process=self.store.kind == "duckdb")
 
     def close(self) -> None:
+        self.lease.close()
         self.store.close()
 
     @property
@@ -221,9 +226,14 @@ class Ledger:
             raise InternalError(f"an analyst is named by a non-empty string, got {analyst!r}")
         if not batch:
             raise InternalError("a reservation needs at least one item")
-        totals = self.transaction(reserve_body(names, batch, analyst))
+        self.lease.before_reserve()  # DESIGN.md §11 "Dead hosts": reserved under a live lease
+        try:
+            totals = self.transaction(reserve_body(names, batch, analyst))
+        except BaseException:
+            self.lease.ended()
+            raise
         note_charged(math.fsum(item.epsilon for item in batch))  # what admissions kept is raised by it
-        return Reservation(self.access, totals, batch, analyst)
+        return Reservation(self.access, totals, batch, analyst, on_end=self.lease.ended)
 
     def check_fit(self, units: str | Sequence[str], items: Sequence[ChargeItem], *, analyst: str | None = None,
                   memory: AdmissionMemory | None = None) -> None:

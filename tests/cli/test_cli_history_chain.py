@@ -10,7 +10,7 @@ import duckdb
 from cli_helpers import FAST, QUERY, assert_clean_stderr, assert_error, invoke, stderr_lines
 
 from pcor_sql.ledger import history_chain_steps
-from pcor_sql.ledger.charge_rules import Tables
+from pcor_sql.ledger.store import Ledger
 
 HALVE = ("UPDATE pcor.history SET epsilon = epsilon / 2, spent_after = spent_after / 2;"
          " UPDATE pcor.budget SET spent_epsilon = spent_epsilon / 2, spent_residual = spent_residual / 2")
@@ -77,7 +77,7 @@ def test_a_rewrite_that_recomputes_the_chain_is_found_only_against_kept_heads(db
     con.execute(HALVE)
     # An attacker who knows the code makes the chain again over the rewritten history.
     con.execute("DELETE FROM pcor.history_chain; DELETE FROM pcor.chain_heads")
-    history_chain_steps.build_missing(con, Tables("pcor."))
+    Ledger(con).transaction(history_chain_steps.build_missing)
     con.close()
     _ok("budget", "verify", "--db", str(db))  # the limit of a chain kept beside the history (history_chain)
     anchored = invoke("budget", "verify", "--db", str(db), "--anchor", str(heads))
