@@ -1,6 +1,6 @@
-"""The history chain in a ledger (DESIGN.md §11): every write of the history is chained, any
-edit of a row by SQL is named by `verify` and refuses releases until `repair`, and `migrate`
-builds the chain of a ledger from the version before it."""
+"""The history chain in a ledger, on both stores (DESIGN.md §11 "A tamper-evident history"):
+every write of the history is chained, any edit of a row by SQL is named by `verify` and refuses
+releases until `repair`, and `migrate` builds the chain of a ledger from the version before it."""
 
 from __future__ import annotations
 
@@ -20,18 +20,22 @@ from pcor_sql.ledger.history_chain import FIELDS, Anchor, ChainDifference
 from pcor_sql.ledger.outcomes import OUTCOMES
 from pcor_sql.ledger.store import Ledger
 
+from ledger_helpers import raw
 from old_layouts import BEFORE_CHAIN
 
 pytestmark = pytest.mark.filterwarnings("ignore::pcor_sql.errors.PrivacyWarning")
+
+#: The consistent rewrite: every ε halved, spent_after and the totals fixed to match.
+HALVE = ("UPDATE pcor.history SET epsilon = epsilon / 2, spent_after = spent_after / 2",
+         "UPDATE pcor.budget SET spent_epsilon = spent_epsilon / 2, spent_residual = spent_residual / 2")
 
 
 def item(rid: str, epsilon: float, cost=OcdpCost) -> ChargeItem:
     return ChargeItem(rid, cost(epsilon), "pcor/bfs/tight", record_key="id = 42", statement="SELECT 1")
 
 
-def charged(con) -> Ledger:
+def charge_all(ledger: Ledger) -> Ledger:
     """t and u charged: r1 answered (both units), r2 failed and refunded, r3 answered, r4 under DP."""
-    ledger = Ledger(con)
     ledger.reserve(["t", "u"], [item("r1", 0.25)]).answered()
     ledger.reserve("t", [item("r2", 0.125)]).failed("data", refund=True)
     ledger.reserve("t", [item("r3", 0.5)]).answered()
@@ -39,27 +43,37 @@ def charged(con) -> Ledger:
     return ledger
 
 
+def charged(con) -> Ledger:
+    return charge_all(Ledger(con))
+
+
+def kinds(ledger: Ledger, unit: str | None = None, notion: str | None = None):
+    """The kinds of the chain entries, by (unit, notion), in link order."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for u, n, kind in raw(ledger, "SELECT unit, notion, kind FROM pcor.history_chain ORDER BY unit, notion, link"):
+        out.setdefault((u, n), []).append(kind)
+    return out if unit is None else out.get((unit, notion), [])
+
+
 def differences(ledger: Ledger) -> list[ChainDifference]:
     return [d for d in ledger.verify() if isinstance(d, ChainDifference)]
 
 
-def test_every_write_of_the_history_is_chained_and_verifies(con):
-    ledger = charged(con)
+def test_every_write_of_the_history_is_chained_and_verifies(ledger):
+    charge_all(ledger)
     assert ledger.verify() == []
-    kinds = con.execute("SELECT unit, notion, list(kind ORDER BY link) FROM pcor.history_chain GROUP BY ALL"
-                        " ORDER BY ALL").fetchall()
-    assert kinds == [("t", "dp", ["charge", "change"]), ("t", "ocdp", ["charge", "change"] * 3),
-                     ("u", "ocdp", ["charge", "change"])]
+    assert kinds(ledger) == {("t", "dp"): ["charge", "change"], ("t", "ocdp"): ["charge", "change"] * 3,
+                             ("u", "ocdp"): ["charge", "change"]}
     heads = ledger.chain_heads()
     assert heads[("t", "ocdp")].link == 6 and set(heads) == {("t", "dp"), ("t", "ocdp"), ("u", "ocdp")}
 
 
-def test_a_consistent_rewrite_is_named_refused_put_back_and_recorded(con):
-    ledger = charged(con)
+def test_a_consistent_rewrite_is_named_refused_put_back_and_recorded(ledger, reopen):
+    charge_all(ledger)
     anchor = [Anchor(u, n, h.link, h.hash) for (u, n), h in ledger.chain_heads().items()]
-    con.execute("UPDATE pcor.history SET epsilon = epsilon / 2, spent_after = spent_after / 2")
-    con.execute("UPDATE pcor.budget SET spent_epsilon = spent_epsilon / 2, spent_residual = spent_residual / 2")
-    assert Ledger(con).mismatches == ()  # the totals alone match the rewritten history
+    for statement in HALVE:
+        raw(ledger, statement)
+    assert reopen().mismatches == ()  # the totals alone match the rewritten history
     found = differences(ledger)
     assert {(d.unit, d.notion, d.entry.split(" (")[0]) for d in found} == {
         ("t", "ocdp", "release r1"), ("t", "ocdp", "release r2"), ("t", "ocdp", "release r3"),
@@ -72,36 +86,60 @@ def test_a_consistent_rewrite_is_named_refused_put_back_and_recorded(con):
     assert {m.unit for m in repaired if isinstance(m, Mismatch)} == {"t", "u"}  # totals reset from the restored history
     assert ledger.verify(anchor) == []  # restored in place: the chain (and its kept heads) still hold
     assert (ledger.status("t").spent, ledger.status("u").spent, ledger.status("t", "dp").spent) == (0.75, 0.25, 0.0625)
-    [(found_text,)] = con.execute("SELECT content FROM pcor.history_chain WHERE kind = 'repair' AND unit = 'u'"
-                                  ).fetchall()
+    [(found_text,)] = raw(ledger, "SELECT content FROM pcor.history_chain WHERE kind = 'repair' AND unit = 'u'")
     assert "release r1 (seq 1): epsilon, spent_after differ from the chain" in found_text
     ledger.reserve("t", [item("r5", 0.1)]).answered()
     assert ledger.verify() == []
 
 
-def test_an_edit_of_the_chain_itself_is_named_and_the_chain_made_again(con):
-    ledger = charged(con)
-    con.execute("UPDATE pcor.history_chain SET content = replace(content, 'pcor/bfs/tight', 'x') WHERE link = 3"
+def test_an_edit_of_the_chain_itself_is_named_and_the_chain_made_again(ledger):
+    charge_all(ledger)
+    raw(ledger, "UPDATE pcor.history_chain SET content = replace(content, 'pcor/bfs/tight', 'x') WHERE link = 3"
                 " AND unit = 't' AND notion = 'ocdp'")
     assert [d.entry for d in differences(ledger)] == [
         "chain entry 3 (release r2)", "chain entry 4 (release r2)", "release r2 (seq 2)"]
     ledger.repair()
     assert ledger.verify() == []
-    kinds = con.execute("SELECT list(kind ORDER BY link) FROM pcor.history_chain WHERE unit = 't' AND notion = 'ocdp'"
-                        ).fetchall()[0][0]
-    assert kinds == ["rebuilt"] * 3 + ["repair"]
+    assert kinds(ledger, "t", "ocdp") == ["rebuilt"] * 3 + ["repair"]
 
 
-def test_rows_added_or_deleted_by_sql_are_named(con):
-    ledger = charged(con)
-    con.execute("DELETE FROM pcor.history WHERE release_id = 'r3'")
-    con.execute("INSERT INTO pcor.history SELECT * REPLACE ('r9' AS release_id, 9 AS seq) FROM pcor.history"
+def test_rows_added_or_deleted_by_sql_are_named(ledger):
+    charge_all(ledger)
+    raw(ledger, "DELETE FROM pcor.history WHERE release_id = 'r3'")
+    copied = ", ".join({"release_id": "'r9'", "seq": "9"}.get(f, f) for f in FIELDS)
+    raw(ledger, f"INSERT INTO pcor.history ({', '.join(FIELDS)}) SELECT {copied} FROM pcor.history"
                 " WHERE release_id = 'r1' AND unit = 'u'")
     assert [(d.unit, d.entry, d.problem.split(" (")[0]) for d in differences(ledger)] == [
         ("t", "release r3 (seq 3)", "is missing from the history"), ("u", "release r9 (seq 9)", "is not in the chain")]
     ledger.repair()
     assert ledger.verify() == [] and ledger.status("t").spent == 0.75  # r3 back, still charged
     assert ledger.status("u").spent == 0.5  # r9 kept: it only adds to what is spent
+
+
+def test_two_writers_appending_to_one_chain_never_fork_it(ledger, reopen):
+    """DESIGN.md §11: concurrent appends (threads, and on PostgreSQL two connections of two
+    ledgers, as two services) each extend the other's entry; the chain verifies."""
+    import threading
+
+    other = reopen()
+    errors: list[BaseException] = []
+
+    def work(handle: Ledger, name: str) -> None:
+        try:
+            for i in range(6):
+                handle.reserve("t", [item(f"{name}{i}", 0.01)]).answered()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(h, n)) for h, n in ((ledger, "a"), (other, "b"), (ledger, "c"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert ledger.verify() == []
+    assert sorted(kinds(ledger, "t", "ocdp")) == ["change"] * 18 + ["charge"] * 18
+    assert ledger.chain_heads()[("t", "ocdp")].link == 36
 
 
 _TEXT = st.text(min_size=1, max_size=6)
@@ -151,12 +189,10 @@ def test_a_ledger_from_before_the_chain_is_refused_then_migrated_with_its_chain(
     with pytest.raises(UserError, match="pcor.history_chain is missing"):
         ledger.reserve("t", [item("r5", 0.1)])
     report = ledger.migrate()
-    assert set(report.created) == {"history_chain", "chain_heads"} and report.chained == 3
+    assert set(report.created) == {"history_chain", "chain_heads", "leases"} and report.chained == 3
     assert "built the hash chain of 3 unit histories" in report.lines()
     assert ledger.verify() == []
-    kinds = con.execute("SELECT list(kind ORDER BY link) FROM pcor.history_chain WHERE unit = 't' AND notion = 'ocdp'"
-                        ).fetchall()[0][0]
-    assert kinds == ["migrated"] * 3
+    assert kinds(ledger, "t", "ocdp") == ["migrated"] * 3
     con.execute("UPDATE pcor.history SET epsilon = epsilon / 2, spent_after = spent_after / 2 WHERE release_id = 'r3'")
     con.execute("UPDATE pcor.budget SET spent_epsilon = spent_epsilon - 0.25 WHERE unit = 't' AND notion = 'ocdp'")
     assert [d.entry for d in differences(ledger)] == ["release r3 (seq 3)"]
