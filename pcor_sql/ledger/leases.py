@@ -160,7 +160,7 @@ class LeaseKeeper:
                 except BaseException as exc:  # the ledger unreachable: the lease lapses, as it should
                     if self._on_error is not None:
                         self._on_error(exc)
-                    time.sleep(min(period, 1.0))
+                    time.sleep(period)
 
     def close(self) -> None:
         """Stop renewing; with nothing running, remove this process's lease (best effort: a

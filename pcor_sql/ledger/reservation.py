@@ -26,6 +26,7 @@ process has ended), keeping them charged: whatever the work showed before it die
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -142,7 +143,9 @@ class Reservation:
     def __init__(self, access: LedgerAccess, totals: tuple[UnitTotal, ...], batch: tuple[ChargeItem, ...],
                  analyst: str | None, on_end: Callable[[], None] | None = None):
         self._access = access
-        self._on_end = on_end  # told once, when the outcome is written (or failed): the lease (`leases`)
+        # Told once: when the outcome is written (or its write failed), or when the reservation is
+        # dropped without one — its lease then lapses and its rows are marked (`leases`).
+        self._ended = weakref.finalize(self, on_end) if on_end is not None else None
         self._totals = totals
         self.release_ids: tuple[str, ...] = tuple(item.release_id for item in batch)
         self.analyst = analyst
@@ -209,8 +212,8 @@ class Reservation:
         try:
             changed = self._access.transaction(body)
         finally:
-            if self._on_end is not None:
-                self._on_end()
+            if self._ended is not None:
+                self._ended()
         return changed > 0
 
     def __enter__(self) -> "Reservation":
