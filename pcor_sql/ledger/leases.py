@@ -6,8 +6,8 @@ The lease is the reserving process's: one row per holder (host, pid, start token
 its history rows already carry, `process_identity`), expiring `seconds` after its last renewal
 by the store's clock (PostgreSQL's for a shared ledger, so no host's clock decides either).
 - Before a reservation, a process whose lease was last renewed more than `seconds / 2` ago
-  renews it first (one single-statement transaction, and one look, below); the first reservation
-  of a process is such a one. A reservation is therefore made under a lease with at least half
+  renews it first (one single-statement transaction, and one look, below, unless the ledger's
+  opening looked less than `seconds / 3` ago); the first reservation of a process is such a one. A reservation is therefore made under a lease with at least half
   its length to run.
 - While any of its reservations is waiting for its outcome, a thread renews the lease every
   `seconds / 3` and looks. When none is, the thread ends: an idle process renews nothing.
@@ -95,6 +95,7 @@ class LeaseKeeper:
         self._renewing = threading.Lock()
         self._running = 0
         self._renewed = -math.inf  # monotonic time of the last renewal that committed
+        self._looked = -math.inf  # ... and of the last look (an opening's included: `looked`)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._pid = os.getpid()
@@ -114,7 +115,13 @@ class LeaseKeeper:
             started = time.monotonic()
             self._access.transaction(lambda ops: ops.renew_lease(mine, self.seconds), single=True)
             self._renewed = started
-            look(self._access)
+            if started - self._looked >= self.seconds / 3:  # an opening just looked: not again
+                look(self._access)
+                self._looked = started
+
+    def looked(self) -> None:
+        """The ledger's opening has just looked (`consistency.check_on_open`)."""
+        self._looked = time.monotonic()
 
     def before_reserve(self) -> None:
         """A reservation is about to be made: count it as running, keep the renewing thread

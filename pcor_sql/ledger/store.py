@@ -125,6 +125,7 @@ class Ledger:
         host's reserving processes that ended as 'interrupted'."""
         self.mismatches = consistency.check_on_open(self.read_with, self.transaction, self.read_only,
                                                     by_process=self.store.kind == "duckdb")
+        self.lease.looked()  # at the rows of lapsed leases too: the first reservation need not look again
 
     def close(self) -> None:
         self.lease.close()
