@@ -2,7 +2,9 @@
 file, one thread, with the chain and with its appends left out (the reference), alternating, in
 one run; and `verify` of the whole chain at that history's size.
 
-    PYTHONPATH=. python -m benchmarks.history_chain [--charges 200] [--rounds 3]
+    PYTHONPATH=. python -m benchmarks.history_chain [--charges 200] [--rounds 3] [--ledger postgresql://…]
+
+With --ledger, the ledger is that (empty) PostgreSQL database instead of a ledger file.
 
 The reference leaves out only the chain's statements (`history_chain_steps.record`): the
 outcome stays a transaction, as it is with the chain (before it, an outcome was one UPDATE
@@ -30,10 +32,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--charges", type=int, default=200, help="timed charges per sample")
     parser.add_argument("--rounds", type=int, default=3, help="samples of each, alternating")
+    parser.add_argument("--ledger", default=None, help="a PostgreSQL ledger's URL (default: a ledger file)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    con = duckdb.connect(os.path.join(tempfile.mkdtemp(prefix="pcor-history-chain-"), "ledger.duckdb"))
-    ledger = Ledger(con)
+    if args.ledger:
+        from pcor_sql.ledger.postgres_store import PostgresStore
+
+        ledger = Ledger(store=PostgresStore(args.ledger))
+    else:
+        ledger = Ledger(duckdb.connect(os.path.join(tempfile.mkdtemp(prefix="pcor-history-chain-"), "ledger.duckdb")))
     ledger.set_limit("t", 1e12)
     real = history_chain_steps.record
 
@@ -55,11 +62,11 @@ def main() -> None:
     start = time.perf_counter()
     ledger.verify()
     verify_s = time.perf_counter() - start
-    rows = con.execute("SELECT count(*) FROM pcor.history").fetchall()[0][0]
+    rows = ledger.read_with(lambda ops: ops.raw("SELECT count(*) FROM pcor.history"))[0][0]
     without, with_chain = statistics.median(samples[False]), statistics.median(samples[True])
     print(f"reserve + answered, without the chain's appends: {without:.2f} ms (median of {args.rounds})")
     print(f"reserve + answered, with the chain:             {with_chain:.2f} ms  ratio {with_chain / without:.2f}")
-    print(f"verify of {rows} history rows and their chain:  {verify_s:.2f} s")
+    print(f"verify of {rows} history rows and their chain:  {verify_s:.2f} s  ({ledger.kind} store)")
 
 
 if __name__ == "__main__":

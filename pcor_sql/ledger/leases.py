@@ -10,7 +10,8 @@ by the store's clock (PostgreSQL's for a shared ledger, so no host's clock decid
   opening looked less than `seconds / 3` ago); the first reservation of a process is such a one. A reservation is therefore made under a lease with at least half
   its length to run.
 - While any of its reservations is waiting for its outcome, a thread renews the lease every
-  `seconds / 3` and looks. When none is, the thread ends: an idle process renews nothing.
+  `seconds / 3` and looks. When none is at its next turn, the thread ends: an idle process
+  renews nothing.
 - A look counts the lapsed leases (one small read); if there are any, one transaction marks every
   row still 'running' whose holder holds no unexpired lease 'interrupted' (reason 'lease
   lapsed'), still charged — whatever the work showed before it died was paid for — links the
@@ -145,9 +146,9 @@ class LeaseKeeper:
     def ended(self) -> None:
         """A reservation counted by `before_reserve` has its outcome (or was refused)."""
         with self._lock:
+            # The thread ends at its next turn if nothing runs then: requests one after another
+            # keep one thread rather than starting one each.
             self._running = max(0, self._running - 1)
-            if self._running == 0:
-                self._wake.notify_all()  # the thread ends now rather than at its next renewal
 
     def _keep(self) -> None:
         period = self.seconds / 3
