@@ -16,17 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pcor_sql.ledger.history_chain import ENTRY_COLUMNS, FIELDS
-from pcor_sql.ledger.postgres_ops import _all, run
+from pcor_sql.ledger.postgres_ops import LEASED, NOW, _all, run
 
 _COLUMNS = ", ".join(f"h.{name}" for name in FIELDS)
 _ENTRY = ", ".join(ENTRY_COLUMNS)
 _ENTRY_TYPES = ("text", "text", "bigint", "text", "text", "text", "text", "text", "text")
-#: The server's now, as the ledger's naive UTC timestamps: the transaction's start, so that the
-#: sweep's UPDATE and DELETE judge every lease at one moment.
-NOW = "(now() AT TIME ZONE 'UTC')"
-#: A history row `h`'s holder holds a live lease.
-LEASED = (f"EXISTS (SELECT 1 FROM pcor.leases l WHERE l.host = h.host AND l.pid = h.pid"
-          f" AND l.process_token = h.process_token AND l.expires_at >= {NOW})")
 
 
 def chain_rows(cur: Any, ids: Sequence[str]) -> tuple[list[tuple], dict[tuple[str, str], tuple[int, str]]]:
@@ -99,8 +93,3 @@ def interrupt_unleased(cur: Any, now: Any) -> list[str]:
                         f" WHERE h.outcome = 'running' AND NOT {LEASED} RETURNING h.release_id", [now])
     run(cur, f"DELETE FROM pcor.leases WHERE expires_at < {NOW}")
     return sorted({rid for (rid,) in changed})
-
-
-def running_holders(cur: Any) -> list[tuple]:
-    return _all(cur, f"SELECT DISTINCT h.host, h.pid, h.process_token, {LEASED} FROM pcor.history h"
-                     " WHERE h.outcome = 'running'")
