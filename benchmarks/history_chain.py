@@ -9,7 +9,8 @@ With --ledger, the ledger is that (empty) PostgreSQL database instead of a ledge
 The reference leaves out only the chain's statements (`history_chain_steps.record`): the
 outcome stays a transaction, as it is with the chain (before it, an outcome was one UPDATE
 committed on its own), so the ratio is that of the chain's three statements per event. The
-ledger then stops matching its chain; the run uses it for nothing else.
+ledger then stops matching its chain; the run uses it for nothing else. A third sample leaves
+out the reservations' lease (its keeping thread and renewals) to time what it costs.
 """
 
 from __future__ import annotations
@@ -54,11 +55,22 @@ def main() -> None:
         finally:
             history_chain_steps.record = real  # type: ignore[assignment]
 
+    def unleased() -> float:
+        # The lease's part (DESIGN.md §11 "Dead hosts": its thread and renewals) left out.
+        keeper = ledger.lease
+        keeper.before_reserve, keeper.ended = (lambda: None), (lambda: None)  # type: ignore[method-assign]
+        try:
+            return per_charge(True)
+        finally:
+            del keeper.before_reserve, keeper.ended
+
     per_charge(True)  # warm up
     samples: dict[bool, list[float]] = {True: [], False: []}
+    bare: list[float] = []
     for _ in range(args.rounds):
         for chained in (False, True):
             samples[chained].append(per_charge(chained))
+        bare.append(unleased())
     start = time.perf_counter()
     ledger.verify()
     verify_s = time.perf_counter() - start
@@ -66,6 +78,8 @@ def main() -> None:
     without, with_chain = statistics.median(samples[False]), statistics.median(samples[True])
     print(f"reserve + answered, without the chain's appends: {without:.2f} ms (median of {args.rounds})")
     print(f"reserve + answered, with the chain:             {with_chain:.2f} ms  ratio {with_chain / without:.2f}")
+    print(f"reserve + answered, with the chain, no lease:   {statistics.median(bare):.2f} ms"
+          f"  (the lease's ratio {with_chain / statistics.median(bare):.2f})")
     print(f"verify of {rows} history rows and their chain:  {verify_s:.2f} s  ({ledger.kind} store)")
 
 
