@@ -18,41 +18,23 @@ import threading
 import time
 from collections import Counter
 
-import duckdb
 import pytest
 
 import pcor_sql
 from benchmarks.service_process import start
 from pcor_sql.errors import PcorError
 
+from test_service_kill import KEYS, make_database
+
 psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.slow
 
 ROWS = 60_000
 ANALYSTS = 4
-KEYS = list(range(24))  # planted outliers, all releasable
 KEYS_PER_REQUEST = 12
 OPTIONS = {"epsilon": 0.05, "verifier": "lof(k=10)"}
 LEASE_S = 3.0
 WAIT_S = 120.0
-
-
-def make_database(path, url: str) -> dict[str, str]:
-    con = duckdb.connect(str(path))
-    try:
-        con.execute("CREATE TYPE dept AS ENUM ('a', 'b', 'c', 'd'); CREATE TYPE yr AS ENUM ('2020', '2021', '2022')")
-        con.execute(
-            f"CREATE TABLE staff AS SELECT i AS id, (['a', 'b', 'c', 'd'])[i % 4 + 1]::dept AS dept,"
-            f" (['2020', '2021', '2022'])[i % 3 + 1]::yr AS year,"
-            f" CASE WHEN i < {len(KEYS)} THEN 9000.0 + i ELSE 100.0 + (hash(i) % 1000) / 10.0 END AS pay"
-            f" FROM range({ROWS}) t(i)")
-        owner = pcor_sql.Owner(con, url, warn=lambda message: None)
-        owner.register("staff", "staff", key="id", metric="pay", by="dept,year", limit=1000.0, releasable=KEYS)
-        tokens = {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=100.0) for i in range(ANALYSTS)}
-        owner.ledger.close()
-        return tokens
-    finally:
-        con.close()
 
 
 def rows(url: str, query: str, params=()) -> list[tuple]:
@@ -80,7 +62,7 @@ def analyst_loop(url: str, name: str, token: str, index: int, answered: dict, lo
 def test_kill_9_of_one_of_two_services_interrupts_its_rows_after_its_lease(postgres_server, tmp_path):
     url = postgres_server.fresh_url()
     first_db, second_db = tmp_path / "staff.duckdb", tmp_path / "copy.duckdb"
-    tokens = make_database(first_db, url)
+    tokens = make_database(first_db, url, rows=ROWS, analysts=ANALYSTS)
     shutil.copyfile(first_db, second_db)
     env = {"PCOR_SQL_LEASE_SECONDS": str(LEASE_S)}
     args = ["--ledger", url, "--workers", "2"]
