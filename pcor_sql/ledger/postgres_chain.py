@@ -48,6 +48,11 @@ def chain_append(cur: Any, entries: Sequence[Sequence[Any]], heads: Mapping[tupl
     run(cur, f"INSERT INTO pcor.history_chain ({_ENTRY}, recorded_at) SELECT v.*, $10::timestamp FROM unnest({arrays}) AS v",
         [*map(list, zip(*entries)), now])
     pairs = sorted(heads)
+    if len(pairs) == 1 and pairs[0] in set(stored):  # the common case: one unit's chain, its head read
+        (unit, notion), (link, head) = pairs[0], heads[pairs[0]]
+        run(cur, "UPDATE pcor.chain_heads SET link = $3, head = $4, updated_at = $5 WHERE unit = $1 AND notion = $2",
+            [unit, notion, link, head, now])
+        return
     run(cur, "INSERT INTO pcor.chain_heads (unit, notion, link, head, updated_at)"
              " SELECT v.u, v.n, v.l, v.h, $5 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS v(u, n, l, h)"
              " ON CONFLICT (unit, notion) DO UPDATE SET link = excluded.link, head = excluded.head,"
