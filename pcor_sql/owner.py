@@ -16,7 +16,7 @@ path — or a registered dataset's name, and resolves it.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from pcor_sql import api
 from pcor_sql.core.bins import declared_bins, edge_text
@@ -286,14 +286,37 @@ class Owner:
 
         set_quota(self.ledger, name, epsilon, notion=notion, dataset=dataset)
 
-    def verify_ledger(self) -> tuple[Any, ...]:
+    def verify_ledger(self, anchors: Iterable[Any] = ()) -> tuple[Any, ...]:
         """The totals that differ from the history (`Mismatch`: unit, notion, spent_total,
-        history_sum); empty when the ledger is consistent."""
-        return tuple(self.ledger.verify())
+        history_sum), then the history entries its hash chain does not vouch for
+        (`ChainDifference`: unit, notion, entry, problem; DESIGN.md §11), which refuse releases
+        until `repair_ledger()`; empty when the ledger is consistent. `anchors`: chain heads kept
+        outside the ledger — the lines `ledger_heads()` gave (JSON text) or `Anchor` values —,
+        which also find a rewrite that recomputed the chain up to them."""
+        from pcor_sql.ledger.history_chain import parse_anchors
+
+        kept = list(anchors)
+        try:
+            parsed = parse_anchors(a for a in kept if isinstance(a, str))
+        except ValueError as exc:
+            raise UserError(f"the anchors: {exc}", "pass the lines `pcor-sql budget heads --format json` wrote,"
+                            " unchanged") from None
+        return tuple(self.ledger.verify([*parsed, *(a for a in kept if not isinstance(a, str))]))
+
+    def ledger_heads(self) -> tuple[list[str], str]:
+        """Each (unit, notion)'s history chain head as one line of JSON (unit, notion, link,
+        hash) to keep outside the ledger and pass back to `verify_ledger`, and one digest of
+        them all."""
+        import json
+
+        from pcor_sql.ledger.history_chain import head_lines, heads_digest
+
+        heads = self.ledger.chain_heads()
+        return [json.dumps(line) for line in head_lines(heads)], heads_digest(heads)
 
     def repair_ledger(self) -> tuple[Any, ...]:
-        """Reset every total from the history and lift the refusal of releases; returns what
-        differed."""
+        """Put back every history entry its chain vouches for, reset every total from the
+        history and lift the refusal of releases; returns what differed."""
         return tuple(self.ledger.repair())
 
     def migrate_ledger(self) -> Any:

@@ -99,6 +99,50 @@ CREATE TABLE IF NOT EXISTS pcor.history (
 -- every request a service answers). Ledgers made before get it when next opened writable.
 CREATE INDEX IF NOT EXISTS history_release_id ON pcor.history (release_id);
 
+-- The history's hash chain (DESIGN.md §11 "A tamper-evident history"; the rules are in
+-- pcor_sql/ledger/history_chain.py): per (unit, notion), one entry per history row written and
+-- per later change of its outcome (or refund, or spent_after), and one per repair. Each holds
+-- its canonical content, the content's SHA-256, the previous entry's hash and its own.
+-- `budget verify` folds the chain and compares it with the history field by field.
+CREATE TABLE IF NOT EXISTS pcor.history_chain (
+    unit          VARCHAR NOT NULL,
+    notion        VARCHAR NOT NULL,
+    link          BIGINT NOT NULL,       -- 1, 2, 3, … within (unit, notion)
+    kind          VARCHAR NOT NULL,      -- 'charge', 'change', 'migrated', 'rebuilt', 'repair'
+    release_id    VARCHAR,               -- the history row's, NULL for a repair
+    content       VARCHAR NOT NULL,
+    content_hash  VARCHAR NOT NULL,
+    prev_hash     VARCHAR NOT NULL,
+    entry_hash    VARCHAR NOT NULL,
+    recorded_at   TIMESTAMP NOT NULL,    -- UTC
+    PRIMARY KEY (unit, notion, link)
+);
+CREATE INDEX IF NOT EXISTS history_chain_release_id ON pcor.history_chain (release_id);
+
+-- Each chain's head (its last entry), read and written by every append: two writers appending
+-- to one chain write one row, so the second is refused and retried (as for pcor.budget).
+CREATE TABLE IF NOT EXISTS pcor.chain_heads (
+    unit        VARCHAR NOT NULL,
+    notion      VARCHAR NOT NULL,
+    link        BIGINT NOT NULL,
+    head        VARCHAR NOT NULL,
+    updated_at  TIMESTAMP NOT NULL,      -- UTC
+    PRIMARY KEY (unit, notion)
+);
+
+-- The reservations' leases (DESIGN.md §11 "Dead hosts"; the rules are in pcor_sql/ledger/leases.py):
+-- one row per reserving process (the holder named by its history rows' host, pid and
+-- process_token), renewed by that process while its reservations run. A row still 'running'
+-- whose holder has no lease unexpired is marked 'interrupted' by whoever looks next.
+CREATE TABLE IF NOT EXISTS pcor.leases (
+    host           VARCHAR NOT NULL,
+    pid            BIGINT NOT NULL,
+    process_token  VARCHAR NOT NULL,
+    expires_at     TIMESTAMP NOT NULL,   -- UTC, by the store's clock
+    renewed_at     TIMESTAMP NOT NULL,   -- UTC
+    PRIMARY KEY (host, pid, process_token)
+);
+
 -- Analysts the owner named (DESIGN.md §6 "Analysts and their quotas"). The bearer token is
 -- shown once and stored only as its SHA-256 (hex). datasets: the registered datasets they may
 -- use (NULL: every one). A revoked analyst's token stops at once.

@@ -65,6 +65,50 @@ CREATE TABLE IF NOT EXISTS pcor.history (
 CREATE INDEX IF NOT EXISTS history_release_id ON pcor.history (release_id);
 CREATE INDEX IF NOT EXISTS history_unit_notion_seq ON pcor.history (unit, notion, seq);
 
+-- Rows still 'running' (a handful at any time) are found through this index: every service's
+-- look for rows of lapsed leases reads only them (DESIGN.md §11 "Dead hosts").
+CREATE INDEX IF NOT EXISTS history_running ON pcor.history (host, pid, process_token) WHERE outcome = 'running';
+
+-- The history's hash chain and each chain's head (DESIGN.md §11 "A tamper-evident history";
+-- sql/ledger.sql says what each holds, pcor_sql/ledger/history_chain.py the rules). Two
+-- services appending to one chain in SERIALIZABLE transactions both read its head and write
+-- it, and insert one (unit, notion, link) key: the second to commit fails (40001 or 23505) and
+-- runs again from a fresh snapshot, after the first's entry — so the chain never forks.
+CREATE TABLE IF NOT EXISTS pcor.history_chain (
+    unit          text NOT NULL,
+    notion        text NOT NULL,
+    link          bigint NOT NULL,
+    kind          text NOT NULL,
+    release_id    text,
+    content       text NOT NULL,
+    content_hash  text NOT NULL,
+    prev_hash     text NOT NULL,
+    entry_hash    text NOT NULL,
+    recorded_at   timestamp NOT NULL,
+    PRIMARY KEY (unit, notion, link)
+);
+CREATE INDEX IF NOT EXISTS history_chain_release_id ON pcor.history_chain (release_id);
+
+CREATE TABLE IF NOT EXISTS pcor.chain_heads (
+    unit        text NOT NULL,
+    notion      text NOT NULL,
+    link        bigint NOT NULL,
+    head        text NOT NULL,
+    updated_at  timestamp NOT NULL,
+    PRIMARY KEY (unit, notion)
+);
+
+-- The reservations' leases (DESIGN.md §11 "Dead hosts"): expiries by the server's clock, so
+-- that the hosts' clocks never decide whose lease lapsed.
+CREATE TABLE IF NOT EXISTS pcor.leases (
+    host           text NOT NULL,
+    pid            bigint NOT NULL,
+    process_token  text NOT NULL,
+    expires_at     timestamp NOT NULL,
+    renewed_at     timestamp NOT NULL,
+    PRIMARY KEY (host, pid, process_token)
+);
+
 CREATE TABLE IF NOT EXISTS pcor.analysts (
     name        text PRIMARY KEY,
     token_hash  text NOT NULL,

@@ -1,4 +1,4 @@
-"""`pcor-sql budget status|history|set-limit|default-limit|public|verify|repair|migrate`: the
+"""`pcor-sql budget status|history|set-limit|default-limit|public|verify|heads|repair|migrate`: the
 privacy budget ledger.
 
 Budgets are kept per privacy unit (a base table or file) and per privacy notion (ocdp for
@@ -8,6 +8,7 @@ PCOR releases, dp and sp for anomaly answers); a UNIT may be spelled any way tha
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -23,7 +24,7 @@ from pcor_sql.errors import UserError
 app = typer.Typer(
     name="budget",
     help="The privacy budget ledger: spent ε and limits per table or file and per privacy notion, release history.",
-    short_help="The budget ledger: status, history, set-limit, default-limit, public, verify, repair, migrate.",
+    short_help="The budget ledger: status, history, set-limit, default-limit, public, verify, heads, repair, migrate.",
 )
 
 Format = Annotated[o.DataFormat, o.choice(o.DataFormat, "--format", help="table or json (JSON Lines).")]
@@ -243,48 +244,113 @@ def public(
 
 # ---- the history is the truth -------------------------------------------------------------
 
-#: `budget verify` exits with this code when a total differs from the history (as `diff` does).
+#: `budget verify` exits with this code when a total or an entry differs (as `diff` does).
 DIFFERENT = 1
+Anchors = Annotated[Optional[Path], typer.Option(
+    "--anchor", metavar="FILE", help="Chain heads written before by `pcor-sql budget heads --format json`: also finds a"
+                                     " rewrite that recomputed the history's hash chain up to them.")]
+
+
+def _split(found: Any) -> tuple[list[Any], list[Any]]:
+    """The totals (`Mismatch`) and the history entries (`ChainDifference`: they name a problem)."""
+    return [m for m in found if not hasattr(m, "problem")], [d for d in found if hasattr(d, "problem")]
 
 
 def _differences(found: Any, fmt: o.DataFormat) -> None:
+    totals, entries = _split(found)
     if fmt is o.DataFormat.json:
-        for m in found:
+        for m in totals:
             write_line(json_text({"unit": m.unit, "notion": m.notion, "spent_total": m.spent_total,
                                   "history_sum": m.history_sum}))
+        for d in entries:
+            write_line(json_text({"unit": d.unit, "notion": d.notion, "entry": d.entry, "problem": d.problem}))
         return
-    print_table(stdout_console(), ["unit", "notion", "spent ε (total)", "ε in the history", "difference"],
-                [[m.unit, m.notion, f"{m.spent_total:.12g}", f"{m.history_sum:.12g}",
-                  f"{m.spent_total - m.history_sum:+.6g}"] for m in found])
+    if totals:
+        print_table(stdout_console(), ["unit", "notion", "spent ε (total)", "ε in the history", "difference"],
+                    [[m.unit, m.notion, f"{m.spent_total:.12g}", f"{m.history_sum:.12g}",
+                      f"{m.spent_total - m.history_sum:+.6g}"] for m in totals])
+    if entries:
+        print_table(stdout_console(), ["unit", "notion", "history entry", "what differs from its hash chain"],
+                    [[d.unit, d.notion, d.entry, d.problem] for d in entries])
 
 
-@app.command("verify", short_help="Check every spent total against the history.")
-def verify(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
+def _anchors(path: Path | None) -> list[str]:
+    if path is None:
+        return []
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read the anchor file {str(path)!r} ({type(exc).__name__})",
+                        "pass the file `pcor-sql budget heads --format json` wrote") from None
+
+
+@app.command("verify", short_help="Check every spent total against the history, and the history against its chain.")
+def verify(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table, anchor: Anchors = None) -> None:
     """Check that every unit's spent ε (and every analyst's quota spent) is the sum of its
-    history. Exit 0 when it is; otherwise print the differences and exit 1 — releases are then
-    refused until `pcor-sql budget repair`.
+    history, and that every history entry is what its hash chain recorded (a rewrite that keeps
+    the totals consistent is found: DESIGN.md §11). Exit 0 when all match; otherwise print the
+    differences and exit 1 — releases are then refused until `pcor-sql budget repair`.
+
+    The chain is kept in the ledger, so whoever can write the ledger's tables can also recompute
+    it: keep the heads outside the ledger (`pcor-sql budget heads --format json > FILE`) and pass
+    them back with --anchor FILE to find such a rewrite too.
 
     \b
     Example:
         pcor-sql budget verify --db salaries.duckdb
+        pcor-sql budget verify --db salaries.duckdb --anchor heads-2026-12-01.jsonl
     """
+    anchors = _anchors(anchor)
     with open_owner(db, ledger) as owner:
-        found = owner.verify_ledger()
+        found = owner.verify_ledger(anchors)
+        digest = owner.ledger_heads()[1] if not found and fmt is o.DataFormat.table else ""
     if not found:
         if fmt is o.DataFormat.table:
             stdout_console().print("every spent total matches the history", markup=False)
+            stdout_console().print(f"every history entry matches its hash chain (heads digest {digest})", markup=False)
         return
     _differences(found, fmt)
-    write_error(f"{len(found)} spent total(s) differ from the history — reset them from the history with"
-                " `pcor-sql budget repair`")
+    totals, entries = _split(found)
+    if totals:
+        write_error(f"{len(totals)} spent total(s) differ from the history — reset them from the history with"
+                    " `pcor-sql budget repair`")
+    if entries:
+        write_error(f"{len(entries)} history entr{'y differs' if len(entries) == 1 else 'ies differ'} from the hash"
+                    " chain, so releases are refused — `pcor-sql budget repair` puts back what the chain holds")
     raise typer.Exit(DIFFERENT)
 
 
-@app.command("repair", short_help="Reset the spent totals from the history.")
+@app.command("heads", short_help="The history's hash chain heads, to keep outside the ledger.")
+def heads(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
+    """Each unit's and notion's history chain head (its last entry's number and hash) and one
+    digest of them all. Keep them outside the ledger (a log, a ticket, another host): `pcor-sql
+    budget verify --anchor FILE` then finds any rewrite of the history up to them, even one that
+    recomputed the chain. A repair that made a chain again (its entries were altered) starts it
+    anew: take the heads again after it.
+
+    \b
+    Example:
+        pcor-sql budget heads --db salaries.duckdb --format json > heads-2026-12-01.jsonl
+    """
+    with open_owner(db, ledger) as owner:
+        lines, digest = owner.ledger_heads()
+    if fmt is o.DataFormat.json:
+        for line in lines:
+            write_line(line)
+        return
+    heads = [json.loads(line) for line in lines]
+    print_table(stdout_console(), ["unit", "notion", "entries", "head"],
+                [[h["unit"], h["notion"], str(h["link"]), h["hash"]] for h in heads])
+    stdout_console().print(f"heads digest {digest}", markup=False)
+
+
+@app.command("repair", short_help="Put back what the history's chain holds; reset the totals from the history.")
 def repair(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.table) -> None:
-    """Reset every unit's spent ε (and every analyst's quota spent) to the sum of its history,
-    and allow releases again. Limits are kept (a budget row deleted by hand comes back without
-    its limit: set it again). Prints what differed.
+    """Put back every history entry that differs from its hash chain as the chain holds it
+    (named; an entry the chain cannot vouch for is kept and named), record the repair in the
+    chain, reset every unit's spent ε (and every analyst's quota spent) to the sum of its
+    history, and allow releases again. Limits are kept (a budget row deleted by hand comes back
+    without its limit: set it again). Prints what differed.
 
     \b
     Example:
@@ -295,7 +361,13 @@ def repair(db: o.Db = None, ledger: o.Ledger = None, fmt: Format = o.DataFormat.
     if found:
         _differences(found, fmt)
     if fmt is o.DataFormat.table:
-        stdout_console().print(f"reset {len(found)} total(s) from the history" if found else
+        totals, entries = _split(found)
+        if entries:
+            stdout_console().print(f"{len(entries)} history entr{'y' if len(entries) == 1 else 'ies'} differed from the"
+                                   " hash chain: put back as the chain holds them where it vouches for them, else kept"
+                                   " as named; the repair is recorded in the chain", markup=False)
+        stdout_console().print(f"reset {len(totals)} total(s) from the history" if totals else
+                               "every spent total matched the history" if entries else
                                "nothing to repair: every spent total matched the history", markup=False)
 
 

@@ -100,7 +100,8 @@ class ChargeState:
 #: The setting that a ledger whose totals do not match its history holds until it is repaired:
 #: every charge reads it (in its one SELECT) and is refused while it is set.
 NEEDS_REPAIR = "needs_repair"
-MISMATCH_PROBLEM = "the budget ledger's spent totals do not match its history, so releases are refused"
+MISMATCH_PROBLEM = ("the budget ledger's spent totals (or history entries) do not match its history (or its hash"
+                    " chain), so releases are refused")
 
 
 def mismatch_fix() -> str:
@@ -112,7 +113,8 @@ def mismatch_fix() -> str:
             " `pcor-sql budget repair`")
 
 #: The ledger's tables in schema `pcor` (made by sql/ledger.sql).
-TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas")
+TABLE_NAMES = ("budget", "units", "settings", "history", "datasets", "analysts", "quotas", "history_chain",
+               "chain_heads", "leases")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from pcor_sql.ledger import history_chain_steps, leases
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, RELATIVE_SLACK
+from pcor_sql.ledger.history_chain import CHANGE
 from pcor_sql.ledger.outcomes import gone, mark_interrupted
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.transactions import utc_now
@@ -52,20 +54,27 @@ def repair(ops: Any) -> tuple[Mismatch, ...]:
 
 
 def check_on_open(read: Callable[[Callable[[Any], Any]], Any], transaction: Callable[[Any], Any],
-                  read_only: bool) -> tuple[Mismatch, ...]:
+                  read_only: bool, *, by_process: bool = False) -> tuple[Mismatch, ...]:
     """What opening a ledger does: one read (`LedgerOps.open_state`), then, only when something
-    was found and the ledger is writable, one transaction that marks this host's rows of ended
-    processes 'interrupted' (`outcomes`) and flags a mismatch for repair. Returns the mismatches."""
+    was found and the ledger is writable, one transaction that marks 'interrupted' the rows
+    still running whose holder holds no live lease (`leases`, DESIGN.md §11 "Dead hosts") — and,
+    with `by_process` (the embedded store, which one process writes at a time), the rows of this
+    host's processes that ended (`outcomes.gone`), found without waiting for their lease — and
+    flags a mismatch for repair. Returns the mismatches."""
     me = current_process()
-    found, running, flagged = read(lambda ops: ops.open_state(me.host, RELATIVE_SLACK))
+    found, running, flagged = read(lambda ops: ops.open_state(RELATIVE_SLACK))
     differ = mismatches(found)
-    ended = gone([tuple(r) for r in running or []])
-    if read_only or not (ended or (differ and not flagged)):
+    holders = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in running or []]
+    unleased = any(not leased for *_, leased in holders)
+    ended = gone([(pid, token) for host, pid, token, leased in holders if leased and host == me.host]) if by_process else []
+    if read_only or not (unleased or ended or (differ and not flagged)):
         return differ
 
     def body(ops: Any) -> None:
+        if unleased:
+            leases.sweep(ops)
         if ended:
-            mark_interrupted(ops, me.host, ended)
+            history_chain_steps.record(ops, mark_interrupted(ops, me.host, ended), CHANGE)
         if differ and not flagged:
             flag_for_repair(ops)
 

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, Tables
+from pcor_sql.ledger.duckdb_leases import running_holders
 from pcor_sql.ledger.store_interface import HISTORY_FIXED_COLUMNS, HISTORY_ROW_COLUMNS
+from pcor_sql.ledger.transactions import utc_now
 
 
 def _budget_parts(t: Tables) -> list[str]:
@@ -203,23 +205,24 @@ class DuckDBChargeOps:
             " WHERE h.release_id = v.r AND h.unit = v.u AND h.notion = v.n", [ids, units, notions, values])
 
     def mark_interrupted(self, host, keys, now):
-        self.cur.execute(
+        changed = self.cur.execute(
             f"UPDATE {self.t.history} SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
             " WHERE outcome = 'running' AND host = $2 AND system.main.list_contains($3::VARCHAR[],"
-            " system.main.concat(pid::VARCHAR, ':', coalesce(process_token, '')))", [now, host, keys])
+            " system.main.concat(pid::VARCHAR, ':', coalesce(process_token, ''))) RETURNING release_id",
+            [now, host, keys]).fetchall()
+        return sorted({rid for (rid,) in changed})
 
     def mismatches(self, slack):
         [(found,)] = self.cur.execute(f"SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM"
                                       f" ({_mismatch_sql(self.t, slack)})").fetchall()
         return _rows(found)
 
-    def open_state(self, host, slack):
+    def open_state(self, slack):
         t = self.t
         [(found, running, flagged)] = self.cur.execute(
             f"SELECT (SELECT system.main.list(system.main.row(label, notion, spent, kept)) FROM ({_mismatch_sql(t, slack)})),"
-            f" (SELECT system.main.list(DISTINCT system.main.row(pid, process_token)) FROM {t.history}"
-            f" WHERE outcome = 'running' AND host = $1),"
-            f" (SELECT value FROM {t.settings} WHERE name = '{NEEDS_REPAIR}')", [host]).fetchall()
+            f" ({running_holders(t)}), (SELECT value FROM {t.settings} WHERE name = '{NEEDS_REPAIR}')",
+            [utc_now()]).fetchall()
         return _rows(found), _rows(running), flagged
 
     def reset_totals(self, now):

@@ -15,6 +15,7 @@ Why it cannot be overspent.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from pcor_sql.errors import InternalError, UserError
+from pcor_sql.ledger import duckdb_chain, duckdb_leases, history_chain_steps
 from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.charge_rules import Tables
 from pcor_sql.ledger.duckdb_charges import DuckDBChargeOps
@@ -55,6 +57,35 @@ class DuckDBOps(DuckDBChargeOps, DuckDBRegistryOps, LedgerOps):
     def __init__(self, cur: Any, tables: Tables):
         self.cur = cur
         self.t = tables
+
+    # ---- the history's hash chain and the reservations' leases (DESIGN.md §11) ---------------
+
+    def chain_rows(self, ids):
+        return duckdb_chain.chain_rows(self.cur, self.t, ids)
+
+    def chain_all(self):
+        return duckdb_chain.chain_all(self.cur, self.t)
+
+    def chain_heads(self):
+        return duckdb_chain.chain_heads(self.cur, self.t)
+
+    def chain_append(self, entries, heads, stored, now):
+        duckdb_chain.chain_append(self.cur, self.t, entries, heads, stored, now)
+
+    def chain_put_back(self, rows, present, drop):
+        duckdb_chain.chain_put_back(self.cur, self.t, rows, present, drop)
+
+    def renew_lease(self, holder, seconds):
+        duckdb_leases.renew_lease(self.cur, self.t, holder, seconds)
+
+    def end_lease(self, holder):
+        duckdb_leases.end_lease(self.cur, self.t, holder)
+
+    def lapsed_leases(self):
+        return duckdb_leases.lapsed_leases(self.cur, self.t)
+
+    def interrupt_unleased(self, now):
+        return duckdb_leases.interrupt_unleased(self.cur, self.t, now)
 
 
 class DuckDBStore(LedgerStore):
@@ -203,7 +234,12 @@ class DuckDBStore(LedgerStore):
             raise layout.problem(self.label())  # type: ignore[misc]
         read = lambda q, p: self._plain(q, p)  # noqa: E731
         legacy, units_of = read_legacy(read, layout, self.database, resolve)
-        report = self._run(lambda cur: migration_body(cur, self.tables, self.database, layout, legacy, units_of))
+        def body(cur: Any) -> MigrationReport:
+            report = migration_body(cur, self.tables, self.database, layout, legacy, units_of)
+            # DESIGN.md §11: a history from before the chain gets its chain, in the same transaction.
+            return dataclasses.replace(report, chained=history_chain_steps.build_missing(DuckDBOps(cur, self.tables)))
+
+        report = self._run(body)
         self.reopen()
         return report
 

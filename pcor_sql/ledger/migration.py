@@ -64,6 +64,8 @@ class MigrationReport:
     moved: tuple[tuple[str, tuple[str, ...]], ...] = ()
     kept: tuple[str, ...] = ()
     changed: bool = field(default=True)
+    #: How many (unit, notion) histories got their hash chain built.
+    chained: int = 0
 
     def lines(self) -> list[str]:
         if not self.changed:
@@ -73,6 +75,8 @@ class MigrationReport:
         out += [f"moved {name!r} (from {', '.join(self.legacy)}) to {', '.join(units)}" for name, units in self.moved]
         out += [f"kept {name!r} as a unit of its own name: it spells no table or file here" for name in self.kept]
         out += [f"dropped {t}" for t in self.legacy]
+        if self.chained:
+            out.append(f"built the hash chain of {self.chained} unit histor{'y' if self.chained == 1 else 'ies'}")
         return out + ["migrated: spent ε, limits and history kept (pcor-sql budget verify checks them)"]
 
 
@@ -120,6 +124,7 @@ def migrate(cur: Any, tables: Tables, database: str, layout: Layout, legacy_rows
         cur.execute(f"INSERT INTO {getattr(tables, table)} ({names}) SELECT {values} FROM {old}")
         cur.execute(f"DROP TABLE {old}")
     moved, kept_names = _move_legacy(cur, tables, database, legacy_rows, units_of)
+    # The store then builds the chain of a history without one (DESIGN.md §11), in this transaction.
     return MigrationReport(tuple(rebuild), created, tuple(legacy_rows), moved, kept_names)
 
 

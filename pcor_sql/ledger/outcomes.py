@@ -88,7 +88,8 @@ def gone(running: Sequence[tuple[int, str | None]]) -> list[str]:
     return [f"{pid}:{token or ''}" for pid, token in running if pid is not None and is_gone(int(pid), token)]
 
 
-def mark_interrupted(ops: Any, host: str, keys: list[str]) -> None:
+def mark_interrupted(ops: Any, host: str, keys: list[str]) -> list[str]:
     """Rows still 'running' of processes of this host that ended: 'interrupted', still charged
-    (the work may have read the data and shown something before the process died)."""
-    ops.mark_interrupted(host, keys, utc_now())
+    (the work may have read the data and shown something before the process died); returns
+    their release ids. (Rows of any host whose lease lapsed: `leases`.)"""
+    return ops.mark_interrupted(host, keys, utc_now())

@@ -17,6 +17,12 @@ from pcor_sql.ledger.charge_rules import NEEDS_REPAIR
 from pcor_sql.ledger.store_interface import HISTORY_FIXED_COLUMNS, HISTORY_ROW_COLUMNS
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
+#: The server's now, as the ledger's naive UTC timestamps: the transaction's start, so that one
+#: transaction judges every lease at one moment (DESIGN.md §11 "Dead hosts": never a host's clock).
+NOW = "(now() AT TIME ZONE 'UTC')"
+#: A history row `h`'s holder holds a live lease (`postgres_chain`).
+LEASED = (f"EXISTS (SELECT 1 FROM pcor.leases l WHERE l.host = h.host AND l.pid = h.pid"
+          f" AND l.process_token = h.process_token AND l.expires_at >= {NOW})")
 
 
 def run(cur: Any, query: str, params: Sequence[object] = ()) -> Any:
@@ -166,18 +172,20 @@ class PostgresChargeOps:
             " AS v(r, u, n, s) WHERE h.release_id = v.r AND h.unit = v.u AND h.notion = v.n", [ids, units, notions, values])
 
     def mark_interrupted(self, host, keys, now):
-        run(self.cur,
-            "UPDATE pcor.history SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
-            " WHERE outcome = 'running' AND host = $2 AND (pid::text || ':' || coalesce(process_token, '')) = ANY($3::text[])",
-            [now, host, keys])
+        changed = _all(self.cur,
+                       "UPDATE pcor.history SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
+                       " WHERE outcome = 'running' AND host = $2"
+                       " AND (pid::text || ':' || coalesce(process_token, '')) = ANY($3::text[]) RETURNING release_id",
+                       [now, host, keys])
+        return sorted({rid for (rid,) in changed})
 
     def mismatches(self, slack):
         return _all(self.cur, _mismatch_sql(slack))
 
-    def open_state(self, host, slack):
+    def open_state(self, slack):
         found = self.mismatches(slack)
-        running = _all(self.cur, "SELECT DISTINCT pid, process_token FROM pcor.history WHERE outcome = 'running' AND host = $1",
-                       [host])
+        running = _all(self.cur, f"SELECT DISTINCT h.host, h.pid, h.process_token, {LEASED} FROM pcor.history h"
+                                 " WHERE h.outcome = 'running'")  # through the partial index history_running
         flagged = _all(self.cur, f"SELECT value FROM pcor.settings WHERE name = '{NEEDS_REPAIR}'")
         return found, running, flagged[0][0] if flagged else None
 

@@ -26,8 +26,9 @@ from typing import Any, TypeVar
 
 from pcor_sql.errors import InternalError, UserError
 from pcor_sql.ledger.admission_memory import refuse_reads
-from pcor_sql.ledger.layout import Layout, expected_layout
+from pcor_sql.ledger.layout import Layout, expected_layout, migrate_fix
 from pcor_sql.ledger.migration import MigrationReport
+from pcor_sql.ledger import history_chain_steps, postgres_chain
 from pcor_sql.ledger.postgres_ops import PostgresChargeOps, _all
 from pcor_sql.ledger.postgres_registry import PostgresRegistryOps
 from pcor_sql.ledger.store_interface import LedgerOps, LedgerStore
@@ -71,6 +72,35 @@ class PostgresOps(PostgresChargeOps, PostgresRegistryOps, LedgerOps):
 
     def __init__(self, cur: Any):
         self.cur = cur
+
+    # ---- the history's hash chain and the reservations' leases (DESIGN.md §11) ---------------
+
+    def chain_rows(self, ids):
+        return postgres_chain.chain_rows(self.cur, ids)
+
+    def chain_all(self):
+        return postgres_chain.chain_all(self.cur)
+
+    def chain_heads(self):
+        return postgres_chain.chain_heads(self.cur)
+
+    def chain_append(self, entries, heads, stored, now):
+        postgres_chain.chain_append(self.cur, entries, heads, stored, now)
+
+    def chain_put_back(self, rows, present, drop):
+        postgres_chain.chain_put_back(self.cur, rows, present, drop)
+
+    def renew_lease(self, holder, seconds):
+        postgres_chain.renew_lease(self.cur, holder, seconds)
+
+    def end_lease(self, holder):
+        postgres_chain.end_lease(self.cur, holder)
+
+    def lapsed_leases(self):
+        return postgres_chain.lapsed_leases(self.cur)
+
+    def interrupt_unleased(self, now):
+        return postgres_chain.interrupt_unleased(self.cur, now)
 
 
 class PostgresStore(LedgerStore):
@@ -201,7 +231,10 @@ class PostgresStore(LedgerStore):
             layout = self._layout()
         self.exists = layout.current
         problem = layout.problem(self.label())
-        if problem is not None and not layout.newer:
+        if problem is not None and _only_tables_missing(layout):  # a ledger of a version before them
+            missing = "; ".join(f"pcor.{t} is missing" for t in sorted(layout.missing()))
+            problem = UserError(f"the budget ledger at {self.path} is in an older layout ({missing})", migrate_fix())
+        elif problem is not None and not layout.newer:
             problem = UserError(f"the budget ledger at {self.path} lacks tables or columns of this version"
                                 f" ({getattr(problem, 'problem', problem)})",
                                 "restore it from a backup, or give a database without a ledger (one is made)")
@@ -232,9 +265,31 @@ class PostgresStore(LedgerStore):
         return rows[0][0]
 
     def migrate(self, resolve: Callable[[str], Sequence[str]] | None) -> MigrationReport:
-        if self._problem is not None:
-            raise self._problem
-        return MigrationReport(changed=False)
+        """A ledger of a version before some tables (the history's chain, the leases) gets them,
+        and its history its hash chain (DESIGN.md §11), in one transaction; any other difference
+        from the current layout is refused."""
+        layout = self._layout()
+        if layout.current:
+            return MigrationReport(changed=False)
+        if self.read_only or not _only_tables_missing(layout):
+            raise self._problem or layout.problem(self.label())  # type: ignore[misc]
+        created = tuple(t for t in expected_layout() if t in layout.missing())
+        script = sql_text("ledger_postgres.sql")
+
+        def body(ops: Any) -> int:
+            ops.cur.execute(f"SELECT pg_advisory_xact_lock({_CREATE_LOCK})")
+            ops.cur.execute(script)
+            return history_chain_steps.build_missing(ops)
+
+        chained = self.transaction(body)
+        self.reopen()
+        return MigrationReport(created=created, chained=chained)
+
+
+def _only_tables_missing(layout: Layout) -> bool:
+    """Whether the layout differs from the current one only by whole tables it lacks."""
+    missing = layout.missing()
+    return bool(missing) and not layout.unknown() and all(t not in layout.columns for t in missing)
 
 
 def _rollback(conn: Any) -> None:

@@ -17,16 +17,18 @@ totals; refused means nothing was written. Why that cannot overspend, across thr
 processes, is in `pcor_sql.ledger.store` and `quota_rules`. An outcome is written once (the
 first call wins; later ones return False without writing); a refund lowers the totals by
 exactly the refunded rows' ε in the same transaction (`outcomes`). If the process dies before
-the outcome, the rows stay 'running' until a ledger is opened on this host, which marks them
-'interrupted' and keeps them charged: whatever the work showed before it died was paid for.
+the outcome, the rows stay 'running' until its lease lapses and whoever looks next marks them
+'interrupted' (`leases`; on the embedded store, also a ledger opened on this host once the
+process has ended), keeping them charged: whatever the work showed before it died was paid for.
 `check_fit` is an early, cheap refusal for a limit or quota (it reserves nothing).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_reads import read_state, read_state_with, settings_of, unit_rows
@@ -42,6 +44,8 @@ from pcor_sql.ledger.charge_rules import (
     unit_names,
     write_charge,
 )
+from pcor_sql.ledger import history_chain_steps
+from pcor_sql.ledger.history_chain import CHANGE
 from pcor_sql.ledger.outcomes import check_reason, record_outcome, settle_spent_after
 from pcor_sql.ledger.process_identity import current_process
 from pcor_sql.ledger.quota_rules import (
@@ -75,6 +79,8 @@ def reserve_body(units: tuple[str, ...], batch: tuple[ChargeItem, ...], analyst:
         if quota is not None:
             quotas = check_quotas(quota, fresh if totals else [])
         write_charge(ops, state, fresh, totals, provenance)
+        if totals:  # the rows just written, linked into their chains (DESIGN.md §11)
+            history_chain_steps.record(ops, [i.release_id for i in fresh], "charge")
         if quota is not None and totals:  # nothing charged (public units only): no quota spent
             write_quotas(ops, quota, quotas)
         return totals
@@ -135,8 +141,11 @@ class Reservation:
     `release_ids`: one per item; `outcome`: None until one is recorded."""
 
     def __init__(self, access: LedgerAccess, totals: tuple[UnitTotal, ...], batch: tuple[ChargeItem, ...],
-                 analyst: str | None):
+                 analyst: str | None, on_end: Callable[[], None] | None = None):
         self._access = access
+        # Told once: when the outcome is written (or its write failed), or when the reservation is
+        # dropped without one — its lease then lapses and its rows are marked (`leases`).
+        self._ended = weakref.finalize(self, on_end) if on_end is not None else None
         self._totals = totals
         self.release_ids: tuple[str, ...] = tuple(item.release_id for item in batch)
         self.analyst = analyst
@@ -194,13 +203,17 @@ class Reservation:
                           for (what, why), rows in groups.items())
             if refund and changed:
                 settle_spent_after(ops, ids)
+            if changed:  # the change linked into the rows' chains (DESIGN.md §11)
+                history_chain_steps.record(ops, ids, CHANGE)
             return changed
 
-        # Without a refund one outcome is one UPDATE of this reservation's own rows, committed on
-        # its own beside other charges (it meets none of their rows); a refund adds the totals'
-        # write (and several outcomes several UPDATEs), so they go in one transaction, in turn.
-        alone = not refund and len(groups) == 1
-        changed = self._access.transaction(body, single=alone, beside=alone)
+        # An outcome appends to its units' chains, as charges do, so it is one transaction in
+        # turn with them (beside them, it would meet their writes of the chains' heads).
+        try:
+            changed = self._access.transaction(body)
+        finally:
+            if self._ended is not None:
+                self._ended()
         return changed > 0
 
     def __enter__(self) -> "Reservation":

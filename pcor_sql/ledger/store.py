@@ -28,8 +28,10 @@ transactions (`postgres_store`).
 
 The history is the truth: opening a ledger checks every total against it (`consistency`) and
 marks the rows of reserving processes that died as interrupted (`outcomes`); a ledger in an
-older layout is refused until it is migrated (`layout`, `migration`). The rules here are written
-once over a store (`store_interface`, DESIGN.md §11): no SQL in this module.
+older layout is refused until it is migrated (`layout`, `migration`). Every history row and
+every later change of its outcome is linked into a hash chain per (unit, notion), which
+`verify` checks the history against and `repair` restores it from (`history_chain`, DESIGN.md §11).
+The rules here are written once over a store (`store_interface`, DESIGN.md §11): no SQL in this module.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from pcor_sql.errors import InternalError, UserError, warn_privacy
-from pcor_sql.ledger import consistency
+from pcor_sql.ledger import consistency, history_chain_steps, leases
 from pcor_sql.ledger.admission_memory import AdmissionMemory, note_charged
 from pcor_sql.ledger.charge_rules import ChargeItem, checked_batch, unit_names, within
+from pcor_sql.ledger.history_chain import Anchor, ChainDifference, Head
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive, check_unit
+from pcor_sql.ledger.leases import LeaseKeeper
 from pcor_sql.ledger.layout import LOCATION_SQL
 from pcor_sql.ledger.migration import MigrationReport
 from pcor_sql.ledger.records import (
@@ -90,6 +94,7 @@ class Ledger:
         owned: bool = False,
         location: Sequence[object] | None = None,
         store: LedgerStore | None = None,
+        lease_seconds: float | None = None,
     ):
         if not (isinstance(busy_timeout, numbers.Real) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise InternalError(f"busy_timeout must be a finite number ≥ 0, got {busy_timeout!r}")
@@ -104,6 +109,7 @@ class Ledger:
         self.in_memory: bool = store.in_memory
         self.read_only: bool = store.read_only
         self.access = LedgerAccess(self.transaction, self.read_with)
+        self.lease = LeaseKeeper(self.access, leases.lease_seconds(lease_seconds))
         self.mismatches: tuple[consistency.Mismatch, ...] = ()
         if self.in_memory:
             warn_privacy(IN_MEMORY_WARNING, warn, stacklevel=4)
@@ -117,9 +123,12 @@ class Ledger:
     def _check_on_open(self) -> None:
         """The history is the truth: compare every total with it, and mark the rows of this
         host's reserving processes that ended as 'interrupted'."""
-        self.mismatches = consistency.check_on_open(self.read_with, self.transaction, self.read_only)
+        self.mismatches = consistency.check_on_open(self.read_with, self.transaction, self.read_only,
+                                                    by_process=self.store.kind == "duckdb")
+        self.lease.looked()  # at the rows of lapsed leases too: the first reservation need not look again
 
     def close(self) -> None:
+        self.lease.close()
         self.store.close()
 
     @property
@@ -218,9 +227,14 @@ class Ledger:
             raise InternalError(f"an analyst is named by a non-empty string, got {analyst!r}")
         if not batch:
             raise InternalError("a reservation needs at least one item")
-        totals = self.transaction(reserve_body(names, batch, analyst))
+        self.lease.before_reserve()  # DESIGN.md §11 "Dead hosts": reserved under a live lease
+        try:
+            totals = self.transaction(reserve_body(names, batch, analyst))
+        except BaseException:
+            self.lease.ended()
+            raise
         note_charged(math.fsum(item.epsilon for item in batch))  # what admissions kept is raised by it
-        return Reservation(self.access, totals, batch, analyst)
+        return Reservation(self.access, totals, batch, analyst, on_end=self.lease.ended)
 
     def check_fit(self, units: str | Sequence[str], items: Sequence[ChargeItem], *, analyst: str | None = None,
                   memory: AdmissionMemory | None = None) -> None:
@@ -235,14 +249,32 @@ class Ledger:
 
     # ---- the history is the truth --------------------------------------------------------
 
-    def verify(self) -> list[consistency.Mismatch]:
-        """Every unit total and analyst quota total that differs from its history, now."""
-        return list(consistency.mismatches(self.read(lambda ops: ops.mismatches(consistency.RELATIVE_SLACK), [])))
+    def verify(self, anchors: Iterable[Anchor] = ()) -> list[consistency.Mismatch | ChainDifference]:
+        """Every unit total and analyst quota total that differs from its history, then every
+        history entry its hash chain does not vouch for (`history_chain`; `anchors`: chain heads
+        the owner kept outside the ledger), now. Entries that differ refuse releases until
+        `repair` (as totals that differ do from the ledger's opening)."""
+        totals = list(consistency.mismatches(self.read(lambda ops: ops.mismatches(consistency.RELATIVE_SLACK), [])))
+        checks = self.read(lambda ops: history_chain_steps.verify(ops, anchors), [])
+        if checks and not self.read_only:
+            self.transaction(consistency.flag_for_repair)
+        return totals + [d for c in checks for d in c.differences]
 
-    def repair(self) -> list[consistency.Mismatch]:
-        """Reset every total from the history and lift the refusal; returns what differed."""
+    def chain_heads(self) -> dict[tuple[str, str], Head]:
+        """Each (unit, notion)'s chain head (link, hash): what the owner keeps outside the ledger."""
+        return self.read(history_chain_steps.heads, {})
+
+    def repair(self) -> list[consistency.Mismatch | ChainDifference]:
+        """Put back every history row its chain vouches for and record the repair in each chain
+        mended (`history_chain`), then reset every total from the history and lift the refusal;
+        returns what differed: the entries, then the totals."""
         self.ensure_writable()
-        found = self.transaction(consistency.repair)
+
+        def body(ops: Any) -> list[consistency.Mismatch | ChainDifference]:
+            entries = history_chain_steps.repair(ops)
+            return [*consistency.repair(ops), *entries]
+
+        found = self.transaction(body)
         self.mismatches = ()
         return list(found)
 

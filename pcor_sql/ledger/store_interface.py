@@ -14,7 +14,7 @@ transaction the store retries from a fresh snapshot when a concurrent writer got
 
 Rows come back as tuples in the order each method names; timestamps are naive UTC datetimes,
 lists are Python lists. The history is written by `append_history` and its outcomes changed by
-`set_outcome` and `mark_interrupted` only, and read in order per (unit, notion) by
+`set_outcome`, `mark_interrupted` and `interrupt_unleased` only, and read in order per (unit, notion) by
 `history_of` and `history`: the places a hash chain over the history hooks into.
 """
 
@@ -97,8 +97,9 @@ class LedgerOps(abc.ABC):
         """Set `spent_after` of the rows (release_id, unit, notion)."""
 
     @abc.abstractmethod
-    def mark_interrupted(self, host: str, keys: list[str], now: _dt.datetime) -> None:
-        """Rows still 'running' of `host` whose `pid:process_token` is in `keys`: 'interrupted'."""
+    def mark_interrupted(self, host: str, keys: list[str], now: _dt.datetime) -> list[str]:
+        """Rows still 'running' of `host` whose `pid:process_token` is in `keys`: 'interrupted'
+        (reason 'process ended'); the release ids of the rows changed."""
 
     # ---- the history is the truth (consistency) ----------------------------------------------
 
@@ -109,9 +110,10 @@ class LedgerOps(abc.ABC):
         through it (labels as `consistency.Mismatch`), by label and notion."""
 
     @abc.abstractmethod
-    def open_state(self, host: str, slack: float) -> tuple[list[tuple], list[tuple], object]:
-        """What opening reads: `mismatches(slack)`, the (pid, process_token) of `host`'s rows
-        still 'running', and the needs-repair setting's value (None if unset)."""
+    def open_state(self, slack: float) -> tuple[list[tuple], list[tuple], object]:
+        """What opening reads: `mismatches(slack)`, the (host, pid, process_token, leased) of
+        every holder of rows still 'running' — `leased`: it holds a lease unexpired by the
+        store's clock (`renew_lease`) — and the needs-repair setting's value (None if unset)."""
 
     @abc.abstractmethod
     def reset_totals(self, now: _dt.datetime) -> None:
@@ -257,6 +259,55 @@ class LedgerOps(abc.ABC):
     def raw(self, query: str, params: Sequence[object] = ()) -> list[tuple]:
         """A statement in this store's SQL over the tables named `pcor.<table>`, for tests and
         hand edits only (placeholders $1, $2, ...): no module of the package calls it."""
+
+    # ---- the history's hash chain and the reservations' leases (DESIGN.md §11) ---------------
+    # The chain's rules are `history_chain` (written once); these are its reads and writes
+    # (`history_chain_steps`). Heads are (link, hash) by (unit, notion); history rows are tuples
+    # in `history_chain.FIELDS` order, entries in `history_chain.ENTRY_COLUMNS` order.
+
+    @abc.abstractmethod
+    def chain_rows(self, ids: Sequence[str]) -> tuple[list[tuple], dict[tuple[str, str], tuple[int, str]]]:
+        """The history rows of `ids` and the heads of their chains, which this transaction then
+        appends to (two appending to one chain: the second is refused and retried)."""
+
+    @abc.abstractmethod
+    def chain_all(self) -> tuple[list[tuple], list[tuple], dict[tuple[str, str], tuple[int, str]]]:
+        """Every history row, every chain entry (by unit, notion, link) and every head."""
+
+    @abc.abstractmethod
+    def chain_heads(self) -> dict[tuple[str, str], tuple[int, str]]:
+        """Every chain's head."""
+
+    @abc.abstractmethod
+    def chain_append(self, entries: Sequence[Sequence[object]], heads: dict[tuple[str, str], tuple[int, str]],
+                     stored: set[tuple[str, str]], now: _dt.datetime) -> None:
+        """Insert the entries and set each chain's head to `heads`; `stored`: the chains whose
+        head row exists (read by this transaction)."""
+
+    @abc.abstractmethod
+    def chain_put_back(self, rows: Sequence[Sequence[object]], present: set[tuple[str, str]],
+                       drop: Sequence[tuple[str, str]]) -> None:
+        """A repair's writes: each history row as given (updated where (release_id, unit) is in
+        `present`, else inserted), and the chains of `drop` emptied (entries and head)."""
+
+    @abc.abstractmethod
+    def renew_lease(self, holder: tuple[str, int, str], seconds: float) -> None:
+        """The lease of holder (host, pid, process_token) — the reserving process of the rows it
+        wrote — set to expire `seconds` from now by the store's clock (made if absent)."""
+
+    @abc.abstractmethod
+    def end_lease(self, holder: tuple[str, int, str]) -> None:
+        """Remove a holder's lease (a process that ends with nothing running)."""
+
+    @abc.abstractmethod
+    def lapsed_leases(self) -> int:
+        """How many leases expired by the store's clock."""
+
+    @abc.abstractmethod
+    def interrupt_unleased(self, now: _dt.datetime) -> list[str]:
+        """Rows still 'running' whose holder holds no lease unexpired by the store's clock:
+        'interrupted' (reason 'lease lapsed', still charged), and the expired leases removed;
+        the release ids of the rows changed."""
 
 
 class LedgerStore(abc.ABC):

@@ -2,9 +2,11 @@
 transaction: 1 ledger location, 2 parse, 5 privacy-unit resolution (catalog only: parse and
 names, EXPLAIN, the plan's settings and the JSON plan), 1 DESCRIBE, 1 records, 1 summary (and,
 for a verifier that reads the values, such as LOF, 1 read of DuckDB's `threads` setting, which
-the summary build follows: DESIGN.md §10 "Building the summary"), and with a --db file the ledger's 6 in the same file: its open check (totals against the history,
-rows of ended processes), its reservation (BEGIN, one SELECT, two writes, COMMIT) and the
-outcome (one UPDATE)."""
+the summary build follows: DESIGN.md §10 "Building the summary"), and with a --db file the ledger's 16 in the same file: its
+open check (totals against the history, rows still running and their leases), the process's
+lease taken before the reservation and removed at the end (DESIGN.md §11 "Dead hosts"), its
+reservation (BEGIN, one SELECT, two writes, the history chain's read and two writes — DESIGN.md
+§11 —, COMMIT) and the outcome (BEGIN, one UPDATE, the chain's read and two writes, COMMIT)."""
 
 from __future__ import annotations
 
@@ -62,8 +64,9 @@ def test_a_release_on_a_database_file(statements, tmp_path):
         "explain-outlier", QUERY, "--db", str(path), "--seed", "7", "--allow-seeded", "--format", "jsonl"
     )
     assert result.exit_code == 0, result.stderr
-    assert len(statements) <= 20, statements  # + the outcome (BEGIN, UPDATE history, COMMIT)
-    assert _transactions(statements) == 1  # the reservation; its outcome is one UPDATE on its own
+    assert len(statements) <= 30, statements
+    assert _transactions(statements) == 2  # the reservation, then its outcome (both append to the chain)
+    assert sum("pcor.leases" in s for s in statements) == 3  # the open check's, the lease taken, then removed
 
 
 def test_the_readme_main_job_runs_at_most_20_statements_loading_included(monkeypatch, tmp_path):

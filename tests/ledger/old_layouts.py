@@ -60,3 +60,14 @@ def write_pcor_without_outcomes(con, unit: str, limit: float, charges: list[floa
         con.execute("INSERT INTO pcor.history VALUES (?, ?, 'ocdp', ?, ?, 'pcor/bfs/tight', ?, NULL, 'id = 42', NULL,"
                     " ?, false, 'owner', NULL)", [f"r{j}", unit, j + 1, T0 + dt.timedelta(minutes=j), eps, total])
     con.execute("INSERT INTO pcor.budget VALUES (?, 'ocdp', ?, ?, 0, ?, ?, ?)", [unit, limit, total, len(charges), T0, T0])
+
+# The version before the history's hash chain and the leases (sql/ledger.sql at 889cbc4): every
+# table of today's but pcor.history_chain, pcor.chain_heads and pcor.leases. Run on a ledger made
+# today, it leaves the layout and the rows that version wrote (its writers wrote no chain). The
+# statements hold for both stores.
+BEFORE_CHAIN = """
+DROP INDEX IF EXISTS pcor.history_chain_release_id;
+DROP TABLE pcor.history_chain;
+DROP TABLE pcor.chain_heads;
+DROP TABLE pcor.leases;
+"""

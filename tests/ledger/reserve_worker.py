@@ -2,7 +2,7 @@
 
 Usage:
   python reserve_worker.py hold DB UNIT EPSILON
-      reserve EPSILON on UNIT, print "reserved <release id>", then sleep until killed (the
+      reserve EPSILON on UNIT (DB: a file, or a postgresql:// URL), print "reserved <release id>", then sleep until killed (the
       parent kills it with SIGKILL between the reservation and its outcome).
   python reserve_worker.py race DB UNIT EPSILON ANALYST ATTEMPTS GO_FILE
       wait at the start line for GO_FILE (tests/start_line.py), then ATTEMPTS times: open the file, reserve EPSILON for ANALYST,
@@ -26,9 +26,14 @@ from tests.start_line import arrive_and_wait
 
 
 def hold(db: str, unit: str, epsilon: float) -> None:
-    con = connect_with_retry(db)
+    if db.startswith("postgresql://"):  # a server ledger (its lease renewed while this sleeps)
+        from pcor_sql.ledger.postgres_store import PostgresStore
+
+        ledger = Ledger(store=PostgresStore(db))
+    else:
+        ledger = Ledger(connect_with_retry(db))
     item = ChargeItem(new_release_id(), OcdpCost(epsilon), "test/hold")
-    Ledger(con).reserve(unit, [item])
+    ledger.reserve(unit, [item])
     print(f"reserved {item.release_id}", flush=True)
     while True:
         time.sleep(1)

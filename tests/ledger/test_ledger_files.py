@@ -135,7 +135,9 @@ def test_a_pcor_ledger_without_outcomes_is_migrated_with_its_history(tmp_path):
     assert "pcor.analysts is missing" in str(refused.value)
     report = ledger.migrate()
     # datasets gains its releasable column, history its outcome columns.
-    assert report.rebuilt == ("datasets", "history") and set(report.created) == {"analysts", "quotas"}
+    assert report.rebuilt == ("datasets", "history")
+    assert set(report.created) == {"analysts", "quotas", "history_chain", "chain_heads", "leases"}
+    assert report.chained == 1 and "built the hash chain of 1 unit history" in report.lines()
     assert [(r.release_id, r.outcome, r.epsilon) for r in ledger.history("u")] == [
         ("r0", "charged", 0.25), ("r1", "charged", 0.25)]
     assert ledger.status("u").spent == 0.5 and ledger.status("u").limit == 1.0 and ledger.verify() == []

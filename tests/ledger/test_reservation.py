@@ -4,6 +4,7 @@ killed between its reservation and its outcome shows up as 'interrupted' (still 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ from pcor_sql.errors import BudgetExceeded, InternalError, Refused, UserError
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.store import Ledger
+from pcor_sql.ledger.transactions import utc_now
 
 from ledger_helpers import ledger_rows, raw, subprocess_env
 
@@ -123,10 +125,10 @@ def test_the_first_outcome_wins(con, ledger):
     assert (record.outcome, record.refunded, ledger.status("t").spent) == ("answered", False, 0.3)
 
 
-def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it(duckdb_ledger):
-    """An outcome UPDATE touches only its own reservation's rows, so it does not wait for this
-    process's write transactions (the embedded store's write lock); a refund writes the totals,
-    so it does."""
+def test_an_outcome_is_written_in_turn_with_the_charges_of_this_process(duckdb_ledger):
+    """An outcome appends to its units' history chains (DESIGN.md §11), as a charge does, so it
+    waits for this process's write transaction in progress (beside it, the two would write one
+    chain head), and both end consistent."""
     ledger = duckdb_ledger
     ledger.set_limit("t", 1.0)
     answered, refunded = ledger.reserve("t", [item(0.1)]), ledger.reserve("t", [item(0.2)])
@@ -136,11 +138,11 @@ def test_an_outcome_is_written_beside_a_charge_in_progress_and_a_refund_after_it
     with ledger.store._write_lock:  # a charge of another thread, in progress
         for t in threads:
             t.start()
-        threads[0].join(timeout=30)
-        assert done == {"answered": True}
-        threads[1].join(timeout=0.2)
-        assert "refunded" not in done and threads[1].is_alive()
-    threads[1].join(timeout=30)
+        for t in threads:
+            t.join(timeout=0.2)
+        assert done == {} and all(t.is_alive() for t in threads)
+    for t in threads:
+        t.join(timeout=30)
     assert done == {"answered": True, "refunded": True}
     assert ledger.status("t").spent == pytest.approx(0.1) and ledger.verify() == []
 
@@ -303,26 +305,53 @@ def test_a_process_killed_between_reservation_and_outcome_shows_interrupted(tmp_
     con.close()
 
 
-def test_running_rows_of_live_processes_and_other_hosts_are_left_alone(ledger, reopen):
-    ledger.reserve("t", [item(0.1, "mine")])
-    ledger.reserve("t", [item(0.1, "elsewhere")])
+def _lease(ledger, host: str, pid: int, token: str, seconds: float) -> None:
+    """A lease of holder (host, pid, token) expiring `seconds` from now (negative: lapsed)."""
+    expires = utc_now() + dt.timedelta(seconds=seconds)
+    raw(ledger, "INSERT INTO pcor.leases (host, pid, process_token, expires_at, renewed_at) VALUES ($1, $2, $3, $4, $5)",
+        [host, pid, token, expires, utc_now()])
+
+
+def test_running_rows_are_left_alone_while_their_holder_holds_a_lease(ledger, reopen, store_kind):
+    """DESIGN.md §11 "Dead hosts": the lease decides, on any host; the embedded store also marks
+    at once the rows of this host's processes that ended (one process writes it at a time)."""
+    for rid in ("mine", "elsewhere", "lapsed", "dead"):
+        ledger.reserve("t", [item(0.1, rid)])
+    token = raw(ledger, "SELECT process_token FROM pcor.history WHERE release_id = 'mine'")[0][0]
     raw(ledger, "UPDATE pcor.history SET host = 'another-host', pid = 1 WHERE release_id = 'elsewhere'")
-    ledger.reserve("t", [item(0.1, "dead")])
-    # A pid that cannot be running (beyond pid_max) on this host, with a token of its own.
+    _lease(ledger, "another-host", 1, token, 3600)
+    raw(ledger, "UPDATE pcor.history SET host = 'third-host', pid = 2 WHERE release_id = 'lapsed'")
+    _lease(ledger, "third-host", 2, token, -1)
+    # A pid that cannot be running (beyond pid_max) on this host, with a token and a live lease of its own.
     raw(ledger, "UPDATE pcor.history SET pid = 4194305, process_token = 'x:1' WHERE release_id = 'dead'")
+    _lease(ledger, socket.gethostname(), 4194305, "x:1", 3600)
     reopened = reopen()
-    assert {r.release_id: r.outcome for r in reopened.history("t")} == {
-        "mine": "running", "elsewhere": "running", "dead": "interrupted"}
+    found = {r.release_id: (r.outcome, r.reason) for r in reopened.history("t")}
+    assert found == {"mine": ("running", None), "elsewhere": ("running", None),
+                     "lapsed": ("interrupted", "lease lapsed"),
+                     "dead": ("interrupted", "process ended") if store_kind == "duckdb" else ("running", None)}
+    assert reopened.status("t").spent == pytest.approx(0.4)  # still charged
+    # Each change of outcome is linked into the chain: only the test's own edits of the holders differ.
+    assert {d.problem for d in reopened.verify()} == {"pid, host differ from the chain",
+                                                      "pid, process_token differ from the chain"}
+    assert raw(reopened, "SELECT host FROM pcor.leases WHERE host = 'third-host'") == []  # the lapsed lease removed
 
 
-def test_a_reservation_is_five_statements_and_its_outcome_one(con, duckdb_ledger):
+def test_a_reservation_is_eight_statements_and_its_outcome_six(con, duckdb_ledger):
+    """BEGIN, one SELECT, two writes, the chain's three (the rows and head read, the entries and
+    the head written: `duckdb_chain`), COMMIT; the outcome's UPDATE and the chain's three in one
+    transaction. The first reservation of a process takes its lease first (`leases`): one
+    statement more (the ledger's opening has just looked at the lapsed leases)."""
     ledger = duckdb_ledger
     ledger.set_limit("t", 1.0)
     con.execute("CALL enable_logging('QueryLog')")
+    ledger.reserve("t", [item(0.1)]).answered()
+    first = _logged(con)
+    assert "pcor.leases" in first[0] and len(first) == 1 + 8 + 6, first
     r = ledger.reserve("t", [item(0.1)])
-    reserved = _logged(con)
+    reserved = _logged(con)[len(first):]
     r.answered()
-    assert (len(reserved), len(_logged(con)) - len(reserved)) == (5, 1), _logged(con)
+    assert (len(reserved), len(_logged(con)) - len(first) - len(reserved)) == (8, 6), _logged(con)
 
 
 def _logged(con) -> list[str]:

@@ -18,11 +18,12 @@ STORE_MODULES = {
     "ledger/migration.py", "ledger/transactions.py", "ledger/database_file.py", "ledger/location.py",
     "ledger/postgres_store.py", "ledger/postgres_ops.py", "ledger/postgres_sql.py", "ledger/postgres_registry.py",
     "ledger/registry_statements.py",
+    "ledger/duckdb_chain.py", "ledger/duckdb_leases.py", "ledger/postgres_chain.py",
 }
 RULE_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "ledger").glob("*.py")
                       if p.relative_to(PACKAGE).as_posix() not in STORE_MODULES)
 ASKERS = ["service/owner_plane.py", "service/console_app.py", "service/console_pages.py", "service/console_charts.py"]
-_TABLES = r"(budget|units|settings|history|datasets|analysts|quotas)"
+_TABLES = r"(budget|units|settings|history|datasets|analysts|quotas|history_chain|chain_heads|leases)"
 LEDGER_SQL = re.compile(r"\.execute\(|\bpcor\." + _TABLES + r"\b|\btables\." + _TABLES + r"\b|system\.main\.")
 
 
@@ -38,4 +39,5 @@ def test_rules_and_the_owners_views_hold_no_ledger_sql(module):
 def test_the_rules_modules_are_the_ones_expected():
     """A new ledger module is a rule (checked above) unless it is listed as a store's."""
     assert {"ledger/store.py", "ledger/charge_rules.py", "ledger/reservation.py", "ledger/outcomes.py",
-            "ledger/consistency.py", "ledger/analysts.py", "ledger/dataset_registry.py"} <= set(RULE_MODULES)
+            "ledger/consistency.py", "ledger/analysts.py", "ledger/dataset_registry.py", "ledger/history_chain.py",
+            "ledger/history_chain_steps.py", "ledger/leases.py", "ledger/ledger_move.py"} <= set(RULE_MODULES)

@@ -38,7 +38,9 @@ OPTIONS = {"epsilon": 0.05, "verifier": "lof(k=10)"}
 WAIT_S = 120.0
 
 
-def make_database(path) -> dict[str, str]:
+def make_database(path, ledger: str | None = None, rows: int = ROWS, analysts: int = ANALYSTS) -> dict[str, str]:
+    """The staff table of `rows` rows with its planted outliers, registered (in `ledger`, else
+    the file's own), and `analysts` analysts' tokens."""
     con = duckdb.connect(str(path))
     try:
         con.execute("CREATE TYPE dept AS ENUM ('a', 'b', 'c', 'd'); CREATE TYPE yr AS ENUM ('2020', '2021', '2022')")
@@ -46,10 +48,12 @@ def make_database(path) -> dict[str, str]:
             f"CREATE TABLE staff AS SELECT i AS id, (['a', 'b', 'c', 'd'])[i % 4 + 1]::dept AS dept,"
             f" (['2020', '2021', '2022'])[i % 3 + 1]::yr AS year,"
             f" CASE WHEN i < {len(KEYS)} THEN 9000.0 + i ELSE 100.0 + (hash(i) % 1000) / 10.0 END AS pay"
-            f" FROM range({ROWS}) t(i)")
-        owner = pcor_sql.Owner(con, warn=lambda message: None)
+            f" FROM range({rows}) t(i)")
+        owner = pcor_sql.Owner(con, ledger, warn=lambda message: None)
         owner.register("staff", "staff", key="id", metric="pay", by="dept,year", limit=1000.0, releasable=KEYS)
-        return {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=100.0) for i in range(ANALYSTS)}
+        tokens = {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=100.0) for i in range(analysts)}
+        owner.ledger.close()
+        return tokens
     finally:
         con.close()
 
