@@ -364,3 +364,12 @@ def redacted_url(url: str) -> str:
     from pcor_sql.ledger.postgres_store import redacted
 
     return redacted(url)
+
+
+def notions_named(text: str) -> tuple[str, ...]:
+    """The notions `text` names: one notion, or every one for "all" — in any ASCII case, as
+    every fixed-value option (DESIGN.md §5)."""
+    from pcor_sql.core.option_spec import parse_choice
+
+    notion = parse_choice("privacy notion", text, (*NOTIONS, "all"))
+    return NOTIONS if notion == "all" else (notion,)

@@ -41,12 +41,9 @@ _VALUES = {"ignore_unknown_options": True}
 
 
 def _notions(notion: str) -> tuple[str, ...]:
-    from pcor_sql.core.option_spec import parse_choice
-    from pcor_sql.owner import NOTIONS
+    from pcor_sql.owner import notions_named
 
-    # One spelling rule for every fixed-value option (DESIGN.md §5): any ASCII case.
-    notion = parse_choice("privacy notion", notion, (*NOTIONS, "all"))
-    return NOTIONS if notion == "all" else (notion,)
+    return notions_named(notion)
 
 
 def _number(text: str, what: str) -> float:
