@@ -155,6 +155,13 @@ class AdmissionMemory:
                 for key in [k for k in table if k[0] == analyst]:
                     del table[key]
 
+    def clear(self) -> None:
+        """Drop everything kept (another process sharing the ledger changed its analysts:
+        `service.ledger_watch`)."""
+        with self._lock:
+            for table in (self._datasets, self._keys, self._checks):
+                table.clear()
+
     def _keep(self, table: dict, key: tuple, value: Any) -> None:
         with self._lock:
             if len(table) >= SIZE and key not in table:

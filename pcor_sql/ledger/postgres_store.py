@@ -30,6 +30,7 @@ from pcor_sql.ledger.layout import Layout, expected_layout
 from pcor_sql.ledger.migration import MigrationReport
 from pcor_sql.ledger.postgres_ops import PostgresChargeOps, _all
 from pcor_sql.ledger.postgres_registry import PostgresRegistryOps
+from pcor_sql.ledger.postgres_sharing import PostgresSharingOps
 from pcor_sql.ledger.store_interface import LedgerOps, LedgerStore
 from pcor_sql.resources import sql_text
 
@@ -66,7 +67,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresOps(PostgresChargeOps, PostgresRegistryOps, LedgerOps):
+class PostgresOps(PostgresChargeOps, PostgresRegistryOps, PostgresSharingOps, LedgerOps):
     """`LedgerOps` on one psycopg cursor."""
 
     def __init__(self, cur: Any):

@@ -258,6 +258,29 @@ class LedgerOps(abc.ABC):
         """A statement in this store's SQL over the tables named `pcor.<table>`, for tests and
         hand edits only (placeholders $1, $2, ...): no module of the package calls it."""
 
+    # ---- several services, one ledger (DESIGN.md §11): `ledger.sharing` ----------------------
+    # Kept beside the layout: these tables are made when first written, so a ledger of an earlier
+    # version needs no migration for them, and one without them reads as having none.
+
+    @abc.abstractmethod
+    def identity_generation(self) -> int | None:
+        """How many times any process added, revoked or re-tokened an analyst of this ledger
+        (0 before the first); None where one process holds the ledger (its own count suffices)."""
+
+    @abc.abstractmethod
+    def bump_identity_generation(self) -> None:
+        """Count one more identity change (in the transaction that makes it)."""
+
+    @abc.abstractmethod
+    def fingerprints(self, name: str | None) -> list[tuple]:
+        """Every fingerprint recorded for dataset `name` (or for all), oldest first per dataset:
+        (dataset, seq, relation, row_count, content_hash, method, note, recorded_at)."""
+
+    @abc.abstractmethod
+    def record_fingerprint(self, row: Sequence[object]) -> None:
+        """Append a fingerprint: (dataset, seq, relation, row_count, content_hash, method, note,
+        recorded_at) — the history of a dataset's registered content."""
+
 
 class LedgerStore(abc.ABC):
     """Where the ledger is kept: a transaction runner over `LedgerOps`, and the store's facts."""

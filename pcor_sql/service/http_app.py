@@ -84,6 +84,7 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, find_dataset, li
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Endpoint
+from pcor_sql.service.ledger_watch import IdentityWatch
 from pcor_sql.service.http_plumbing import http_error, internal, make_route, ok
 from pcor_sql.service.owner_plane import AuditLog
 from pcor_sql.service.openapi_document import document
@@ -116,11 +117,20 @@ class Service:
         self.memory = AdmissionMemory()
         #: The identities it authenticated, kept until an analyst is added, revoked or re-tokened.
         self.identities = analyst_identity.IdentityMemory()
+        #: Another process's revocation on a shared ledger invalidates both memories (`ledger_watch`).
+        self.watch = IdentityWatch(self.ledger, self.forget_identities)
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
         #: One line per request (`--audit-log`), shared with the owner's listener.
         self.audit = audit or AuditLog()
+
+    def forget_identities(self) -> None:
+        """Drop the kept identities and admissions: another process changed the analysts."""
+        from pcor_sql.ledger.analysts import changed_elsewhere
+
+        changed_elsewhere()
+        self.memory.clear()
 
     def stop(self) -> None:
         """Interrupt every running request at its next unit of work (recorded as interrupted)."""
@@ -363,9 +373,11 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
             await anyio.to_thread.run_sync(service.pool.share_summaries)
         if duckdb_threads is not None and owner.session.access.engine == Engine.DUCKDB:
             service.serve_threads(duckdb_threads)  # after the warm-up's builds: they used every core
+        await anyio.to_thread.run_sync(service.watch.start)  # a shared ledger's revocations (DESIGN.md §11)
         try:
             yield
         finally:
+            service.watch.stop()
             service.stop()
             service.pool.close()
             service.admission.close()

@@ -17,6 +17,7 @@ STORE_MODULES = {
     "ledger/duckdb_store.py", "ledger/duckdb_charges.py", "ledger/duckdb_registry.py", "ledger/layout.py",
     "ledger/migration.py", "ledger/transactions.py", "ledger/database_file.py", "ledger/location.py",
     "ledger/postgres_store.py", "ledger/postgres_ops.py", "ledger/postgres_sql.py", "ledger/postgres_registry.py",
+    "ledger/duckdb_sharing.py", "ledger/postgres_sharing.py",
 }
 RULE_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "ledger").glob("*.py")
                       if p.relative_to(PACKAGE).as_posix() not in STORE_MODULES)
