@@ -84,6 +84,7 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, find_dataset, li
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Endpoint
+from pcor_sql.service.copy_check import copy_check
 from pcor_sql.service.ledger_watch import IdentityWatch
 from pcor_sql.service.http_plumbing import http_error, internal, make_route, ok
 from pcor_sql.service.owner_plane import AuditLog
@@ -103,6 +104,9 @@ class Service:
 
         self.owner = owner
         self.ledger = owner.ledger
+        #: Registered datasets this host's copy may not serve (DESIGN.md §11 "Units across hosts"):
+        #: name → `fingerprints.Mismatch`; to analysts they are as unregistered.
+        self.refused = copy_check(owner)
         self.min_epsilon = float(min_epsilon)
         self.limits = limits
         self.max_work = max_work
@@ -178,13 +182,17 @@ class Service:
                        admission=admission)
 
     def visible(self, identity: Identity) -> list[Any]:
-        return [d for d in list_datasets(self.ledger) if identity.datasets is None or d.name in identity.datasets]
+        return [d for d in self.served() if identity.datasets is None or d.name in identity.datasets]
+
+    def served(self) -> list[Any]:
+        """The registered datasets this service serves (all but those its copy may not)."""
+        return [d for d in list_datasets(self.ledger) if d.name not in self.refused]
 
     def require_visible(self, identity: Identity, name: str, memory: AdmissionMemory | None = None) -> RegisteredDataset:
         """The registered dataset `name`, if this analyst may use it: one message for a dataset
         that does not exist and one this analyst may not use (one row read when it passes, or
         none when `memory` kept it)."""
-        allowed = identity.datasets is None or name in identity.datasets
+        allowed = (identity.datasets is None or name in identity.datasets) and name not in self.refused
         read = lambda: find_dataset(self.ledger, name)  # noqa: E731
         found = (read() if memory is None else memory.dataset(identity.name, name, read)) if allowed else None
         if found is None:
@@ -312,7 +320,7 @@ class Service:
         docstring): a first request is then as fast for everyone."""
         from pcor_sql.analyst import warm_session
 
-        datasets = list_datasets(self.ledger)
+        datasets = self.served()
         for session in self.pool.sessions():
             for dataset in datasets:
                 warm_session(session, dataset)
