@@ -54,7 +54,11 @@ def _free_port() -> int:
 class Server:
     """One PostgreSQL cluster in a scratch folder (`start`, `stop`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, listen: str = "127.0.0.1", durable: bool = False) -> None:
+        #: `listen`: the addresses it listens on (listen_addresses); `durable`: fsync and synchronous
+        #: commits on, as a production server (the tests' default turns them off for speed).
+        self.listen = listen
+        self.durable = durable
         self.parent = Path(tempfile.mkdtemp(prefix="pcor-pg-"))
         self.root = self.parent / "cluster"
         self.port = _free_port()
@@ -76,8 +80,9 @@ class Server:
         data = self.root / "data"
         self._run(str(BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                   "--locale=C", "--no-sync")
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-                   " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        options = f"-p {self.port} -k {self.root} -c listen_addresses={self.listen} -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
         import psycopg
 

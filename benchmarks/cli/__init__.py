@@ -3,7 +3,8 @@
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
 error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifier flags among
-all rows), `service` (concurrent analysts over HTTP) and `batch` (explain_outliers with workers=1, 2). Errors behave as in `pcor-sql` — one
+all rows), `service` (concurrent analysts over HTTP), `batch` (explain_outliers with workers=1, 2) and
+`ledger-services` (services sharing a PostgreSQL ledger against one on the embedded ledger). Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -16,6 +17,7 @@ from benchmarks.cli.batch import batch
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.explore import explore
+from benchmarks.cli.ledger_services import ledger_services
 from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
 from benchmarks.cli.service import service
@@ -53,6 +55,8 @@ _COMMANDS = (
     ("batch", "Time explain_outliers of 40 and 400 records with workers=1, 2: ratio and peak memory.", batch),
     ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",
      verifiers),
+    ("ledger-services", "Answered/s with one and two services on one PostgreSQL ledger against the embedded one; "
+     "reservation latency on each store.", ledger_services),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
