@@ -54,11 +54,13 @@ def _free_port() -> int:
 class Server:
     """One PostgreSQL cluster in a scratch folder (`start`, `stop`)."""
 
-    def __init__(self, *, listen: str = "127.0.0.1", durable: bool = False) -> None:
+    def __init__(self, *, listen: str = "127.0.0.1", durable: bool = False, trust: str | None = None) -> None:
         #: `listen`: the addresses it listens on (listen_addresses); `durable`: fsync and synchronous
-        #: commits on, as a production server (the tests' default turns them off for speed).
+        #: commits on, as a production server (the tests' default turns them off for speed);
+        #: `trust`: a network (CIDR) whose connections are trusted too (loopback always is).
         self.listen = listen
         self.durable = durable
+        self.trust = trust
         self.parent = Path(tempfile.mkdtemp(prefix="pcor-pg-"))
         self.root = self.parent / "cluster"
         self.port = _free_port()
@@ -80,6 +82,9 @@ class Server:
         data = self.root / "data"
         self._run(str(BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                   "--locale=C", "--no-sync")
+        if self.trust is not None:
+            with open(data / "pg_hba.conf", "a", encoding="utf-8") as hba:
+                hba.write(f"host all all {self.trust} trust\n")
         options = f"-p {self.port} -k {self.root} -c listen_addresses={self.listen} -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"

@@ -24,7 +24,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import InternalError, LedgerUnreachable, UserError
 from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.layout import Layout, expected_layout
 from pcor_sql.ledger.migration import MigrationReport
@@ -100,10 +100,10 @@ class PostgresStore(LedgerStore):
 
     def _connect(self) -> Any:
         try:
-            return self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            return self._psycopg.connect(self.url, autocommit=True, **_network_options(self.url))
         except self._psycopg.Error as exc:
-            raise UserError(f"cannot reach the budget ledger at {self.path}: {_first_line(exc)}",
-                            "check the URL, that the server runs and that it lets this user in") from None
+            raise LedgerUnreachable(f"cannot reach the budget ledger at {self.path}: {_first_line(exc)}",
+                                    "check the URL, that the server runs and that it lets this user in") from None
 
     def _take(self) -> Any:
         refuse_reads()  # every statement of the ledger starts here (`admission_memory.kept_only`)
@@ -183,7 +183,7 @@ class PostgresStore(LedgerStore):
         if isinstance(exc, (errors.UndefinedTable, errors.UndefinedColumn)):
             return UserError(f"the budget ledger at {self.path} is damaged ({first})", "restore it from a backup")
         if isinstance(exc, self._psycopg.OperationalError):
-            return UserError(f"the budget ledger at {self.path} cannot be reached ({first})",
+            return LedgerUnreachable(f"the budget ledger at {self.path} cannot be reached ({first})",
                              "check that the server runs and this host reaches it, then retry")
         return exc
 
@@ -236,6 +236,26 @@ class PostgresStore(LedgerStore):
         if self._problem is not None:
             raise self._problem
         return MigrationReport(changed=False)
+
+
+#: How a connection notices that the server is gone (DESIGN.md §11 "Faults": a host cut off from
+#: PostgreSQL fails its requests, it does not hang on them): a connect gives up after 10 s; data
+#: sent but not acknowledged for 10 s drops the connection (tcp_user_timeout, ms); an idle one is
+#: probed after 5 s, every 2 s, 3 times. And how the server lets go of a host that vanished
+#: mid-transaction: a session idle inside a transaction for 20 s is ended by the server
+#: (idle_in_transaction_session_timeout), rolling back and releasing its locks on budget and quota
+#: rows — else the other hosts' charges of those rows would wait on them for as long as the
+#: server takes to notice the dead connection (hours, by the kernel's keepalive defaults). No
+#: transaction of the ledger waits between its statements for anything but this process's own
+#: work. A URL that sets one of these keeps its own.
+NETWORK_OPTIONS: dict[str, object] = {
+    "connect_timeout": 10, "tcp_user_timeout": 10_000, "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
+    "keepalives_count": 3, "options": "-c idle_in_transaction_session_timeout=20000"}
+
+
+def _network_options(url: str) -> dict[str, object]:
+    given = {key.lower() for key, _ in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)}
+    return {key: value for key, value in NETWORK_OPTIONS.items() if key not in given}
 
 
 def _rollback(conn: Any) -> None:

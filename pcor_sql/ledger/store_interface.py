@@ -25,6 +25,8 @@ import datetime as _dt
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pcor_sql.errors import LedgerUnreachable  # noqa: F401 - what a store raises when its server is gone
+
 _T = TypeVar("_T")
 
 #: The history columns a charge writes per row (`append_history`), in order.
