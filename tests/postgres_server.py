@@ -88,6 +88,7 @@ class Server:
         options = f"-p {self.port} -k {self.root} -c listen_addresses={self.listen} -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._options = options
         self._run(str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
         import psycopg
 
@@ -96,6 +97,15 @@ class Server:
         with psycopg.connect(self.url("postgres"), autocommit=True) as con:
             con.execute(f"CREATE DATABASE {TEMPLATE}")
         PostgresStore(self.url(TEMPLATE)).close()  # the template holds the ledger's tables
+
+    def halt(self) -> None:
+        """Stop the server at once (as a crash: `-m immediate`), keeping its data for `resume`."""
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop")
+
+    def resume(self) -> None:
+        """Start a halted server again, on the same port and data."""
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.root / "data"), "-o", self._options, "-l",
+                  str(self.root / "log"), "-w", "start")
 
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

@@ -10,7 +10,9 @@ reached; the ledger is never overspent, every 200 has its answered history row, 
 match its history. A's reservations whose outcome it could not record stay charged (a lease,
 DESIGN.md §11 "Leases", marks them interrupted; here they are 'running' or 'interrupted').
 
-Where network namespaces are not allowed the test skips, saying why.
+Where network namespaces are not allowed that test skips, saying why (also under
+PCOR_POSTGRES_TESTS=required); the fallback fault — the server itself stopped mid-burst, then
+started again — runs everywhere, as its own test.
 """
 
 from __future__ import annotations
@@ -139,6 +141,87 @@ def test_a_host_cut_off_from_postgresql_refuses_generically_and_the_other_goes_o
         assert outcomes["answered"] == answered, (outcomes, answered)
         assert set(outcomes) <= {"answered", "running", "interrupted", "failed"}, outcomes
         assert unit.spent == pytest.approx(EPSILON * sum(not r.refunded for r in rows), abs=1e-12)
+        assert ledger.verify() == []
+    finally:
+        ledger.close()
+
+
+@pytest.fixture
+def own_server(postgres_server, tmp_path):
+    """A PostgreSQL server of this test's own (it is stopped mid-burst), a ledger in it, a
+    service on a registered file; (server, ledger URL, service, tokens). Durable: a server
+    stopped at once with synchronous commits off loses transactions it had acknowledged."""
+    server = Server(durable=True)
+    try:
+        server.start()
+        import psycopg
+
+        with psycopg.connect(server.url("postgres"), autocommit=True) as con:
+            con.execute("CREATE DATABASE stopped")
+        url = server.url("stopped")
+        data = tmp_path / "data.duckdb"
+        make_data(data, 3000)
+        tokens = register(data, url, analysts=PER_HOST, limit=LIMIT)
+        service = start(data, args=["--ledger", url, "--workers", "2"])
+        try:
+            yield server, url, service, tokens
+        finally:
+            service.stop()
+    finally:
+        server.stop()
+
+
+def test_the_fallback_fault_a_stopped_server_refuses_generically_and_overspends_nothing(own_server):
+    """The fault where no network namespace is allowed (DESIGN.md §11 "Faults"): the PostgreSQL
+    server itself is stopped mid-burst (every host loses it), then started again."""
+    server, url, service, tokens = own_server
+    seen: list[tuple[float, int, str]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def analyst(name: str) -> None:
+        with httpx.Client(timeout=120, headers={"Authorization": f"Bearer {tokens[name]}"}) as client:
+            for j in range(400):
+                if stop.is_set():
+                    return
+                sent = time.monotonic()
+                response = client.post(service.url + "/v1/explain", json={"dataset": "staff", "keys": [j % 24],
+                                                                          "epsilon": EPSILON})
+                with lock:
+                    seen.append((sent, response.status_code, response.text))
+                if response.status_code == 429:
+                    return
+
+    threads = [threading.Thread(target=analyst, args=(name,), daemon=True) for name in sorted(tokens)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 120
+    while sum(s == 200 for _, s, _ in seen) < 4:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.01)
+    halted = time.monotonic()
+    server.halt()
+    time.sleep(8.0)
+    stop.set()
+    for t in threads:
+        t.join(timeout=300)
+    server.resume()
+    generic = failed()
+    after = [(status, body) for sent, status, body in seen if sent > halted]
+    assert after and {status for status, _ in after} <= {200, 422}, Counter(s for s, _ in after)
+    late = [(status, body) for sent, status, body in seen if sent > halted + 1.0]
+    assert late and all(status == 422 and generic.problem in body for status, body in late), late[:3]
+    assert all("ledger" not in body for _, body in after)
+
+    from pcor_sql.ledger.postgres_store import PostgresStore
+    from pcor_sql.ledger.store import Ledger
+
+    ledger = Ledger(store=PostgresStore(url))
+    try:
+        unit = next(s for s in ledger.statuses("ocdp") if s.spent > 0)
+        outcomes = Counter(r.outcome for r in ledger.history(unit.unit))
+        assert unit.spent <= LIMIT + 1e-12
+        assert outcomes["answered"] == sum(status == 200 for _, status, _ in seen), outcomes
         assert ledger.verify() == []
     finally:
         ledger.close()
