@@ -64,18 +64,20 @@ def free_port() -> int:
 
 
 def start(db: Path, *, args: Sequence[str] = (), log_path: Path | None = None, port: int | None = None,
-          env: dict[str, str] | None = None) -> ServedProcess:
+          env: dict[str, str] | None = None, host: str = "127.0.0.1", prefix: Sequence[str] = ()) -> ServedProcess:
     """Start `pcor-sql serve --db DB` and wait until it answers; raise RuntimeError (with its
-    log) if it exits or does not answer in START_TIMEOUT seconds."""
+    log) if it exits or does not answer in START_TIMEOUT seconds. `host`: the address it listens
+    on (and is reached at); `prefix`: argv run before it (e.g. `ip netns exec NS`, which execs it:
+    the process is still the service's)."""
     for attempt in range(3):
         chosen = port or free_port()
         log = log_path or Path(f"{db}.serve-{chosen}.log")
-        command = [sys.executable, "-m", "pcor_sql", "serve", "--db", str(db), "--host", "127.0.0.1",
+        command = [*prefix, sys.executable, "-m", "pcor_sql", "serve", "--db", str(db), "--host", host,
                    "--port", str(chosen), *args]
         with open(log, "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env={**os.environ, **(env or {})})
-        served = ServedProcess(f"http://127.0.0.1:{chosen}", process, log)
+        served = ServedProcess(f"http://{host}:{chosen}", process, log)
         if _wait_until_up(served):
             return served
         served.stop()

@@ -27,6 +27,13 @@ class AnalystRefused(Refused):
     it is — every other refusal of a charge is said to an analyst in generic words (`pipeline`)."""
 
 
+class LedgerUnreachable(UserError):
+    """A ledger store lost (or could not make) its connection to its database server (DESIGN.md
+    §11 "Faults"): whether its last write committed is unknown. An analyst's request that meets
+    it gets the generic refusal (`pipeline.failed`: nothing about the ledger is shown); what a
+    reservation committed stays charged, and ends as interrupted."""
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during a charged job, after its outcome was recorded: `message` says whether the
     cost stays charged (an analyst's) or was given back (an owner's)."""

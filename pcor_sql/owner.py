@@ -18,7 +18,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from pcor_sql import api
+from pcor_sql import api, owner_content
 from pcor_sql.core.bins import declared_bins, edge_text
 from pcor_sql.request_specs import ACCOUNTING
 from pcor_sql.ledger.input_checks import check_notion
@@ -159,6 +159,7 @@ class Owner:
         if keys is not None and not isinstance(releasable, str):
             absent_keys_note(access, relation, key, keys, name, self.session.warn)
         add_dataset(self.ledger, dataset, replace=replace, releasable=keys)
+        owner_content.record_registration(self, name, relation)  # DESIGN.md §11 "Units across hosts"
         for notion, epsilon in limits.items():
             for unit in dataset.units:
                 change = self.ledger.set_limit(unit, epsilon, notion)
@@ -354,7 +355,8 @@ class Owner:
             raise UserError(f"--to takes a PostgreSQL URL, got {url!r}", "e.g. --to postgresql://owner@host/pcor")
         target = Ledger(store=PostgresStore(url))
         try:
-            return move_ledger(self.ledger, target)
+            with owner_content.carried(self, target):  # the fingerprints move too (DESIGN.md §11)
+                return move_ledger(self.ledger, target)
         finally:
             target.close()
 

@@ -37,6 +37,7 @@ from pcor_sql.errors import (
     AnalystRefused,
     BudgetExceeded,
     Interrupted,
+    LedgerUnreachable,
     Refused,
     RequestFailed,
     UserError,
@@ -150,6 +151,8 @@ def analyst_words(policy: Policy, items: Sequence[Any] = ()) -> Iterator[None]:
         if not policy.generic_failures or isinstance(exc, AnalystRefused):
             raise
         LOG.info("refused a request of analyst %s: %s", policy.analyst, exc)
+        if isinstance(exc, LedgerUnreachable):  # a reservation perhaps committed: never "nothing was charged"
+            raise failed() from None
         if isinstance(exc, BudgetExceeded) and items:
             raise limit_reached(items) from None
         raise not_open() from None

@@ -59,7 +59,13 @@ def _free_port() -> int:
 class Server:
     """One PostgreSQL cluster in a scratch folder (`start`, `stop`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, listen: str = "127.0.0.1", durable: bool = False, trust: str | None = None) -> None:
+        #: `listen`: the addresses it listens on (listen_addresses); `durable`: fsync and synchronous
+        #: commits on, as a production server (the tests' default turns them off for speed);
+        #: `trust`: a network (CIDR) whose connections are trusted too (loopback always is).
+        self.listen = listen
+        self.durable = durable
+        self.trust = trust
         self.parent = Path(tempfile.mkdtemp(prefix="pcor-pg-"))
         self.root = self.parent / "cluster"
         self.port = _free_port()
@@ -84,8 +90,13 @@ class Server:
         data = self.root / "data"
         self._run(str(BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                   "--locale=C", "--no-sync")
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-                   " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        if self.trust is not None:
+            with open(data / "pg_hba.conf", "a", encoding="utf-8") as hba:
+                hba.write(f"host all all {self.trust} trust\n")
+        options = f"-p {self.port} -k {self.root} -c listen_addresses={self.listen} -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._options = options
         self._run(str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
         import psycopg
 
@@ -96,6 +107,15 @@ class Server:
         PostgresStore(self.url(TEMPLATE)).close()  # the template holds the ledger's tables
         with psycopg.connect(self.url(TEMPLATE), autocommit=True) as con:
             self._layout = _layout(con)
+
+    def halt(self) -> None:
+        """Stop the server at once (as a crash: `-m immediate`), keeping its data for `resume`."""
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop")
+
+    def resume(self) -> None:
+        """Start a halted server again, on the same port and data."""
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.root / "data"), "-o", self._options, "-l",
+                  str(self.root / "log"), "-w", "start")
 
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

@@ -4,6 +4,7 @@ Commands: `bench` (release timings against a naive baseline), `reproduce` (the P
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
 error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifier flags among
 all rows), `service` (concurrent analysts over HTTP), `batch` (explain_outliers with workers=1, 2),
+`ledger-services` (services sharing a PostgreSQL ledger against one on the embedded ledger),
 and the studies of one part (`benchmarks/cli/studies.py`: per-check, width-checks, summary-threads,
 duckdb-threads, request-statements, ledger-history, handoff, profile-release, seeded-outputs),
 which parse their own options. Errors behave as in `pcor-sql` — one
@@ -19,6 +20,7 @@ from benchmarks.cli.batch import batch
 from benchmarks.cli.bench import bench
 from benchmarks.cli.evidence import anomaly_evidence
 from benchmarks.cli.explore import explore
+from benchmarks.cli.ledger_services import ledger_services
 from benchmarks.cli.reproduce import reproduce
 from benchmarks.cli.scale import scale
 from benchmarks.cli.service import service
@@ -57,6 +59,8 @@ _COMMANDS = (
     ("batch", "Time explain_outliers of 40 and 400 records with workers=1, 2: ratio and peak memory.", batch),
     ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",
      verifiers),
+    ("ledger-services", "Answered/s with one and two services on one PostgreSQL ledger against the embedded one; "
+     "reservation latency on each store.", ledger_services),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

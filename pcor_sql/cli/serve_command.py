@@ -139,6 +139,8 @@ def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token
         application = app(owner, min_epsilon=min_epsilon, max_keys=max_keys, workers=workers, max_work=max_work,
                           audit=audit, processes=processes, duckdb_threads=duckdb_threads)
         service = application.state.service
+        for refused in service.refused.values():  # DESIGN.md §11 "Units across hosts": each said in one line
+            sys.stderr.write(f"warning: {refused.line()}\n")
         served_db = None if db is None else Path(db).expanduser().resolve()
         commands = None if served_db is None else _commands(ctx.find_root().command, owner, served_db)
         owners = owner_app(service, token, commands=commands)

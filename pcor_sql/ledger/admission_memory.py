@@ -20,7 +20,10 @@ What is kept (each per analyst: DESIGN.md §8 "No cross-analyst channels" — a 
   every charge of this process on any unit, so the kept state never spends less than the
   ledger holds, as long as this process is the ledger's only writer — which DuckDB's lock on
   the file makes it while the service runs. Refunds and raised limits only make a kept
-  refusal wrong, and a kept refusal is never given: the check reads afresh.
+  refusal wrong, and a kept refusal is never given: the check reads afresh. On a ledger that
+  several services share (DESIGN.md §11) the others' charges are not counted, so a kept state
+  may admit a request a fresh read would refuse: the reservation then refuses it (429, nothing
+  charged) — later, never wrongly. Another process's analyst changes empty it (`clear`).
 
 Timing: the raise counts every analyst's charges, so when an admission reads afresh (a few
 milliseconds more) depends on how much anyone charged since — data independent, and only on a
@@ -154,6 +157,13 @@ class AdmissionMemory:
             for table in (self._datasets, self._keys, self._checks):
                 for key in [k for k in table if k[0] == analyst]:
                     del table[key]
+
+    def clear(self) -> None:
+        """Drop everything kept (another process sharing the ledger changed its analysts:
+        `service.ledger_watch`)."""
+        with self._lock:
+            for table in (self._datasets, self._keys, self._checks):
+                table.clear()
 
     def _keep(self, table: dict, key: tuple, value: Any) -> None:
         with self._lock:

@@ -51,6 +51,13 @@ def _changed() -> None:
         _changes[0] += 1
 
 
+def changed_elsewhere() -> None:
+    """Another process sharing the ledger changed who a token is (DESIGN.md §11 "Revocation
+    everywhere at once": `service.ledger_watch` saw the ledger's identity generation move, or
+    could not read it): what this process kept about tokens is stale from now on."""
+    _changed()
+
+
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}\Z")
 _TOKEN = re.compile(r"pcor_[A-Za-z0-9_-]{43}\Z")
 
@@ -129,6 +136,7 @@ def add_analyst(ledger: Ledger, name: str, quota: float | None = None, notion: s
             raise UserError(f"there is an analyst named {name!r} already ({state})", "choose another name")
         now = utc_now()
         ops.insert_analyst(name, token_hash(token), allowed, now)
+        ops.bump_identity_generation()
         if limit is not None:
             ops.set_quota_limits(name, notions, ALL_DATASETS, limit, False, now)
 
@@ -163,6 +171,7 @@ def revoke_analyst(ledger: Ledger, name: str) -> AnalystInfo:
         now = utc_now()
         ops.revoke_analyst(name, now)
         ops.set_quota_limits(name, NOTIONS, ALL_DATASETS, None, True, now)
+        ops.bump_identity_generation()  # every service sharing the ledger drops the token's kept identity
 
     ledger.transaction(body)
     _changed()
@@ -181,6 +190,7 @@ def rotate_analyst(ledger: Ledger, name: str) -> str:
         _require(ops, name)
         ops.set_token(name, token_hash(token))
         ops.set_quota_limits(name, NOTIONS, ALL_DATASETS, None, True, utc_now())
+        ops.bump_identity_generation()
 
     ledger.transaction(body)
     _changed()

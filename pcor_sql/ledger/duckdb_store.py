@@ -29,6 +29,7 @@ from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.charge_rules import Tables
 from pcor_sql.ledger.duckdb_charges import DuckDBChargeOps
 from pcor_sql.ledger.duckdb_registry import DuckDBRegistryOps
+from pcor_sql.ledger.duckdb_sharing import DuckDBSharingOps
 from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
 from pcor_sql.ledger.migration import MigrationReport, read_legacy
 from pcor_sql.ledger.migration import migrate as migration_body
@@ -51,7 +52,7 @@ def has_marker(tables: object) -> bool:
     return ("pcor", MARKER_TABLE) in {(schema, table) for schema, table, _ in entries}
 
 
-class DuckDBOps(DuckDBChargeOps, DuckDBRegistryOps, LedgerOps):
+class DuckDBOps(DuckDBChargeOps, DuckDBRegistryOps, DuckDBSharingOps, LedgerOps):
     """`LedgerOps` on one DuckDB cursor."""
 
     def __init__(self, cur: Any, tables: Tables):

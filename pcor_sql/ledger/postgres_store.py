@@ -24,13 +24,14 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pcor_sql.errors import InternalError, UserError
+from pcor_sql.errors import InternalError, LedgerUnreachable, UserError
 from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.layout import Layout, expected_layout, migrate_fix
 from pcor_sql.ledger.migration import MigrationReport
 from pcor_sql.ledger import history_chain_steps, postgres_chain
 from pcor_sql.ledger.postgres_ops import PostgresChargeOps, _all
 from pcor_sql.ledger.postgres_registry import PostgresRegistryOps
+from pcor_sql.ledger.postgres_sharing import PostgresSharingOps
 from pcor_sql.ledger.store_interface import LedgerOps, LedgerStore
 from pcor_sql.resources import sql_text
 
@@ -67,7 +68,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresOps(PostgresChargeOps, PostgresRegistryOps, LedgerOps):
+class PostgresOps(PostgresChargeOps, PostgresRegistryOps, PostgresSharingOps, LedgerOps):
     """`LedgerOps` on one psycopg cursor."""
 
     def __init__(self, cur: Any):
@@ -129,10 +130,10 @@ class PostgresStore(LedgerStore):
 
     def _connect(self) -> Any:
         try:
-            return self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            return self._psycopg.connect(self.url, autocommit=True, **_network_options(self.url))
         except self._psycopg.Error as exc:
-            raise UserError(f"cannot reach the budget ledger at {self.path}: {_first_line(exc)}",
-                            "check the URL, that the server runs and that it lets this user in") from None
+            raise LedgerUnreachable(f"cannot reach the budget ledger at {self.path}: {_first_line(exc)}",
+                                    "check the URL, that the server runs and that it lets this user in") from None
 
     def _take(self) -> Any:
         refuse_reads()  # every statement of the ledger starts here (`admission_memory.kept_only`)
@@ -212,7 +213,7 @@ class PostgresStore(LedgerStore):
         if isinstance(exc, (errors.UndefinedTable, errors.UndefinedColumn)):
             return UserError(f"the budget ledger at {self.path} is damaged ({first})", "restore it from a backup")
         if isinstance(exc, self._psycopg.OperationalError):
-            return UserError(f"the budget ledger at {self.path} cannot be reached ({first})",
+            return LedgerUnreachable(f"the budget ledger at {self.path} cannot be reached ({first})",
                              "check that the server runs and this host reaches it, then retry")
         return exc
 
@@ -290,6 +291,26 @@ def _only_tables_missing(layout: Layout) -> bool:
     """Whether the layout differs from the current one only by whole tables it lacks."""
     missing = layout.missing()
     return bool(missing) and not layout.unknown() and all(t not in layout.columns for t in missing)
+
+
+#: How a connection notices that the server is gone (DESIGN.md §11 "Faults": a host cut off from
+#: PostgreSQL fails its requests, it does not hang on them): a connect gives up after 10 s; data
+#: sent but not acknowledged for 10 s drops the connection (tcp_user_timeout, ms); an idle one is
+#: probed after 5 s, every 2 s, 3 times. And how the server lets go of a host that vanished
+#: mid-transaction: a session idle inside a transaction for 20 s is ended by the server
+#: (idle_in_transaction_session_timeout), rolling back and releasing its locks on budget and quota
+#: rows — else the other hosts' charges of those rows would wait on them for as long as the
+#: server takes to notice the dead connection (hours, by the kernel's keepalive defaults). No
+#: transaction of the ledger waits between its statements for anything but this process's own
+#: work. A URL that sets one of these keeps its own.
+NETWORK_OPTIONS: dict[str, object] = {
+    "connect_timeout": 10, "tcp_user_timeout": 10_000, "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
+    "keepalives_count": 3, "options": "-c idle_in_transaction_session_timeout=20000"}
+
+
+def _network_options(url: str) -> dict[str, object]:
+    given = {key.lower() for key, _ in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)}
+    return {key: value for key, value in NETWORK_OPTIONS.items() if key not in given}
 
 
 def _rollback(conn: Any) -> None:

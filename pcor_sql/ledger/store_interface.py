@@ -25,6 +25,8 @@ import datetime as _dt
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pcor_sql.errors import LedgerUnreachable  # noqa: F401 - what a store raises when its server is gone
+
 _T = TypeVar("_T")
 
 #: The history columns a charge writes per row (`append_history`), in order.
@@ -308,6 +310,29 @@ class LedgerOps(abc.ABC):
         """Rows still 'running' whose holder holds no lease unexpired by the store's clock:
         'interrupted' (reason 'lease lapsed', still charged), and the expired leases removed;
         the release ids of the rows changed."""
+
+    # ---- several services, one ledger (DESIGN.md §11): `ledger.sharing` ----------------------
+    # Kept beside the layout: these tables are made when first written, so a ledger of an earlier
+    # version needs no migration for them, and one without them reads as having none.
+
+    @abc.abstractmethod
+    def identity_generation(self) -> int | None:
+        """How many times any process added, revoked or re-tokened an analyst of this ledger
+        (0 before the first); None where one process holds the ledger (its own count suffices)."""
+
+    @abc.abstractmethod
+    def bump_identity_generation(self) -> None:
+        """Count one more identity change (in the transaction that makes it)."""
+
+    @abc.abstractmethod
+    def fingerprints(self, name: str | None) -> list[tuple]:
+        """Every fingerprint recorded for dataset `name` (or for all), oldest first per dataset:
+        (dataset, seq, relation, row_count, content_hash, method, note, recorded_at)."""
+
+    @abc.abstractmethod
+    def record_fingerprint(self, row: Sequence[object]) -> None:
+        """Append a fingerprint: (dataset, seq, relation, row_count, content_hash, method, note,
+        recorded_at) — the history of a dataset's registered content."""
 
 
 class LedgerStore(abc.ABC):

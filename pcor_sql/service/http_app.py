@@ -84,6 +84,8 @@ from pcor_sql.ledger.dataset_registry import RegisteredDataset, find_dataset, li
 from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, Endpoint
+from pcor_sql.service.copy_check import copy_check
+from pcor_sql.service.ledger_watch import IdentityWatch
 from pcor_sql.service.http_plumbing import http_error, internal, make_route, ok
 from pcor_sql.service.owner_plane import AuditLog
 from pcor_sql.service.openapi_document import document
@@ -102,6 +104,9 @@ class Service:
 
         self.owner = owner
         self.ledger = owner.ledger
+        #: Registered datasets this host's copy may not serve (DESIGN.md §11 "Units across hosts"):
+        #: name → `fingerprints.Mismatch`; to analysts they are as unregistered.
+        self.refused = copy_check(owner)
         self.min_epsilon = float(min_epsilon)
         self.limits = limits
         self.max_work = max_work
@@ -116,11 +121,20 @@ class Service:
         self.memory = AdmissionMemory()
         #: The identities it authenticated, kept until an analyst is added, revoked or re-tokened.
         self.identities = analyst_identity.IdentityMemory()
+        #: Another process's revocation on a shared ledger invalidates both memories (`ledger_watch`).
+        self.watch = IdentityWatch(self.ledger, self.forget_identities)
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
         self.document = document(limits, __version__)
         #: One line per request (`--audit-log`), shared with the owner's listener.
         self.audit = audit or AuditLog()
+
+    def forget_identities(self) -> None:
+        """Drop the kept identities and admissions: another process changed the analysts."""
+        from pcor_sql.ledger.analysts import changed_elsewhere
+
+        changed_elsewhere()
+        self.memory.clear()
 
     def stop(self) -> None:
         """Interrupt every running request at its next unit of work (recorded as interrupted)."""
@@ -168,13 +182,17 @@ class Service:
                        admission=admission)
 
     def visible(self, identity: Identity) -> list[Any]:
-        return [d for d in list_datasets(self.ledger) if identity.datasets is None or d.name in identity.datasets]
+        return [d for d in self.served() if identity.datasets is None or d.name in identity.datasets]
+
+    def served(self) -> list[Any]:
+        """The registered datasets this service serves (all but those its copy may not)."""
+        return [d for d in list_datasets(self.ledger) if d.name not in self.refused]
 
     def require_visible(self, identity: Identity, name: str, memory: AdmissionMemory | None = None) -> RegisteredDataset:
         """The registered dataset `name`, if this analyst may use it: one message for a dataset
         that does not exist and one this analyst may not use (one row read when it passes, or
         none when `memory` kept it)."""
-        allowed = identity.datasets is None or name in identity.datasets
+        allowed = (identity.datasets is None or name in identity.datasets) and name not in self.refused
         read = lambda: find_dataset(self.ledger, name)  # noqa: E731
         found = (read() if memory is None else memory.dataset(identity.name, name, read)) if allowed else None
         if found is None:
@@ -302,7 +320,7 @@ class Service:
         docstring): a first request is then as fast for everyone."""
         from pcor_sql.analyst import warm_session
 
-        datasets = list_datasets(self.ledger)
+        datasets = self.served()
         for session in self.pool.sessions():
             for dataset in datasets:
                 warm_session(session, dataset)
@@ -363,9 +381,11 @@ def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_ke
             await anyio.to_thread.run_sync(service.pool.share_summaries)
         if duckdb_threads is not None and owner.session.access.engine == Engine.DUCKDB:
             service.serve_threads(duckdb_threads)  # after the warm-up's builds: they used every core
+        await anyio.to_thread.run_sync(service.watch.start)  # a shared ledger's revocations (DESIGN.md §11)
         try:
             yield
         finally:
+            service.watch.stop()
             service.stop()
             service.pool.close()
             service.admission.close()

@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pcor_sql.errors import BudgetExceeded, Interrupted, Refused, RequestFailed, UserError
+from pcor_sql.errors import BudgetExceeded, Interrupted, LedgerUnreachable, Refused, RequestFailed, UserError
+from pcor_sql.pipeline import failed
 from pcor_sql.service.endpoint_table import Caller, Endpoint
 from pcor_sql.service.request_schema import BadRequest, check, text
 
@@ -144,6 +145,9 @@ def make_route(endpoint: Endpoint, handler: Callable[..., Awaitable[Any]],
                 else:
                     who = identity.name
                     response = ok(await handler(request, identity, params))
+        except LedgerUnreachable as exc:  # DESIGN.md §11 "Faults": an analyst gets the generic refusal
+            generic = failed() if endpoint.caller is not Caller.OWNER else exc
+            response = error_response(422 if generic is not exc else 503, generic.problem, generic.fix)
         except UserError as exc:
             response = error_response(status_of(exc), exc.problem, exc.fix)
         except (Interrupted, KeyboardInterrupt):  # the service is stopping (`core.work.Stopping`)

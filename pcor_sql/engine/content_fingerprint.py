@@ -1,0 +1,48 @@
+"""A registered dataset's content fingerprint (DESIGN.md §11 "Units across hosts"): how many rows
+its relation holds and an order-independent hash of those rows, computed in DuckDB in one scan.
+
+The hash is DuckDB's 64-bit `hash()` of each whole row (every column's value; the columns'
+names are not part of it) combined two ways that ignore the rows' order: their sum, exact (a
+HUGEINT: 10^19 · 2^64 < 2^127), and their XOR. A row changed, added or removed changes the sum
+unless another change makes up exactly for it (a 64-bit hash collision, about 2^-64 for one
+random change); a duplicated row changes the count and the sum (XOR alone would cancel it).
+DuckDB's `hash` may differ between DuckDB versions, so the method names the version that
+computed it: two hosts compare fingerprints only when they run the same one (`method`).
+
+Cost: one parallel scan, about 0.1 s per million rows of four columns on a 2-core machine
+(`python -m benchmarks ledger-services` prints it for 10M rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from pcor_sql.sqltext.build import select_from
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """`rows` and `content_hash` ("sum:xor", hexadecimal) of a relation, by `method`."""
+
+    rows: int
+    content_hash: str
+    method: str
+
+
+def method() -> str:
+    return f"duckdb {duckdb.__version__} hash sum+xor"
+
+
+def content_fingerprint(con: Any, relation_sql: str) -> Fingerprint:
+    """The fingerprint of what `relation_sql` reads on DuckDB connection `con` (own cursor)."""
+    query = select_from("system.main.count(*), system.main.sum(system.main.hash(pcor_row)::HUGEINT),"
+                        " system.main.bit_xor(system.main.hash(pcor_row))", f"(SELECT * FROM {relation_sql}) pcor_row")
+    cur = con.cursor()
+    try:
+        count, total, xor = cur.execute(query).fetchall()[0]
+    finally:
+        cur.close()
+    return Fingerprint(int(count), f"{int(total or 0):x}:{int(xor or 0):x}", method())
