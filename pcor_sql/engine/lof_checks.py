@@ -11,9 +11,9 @@ about 0.15 µs per array argument. Memory: about 200 bytes per cell and 28 per n
 entry (the record's arrays and their packed copy), whatever N.
 
 On a wide summary (`jit.WALK_CELLS` cells or more) the checks walk (`lof_window_walk`): the
-record's window is wider — at least 4·(2k + 4) distinct values a side besides the _NEAR rows
-(`window_range`), since a tied metric's 4,096 rows hold ~20 distinct values — its distinct values
-numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`).
+record's window is wider — the whole table for a tied metric, else at least 4·(2k + 4) distinct
+values a side besides the _NEAR rows (`lof_window`) — its distinct values numbered and each
+cell's rows in it grouped by value (`window_of`, `window_counts`).
 
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
@@ -119,6 +119,27 @@ def window_range(sample: np.ndarray, rows: int, v: float, distinct: int, per_sid
     return min(a, a_d, v), max(b, b_d, v)
 
 
+#: A metric whose sample holds at most this many distinct values is counted over the whole table
+#: (`lof_window`), up to this many rows: every cell's rows as (value, copies) entries.
+WHOLE_DISTINCT = 8192
+WHOLE_ROWS = 1 << 23
+
+
+def lof_window(sample: np.ndarray, rows: int, v: float, k: int) -> tuple[float, float]:
+    """The window a LOF walk counts. A tied metric (few distinct values in the sample) gets the
+    whole table: its counts per value are a few thousand integers, and a context whose rows near
+    v are far from v — the record's state averages ~900 births, v = 2 — then reads them off the
+    counts, skipping zeros at ~0.3 ns each, where a window around v read past its end and listed
+    every member cell for the heap (measured, births shape, 8,400 member cells: 645 µs a check
+    after a move, against ~25 µs with the whole table; `python -m benchmarks.per_check_cells`).
+    Otherwise at least 4·(2k + 4) distinct values a side (four times the first fetch; a tied
+    metric's 4,096 rows hold ~20 distinct values) besides the _NEAR rows (`window_range`).
+    Any window is correct: its size only sets how often a check reads past it."""
+    if rows <= WHOLE_ROWS and np.unique(sample).size <= WHOLE_DISTINCT:
+        return -math.inf, math.inf
+    return window_range(sample, rows, v, 4 * (2 * k + 4))
+
+
 def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, v: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
     """(wu, estart, ent, v's index, left end, right end) of the window whose rows are every cell's
@@ -137,7 +158,7 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     walks = _walks(summary, space, runs, v)
     # A walk counts the context's rows per value over a window of at least the values its
     # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
-    near = window_range(runs.sample(), runs.values.size, v, 4 * (2 * verifier.k + 4)) if walks else None
+    near = lof_window(runs.sample(), runs.values.size, v, verifier.k) if walks else None
     record = LofRecord(runs, v, near, merged=not walks)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
     flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
