@@ -131,21 +131,27 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     from pcor_sql.core.verifiers.lof_walk import record_positions
     from pcor_sql.core.verifiers.moment_kernel import TRUE
     from pcor_sql.core.verifiers.window_counts import cell_rows
+    from pcor_sql.core.jit import cell_index, flat_bits
+    from pcor_sql.engine.grid_layout import grid_layout
     from pcor_sql.engine.lof_checks import WalkStates, window_of, window_range
 
+    v, n_words, reference, summary, space = m.v, m.n_words, m.reference, m.summary, m.space
+    # The walk numbers the cells in grid order (`engine.grid_layout`: a move's slab is read in order).
+    layout = grid_layout(summary)
+    sample, runs = runs.sample(), layout.runs
+    flat = flat_bits(layout.coords, space.offsets, space.offsets[0] + space.anchor[0])
+    index = cell_index(layout.coords, space.offsets, space.t)
     values = np.ascontiguousarray(runs.values, dtype=np.float64)
     starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
-    v, n_words, reference, summary = m.v, m.n_words, m.reference, m.summary
     # V's bin of a context of N rows holds ~√N rows times the density around v over the mean:
     # a window of 4·√rows a side (and 64 distinct values) holds it for all but small contexts.
-    a, b = window_range(runs.sample(), values.size, v, 64, max(4096, 4 * math.isqrt(values.size)))
+    a, b = window_range(sample, values.size, v, 64, max(4096, 4 * math.isqrt(values.size)))
     pos = record_positions(values, starts, v, a, b)
     wu, estart, ent, _, _, _ = window_of(values, starts, pos, v)
-    rows_of = cell_rows(starts, estart, summary.vmin, summary.vmax)
-    min_by_rank = np.ascontiguousarray(np.sort(summary.vmin), dtype=np.float64)
-    max_by_rank = np.ascontiguousarray(np.sort(summary.vmax), dtype=np.float64)
-    flat, index = m.flat, m.index
-    walk = WalkStates(summary.count.size, wu.size, 0, False, False, True, n_words, m.space.full,
+    rows_of = cell_rows(starts, estart, layout.vmin, layout.vmax)
+    min_by_rank = np.ascontiguousarray(np.sort(layout.vmin), dtype=np.float64)
+    max_by_rank = np.ascontiguousarray(np.sort(layout.vmax), dtype=np.float64)
+    walk = WalkStates(summary.count.size, wu.size, 0, False, False, True, n_words, space.full,
                       (flat, index, rows_of, ent))
     window = np.array([a, b], dtype=np.float64)
     scratch = walk.scratch

@@ -34,6 +34,7 @@ from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
+from pcor_sql.engine.grid_layout import grid_layout
 from pcor_sql.errors import InternalError
 
 _NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood
@@ -159,12 +160,17 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     # A walk counts the context's rows per value over a window of at least the values its
     # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
     near = lof_window(runs.sample(), runs.values.size, v, verifier.k) if walks else None
+    # A walk numbers the cells in grid order (`engine.grid_layout`: a move's slab is read in order).
+    coords = summary.coords
+    if walks:
+        layout = grid_layout(summary)
+        runs, coords = layout.runs, layout.coords
     record = LofRecord(runs, v, near, merged=not walks)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
-    flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
+    flat = flat_bits(coords, space.offsets, space.offsets[0] + space.anchor[0])
     # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
     wide = summary.count.size >= WALK_CELLS
-    index = cell_index(summary.coords, space.offsets, space.t) if wide else NO_INDEX
+    index = cell_index(coords, space.offsets, space.t) if wide else NO_INDEX
     ints, floats = record.packed(verifier.k, verifier.duplicates, flat, index)
     values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
     narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)

@@ -130,9 +130,18 @@ def _apply(cells_moved, k, sign, rows_of, ent, state, cnt, bits):
         with_rows += rows > 0
     state[S_N] += sign * n
     state[S_CELLS] += sign * with_rows
-    for j in range(k):
+    # The entries of consecutive cells are consecutive: a run of cells (a slab's block in grid
+    # order, `engine.grid_layout`) is one loop over its entries, not one short loop a cell, whose
+    # trip count (a few rows) the branch predictor misses.
+    j = 0
+    while j < k:
         c = cells_moved[j]
-        for e in range(rows_of[c, R_E0], rows_of[c + 1, R_E0]):
+        last = c
+        j += 1
+        while j < k and cells_moved[j] == last + 1:
+            last += 1
+            j += 1
+        for e in range(rows_of[c, R_E0], rows_of[last + 1, R_E0]):
             cnt[ent[2 * e]] += sign * np.int64(ent[2 * e + 1])
     if bits.size > 0:
         half = bits.size // 2
