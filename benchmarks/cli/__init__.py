@@ -3,7 +3,8 @@
 Commands: `bench` (release timings against a naive baseline), `reproduce` (the PCOR paper's
 experiment tables), `explore` (the explore search against BFS), `anomaly-evidence` (SP vs DP
 error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifier flags among
-all rows), `service` (concurrent analysts over HTTP) and `batch` (explain_outliers with workers=1, 2). Errors behave as in `pcor-sql` — one
+all rows), `service` (concurrent analysts over HTTP), `batch` (explain_outliers with workers=1, 2) and
+`width-checks` (one check by member cells on a births-shaped summary). Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.
 """
@@ -21,6 +22,7 @@ from benchmarks.cli.scale import scale
 from benchmarks.cli.service import service
 from benchmarks.cli.spark import spark_scale
 from benchmarks.cli.verifiers import verifiers
+from benchmarks.cli.width import width_checks
 from pcor_sql.cli.main import _Group, _options
 
 PROG = "python -m benchmarks"
@@ -53,6 +55,8 @@ _COMMANDS = (
     ("batch", "Time explain_outliers of 40 and 400 records with workers=1, 2: ratio and peak memory.", batch),
     ("verifiers", "Show the share of rows each verifier flags among all rows, plain vs distinct LOF on ties.",
      verifiers),
+    ("width-checks", "Time one LOF and histogram check by member cells on a births-shaped summary, against the old checks.",
+     width_checks),
 )
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)

@@ -6,8 +6,8 @@ that finds those values cell by cell pays O(member cells) — 22 ms on an 85,680
 tied integer metric. Here, per record, a window [a, b] ∋ v of the metric is fixed once (every
 cell's rows with a ≤ x ≤ b; `engine.lof_checks.window_range` chooses it); its distinct values
 `wu` are numbered, and each cell's rows in it are grouped by value: per cell a few (value index,
-copies) entries (`window_entries`). A walk keeps, beside the member flags of `lof_kernel_walk`,
-the context's count of rows per window value (`cnt`): a move enters or leaves a slab of cells
+copies) entries (`window_entries`). A walk keeps the member flags, N and the context's count of
+rows per window value (`cnt`): a move enters or leaves a slab of cells
 (`cell_moves.moved_cells`), and each cell adds or subtracts its entries — so a move costs its
 cells plus their rows in the window, and a check reads `cnt` outwards from v: O(window values
 it reads), whatever the number of member cells. Counts, never lists: a value held by 1,000 rows
