@@ -32,6 +32,7 @@ from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
+from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.engine.grid_layout import grid_layout
@@ -194,6 +195,15 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
             return decided(mask, *lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state,
                                                   member, cnt, bits, walk.scratch))
 
+        def walked_batch(masks: list[int]) -> list[tuple[bool, int]]:
+            ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks)
+            scores = np.empty(len(masks))
+            lof_many(ctx, prev, values, ints, floats, rows_of, ent, wu, state, member, cnt, bits, walk.scratch,
+                     scores, codes, ns)
+            return [decided(mask, score, n, status)
+                    for mask, score, n, status in zip(masks, scores.tolist(), ns.tolist(), codes.tolist())]
+
+        walked.many = walked_batch  # type: ignore[attr-defined]
         return walked
 
     def check(mask: int) -> tuple[bool, int]:
@@ -223,6 +233,8 @@ class WalkStates:
         self.walks = [new_walk(cells, window, dv, left_end, right_end, ranks)[:4] for _ in range(self.WALKS)]
         self.scratch = np.empty(2 * cells + 2, dtype=np.int64)  # shared: a check uses it only while it runs
         self.last: list[int | None] = [None] * self.WALKS
+        self.previous: int | None = None  # what `step` found in the state it chose (`current`)
+        self.current = 0
         self.used = list(range(self.WALKS))  # least recently used first
         self.n_words, self.full, self.moves = n_words, full, moves  # moves: (flat, index, rows_of, ent)
         self.snapshot: tuple[np.ndarray, ...] | None = None
@@ -246,9 +258,19 @@ class WalkStates:
         self.used.remove(best)
         self.used.append(best)
         last, self.last[best] = self.last[best], mask
+        self.previous, self.current = last, best
         x, words = context_words(mask, self.n_words)
         dx, dwords = context_words(mask ^ last, self.n_words) if last is not None else (0, NO_WORDS)
         return (x, words, dx, dwords, *self.walks[best])
+
+    def batch(self, masks: list[int]) -> tuple[Any, ...]:
+        """(contexts, the chosen state's last context's words, (state, member, cnt, bits), codes,
+        ns) for a `walk_batches` driver over `masks`: the state `step` chooses for the first,
+        left at the last."""
+        state = self.step(masks[0])[4:]
+        self.last[self.current] = masks[-1]
+        return (context_matrix(masks, self.n_words), words_of(self.previous, self.n_words), state,
+                np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64))
 
     def _restore(self, i: int) -> None:
         if self.snapshot is None:
