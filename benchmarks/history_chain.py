@@ -2,7 +2,7 @@
 file, one thread, with the chain and with its appends left out (the reference), alternating, in
 one run; and `verify` of the whole chain at that history's size.
 
-    PYTHONPATH=. python -m benchmarks.history_chain [--charges 200] [--rounds 3] [--ledger postgresql://…]
+    python -m benchmarks history-chain [--charges 200] [--rounds 3] [--ledger postgresql://…]
 
 With --ledger, the ledger is that (empty) PostgreSQL database instead of a ledger file.
 
@@ -23,18 +23,18 @@ import time
 import warnings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     import duckdb
 
     from pcor_sql.core.accounting import OcdpCost
     from pcor_sql.ledger import history_chain_steps
     from pcor_sql.ledger.store import ChargeItem, Ledger, new_release_id
 
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(prog="python -m benchmarks history-chain", description=__doc__.split("\n\n")[0])
     parser.add_argument("--charges", type=int, default=200, help="timed charges per sample")
     parser.add_argument("--rounds", type=int, default=3, help="samples of each, alternating")
     parser.add_argument("--ledger", default=None, help="a PostgreSQL ledger's URL (default: a ledger file)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if args.ledger:
         from pcor_sql.ledger.postgres_store import PostgresStore
@@ -82,6 +82,3 @@ def main() -> None:
           f"  (the lease's ratio {with_chain / statistics.median(bare):.2f})")
     print(f"verify of {rows} history rows and their chain:  {verify_s:.2f} s  ({ledger.kind} store)")
 
-
-if __name__ == "__main__":
-    main()

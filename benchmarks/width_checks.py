@@ -179,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contexts", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    from pcor_sql.errors import UserError
+
+    for flag, value in (("--states", args.states), ("--years", args.years), ("--contexts", args.contexts)):
+        if value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}", f"pass e.g. {flag} 10")
     result = measure(args.states, args.years, args.contexts, args.seed)
     print(f"births shape: {result['rows']:,} rows, {result['cells']:,} cells, {result['contexts']} contexts, "
           f"load {result['load']:.1f} (CPU µs per check, median)")

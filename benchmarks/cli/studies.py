@@ -30,6 +30,8 @@ STUDIES = (
      "One search in a thread and handed to a search process: what the hand-off costs."),
     ("profile-release", "benchmarks.profile_release",
      "Where one fresh release's time goes on a scale table (cProfile)."),
+    ("history-chain", "benchmarks.history_chain",
+     "Reserve + answered with and without the history chain's appends and the lease, and verify's time."),
     ("seeded-outputs", "benchmarks.seeded_outputs",
      "Seeded releases and answers as JSON, of this checkout or another: a refactor leaves them the same."),
 )

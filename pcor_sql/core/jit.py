@@ -156,9 +156,9 @@ def member_cells(x: int, words: np.ndarray, flat: np.ndarray, out: np.ndarray) -
 SPARSE_SHARE = 4
 
 #: Summaries of at least this many cells carry the last context checked along the moves
-#: (`moment_walk`, `lof_kernel_walk`); smaller ones keep the one-pass kernels, whose whole check
-#: costs a few µs (3-10 µs at 1,200 cells), which a random jump — a walk's worst case — does
-#: not slow down.
+#: (`moment_walk`; `window_counts` for LOF and the histogram); smaller ones keep the one-pass
+#: kernels, whose whole check costs a few µs (3-10 µs at 1,200 cells), which a random jump — a
+#: walk's worst case — does not slow down.
 WALK_CELLS = 4096
 
 #: The most grid points (combinations of declared values) `cell_index` maps to cells: 16 MiB.

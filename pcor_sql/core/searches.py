@@ -119,6 +119,17 @@ def _valid(oracle: Oracle, mask: int, trace: Trace) -> bool:
     return oracle.is_valid(mask)
 
 
+def _valid_many(oracle: Oracle, masks: list[int], trace: Trace) -> list[bool]:
+    """`_valid` of each of `masks`, in order: through the oracle's `valid_many` where it has one
+    (one compiled call for the contexts it has not answered: `Evaluator.valid_many`), the same
+    answers as one `is_valid` after the other."""
+    trace.validity_checks += len(masks)
+    many = getattr(oracle, "valid_many", None)
+    if many is None or not masks:
+        return [oracle.is_valid(m) for m in masks]
+    return many(masks)
+
+
 def direct(
     oracle: Oracle,
     eps1: float,
@@ -158,7 +169,12 @@ def uniform(
     key = space.key  # bytes past 60 bits (`ContextSpace.key`)
     found: dict[int | bytes, int] = {}
     draws = 0
+    batched = getattr(oracle, "valid_many", None) is not None and not space.ordinal
+    chunk = _FIRST_CHUNK
     while len(found) < samples and draws < max_draws:
+        if batched:
+            draws, chunk = _uniform_chunk(oracle, source, trace, found, samples, draws, min(chunk, max_draws - draws))
+            continue
         draws += 1
         spend()  # a draw that repeats a found context asks nothing, yet is work (`core.work`)
         mask = space.random_admissible(source)
@@ -175,6 +191,42 @@ def uniform(
         )
     trace.visited = list(found.values())
     return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+
+
+_FIRST_CHUNK, _MOST_CHUNK = 64, 4096  # uniform's draws per batch: doubling, so few are drawn past the last used
+
+
+def _uniform_chunk(oracle: Oracle, source: Source, trace: Trace, found: dict[int | bytes, int], samples: int,
+                   draws: int, count: int) -> tuple[int, int]:
+    """`count` of uniform's draws at once (`ContextSpace.random_admissible_many`), their new
+    contexts checked in one batch (`Oracle.valid_many`), then taken in order exactly as the loop
+    takes one draw at a time — up to the draw that completes `samples` — so `found`, the trace
+    and the draws counted are the loop's. The coins of the draws past that one are given back:
+    a seeded generator's state is restored and only the draws used are drawn again, so the coins
+    after the search (the final EM's) are the ones the loop leaves; the secure source has no
+    state and its unused coins are simply not used. The batch may check a few contexts the loop
+    would not have drawn: validity only, free under OCDP, and each is work (`core.work`).
+    (draws so far, the next batch's size.)"""
+    space, key = oracle.space, oracle.space.key
+    saved = getattr(getattr(source, "bit_generator", None), "state", None)
+    masks = space.random_admissible_many(source, count)
+    keys = [key(m) for m in masks]
+    ask = {k: m for k, m in zip(keys, masks) if k not in found}
+    verdicts = dict(zip(ask, oracle.valid_many(list(ask.values())))) if ask else {}  # type: ignore[attr-defined]
+    used = 0
+    for mask, k in zip(masks, keys):
+        used += 1
+        spend()  # a draw that repeats a found context asks nothing, yet is work (`core.work`)
+        if k not in found:
+            trace.validity_checks += 1
+            if verdicts[k]:
+                found[k] = mask
+                if len(found) >= samples:
+                    break
+    if used < count and saved is not None:
+        source.bit_generator.state = saved  # type: ignore[union-attr]
+        space.random_admissible_many(source, used)
+    return draws + used, min(2 * count, _MOST_CHUNK, max(1, (1 << 24) // max(space.t, 1)))
 
 
 def random_walk(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int = DEFAULT_SAMPLES) -> SearchResult:
@@ -208,7 +260,8 @@ def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int
     while len(visited) < samples and stack:
         top = stack[-1]
         visited[key(top)] = top
-        children = [c for c in oracle.space.neighbours(top) if key(c) not in visited and _valid(oracle, c, trace)]
+        fresh = [c for c in oracle.space.neighbours(top) if key(c) not in visited]
+        children = [c for c, ok in zip(fresh, _valid_many(oracle, fresh, trace)) if ok]
         if not children:
             stack.pop()
         else:
@@ -250,9 +303,11 @@ def bfs(
         k = key(node)
         del frontier[k]
         visited[k] = node
-        for c in oracle.space.neighbours(node):
-            kc = key(c)
-            if kc not in visited and kc not in frontier and _valid(oracle, c, trace):
+        # The neighbours not met yet, asked in one batch (`_valid_many`), in the order they were
+        # asked one by one (a neighbour joins the frontier only from this loop, at most once).
+        fresh = [(c, kc) for c in oracle.space.neighbours(node) if (kc := key(c)) not in visited and kc not in frontier]
+        for (c, kc), ok in zip(fresh, _valid_many(oracle, [c for c, _ in fresh], trace)):
+            if ok:
                 frontier[kc] = (c, oracle.utility(c))
     return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 

@@ -307,6 +307,18 @@ class ContextSpace:
                 k += 1
         return mask
 
+    def random_admissible_many(self, source: Any, count: int) -> list[int] | None:
+        """`count` draws of `random_admissible`, in order: the same contexts from the same coins
+        (one draw of count × coins uniforms is the doubles of count draws of coins each); None
+        on a space with ordinal attributes, whose runs' integers interleave with the coins."""
+        if self.ordinal:
+            return None
+        coins = (uniform_open(source, count * self._n_coins) < 0.5).reshape(count, self._n_coins)
+        bits = np.zeros((count, self.t), dtype=bool)
+        bits[:, self._free_positions] = coins
+        packed = np.packbits(bits, axis=1, bitorder="little")
+        return [self.v_mask | int.from_bytes(row.tobytes(), "little") for row in packed]
+
     # -- per attribute -------------------------------------------------------------------
     def attribute_bits(self, mask: int, i: int) -> int:
         """The |dom(A_i)|-bit selection of attribute i."""

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -70,6 +70,8 @@ class CellRuns:
     _sample: np.ndarray | None = field(default=None, repr=False)
     _counts: ValueCounts | None = field(default=None, repr=False)
     _counts_built: bool = field(default=False, repr=False)
+    #: The same runs with the cells in grid order, for the window walks (`engine.grid_layout`).
+    layout: Any = field(default=None, repr=False, compare=False)
 
     @property
     def n_cells(self) -> int:

@@ -131,21 +131,27 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     from pcor_sql.core.verifiers.lof_walk import record_positions
     from pcor_sql.core.verifiers.moment_kernel import TRUE
     from pcor_sql.core.verifiers.window_counts import cell_rows
+    from pcor_sql.core.jit import cell_index, flat_bits
+    from pcor_sql.engine.grid_layout import grid_layout
     from pcor_sql.engine.lof_checks import WalkStates, window_of, window_range
 
+    v, n_words, reference, summary, space = m.v, m.n_words, m.reference, m.summary, m.space
+    # The walk numbers the cells in grid order (`engine.grid_layout`: a move's slab is read in order).
+    layout = grid_layout(summary)
+    sample, runs = runs.sample(), layout.runs
+    flat = flat_bits(layout.coords, space.offsets, space.offsets[0] + space.anchor[0])
+    index = cell_index(layout.coords, space.offsets, space.t)
     values = np.ascontiguousarray(runs.values, dtype=np.float64)
     starts = np.ascontiguousarray(runs.starts, dtype=np.int64)
-    v, n_words, reference, summary = m.v, m.n_words, m.reference, m.summary
     # V's bin of a context of N rows holds ~√N rows times the density around v over the mean:
     # a window of 4·√rows a side (and 64 distinct values) holds it for all but small contexts.
-    a, b = window_range(runs.sample(), values.size, v, 64, max(4096, 4 * math.isqrt(values.size)))
+    a, b = window_range(sample, values.size, v, 64, max(4096, 4 * math.isqrt(values.size)))
     pos = record_positions(values, starts, v, a, b)
     wu, estart, ent, _, _, _ = window_of(values, starts, pos, v)
-    rows_of = cell_rows(starts, estart, summary.vmin, summary.vmax)
-    min_by_rank = np.ascontiguousarray(np.sort(summary.vmin), dtype=np.float64)
-    max_by_rank = np.ascontiguousarray(np.sort(summary.vmax), dtype=np.float64)
-    flat, index = m.flat, m.index
-    walk = WalkStates(summary.count.size, wu.size, 0, False, False, True, n_words, m.space.full,
+    rows_of = cell_rows(starts, estart, layout.vmin, layout.vmax)
+    min_by_rank = np.ascontiguousarray(np.sort(layout.vmin), dtype=np.float64)
+    max_by_rank = np.ascontiguousarray(np.sort(layout.vmax), dtype=np.float64)
+    walk = WalkStates(summary.count.size, wu.size, 0, False, False, True, n_words, space.full,
                       (flat, index, rows_of, ent))
     window = np.array([a, b], dtype=np.float64)
     scratch = walk.scratch
@@ -157,6 +163,16 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
         _nonempty(n)
         return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
+    def histogram_batch(masks: list[int]) -> list[tuple[bool, int]]:
+        from pcor_sql.core.verifiers.walk_batches import histogram_many
+
+        ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks)
+        histogram_many(ctx, prev, flat, index, rows_of, ent, wu, min_by_rank, max_by_rank, values, starts, state,
+                       member, cnt, bits, scratch, window, v, rel, codes, ns)
+        return [((code == TRUE if code != FALLBACK else reference(mask)), _nonempty(n))
+                for code, n, mask in zip(codes.tolist(), ns.tolist(), masks)]
+
+    histogram.many = histogram_batch  # type: ignore[attr-defined]
     return histogram
 
 
@@ -182,6 +198,18 @@ class _Walk:
             return x, words, 0, NO_WORDS  # the state is fresh: the first check sums afresh
         dx, dwords = context_words(mask ^ last, self.n_words)
         return x, words, dx, dwords
+
+    def batch(self, masks: list[int]) -> tuple[Any, Any, Any, Any]:
+        """(contexts, the last one's words, codes, ns) for a `walk_batches` driver over `masks`,
+        which leaves the state at the last of them."""
+        import numpy as np
+
+        from pcor_sql.core.verifiers.walk_batches import context_matrix, words_of
+
+        prev = words_of(self.last, self.n_words)
+        self.last = masks[-1]
+        return (context_matrix(masks, self.n_words), prev, np.empty(len(masks), dtype=np.int64),
+                np.empty(len(masks), dtype=np.int64))
 
 
 @kernel(ZScore)
@@ -212,6 +240,14 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
         _nonempty(n)
         return code == TRUE, int(n)
 
+    def zscore_batch(masks: list[int]) -> list[tuple[bool, int]]:
+        from pcor_sql.core.verifiers.walk_batches import zscore_many
+
+        ctx, prev, codes, ns = walk.batch(masks)
+        zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns)
+        return [(code == TRUE, _nonempty(n)) for code, n in zip(codes.tolist(), ns.tolist())]
+
+    zscore_walked.many = zscore_batch  # type: ignore[attr-defined]
     return zscore_walked
 
 
@@ -248,9 +284,18 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
         return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table),
                        mask)
 
+    def grubbs_batch(masks: list[int]) -> list[tuple[bool, int]]:
+        from pcor_sql.core.verifiers.walk_batches import grubbs_many
+
+        ctx, prev, codes, ns = walk.batch(masks)
+        grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns)
+        return [verdict(code, n, mask) for code, n, mask in zip(codes.tolist(), ns.tolist(), masks)]
+
+    grubbs_walked.many = grubbs_batch  # type: ignore[attr-defined]
     return grubbs_walked
 
 
-def _nonempty(n: int) -> None:
+def _nonempty(n: int) -> int:
     if n == 0:
         raise InternalError("an admissible context has an empty population")
+    return int(n)

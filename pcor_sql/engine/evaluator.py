@@ -140,6 +140,44 @@ class Evaluator:
             self._valid[key] = verdict
         return verdict
 
+    def valid_many(self, masks: list[int]) -> list[bool]:
+        """`is_valid` of each of `masks` (admissible contexts: a search's neighbours or draws), the
+        same answers and caches; the contexts not answered yet are checked in one compiled call
+        where the check has one (`walk_batches`, through the check's `many`), in order, as one
+        `is_valid` after the other would. Counts one unit of work a context, as `is_valid`."""
+        spend(len(masks))
+        key, known, store = self._key, self._valid, self._store
+        out: list[bool | None] = [None] * len(masks)
+        todo: list[int] = []
+        for i, mask in enumerate(masks):
+            k = key(mask)
+            verdict = known.get(k)
+            if verdict is None and store is not None:
+                verdict = store.get(k)
+                if verdict is not None:
+                    known[k] = verdict
+            if verdict is None:
+                todo.append(i)
+            else:
+                out[i] = verdict
+        if todo:
+            if self._compiled is ... and not self._reads_sql:
+                self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
+            many = getattr(self._compiled, "many", None) if not self._reads_sql else None
+            if many is None:
+                answers = [(self._verify(masks[i]), None) for i in todo]
+            else:
+                answers = many([masks[i] for i in todo])
+            for i, (verdict, n) in zip(todo, answers):
+                k = key(masks[i])
+                if n is not None:
+                    self._count[k] = n
+                known[k] = verdict
+                if store is not None:
+                    store.put(k, verdict)
+                out[i] = verdict
+        return out  # type: ignore[return-value]
+
     def _verify(self, mask: int) -> bool:
         if self._reads_sql:
             return self._verify_sql(mask)

@@ -11,9 +11,9 @@ about 0.15 µs per array argument. Memory: about 200 bytes per cell and 28 per n
 entry (the record's arrays and their packed copy), whatever N.
 
 On a wide summary (`jit.WALK_CELLS` cells or more) the checks walk (`lof_window_walk`): the
-record's window is wider — at least 4·(2k + 4) distinct values a side besides the _NEAR rows
-(`window_range`), since a tied metric's 4,096 rows hold ~20 distinct values — its distinct values
-numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`).
+record's window is wider — the whole table for a tied metric, else at least 4·(2k + 4) distinct
+values a side besides the _NEAR rows (`lof_window`) — its distinct values numbered and each
+cell's rows in it grouped by value (`window_of`, `window_counts`).
 
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
@@ -32,8 +32,10 @@ from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
+from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
+from pcor_sql.engine.grid_layout import grid_layout
 from pcor_sql.errors import InternalError
 
 _NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood
@@ -119,6 +121,27 @@ def window_range(sample: np.ndarray, rows: int, v: float, distinct: int, per_sid
     return min(a, a_d, v), max(b, b_d, v)
 
 
+#: A metric whose sample holds at most this many distinct values is counted over the whole table
+#: (`lof_window`), up to this many rows: every cell's rows as (value, copies) entries.
+WHOLE_DISTINCT = 8192
+WHOLE_ROWS = 1 << 23
+
+
+def lof_window(sample: np.ndarray, rows: int, v: float, k: int) -> tuple[float, float]:
+    """The window a LOF walk counts. A tied metric (few distinct values in the sample) gets the
+    whole table: its counts per value are a few thousand integers, and a context whose rows near
+    v are far from v — the record's state averages ~900 births, v = 2 — then reads them off the
+    counts, skipping zeros at ~0.3 ns each, where a window around v read past its end and listed
+    every member cell for the heap (measured, births shape, 8,400 member cells: 645 µs a check
+    after a move, against ~25 µs with the whole table; `python -m benchmarks.per_check_cells`).
+    Otherwise at least 4·(2k + 4) distinct values a side (four times the first fetch; a tied
+    metric's 4,096 rows hold ~20 distinct values) besides the _NEAR rows (`window_range`).
+    Any window is correct: its size only sets how often a check reads past it."""
+    if rows <= WHOLE_ROWS and np.unique(sample).size <= WHOLE_DISTINCT:
+        return -math.inf, math.inf
+    return window_range(sample, rows, v, 4 * (2 * k + 4))
+
+
 def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, v: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
     """(wu, estart, ent, v's index, left end, right end) of the window whose rows are every cell's
@@ -137,13 +160,18 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     walks = _walks(summary, space, runs, v)
     # A walk counts the context's rows per value over a window of at least the values its
     # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
-    near = window_range(runs.sample(), runs.values.size, v, 4 * (2 * verifier.k + 4)) if walks else None
+    near = lof_window(runs.sample(), runs.values.size, v, verifier.k) if walks else None
+    # A walk numbers the cells in grid order (`engine.grid_layout`: a move's slab is read in order).
+    coords = summary.coords
+    if walks:
+        layout = grid_layout(summary)
+        runs, coords = layout.runs, layout.coords
     record = LofRecord(runs, v, near, merged=not walks)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
-    flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
+    flat = flat_bits(coords, space.offsets, space.offsets[0] + space.anchor[0])
     # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
     wide = summary.count.size >= WALK_CELLS
-    index = cell_index(summary.coords, space.offsets, space.t) if wide else NO_INDEX
+    index = cell_index(coords, space.offsets, space.t) if wide else NO_INDEX
     ints, floats = record.packed(verifier.k, verifier.duplicates, flat, index)
     values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
     narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)
@@ -167,6 +195,15 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
             return decided(mask, *lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state,
                                                   member, cnt, bits, walk.scratch))
 
+        def walked_batch(masks: list[int]) -> list[tuple[bool, int]]:
+            ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks)
+            scores = np.empty(len(masks))
+            lof_many(ctx, prev, values, ints, floats, rows_of, ent, wu, state, member, cnt, bits, walk.scratch,
+                     scores, codes, ns)
+            return [decided(mask, score, n, status)
+                    for mask, score, n, status in zip(masks, scores.tolist(), ns.tolist(), codes.tolist())]
+
+        walked.many = walked_batch  # type: ignore[attr-defined]
         return walked
 
     def check(mask: int) -> tuple[bool, int]:
@@ -196,6 +233,8 @@ class WalkStates:
         self.walks = [new_walk(cells, window, dv, left_end, right_end, ranks)[:4] for _ in range(self.WALKS)]
         self.scratch = np.empty(2 * cells + 2, dtype=np.int64)  # shared: a check uses it only while it runs
         self.last: list[int | None] = [None] * self.WALKS
+        self.previous: int | None = None  # what `step` found in the state it chose (`current`)
+        self.current = 0
         self.used = list(range(self.WALKS))  # least recently used first
         self.n_words, self.full, self.moves = n_words, full, moves  # moves: (flat, index, rows_of, ent)
         self.snapshot: tuple[np.ndarray, ...] | None = None
@@ -219,9 +258,19 @@ class WalkStates:
         self.used.remove(best)
         self.used.append(best)
         last, self.last[best] = self.last[best], mask
+        self.previous, self.current = last, best
         x, words = context_words(mask, self.n_words)
         dx, dwords = context_words(mask ^ last, self.n_words) if last is not None else (0, NO_WORDS)
         return (x, words, dx, dwords, *self.walks[best])
+
+    def batch(self, masks: list[int]) -> tuple[Any, ...]:
+        """(contexts, the chosen state's last context's words, (state, member, cnt, bits), codes,
+        ns) for a `walk_batches` driver over `masks`: the state `step` chooses for the first,
+        left at the last."""
+        state = self.step(masks[0])[4:]
+        self.last[self.current] = masks[-1]
+        return (context_matrix(masks, self.n_words), words_of(self.previous, self.n_words), state,
+                np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64))
 
     def _restore(self, i: int) -> None:
         if self.snapshot is None:

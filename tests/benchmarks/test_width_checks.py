@@ -17,3 +17,12 @@ def test_width_checks_command_prints_the_table(capsys):
     assert main(["--states", "25", "--years", "2", "--contexts", "30"]) == 0
     text = capsys.readouterr().out
     assert "85,680" not in text and "4,200 cells" in text and "member cells" in text
+
+
+def test_width_checks_is_a_benchmarks_command():
+    from tests.benchmarks.app_helpers import assert_error, invoke
+
+    result = invoke("width-checks", "--states", "25", "--years", "2", "--contexts", "20")
+    assert result.exit_code == 0, result.output
+    assert "4,200 cells" in result.stdout and "the same" in result.stdout
+    assert_error(invoke("width-checks", "--contexts", "0"), "--contexts must be at least 1")

@@ -1,8 +1,9 @@
 """The compiled LOF check of a wide summary, flat in its member cells: the context's rows per
 value near v are carried along the moves (`window_counts`), and the walk reads them outwards.
 
-`lof_kernel_walk` carried the member flags and N along the moves, but each check still found
-the context's values near v cell by cell: the merged neighbourhood of ~4,096 rows a side holds
+The previous check (`lof_kernel_walk`, kept as `benchmarks.width_checks`' baseline) carried the
+member flags and N along the moves, but each check still found the context's values near v
+cell by cell: the merged neighbourhood of ~4,096 rows a side holds
 ~20 distinct values of a tied integer metric, and past it (or for a context under 5% of the
 rows) a heap over every member cell — 22 ms on an 85,680-cell context. Here the values come
 from the window counts: side by side, the next non-zero count outwards from v is the context's

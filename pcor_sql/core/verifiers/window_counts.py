@@ -6,8 +6,8 @@ that finds those values cell by cell pays O(member cells) — 22 ms on an 85,680
 tied integer metric. Here, per record, a window [a, b] ∋ v of the metric is fixed once (every
 cell's rows with a ≤ x ≤ b; `engine.lof_checks.window_range` chooses it); its distinct values
 `wu` are numbered, and each cell's rows in it are grouped by value: per cell a few (value index,
-copies) entries (`window_entries`). A walk keeps, beside the member flags of `lof_kernel_walk`,
-the context's count of rows per window value (`cnt`): a move enters or leaves a slab of cells
+copies) entries (`window_entries`). A walk keeps the member flags, N and the context's count of
+rows per window value (`cnt`): a move enters or leaves a slab of cells
 (`cell_moves.moved_cells`), and each cell adds or subtracts its entries — so a move costs its
 cells plus their rows in the window, and a check reads `cnt` outwards from v: O(window values
 it reads), whatever the number of member cells. Counts, never lists: a value held by 1,000 rows
@@ -130,9 +130,18 @@ def _apply(cells_moved, k, sign, rows_of, ent, state, cnt, bits):
         with_rows += rows > 0
     state[S_N] += sign * n
     state[S_CELLS] += sign * with_rows
-    for j in range(k):
+    # The entries of consecutive cells are consecutive: a run of cells (a slab's block in grid
+    # order, `engine.grid_layout`) is one loop over its entries, not one short loop a cell, whose
+    # trip count (a few rows) the branch predictor misses.
+    j = 0
+    while j < k:
         c = cells_moved[j]
-        for e in range(rows_of[c, R_E0], rows_of[c + 1, R_E0]):
+        last = c
+        j += 1
+        while j < k and cells_moved[j] == last + 1:
+            last += 1
+            j += 1
+        for e in range(rows_of[c, R_E0], rows_of[last + 1, R_E0]):
             cnt[ent[2 * e]] += sign * np.int64(ent[2 * e + 1])
     if bits.size > 0:
         half = bits.size // 2
