@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from pcor_sql.sqltext.build import select_from
+from pcor_sql.sqltext.quoting import quote_identifier
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,16 @@ def method() -> str:
 
 def content_fingerprint(con: Any, relation_sql: str) -> Fingerprint:
     """The fingerprint of what `relation_sql` reads on DuckDB connection `con` (own cursor)."""
-    query = select_from("system.main.count(*), system.main.sum(system.main.hash(pcor_row)::HUGEINT),"
-                        " system.main.bit_xor(system.main.hash(pcor_row))", f"(SELECT * FROM {relation_sql}) pcor_row")
     cur = con.cursor()
     try:
+        # The row's hash is DuckDB's hash of its columns' values, named one by one: hashing the
+        # row alias would build a struct through `struct_pack`, which a user's macro can shadow
+        # (DESIGN.md §6: the owner's SQL never calls a function by a name a macro can take).
+        # hash(c1, ..., cn) equals the hash of the row's struct, so fingerprints stay as they were.
+        names = [d[0] for d in cur.execute(select_from("*", relation_sql, limit=0)).description]
+        row_hash = f"system.main.hash({', '.join(map(quote_identifier, names))})"
+        query = select_from(f"system.main.count(*), system.main.sum({row_hash}::HUGEINT), system.main.bit_xor({row_hash})",
+                            relation_sql)
         count, total, xor = cur.execute(query).fetchall()[0]
     finally:
         cur.close()

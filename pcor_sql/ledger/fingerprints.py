@@ -8,7 +8,7 @@ table of that file are named by schema and table (`main.staff`), not by the file
 copy differs would answer from other data while charging the same budget, so a release there
 is no longer the release the budget accounts for. A host therefore serves a dataset only if its
 copy has the fingerprint recorded in the ledger (`check_copy`), else refuses that dataset and
-says which and why (`Mismatch.line`).
+says which and why (`CopyRefusal.line`).
 
 The history of a dataset's content: every fingerprint is appended, never overwritten —
 (dataset, seq, relation, rows, hash, method, note, recorded_at) — with a note saying what
@@ -84,7 +84,7 @@ def _same(recorded: Recorded, fingerprint: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class Mismatch:
+class CopyRefusal:
     """Why a host's copy may not serve `dataset`."""
 
     dataset: str
@@ -98,31 +98,31 @@ class Mismatch:
 _REREGISTER = "or, if the data changed on purpose, re-register it from this copy: pcor-sql dataset add NAME ... --replace"
 
 
-def check_copy(ledger: Ledger, datasets: Sequence[Any], compute: Callable[[str], Any]) -> dict[str, Mismatch]:
+def check_copy(ledger: Ledger, datasets: Sequence[Any], compute: Callable[[str], Any]) -> dict[str, CopyRefusal]:
     """The datasets (registered, each with .name and .relation) this host's copy may not serve,
     by name: `compute(relation)` gives this copy's fingerprint."""
     recorded = {}
     for row in history(ledger):
         recorded[row.dataset] = row  # oldest first: the last one stays
-    refused: dict[str, Mismatch] = {}
+    refused: dict[str, CopyRefusal] = {}
     for dataset in datasets:
         kept = recorded.get(dataset.name)
         if kept is None:
-            refused[dataset.name] = Mismatch(
+            refused[dataset.name] = CopyRefusal(
                 dataset.name, "the ledger holds no content fingerprint for it (registered by an earlier version)",
                 "re-register it from the data it was registered with: pcor-sql dataset add NAME ... --replace")
             continue
         here = compute(dataset.relation)
         if here.method != kept.method:
-            refused[dataset.name] = Mismatch(
+            refused[dataset.name] = CopyRefusal(
                 dataset.name, f"its fingerprint was computed by {kept.method}, this host runs {here.method}",
                 f"run the same DuckDB version on every host, {_REREGISTER}")
         elif here.rows != kept.rows:
-            refused[dataset.name] = Mismatch(
+            refused[dataset.name] = CopyRefusal(
                 dataset.name, f"this copy holds {here.rows:,} rows, {kept.rows:,} were registered",
                 f"serve a copy of the registered data, {_REREGISTER}")
         elif here.content_hash != kept.content_hash:
-            refused[dataset.name] = Mismatch(
+            refused[dataset.name] = CopyRefusal(
                 dataset.name, f"this copy's rows differ from the registered ones ({here.rows:,} rows, another content hash)",
                 f"serve a copy of the registered data, {_REREGISTER}")
     return refused

@@ -105,7 +105,7 @@ class Service:
         self.owner = owner
         self.ledger = owner.ledger
         #: Registered datasets this host's copy may not serve (DESIGN.md §11 "Units across hosts"):
-        #: name → `fingerprints.Mismatch`; to analysts they are as unregistered.
+        #: name → `fingerprints.CopyRefusal`; to analysts they are as unregistered.
         self.refused = copy_check(owner)
         self.min_epsilon = float(min_epsilon)
         self.limits = limits

@@ -8,7 +8,7 @@ Expected: A's requests after the cut fail with the generic refusal (422, the wor
 at the cut are answered or refused so, never a 400/500; B keeps answering until the limit is
 reached; the ledger is never overspent, every 200 has its answered history row, and its totals
 match its history. A's reservations whose outcome it could not record stay charged (a lease,
-DESIGN.md §11 "Leases", marks them interrupted; here they are 'running' or 'interrupted').
+DESIGN.md §11 "Dead hosts", marks them interrupted; here they are 'running' or 'interrupted').
 
 Where network namespaces are not allowed that test skips, saying why (also under
 PCOR_POSTGRES_TESTS=required); the fallback fault — the server itself stopped mid-burst, then
