@@ -91,6 +91,7 @@ from pcor_sql.service.owner_plane import AuditLog
 from pcor_sql.service.openapi_document import document
 from pcor_sql.service.request_schema import BadRequest, Limits, check, explain_schema, identify_schema, parse_body
 from pcor_sql.service.worker_pool import WorkerPool
+from pcor_sql.session import Session
 
 DEFAULT_MAX_WORK = pipeline.DEFAULT_MAX_WORK
 
@@ -170,7 +171,7 @@ class Service:
             raise Refused(f"{owners[0]} is the data owner's option", f"drop {owners[0]}")
         return body
 
-    def analyst(self, session: Any, identity: Identity, found: RegisteredDataset | None = None, *,
+    def analyst(self, session: Session, identity: Identity, found: RegisteredDataset | None = None, *,
                 admission: AdmissionMemory | None = None) -> Analyst:
         """The analyst handle for this request: the pipeline's analyst policy, paid from this
         analyst's quota, on the worker's own Session, its work capped. `found`: the registered
@@ -206,7 +207,7 @@ class Service:
 
     async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
                   pool: WorkerPool | None = None, memory: AdmissionMemory | None = None) -> Any:
-        def work(session: Any) -> Any:
+        def work(session: Session) -> Any:
             found = self.require_visible(identity, dataset, memory)
             return call(self.analyst(session, identity, found, admission=memory))
 
