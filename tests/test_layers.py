@@ -30,8 +30,10 @@ LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("anomaly", "anomaly identification", frozenset({"sqltext", "core", "requests", "engine"})),
     ("backends", "where rows are read (DuckDB or Spark)",
      frozenset({"sqltext", "core", "requests", "engine", "anomaly", "ledger"})),
-    ("pipeline", "the one release path", frozenset({"core", "engine"})),
-    ("readable", "results in plain words", frozenset()),
+    # The ledger's seam (`ledger.seams`) and where rows are read (`backends.base`) type its Session.
+    ("pipeline", "the one release path", frozenset({"core", "engine", "ledger", "pcor_sql.backends.base"})),
+    # A built-in verifier's words are its own label (`core.verifiers.builtins`), never typed again.
+    ("readable", "results in plain words", frozenset({"core"})),
     ("client", "an analyst's HTTP handle (no DuckDB: an analyst holds no data)", frozenset()),
     ("notebook", "HTML of results", frozenset({"readable"})),
     ("plots", "the owner's pictures (matplotlib)", frozenset()),
