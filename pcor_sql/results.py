@@ -333,7 +333,8 @@ class AnalystExplanation:
     epsilon1: float
     accounting: str
     search: str
-    samples: int
+    #: None for a search that draws no samples (direct).
+    samples: int | None
     verifier: str
     utility: str
     #: Attributes the context keeps whole (the predicate leaves them out): for the summary.

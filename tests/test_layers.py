@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("service", "the analyst service (HTTP), never the CLI",
      frozenset({"sqltext", "core", "requests", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
                 "results", "readable", "notebook", "pipeline", "jobs", "session", "analyst", "owner", "api",
-                "statement_runner"})),
+                "statement_runner", "pcor_sql.analyst_keys"})),
     ("api, statements, owner, analyst", "the public calls: everything above but the CLI", None),
     ("cli", "the only printing", None),
 )
