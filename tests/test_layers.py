@@ -30,8 +30,10 @@ LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("anomaly", "anomaly identification", frozenset({"sqltext", "core", "requests", "engine"})),
     ("backends", "where rows are read (DuckDB or Spark)",
      frozenset({"sqltext", "core", "requests", "engine", "anomaly", "ledger"})),
-    ("pipeline", "the one release path", frozenset({"core", "engine"})),
-    ("readable", "results in plain words", frozenset()),
+    # The ledger's seam (`ledger.seams`) and where rows are read (`backends.base`) type its Session.
+    ("pipeline", "the one release path", frozenset({"core", "engine", "ledger", "pcor_sql.backends.base"})),
+    # A built-in verifier's words are its own label (`core.verifiers.builtins`), never typed again.
+    ("readable", "results in plain words", frozenset({"core"})),
     ("client", "an analyst's HTTP handle (no DuckDB: an analyst holds no data)", frozenset()),
     ("notebook", "HTML of results", frozenset({"readable"})),
     ("plots", "the owner's pictures (matplotlib)", frozenset()),
@@ -45,7 +47,7 @@ LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("service", "the analyst service (HTTP), never the CLI",
      frozenset({"sqltext", "core", "requests", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
                 "results", "readable", "notebook", "pipeline", "jobs", "session", "analyst", "owner", "api",
-                "statement_runner"})),
+                "statement_runner", "pcor_sql.analyst_keys"})),
     ("api, statements, owner, analyst", "the public calls: everything above but the CLI", None),
     ("cli", "the only printing", None),
 )
