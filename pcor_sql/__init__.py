@@ -42,8 +42,9 @@ _EXPORTS = {
     "Engine": "pcor_sql.core.choices",
     "Owner": "pcor_sql.owner",
     "Analyst": "pcor_sql.analyst",
-    "connect": "pcor_sql.client",
-    "RemoteAnalyst": "pcor_sql.client",
+    # The analyst's client is the light one's single copy (client/, `pcor-sql-client`).
+    "connect": "pcor_sql_client",
+    "RemoteAnalyst": "pcor_sql_client",
     "AnalystExplanation": "pcor_sql.results",
     "AnalystAnswer": "pcor_sql.results",
     "RegisteredDataset": "pcor_sql.ledger.dataset_registry",

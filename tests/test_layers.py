@@ -16,7 +16,7 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
 BASE = {"pcor_sql.errors", "pcor_sql.resources", "pcor_sql.jsonable"}
 
 #: (layer, what it holds, what it may import: layers, or single modules of one; None: anything
-#: in the package, unchecked). Third-party rules: core, request_values and client import no DuckDB and
+#: in the package, unchecked). Third-party rules: core and request_values import no DuckDB and
 #: no UI, only the CLI imports the UI (below), sqltext only DuckDB (tests/test_import_boundaries.py).
 LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("jsonable", "values as JSON data", frozenset()),
@@ -32,7 +32,6 @@ LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
      frozenset({"sqltext", "core", "request_values", "engine", "anomaly", "ledger"})),
     ("pipeline", "the one release path", frozenset({"core", "engine"})),
     ("readable", "results in plain words", frozenset()),
-    ("client", "an analyst's HTTP handle (no DuckDB: an analyst holds no data)", frozenset()),
     ("notebook", "HTML of results", frozenset({"readable"})),
     ("plots", "the owner's pictures (matplotlib)", frozenset()),
     ("results", "what a release returns",
@@ -99,9 +98,9 @@ def test_each_layer_imports_only_the_layers_below_it(name):
     assert not bad, bad
 
 
-def test_core_request_values_and_client_import_no_duckdb_and_no_ui():
+def test_core_and_request_values_import_no_duckdb_and_no_ui():
     for module in MODULES:
-        if layer(module) in ("core", "request_values", "client"):
+        if layer(module) in ("core", "request_values"):
             third_party = {t.split(".")[0] for t in imports(module)}
             assert not third_party & {"duckdb", "pyarrow", "typer", "rich"}, module
 

@@ -41,3 +41,14 @@ def test_no_module_of_the_package_is_named_like_another_library():
     taken |= {"requests", "httpx", "duckdb", "numpy", "numba", "typer", "rich", "pyarrow"}  # whatever is installed
     ours = {p.stem for p in PKG.glob("*.py")} | {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
     assert sorted(ours & taken) == []
+
+
+def test_the_analyst_client_has_one_name():
+    """The light client (client/, `pcor_sql_client`, httpx only) is the analyst's one client:
+    `pcor_sql.connect` is its very function, and no second `client` package inside pcor_sql
+    stands beside it under another name."""
+    import pcor_sql
+    import pcor_sql_client
+
+    assert pcor_sql.connect is pcor_sql_client.connect and pcor_sql.RemoteAnalyst is pcor_sql_client.RemoteAnalyst
+    assert not (PKG / "client").exists() and not (PKG / "client.py").exists()
