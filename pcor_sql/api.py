@@ -6,7 +6,7 @@
     r = pcor_sql.explain_outlier(con, "SELECT salary FROM salaries WHERE id = 42", epsilon=0.2, seed=7)
     r.context, r.predicate, r.explanation_sql
 
-Options are the fields of `OutlierRequest` / `AnomalyRequest` by name (`pcor_sql.requests`
+Options are the fields of `OutlierRequest` / `AnomalyRequest` by name (`pcor_sql.request_values`
 documents each); an unknown one is a UserError listing the known ones. `session=` reuses a
 Session's registry, ledger and cached summaries; without it each call makes a fresh Session
 on `con` (fresh data, a fresh look at the ledger) with `ledger=` and `allow_seeded=` (see

@@ -27,7 +27,7 @@ from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.seams import Charged
 from pcor_sql.pipeline import Policy, RecordFailure, ReleaseSession, failed, failure_reason
-from pcor_sql.requests import AnomalyRequest, OutlierRequest
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation, NotReleased
 from pcor_sql.sqltext.build import over_context, quoted, select_from
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal

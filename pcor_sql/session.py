@@ -37,7 +37,7 @@ from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
 from pcor_sql.ledger.location import open_ledger
 from pcor_sql.ledger.seams import LedgerChoice
 from pcor_sql.ledger.store import Ledger
-from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.readable import uniform_choice_warning
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation, Results
 from pcor_sql.backends.base import Engine

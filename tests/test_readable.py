@@ -18,7 +18,7 @@ from pcor_sql.readable import (
     selector_words,
     verifier_words,
 )
-from pcor_sql.requests import OutlierRequest
+from pcor_sql.request_values import OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
