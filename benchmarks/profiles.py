@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from pcor_sql.core.start import random_descents
-from pcor_sql.requests import OutlierRequest, VerifierSpec, request_options
+from pcor_sql.request_values import OutlierRequest, VerifierSpec, request_options
 
 PROFILE_NAMES = ("paper", "engine")
 #: The paper profile's LOF (see the module doc, "LOF's rule for duplicates").

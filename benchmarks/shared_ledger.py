@@ -44,8 +44,12 @@ def register(path: Path, ledger: str, *, analysts: int, limit: float | None, quo
     con = duckdb.connect(str(path))
     try:
         owner = pcor_sql.Owner(con, ledger, warn=lambda message: None)
-        owner.register(DATASET, "staff", key="id", metric="pay", by="dept,year", limit=limit, releasable=list(releasable))
-        return {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=quota) for i in range(analysts)}
+        try:
+            owner.register(DATASET, "staff", key="id", metric="pay", by="dept,year", limit=limit,
+                           releasable=list(releasable))
+            return {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=quota) for i in range(analysts)}
+        finally:
+            owner.ledger.close()  # before the file: a service opens it next
     finally:
         con.close()
 

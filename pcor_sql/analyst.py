@@ -54,7 +54,7 @@ from pcor_sql.ledger.dataset_registry import (
 )
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
-from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.results import AnalystAnswer, AnalystExplanation, NotReleased
 from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal

@@ -6,7 +6,7 @@
     r = pcor_sql.explain_outlier(con, "SELECT salary FROM salaries WHERE id = 42", epsilon=0.2, seed=7)
     r.context, r.predicate, r.explanation_sql
 
-Options are the fields of `OutlierRequest` / `AnomalyRequest` by name (`pcor_sql.requests`
+Options are the fields of `OutlierRequest` / `AnomalyRequest` by name (`pcor_sql.request_values`
 documents each); an unknown one is a UserError listing the known ones. `session=` reuses a
 Session's registry, ledger and cached summaries; without it each call makes a fresh Session
 on `con` (fresh data, a fresh look at the ledger) with `ledger=` and `allow_seeded=` (see
@@ -25,6 +25,7 @@ from typing import Any, Callable
 from pcor_sql.core.compile_notice import listening as compiling
 from pcor_sql.engine.progress import with_phases
 from pcor_sql.frontend.keyed import listed_order
+from pcor_sql.ledger.seams import LedgerChoice
 from pcor_sql.frontend.request_builders import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
@@ -36,7 +37,7 @@ Progress = Callable[[int, int], None]
 
 
 def explain_outlier(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                    progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
+                    progress: Progress | None = None, ledger: LedgerChoice = None, allow_seeded: bool = False,
                     **options: Any) -> Explanation:
     """Release, under ε-OCDP, a context in which the one record `query` selects is an outlier.
 
@@ -53,7 +54,7 @@ def explain_outlier(con: Con, query: str, *, session: Session | None = None, war
 
 
 def explain_outliers(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                     progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
+                     progress: Progress | None = None, ledger: LedgerChoice = None, allow_seeded: bool = False,
                      max_records: int | None = None, workers: int = 1, **options: Any) -> list[Explanation]:
     """As `explain_outlier`, for every selected row: one Explanation each, each charged ε, all
     charges in one transaction before any search runs. A row whose release fails (no valid
@@ -80,7 +81,7 @@ def coe(con: Con, query: str, *, session: Session | None = None, warn: Warn | No
 
 
 def identify_anomaly(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                     progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
+                     progress: Progress | None = None, ledger: LedgerChoice = None, allow_seeded: bool = False,
                      **options: Any) -> AnomalyResult:
     """A private answer to "is the one record `query` selects a (β, r)-anomaly?".
 
@@ -97,7 +98,7 @@ def identify_anomaly(con: Con, query: str, *, session: Session | None = None, wa
 
 
 def identify_anomalies(con: Con, query: str, *, session: Session | None = None, warn: Warn | None = None,
-                       progress: Progress | None = None, ledger: Any = None, allow_seeded: bool = False,
+                       progress: Progress | None = None, ledger: LedgerChoice = None, allow_seeded: bool = False,
                        max_records: int | None = None, workers: int = 1, **options: Any) -> list[AnomalyResult]:
     """As `identify_anomaly` for every selected row (no WHERE: every row). Each answer costs ε
     (sequential composition): the batch total is announced through `warn`, refused up front
@@ -111,7 +112,7 @@ def identify_anomalies(con: Con, query: str, *, session: Session | None = None, 
                                 workers=workers)
 
 
-def _session(con: Con, session: Session | None, warn: Warn | None, ledger: Any, allow_seeded: bool) -> Session:
+def _session(con: Con, session: Session | None, warn: Warn | None, ledger: LedgerChoice, allow_seeded: bool) -> Session:
     """The given session, or a fresh one with this ledger choice (see `Session`)."""
     extra: dict[str, Any] = {}
     if ledger is not None:

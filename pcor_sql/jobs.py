@@ -25,8 +25,9 @@ from pcor_sql.engine import search_pool, search_processes
 from pcor_sql.engine.record_search import OutlierRun, released_predicate
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
-from pcor_sql.pipeline import Policy, RecordFailure, failed, failure_reason
-from pcor_sql.requests import AnomalyRequest, OutlierRequest
+from pcor_sql.ledger.seams import Charged
+from pcor_sql.pipeline import Policy, RecordFailure, ReleaseSession, failed, failure_reason
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation, NotReleased
 from pcor_sql.sqltext.build import over_context, quoted, select_from
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
@@ -44,8 +45,9 @@ def answer_mechanism(request: AnomalyRequest) -> str:
     return request.mechanism.name
 
 
-class _Measurement(abc.ABC):
-    """What both jobs share: one charge per record, each of the job's declared cost."""
+class _PerRecord(abc.ABC):
+    """What both jobs share: one charge per record, each of the job's declared cost (each job is
+    a `pipeline.Measurement`: that Protocol is what the pipeline asks of it)."""
 
     request: Any
     label: str | None
@@ -83,7 +85,7 @@ class _Measurement(abc.ABC):
 
 
 @dataclass
-class ReleaseJob(_Measurement):
+class ReleaseJob(_PerRecord):
     """PCOR releases of `request` (one per selected record), each costing the request's ε
     under OCDP."""
 
@@ -111,7 +113,7 @@ class ReleaseJob(_Measurement):
     def key_label(self) -> str:
         return self.request.selector
 
-    def describe(self, session: Any, policy: Policy) -> str:
+    def describe(self, session: ReleaseSession, policy: Policy) -> str:
         """What was asked, as one `EXPLAIN OUTLIER` statement with every option resolved (the
         verifier with its options, the search, ε, ...): the history's statement column."""
         from pcor_sql.engine.record_search import verifier_label
@@ -130,7 +132,7 @@ class ReleaseJob(_Measurement):
             options["seed"] = r.seed
         return text + _with(options)
 
-    def read(self, session: Any, progress: Progress | None) -> Any:
+    def read(self, session: ReleaseSession, progress: Progress | None) -> Any:
         r = self.request
         session.verifier(r.verifier)  # an unknown verifier, a bad schema or start: the request's fault
         start_selection(r, session.schema(r))
@@ -141,7 +143,7 @@ class ReleaseJob(_Measurement):
     def count(self, records: Any) -> int:
         return len(records)
 
-    def run(self, session: Any, records: Any, charge: Any, units: tuple[str, ...],
+    def run(self, session: ReleaseSession, records: Any, charge: Charged, units: tuple[str, ...],
             progress: Progress | None) -> list[Explanation | RecordFailure]:
         """One result per record, in the records' order: an Explanation, or the RecordFailure
         of a record that was missing or whose search failed (the others are still released)."""
@@ -154,7 +156,7 @@ class ReleaseJob(_Measurement):
         return [rec if isinstance(rec, RecordFailure) else next(shaped) for rec in records]
 
 
-def _keyed_record(session: Any, request: OutlierRequest, key: Any, selector: str) -> Any:
+def _keyed_record(session: ReleaseSession, request: OutlierRequest, key: Any, selector: str) -> Any:
     """The one row of an analyst's key, or the RecordFailure saying why there is none."""
     from pcor_sql.errors import NoRecord, UserError
 
@@ -169,13 +171,13 @@ def _keyed_record(session: Any, request: OutlierRequest, key: Any, selector: str
     return rows[0]
 
 
-def shape_releases(session: Any, prepared: OutlierRun, charge: Charge, progress: Progress | None,
+def shape_releases(session: ReleaseSession, prepared: OutlierRun, charge: Charge, progress: Progress | None,
                    workers: int = 1) -> list[Explanation]:
     """Run the (already paid for) searches of `prepared`, in up to `workers` processes, and
     shape what they release."""
     request = prepared.request
     seeded = request.seed is not None
-    runs = _release_all(prepared, progress, workers, getattr(session, "searches", None))
+    runs = _release_all(prepared, progress, workers, session.searches)
     out: list[Explanation | RecordFailure] = []
     for rec, run in zip(prepared.records, runs):
         if isinstance(run, RecordFailure):
@@ -205,7 +207,7 @@ def _values(access: Any, request: OutlierRequest, predicate: str) -> Callable[[]
 
 
 @dataclass
-class AnswerJob(_Measurement):
+class AnswerJob(_PerRecord):
     """Anomaly answers of `request` (one per selected record), each costing ε under ε-DP or
     (ε, k)-SP."""
 
@@ -227,7 +229,7 @@ class AnswerJob(_Measurement):
     def key_label(self) -> str:
         return self.request.selector or "all rows"
 
-    def describe(self, session: Any, policy: Policy) -> str:
+    def describe(self, session: ReleaseSession, policy: Policy) -> str:
         """What was asked, as one `IDENTIFY ANOMALY` statement with every option resolved."""
         r = self.request
         text = f"IDENTIFY ANOMALY SELECT {', '.join(quoted(r.columns))} FROM {self.relation_shown(policy)}"
@@ -243,7 +245,7 @@ class AnswerJob(_Measurement):
             options["seed"] = r.seed
         return text + _with(options)
 
-    def read(self, session: Any, progress: Progress | None) -> Any:
+    def read(self, session: ReleaseSession, progress: Progress | None) -> Any:
         from pcor_sql.anomaly.batch import anomaly_batch
 
         r = self.request
@@ -254,7 +256,7 @@ class AnswerJob(_Measurement):
     def count(self, batch: Any) -> int:
         return batch.size
 
-    def run(self, session: Any, batch: Any, charge: Any, units: tuple[str, ...],
+    def run(self, session: ReleaseSession, batch: Any, charge: Charged, units: tuple[str, ...],
             progress: Progress | None) -> list[AnomalyResult]:
         request = self.request
         report_phase(progress, "drawing the answers")
@@ -287,7 +289,7 @@ class PointAnswerJob(AnswerJob):
     def key_label(self) -> str:
         return "value (" + ", ".join(f"{c} = {float.__repr__(v)}" for c, v in self.point) + ")"
 
-    def read(self, session: Any, progress: Progress | None) -> Any:
+    def read(self, session: ReleaseSession, progress: Progress | None) -> Any:
         from pcor_sql.anomaly.batch import point_batch
 
         r = self.request
@@ -307,8 +309,8 @@ def start_selection(request: OutlierRequest, schema: Any) -> Any:
     return None if request.start is None else resolve_selection(dict(request.start), schema.names, "the start context")
 
 
-def _spent(charge: Any) -> tuple[float | None, float | None]:
-    spent, limit = getattr(charge, "spent", None), getattr(charge, "limit", None)
+def _spent(charge: Charged) -> tuple[float | None, float | None]:
+    spent, limit = charge.spent, charge.limit
     return (spent if limit is not None else None), limit
 
 

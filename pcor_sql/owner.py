@@ -24,6 +24,7 @@ from pcor_sql.request_specs import ACCOUNTING
 from pcor_sql.ledger.input_checks import check_notion
 from pcor_sql.ledger.store import NOTIONS, Ledger, LimitChange
 from pcor_sql.ledger.records import BudgetStatus
+from pcor_sql.ledger.seams import LedgerChoice
 from pcor_sql.ledger.dataset_registry import (
     RegisteredDataset,
     add_dataset,
@@ -50,7 +51,7 @@ class Owner:
     def __init__(
         self,
         con: Any,
-        ledger: Any = None,
+        ledger: LedgerChoice = None,
         *,
         warn: Warn | None = None,
         registry: Any = None,

@@ -31,8 +31,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
+from pcor_sql.backends.base import DataAccess
 from pcor_sql.core.option_spec import Who
+from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.core.work import WorkMeter, metered
+from pcor_sql.engine.record_search import OutlierRun
+from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import (
     AnalystRefused,
     BudgetExceeded,
@@ -45,6 +49,9 @@ from pcor_sql.errors import (
     register_spelling,
     warn_privacy,
 )
+from pcor_sql.ledger.admission_memory import AdmissionMemory
+from pcor_sql.ledger.charge_rules import ChargeItem
+from pcor_sql.ledger.seams import Charged, ChargingLedger
 
 Progress = Callable[[int, int], None]
 LOG = logging.getLogger("pcor_sql")
@@ -114,7 +121,7 @@ def failed() -> RequestFailed:
     )
 
 
-def limit_reached(items: Sequence[Any]) -> BudgetExceeded:
+def limit_reached(items: Sequence[ChargeItem]) -> BudgetExceeded:
     """What an analyst is told when a charge would pass a limit — their quota or a unit's, in one
     message. A unit's name is the owner's catalog, and its limit and spent ε depend on the owner's
     and other analysts' spending, none of it paid for by this analyst; so the message names only
@@ -140,7 +147,7 @@ def not_open() -> Refused:
 
 
 @contextmanager
-def analyst_words(policy: Policy, items: Sequence[Any] = ()) -> Iterator[None]:
+def analyst_words(policy: Policy, items: Sequence[ChargeItem] = ()) -> Iterator[None]:
     """Refusals of the ledger as the policy may hear them: the owner gets the ledger's detailed
     message; an analyst gets `limit_reached` or `not_open` — except a refusal about the analyst
     themselves (`AnalystRefused`: unknown, revoked, a dataset not theirs), which names only them.
@@ -158,22 +165,49 @@ def analyst_words(policy: Policy, items: Sequence[Any] = ()) -> Iterator[None]:
         raise not_open() from None
 
 
+class ReleaseSession(Protocol):
+    """What the release path asks of a connection's session (`pcor_sql.session.Session`, and
+    the service's `Session.reading_nothing()`): where rows are read, the units a statement
+    reads, the ledger that charges, and what the jobs resolve before and after the charge."""
+
+    access: DataAccess
+    #: Where a privacy warning goes (None: Python's warnings).
+    warn: Callable[[str], None] | None
+    #: A service's search process for this session's releases (`engine.search_processes`), or None.
+    searches: Any
+
+    def units(self, relation: str) -> tuple[str, ...]: ...
+
+    def ledger(self) -> ChargingLedger: ...
+
+    def verifier(self, spec: Any) -> Verifier: ...
+
+    def schema(self, request: Any) -> Schema: ...
+
+    def prepare_records(self, request: Any, records: Any, progress: Progress | None = None) -> OutlierRun: ...
+
+
 class Measurement(Protocol):
-    """A measurement: its SQL (for units), its cost per record, and its steps."""
+    """A measurement (`jobs.ReleaseJob`, `jobs.AnswerJob`): its SQL (for units), its cost per
+    record, and its steps — read, then run once paid for."""
 
     extra_units: tuple[str, ...]
+    request: Any
 
     def units_sql(self) -> str: ...
 
-    def items(self, keys: Sequence[str], policy: Policy, statement: str | None = None) -> list[Any]: ...
+    def key_label(self) -> str: ...
 
-    def read(self, session: Any, progress: Progress | None) -> Any: ...
+    def items(self, keys: Sequence[str], policy: Policy, statement: str | None = None) -> list[ChargeItem]: ...
+
+    def read(self, session: ReleaseSession, progress: Progress | None) -> Any: ...
 
     def count(self, rows: Any) -> int: ...
 
-    def run(self, session: Any, rows: Any, charge: Any, units: tuple[str, ...], progress: Progress | None) -> list: ...
+    def run(self, session: ReleaseSession, rows: Any, charge: Charged, units: tuple[str, ...],
+            progress: Progress | None) -> list: ...
 
-    def not_released(self, failure: "RecordFailure", item: Any, policy: Policy) -> Any: ...
+    def not_released(self, failure: "RecordFailure", item: ChargeItem, policy: Policy) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -182,11 +216,11 @@ class Quote:
     charge item per record (its typed cost), and — for the owner — the rows already read."""
 
     units: tuple[str, ...]
-    items: list
+    items: list[ChargeItem]
     rows: Any = None
 
 
-def quote(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+def quote(session: ReleaseSession, job: Measurement, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
           max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
           progress: Progress | None = None) -> Quote:
     """Everything `run` does before the reservation: units from the catalog, the policy's checks
@@ -215,7 +249,7 @@ def quote(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str]
     if job.request.epsilon > WARN_EPSILON:
         warn_privacy(f"ε = {job.request.epsilon:g} protects almost nothing: outputs may be up to "
                      f"e^{job.request.epsilon:g} times likelier on one dataset than on its neighbour",
-                     getattr(session, "warn", None))
+                     session.warn)
     if announce is not None:
         announce(count, rows)
     shown = list(keys) if keys is not None else [f"{job.key_label()} #{i + 1}" for i in range(count)]
@@ -224,13 +258,13 @@ def quote(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str]
     return Quote(units, items, rows)
 
 
-def _described(session: Any, job: Measurement, policy: Policy) -> str | None:
+def _described(session: ReleaseSession, job: Measurement, policy: Policy) -> str | None:
     """What the history says was asked (`job.describe`): never a token, never the rows."""
     describe = getattr(job, "describe", None)
     return describe(session, policy) if describe is not None else None
 
 
-def run(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
+def run(session: ReleaseSession, job: Measurement, policy: Policy, *, keys: Sequence[str] | None = None, single: str | None = None,
         max_records: int | None = None, announce: Callable[[int, Any], None] | None = None,
         progress: Progress | None = None, shape: Callable[[list], Any] | None = None) -> Any:
     """Run `job` for `policy`: charged before any result exists, refused before anything is
@@ -297,7 +331,8 @@ class RecordFailure:
     record: Any = None
 
 
-def admit(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str], memory: Any = None) -> list:
+def admit(session: ReleaseSession, job: Measurement, policy: Policy, *, keys: Sequence[str],
+          memory: AdmissionMemory | None = None) -> list[ChargeItem]:
     """An early, cheap refusal of an analyst's request (nothing charged, no row read, no catalog
     read): its cost (`job.items`, data independent), the minimum ε, and whether that cost would
     pass a limit of the units the job carries (a registered dataset's, frozen at registration:
@@ -315,7 +350,7 @@ def admit(session: Any, job: Measurement, policy: Policy, *, keys: Sequence[str]
     return items
 
 
-def _check_minimum(items: list, policy: Policy) -> None:
+def _check_minimum(items: Sequence[ChargeItem], policy: Policy) -> None:
     """DESIGN.md §6: an analyst's request below the owner's minimum ε per request is refused
     before the reservation (probing membership at ε = 1e-300 is not free, it is refused)."""
     low = [item.epsilon for item in items if item.epsilon < policy.min_epsilon]

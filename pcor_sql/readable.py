@@ -31,7 +31,8 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
                 "contexts); overlap: the rows it shares with the starting context (favours contexts near the "
                 "start)."),
     ("search", "How the contexts to choose from are found: direct (all of COE), uniform, random-walk, dfs, bfs "
-               "(the default: grows a frontier from the start, an exponential mechanism choosing each node to expand)."),
+               "(the default: grows a frontier from the start, an exponential mechanism choosing each node to expand) "
+               "or explore (a validity-only exploration, then one exponential mechanism)."),
     ("ε (epsilon)", "The privacy cost of a release or answer: smaller ε, stronger privacy, noisier choice. Costs add "
                     "up per dataset in the budget ledger."),
     ("ε1 (epsilon1)", "The share of ε spent on one randomized choice (one call of the exponential mechanism). "
@@ -53,7 +54,6 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("seeded run", "A run with --seed / seed=: reproducible, hence not private; for tests and benchmarks only."),
 )
 
-_VERIFIER_NAMES = {"lof": "LOF", "grubbs": "Grubbs' test", "histogram": "histogram", "zscore": "z-score"}
 _SHORT_LIST = 3
 _EQUALS = re.compile(r"\s*=\s*")
 
@@ -86,8 +86,10 @@ def show_epsilon(value: float, digits: int = 6) -> str:
 
 def verifier_words(label: str) -> str:
     """`lof(k=20, threshold=1.5)` → `LOF, k = 20, threshold = 1.5`."""
+    from pcor_sql.core.verifiers.builtins import builtin_label  # its words are the verifier's own label
+
     name, _, options = label.partition("(")
-    words = _VERIFIER_NAMES.get(name.strip(), name.strip())
+    words = builtin_label(name.strip()) or name.strip()
     options = _EQUALS.sub(" = ", options.rstrip(")").strip())
     return words if not options else f"{words}, {options}"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pcor_sql.anomaly.mechanisms import NORMS, PRIVACY_MODES
 from pcor_sql.core.accounting import ACCOUNTINGS
 # parse_choice: the one spelling rule of a fixed-value option, also for the CLI's own flags (`--format`).
-from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who, parse_choice  # noqa: F401
+from pcor_sql.core.option_spec import Kind, OptionSpec, StrEnum, Who, one_of, parse_choice  # noqa: F401
 from pcor_sql.core.search_specs import SEARCH_SPECS, search_option_specs
 from pcor_sql.core.verifiers.builtins import builtin_list
 from pcor_sql.core.choices import Utility
@@ -49,7 +49,7 @@ VERIFIER = OptionSpec("verifier", Kind.STRUCTURED, "lof", f"outlier test: {built
                       "lof(k=20)", sql="USING")
 EPSILON_RELEASE = OptionSpec("epsilon", Kind.NUMBER, 0.2, "total privacy cost ε of each release (> 0)", "0.2",
                              minimum=0.0, minimum_inclusive=False, maximum=MAX_EPSILON)
-SEARCH = OptionSpec("search", Kind.STRING, "bfs", "direct, uniform, random-walk, dfs, bfs or explore", "'bfs'",
+SEARCH = OptionSpec("search", Kind.STRING, "bfs", one_of(tuple(SEARCH_SPECS)), "'bfs'",
                     choices=tuple(SEARCH_SPECS))
 UTILITY = OptionSpec("utility", Kind.STRING, "population", "utility of a context: population or overlap",
                      "'population'", choices=UTILITIES)

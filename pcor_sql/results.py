@@ -8,10 +8,11 @@ sizes, utilities and search diagnostics are in `.owner`, filled only with `owner
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
 
+from pcor_sql import notebook
 from pcor_sql.engine.record_search import OwnerView
 from pcor_sql.readable import (
     anomaly_privacy_sentence,
@@ -24,20 +25,17 @@ from pcor_sql.readable import (
 )
 
 class _Shown:
-    """Jupyter's display of a result: `notebook.<_display>_html` / `_markdown` (imported late:
-    the notebook module is for display only)."""
+    """Jupyter's display of a result: each kind names its `notebook` functions (HTML and
+    Markdown) directly, so a reader and a type checker follow the call."""
 
-    _display = ""
+    _html: ClassVar[Callable[[Any], str]]
+    _markdown: ClassVar[Callable[[Any], str]]
 
     def _repr_html_(self) -> str:
-        from pcor_sql import notebook
-
-        return getattr(notebook, f"{self._display}_html")(self)
+        return type(self)._html(self)
 
     def _repr_markdown_(self) -> str:
-        from pcor_sql import notebook
-
-        return getattr(notebook, f"{self._display}_markdown")(self)
+        return type(self)._markdown(self)
 
 
 class Results(list):
@@ -45,13 +43,9 @@ class Results(list):
     which a notebook shows as one table, a row per result (`notebook.results_html`)."""
 
     def _repr_html_(self) -> str:
-        from pcor_sql import notebook
-
         return notebook.results_html(self)
 
     def _repr_markdown_(self) -> str:
-        from pcor_sql import notebook
-
         return notebook.results_markdown(self)
 
 
@@ -156,7 +150,8 @@ class Explanation(_Shown):
             raise UserError(f"the record has no column {self.metric}", "plot a release over a column metric")
         return explanation_figure(self.metric, float(value), context_values, all_values, self.summary, path)
 
-    _display = "explanation"
+    _html = staticmethod(notebook.explanation_html)
+    _markdown = staticmethod(notebook.explanation_markdown)
 
 
 SEEDED_WARNING = "seeded run: reproducible, not for real releases"
@@ -278,7 +273,8 @@ class CoeResult(_Shown):
         for i in order.tolist():
             yield self._context(int(self._masks[i]), float(self._utilities[i]))
 
-    _display = "coe"
+    _html = staticmethod(notebook.coe_html)
+    _markdown = staticmethod(notebook.coe_markdown)
 
     def _context(self, mask: int, utility: float) -> ValidContext:
         return ValidContext(self._space.values(mask), self._predicate(mask), utility, self._space.ranges(mask))
@@ -318,7 +314,8 @@ class AnomalyResult(_Shown):
             out["owner"] = self.owner
         return out
 
-    _display = "answer"
+    _html = staticmethod(notebook.answer_html)
+    _markdown = staticmethod(notebook.answer_markdown)
 
 @dataclass(frozen=True)
 class AnalystExplanation:
@@ -336,7 +333,8 @@ class AnalystExplanation:
     epsilon1: float
     accounting: str
     search: str
-    samples: int
+    #: None for a search that draws no samples (direct).
+    samples: int | None
     verifier: str
     utility: str
     #: Attributes the context keeps whole (the predicate leaves them out): for the summary.

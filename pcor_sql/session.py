@@ -35,8 +35,9 @@ from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import Refused, UserError, warn_privacy
 from pcor_sql.jobs import AnswerJob, ReleaseJob, start_selection
 from pcor_sql.ledger.location import open_ledger
+from pcor_sql.ledger.seams import LedgerChoice
 from pcor_sql.ledger.store import Ledger
-from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.readable import uniform_choice_warning
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation, Results
 from pcor_sql.backends.base import Engine
@@ -65,7 +66,7 @@ class Session:
         self,
         con: Any,
         *,
-        ledger: Any = None,
+        ledger: LedgerChoice = None,
         warn: Warn | None = None,
         registry: VerifierRegistry | None = None,
         allow_seeded: bool = False,

@@ -25,12 +25,15 @@ win over the defaults given here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import duckdb
 
 from pcor_sql.core.option_spec import StrEnum
 from pcor_sql.errors import SQL, InternalError, UserError, caller
+
+if TYPE_CHECKING:  # imported late at run time: a statement's Session is made only when one runs
+    from pcor_sql.session import Session
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -63,7 +66,7 @@ class StatementResult:
     statement: Any = None
 
 
-def sql(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any = None, warn: Warn | None = None,
+def sql(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Session | None = None, warn: Warn | None = None,
         progress: Progress | None = None, **defaults: Any) -> Any:
     """Run one statement or a script and return the last statement's result (None for a text
     holding no statement). `defaults` are request options (e.g. `seed`, `owner_view`,
@@ -77,7 +80,7 @@ def sql(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any = None
     return result
 
 
-def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any = None, warn: Warn | None = None,
+def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Session | None = None, warn: Warn | None = None,
                progress: Progress | None = None, **defaults: Any) -> Iterator[StatementResult]:
     """Run the statements of `text` one by one, yielding each one's result before the next
     runs. In a script an error names the statement (its number and line) and stops the script;
@@ -128,7 +131,7 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Any
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection, statement: Any, session: Any, defaults: dict[str, Any], progress: Progress | None
+    con: duckdb.DuckDBPyConnection, statement: Any, session: Session, defaults: dict[str, Any], progress: Progress | None
 ) -> tuple[str, Any]:
     """A statement's kind and result: ours as requests on `session`, anything else DuckDB's."""
     from pcor_sql.frontend.request_builders import anomaly_from_select, outlier_from_select

@@ -14,7 +14,7 @@ BENCHMARKS = ROOT / "benchmarks"
 # core, the request / session / result / error modules, and the CLI's own helpers (console,
 # options, database, render, the command group).
 BENCHMARKS_MAY_IMPORT = (
-    "pcor_sql.core", "pcor_sql.anomaly.mechanisms", "pcor_sql.session", "pcor_sql.requests", "pcor_sql.results",
+    "pcor_sql.core", "pcor_sql.anomaly.mechanisms", "pcor_sql.session", "pcor_sql.request_values", "pcor_sql.results",
     "pcor_sql.errors", "pcor_sql.cli", "pcor_sql.owner", "pcor_sql.service",
 )
 # Besides those, a few files may import internal modules: the evidence benchmark's ball counts

@@ -13,7 +13,7 @@ import numpy as np
 
 from pcor_sql.cli import render
 from pcor_sql.jsonable import jsonable
-from pcor_sql.service import analyst_identity, http_app, owner_plane
+from pcor_sql.service import analyst_endpoints, analyst_identity, owner_plane
 from pcor_sql.service.http_plumbing import ok
 
 
@@ -77,10 +77,10 @@ def test_values_json_lacks_are_converted_to_exact_types():
 
 def test_the_cli_and_the_service_write_the_same_document():
     cli = json.loads(render.json_text(VALUE))
-    served = json.loads(ok(http_app.jsonable(VALUE)).body)
+    served = json.loads(ok(analyst_endpoints.jsonable(VALUE)).body)
     assert cli == served == EXPECTED
 
 
 def test_there_is_one_encoder():
-    assert render.jsonable is http_app.jsonable is owner_plane.jsonable is analyst_identity.jsonable is jsonable
+    assert render.jsonable is analyst_endpoints.jsonable is owner_plane.jsonable is analyst_identity.jsonable is jsonable
     assert not hasattr(analyst_identity, "plain")

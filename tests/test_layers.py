@@ -16,36 +16,37 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
 BASE = {"pcor_sql.errors", "pcor_sql.resources", "pcor_sql.jsonable"}
 
 #: (layer, what it holds, what it may import: layers, or single modules of one; None: anything
-#: in the package, unchecked). Third-party rules: core, requests and client import no DuckDB and
+#: in the package, unchecked). Third-party rules: core and request_values import no DuckDB and
 #: no UI, only the CLI imports the UI (below), sqltext only DuckDB (tests/test_import_boundaries.py).
 LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("jsonable", "values as JSON data", frozenset()),
     ("sqltext", "quoting, tokens, SQL builders", frozenset()),
     ("core", "pure numpy/scipy", frozenset()),
     ("request_specs", "options declared once", frozenset({"core", "pcor_sql.anomaly.mechanisms"})),
-    ("requests", "the request values", frozenset({"core", "request_specs", "pcor_sql.anomaly.mechanisms"})),
-    ("frontend", "text → values, never the engine", frozenset({"sqltext", "core", "requests", "request_specs"})),
+    ("request_values", "the request values", frozenset({"core", "request_specs", "pcor_sql.anomaly.mechanisms"})),
+    ("frontend", "text → values, never the engine", frozenset({"sqltext", "core", "request_values", "request_specs"})),
     ("ledger", "budgets, history, registry", frozenset({"sqltext", "core"})),
-    ("engine", "the DuckDB adapter, never the front end", frozenset({"sqltext", "core", "requests", "request_specs"})),
-    ("anomaly", "anomaly identification", frozenset({"sqltext", "core", "requests", "engine"})),
+    ("engine", "the DuckDB adapter, never the front end", frozenset({"sqltext", "core", "request_values", "request_specs"})),
+    ("anomaly", "anomaly identification", frozenset({"sqltext", "core", "request_values", "engine"})),
     ("backends", "where rows are read (DuckDB or Spark)",
-     frozenset({"sqltext", "core", "requests", "engine", "anomaly", "ledger"})),
-    ("pipeline", "the one release path", frozenset({"core", "engine"})),
-    ("readable", "results in plain words", frozenset()),
-    ("client", "an analyst's HTTP handle (no DuckDB: an analyst holds no data)", frozenset()),
+     frozenset({"sqltext", "core", "request_values", "engine", "anomaly", "ledger"})),
+    # The ledger's seam (`ledger.seams`) and where rows are read (`backends.base`) type its Session.
+    ("pipeline", "the one release path", frozenset({"core", "engine", "ledger", "pcor_sql.backends.base"})),
+    # A built-in verifier's words are its own label (`core.verifiers.builtins`), never typed again.
+    ("readable", "results in plain words", frozenset({"core"})),
     ("notebook", "HTML of results", frozenset({"readable"})),
     ("plots", "the owner's pictures (matplotlib)", frozenset()),
     ("results", "what a release returns",
-     frozenset({"sqltext", "core", "requests", "engine", "anomaly", "readable", "notebook", "plots"})),
+     frozenset({"sqltext", "core", "request_values", "engine", "anomaly", "readable", "notebook", "plots"})),
     ("jobs", "the two measurements",
-     frozenset({"sqltext", "core", "requests", "engine", "ledger", "anomaly", "results", "pipeline"})),
+     frozenset({"sqltext", "core", "request_values", "engine", "ledger", "anomaly", "results", "pipeline"})),
     ("session", "a connection's releases, never the front end",
-     frozenset({"sqltext", "core", "requests", "engine", "ledger", "anomaly", "backends", "results", "readable",
+     frozenset({"sqltext", "core", "request_values", "engine", "ledger", "anomaly", "backends", "results", "readable",
                 "notebook", "pipeline", "jobs"})),
     ("service", "the analyst service (HTTP), never the CLI",
-     frozenset({"sqltext", "core", "requests", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
+     frozenset({"sqltext", "core", "request_values", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
                 "results", "readable", "notebook", "pipeline", "jobs", "session", "analyst", "owner", "api",
-                "statement_runner"})),
+                "statement_runner", "pcor_sql.analyst_keys"})),
     ("api, statements, owner, analyst", "the public calls: everything above but the CLI", None),
     ("cli", "the only printing", None),
 )
@@ -99,9 +100,9 @@ def test_each_layer_imports_only_the_layers_below_it(name):
     assert not bad, bad
 
 
-def test_core_requests_and_client_import_no_duckdb_and_no_ui():
+def test_core_and_request_values_import_no_duckdb_and_no_ui():
     for module in MODULES:
-        if layer(module) in ("core", "requests", "client"):
+        if layer(module) in ("core", "request_values"):
             third_party = {t.split(".")[0] for t in imports(module)}
             assert not third_party & {"duckdb", "pyarrow", "typer", "rich"}, module
 

@@ -72,3 +72,14 @@ def test_a_list_of_results_is_one_table_with_its_unreleased_rows(con):
     assert page.count("<table>") == 1 and page.count("<tr>") == 3
     assert "not released: " in page and "id = 42" in page and "id = 1" in page
     assert text.startswith("**2 results**") and text.count("\n| ") == 3
+
+
+def test_each_result_kind_names_its_notebook_functions_directly():
+    """Each kind of result is shown by the `notebook` functions it names (no name built from a
+    string at display time: a reader and a type checker follow the call)."""
+    from pcor_sql import notebook
+    from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+
+    for cls, kind in ((Explanation, "explanation"), (CoeResult, "coe"), (AnomalyResult, "answer")):
+        assert cls._html is getattr(notebook, f"{kind}_html")
+        assert cls._markdown is getattr(notebook, f"{kind}_markdown")

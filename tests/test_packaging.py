@@ -37,3 +37,15 @@ def test_the_readme_test_command_prints_the_summary_line():
     addopts = addopts.split() if isinstance(addopts, str) else list(addopts)
     assert not [a for a in addopts if a.startswith("-q") or a == "--quiet"], addopts
     assert "python -m pytest -q" in (root / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_run_logs_its_slowest_tests():
+    """CI's log names the slowest tests (pytest's --durations in addopts), so the suite's time is
+    measured where it is spent, not guessed."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    addopts = options.get("addopts", "")
+    addopts = addopts.split() if isinstance(addopts, str) else list(addopts)
+    counts = [int(a.split("=", 1)[1]) for a in addopts if a.startswith("--durations=")]
+    assert counts and counts[-1] >= 10, addopts

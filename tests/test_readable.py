@@ -18,7 +18,7 @@ from pcor_sql.readable import (
     selector_words,
     verifier_words,
 )
-from pcor_sql.requests import OutlierRequest
+from pcor_sql.request_values import OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
@@ -152,3 +152,21 @@ def test_the_start_line_is_the_same_in_the_cli_and_the_notebook(search):
     words = START_SOURCES["none"]
     assert words in out.getvalue() and f"| start | {words} |" in e._repr_markdown_()
     assert "direct" not in words and "walk" in words
+
+
+def test_a_verifiers_words_are_its_declared_label_and_every_one_has_a_meaning(monkeypatch):
+    """A built-in's name in words is its own `capabilities.label` (declared once, with the verifier);
+    the glossary and the verdict sentences speak of every built-in and every search."""
+    import dataclasses as dc
+
+    from pcor_sql import readable
+    from pcor_sql.core.search_specs import SearchName
+    from pcor_sql.core.verifiers.builtins import BUILTIN_NAMES
+    from pcor_sql.core.verifiers.lof import Lof
+
+    monkeypatch.setattr(Lof, "capabilities", dc.replace(Lof.capabilities, label="local outlier factor"))
+    assert verifier_words("lof(k=20)") == "local outlier factor, k = 20"
+    assert set(readable._MEANINGS) == set(BUILTIN_NAMES)
+    entries = dict(GLOSSARY)
+    assert all(re.search(rf"\b{name}\b", entries["verifier"]) for name in BUILTIN_NAMES)
+    assert all(re.search(rf"\b{name}\b", entries["search"]) for name in SearchName)

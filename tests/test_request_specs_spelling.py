@@ -23,7 +23,7 @@ from pcor_sql.core.verifiers.registry import default_registry
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.option_lists import check_options, parse_option_list
 from pcor_sql.request_specs import Job, specs_for, statement_specs
-from pcor_sql.requests import AnomalyRequest, OutlierRequest
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest
 from pcor_sql.service.request_schema import BadRequest, Limits, check, explain_schema, identify_schema
 from pcor_sql.sqltext.tokens import significant, tokenize
 from tests.cli.cli_helpers import invoke

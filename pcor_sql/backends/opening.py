@@ -28,7 +28,7 @@ from pcor_sql.ledger.database_file import connect_with_retry
 from pcor_sql.sqltext.tokens import QUOTED_IDENT, WORD, significant, tokenize
 from pcor_sql.backends.base import Engine
 
-MAKE_ONE = "give an existing DuckDB file, e.g. one made by `pcor-sql datasets export salaries FILE --format duckdb`"
+MAKE_ONE = "give an existing DuckDB file, e.g. one made by `pcor-sql examples export salaries FILE --format duckdb`"
 SPARK_DB = "--db names a DuckDB database, and with --engine spark the rows are read by Spark"
 
 

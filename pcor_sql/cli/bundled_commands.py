@@ -1,4 +1,5 @@
-"""`pcor-sql datasets list|export`: the bundled datasets."""
+"""`pcor-sql examples list|export`: the example datasets bundled with pcor-sql (salaries,
+homicides, diamonds) — not the owner's registered datasets, which are `pcor-sql dataset`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from pcor_sql.cli.console import stdout_console
 from pcor_sql.cli.render import print_table, write_json
 
 app = typer.Typer(
-    name="datasets",
-    help="The bundled datasets: list them, export them to Parquet or a DuckDB file.",
-    short_help="The bundled datasets: list, export.",
+    name="examples",
+    help="The example datasets bundled with pcor-sql: list them, export them to Parquet or a DuckDB file "
+    "(your own registered datasets are `pcor-sql dataset`).",
+    short_help="The bundled example datasets: list, export.",
 )
 
 
@@ -27,7 +29,7 @@ def list_(
 
     \b
     Example:
-        pcor-sql datasets list --format json
+        pcor-sql examples list --format json
     """
     from pcor_sql.api import bundled_datasets as list_datasets, planted_outliers
 
@@ -63,7 +65,7 @@ def export(
 
     \b
     Example:
-        pcor-sql datasets export salaries salaries.duckdb --format duckdb
+        pcor-sql examples export salaries salaries.duckdb --format duckdb
     """
     from pcor_sql.api import export_dataset
 

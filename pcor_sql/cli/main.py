@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 from pcor_sql.cli import anomaly, budget, bundled_commands, coe_command, dataset_commands, explain, glossary, runner
 from pcor_sql.cli import analyst_commands, serve_command
 from pcor_sql.cli import remote_commands
-from pcor_sql.cli.console import write_error
+from pcor_sql.cli.console import make_warn, write_error
 from pcor_sql.cli.error_report import INTERNAL_EXIT, USER_EXIT, report
 from pcor_sql.errors import CLI, UserError, caller
 
@@ -115,8 +115,15 @@ def _options(
     if ctx.invoked_subcommand is None:  # a bare `pcor-sql`: the help, not an error
         typer.echo(ctx.get_help())
         raise typer.Exit()
+    if ctx.invoked_subcommand == "datasets":
+        make_warn()(DATASETS_DEPRECATED)
     if ctx.invoked_subcommand not in _NO_CHECKS:
         _require_numba()
+
+
+#: The one line `pcor-sql datasets ...` (the bundled data's old name) writes on stderr.
+DATASETS_DEPRECATED = ("`pcor-sql datasets` is now `pcor-sql examples` (the bundled data; `pcor-sql dataset` is "
+                       "the registered ones) — the old name goes in the next release")
 
 
 #: Commands that run no validity check: the analyst's client (HTTP only) and the glossary.
@@ -145,7 +152,11 @@ _COMMANDS = (
 for _name, _short, _function in _COMMANDS:
     app.command(_name, short_help=_short)(_function)
 app.add_typer(budget.app, name="budget")
-app.add_typer(bundled_commands.app, name="datasets")
+app.add_typer(bundled_commands.app, name="examples")
+# The old spelling, one release more (DESIGN.md §5): hidden, and `_options` says on stderr that
+# it is going — a script keeps working while `datasets` (bundled) and `dataset` (registered) stop
+# reading as one thing.
+app.add_typer(bundled_commands.app, name="datasets", hidden=True)
 app.add_typer(dataset_commands.app, name="dataset")
 app.add_typer(analyst_commands.app, name="analyst")
 app.add_typer(remote_commands.app, name="remote")

@@ -14,7 +14,7 @@ import typer
 
 from pcor_sql import Engine
 from pcor_sql.errors import UserError
-from pcor_sql.request_specs import Job, parse_choice, specs_for
+from pcor_sql.request_specs import VERIFIER, Job, parse_choice, specs_for
 
 
 def _choices(name: str, *values: str, doc: str = "") -> type[Enum]:
@@ -127,8 +127,9 @@ _STRUCTURED = {
     "bins": (Optional[List[str]], "ATTR=E1,E2,...", "Bin a numeric or date attribute into ranges, e.g. "
              "age=18,25,35,45,55,65,81 (bins [18, 25), ..., the last closed; -inf/inf allowed at the ends; repeatable). "
              "age=auto:5 takes quantiles of the data (a privacy warning says what leaks)."),
-    "verifier": (Optional[str], "SPEC", "Outlier test: grubbs, histogram, lof or zscore, with options, e.g. "
-                 "'lof(k=10, threshold=2)'. Default lof."),
+    # The built-ins' names come from their declaration, through the option's spec.
+    "verifier": (Optional[str], "SPEC", f"{VERIFIER.help[:1].upper()}{VERIFIER.help[1:]}, e.g. "
+                 f"'lof(k=10, threshold=2)'. Default {VERIFIER.default}."),
     "start": (Optional[str], "PREDICATE", "Starting context, e.g. \"job_title IN ('Nurse') AND year = '2019'\" "
               "(omitted attributes: whole domain). Default: found by a validity-only search."),
 }

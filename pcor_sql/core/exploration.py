@@ -57,6 +57,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from pcor_sql.core.descent_batches import batchable, descend_in_batches
 from pcor_sql.core.randomness import Source, uniform_open
 from pcor_sql.core.space import ContextSpace
 
@@ -240,10 +241,18 @@ def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[
     Every step reads validity only, and the coins come from `source` independently of the
     data, so the law of the result is a function of COE(D, V) alone: equal on OCDP
     neighbours, hence free. The contexts are large (few values removed), which is where the
-    utilities point; BFS adds them to its starting frontier."""
+    utilities point; BFS adds them to its starting frontier. Where the oracle checks many
+    contexts at once, each descent's path is asked in batches (`core.descent_batches`): the
+    same descents, the same coins."""
     found: dict[int, None] = {}
+    space = oracle.space
+    if batchable(space, oracle, source):  # the same contexts and coins, the path asked in batches
+        many = oracle.valid_many  # type: ignore[attr-defined]
+        walk: Callable[[], int | None] = lambda: descend_in_batches(space, oracle.is_valid, many, source)
+    else:
+        walk = lambda: descend(space, oracle.is_valid, source)
     for _ in range(count):
-        mask = descend(oracle.space, oracle.is_valid, source)
+        mask = walk()
         if mask is not None:
             found[mask] = None
     return list(found)

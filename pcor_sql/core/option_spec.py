@@ -14,7 +14,7 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from pcor_sql.errors import UserError, register_spelling
 
@@ -178,6 +178,12 @@ def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
                 return str(choice)
     shown = repr(str.__str__(value)) if isinstance(value, str) else repr(value)
     raise UserError(f"unknown {name} {shown}", f"use one of: {', '.join(map(str, choices))} (in any case)")
+
+
+def one_of(names: Sequence[Any]) -> str:
+    """'a, b or c': choices named in a help text or a refusal, from their declaration."""
+    shown = [str(n) for n in names]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
 def choice_pattern(choices: tuple[str, ...]) -> str:

@@ -30,7 +30,7 @@ from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
 from pcor_sql.errors import InternalError, NoRecord, NoValidContext, UserError, option_name
-from pcor_sql.requests import OutlierRequest
+from pcor_sql.request_values import OutlierRequest
 from pcor_sql.core.choices import Utility
 
 METRIC_COLUMN = "__pcor_metric"

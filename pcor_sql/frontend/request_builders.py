@@ -19,7 +19,7 @@ from pcor_sql.errors import UserError
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
 from pcor_sql.frontend.start_predicate import parse_start_predicate
-from pcor_sql.requests import AnomalyRequest, OutlierRequest, VerifierSpec, request_options
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec, request_options
 from pcor_sql.sqltext.connection import require_connection
 
 

@@ -33,7 +33,7 @@ from pcor_sql.frontend.option_lists import (
 )
 from pcor_sql.frontend.select import SelectQuery, parse_select
 from pcor_sql.frontend.start_predicate import parse_start_predicate
-from pcor_sql.requests import VerifierSpec
+from pcor_sql.request_values import VerifierSpec
 from pcor_sql.sqltext.tokens import OPERATOR, PUNCT, QUOTED_IDENT, WORD, Token, significant, split_statements, tokenize, unquote_identifier
 
 EXPLAIN_GRAMMAR = (

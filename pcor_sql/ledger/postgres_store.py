@@ -165,11 +165,21 @@ class PostgresStore(LedgerStore):
     def transaction(self, body: Callable[[LedgerOps], _T], *, single: bool = False, beside: bool = False) -> _T:
         """(See LedgerStore.) SERIALIZABLE; run again after a serialization failure (40001), a
         deadlock (40P01) or a key a concurrent transaction inserted first (23505), with bounded
-        exponential backoff and jitter, for at most `busy_timeout` seconds."""
+        exponential backoff and jitter, for `busy_timeout` seconds of conflicts.
+
+        The busy clock counts the backoff sleeps and the attempts that conflicted, but not the
+        part of an attempt spent waiting on a row lock: a host that vanished mid-transaction holds
+        its budget row until the server ends it (`IDLE_IN_TRANSACTION_S`), and a charge queued
+        behind it has not met a conflict in that time — counting it would turn a survivable fault
+        into "busy" for every charge that waited (DESIGN.md §11 "Faults": the other host goes
+        on). An attempt that fails after longer than `LOCK_WAIT_S` was such a wait; the whole
+        transaction still ends within `busy_timeout + IDLE_IN_TRANSACTION_S` seconds."""
         deadline = time.monotonic() + self._busy_timeout
+        last_call = deadline + IDLE_IN_TRANSACTION_S
         delay = 0.001
         while True:
             conn = self._take()
+            attempt = time.monotonic()
             try:
                 with conn.cursor() as cur:
                     cur.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
@@ -181,7 +191,10 @@ class PostgresStore(LedgerStore):
                         raise
                 return result
             except self._retryable:
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now - attempt > LOCK_WAIT_S:  # queued behind a lock, not contended: not busy time
+                    deadline = min(deadline + (now - attempt), last_call)
+                if now >= deadline:
                     raise UserError(
                         f"the budget ledger at {self.path} stayed busy for {self._busy_timeout:g} s"
                         " (other charges kept conflicting)", "retry the release") from None
@@ -303,9 +316,12 @@ def _only_tables_missing(layout: Layout) -> bool:
 #: server takes to notice the dead connection (hours, by the kernel's keepalive defaults). No
 #: transaction of the ledger waits between its statements for anything but this process's own
 #: work. A URL that sets one of these keeps its own.
+IDLE_IN_TRANSACTION_S = 20
 NETWORK_OPTIONS: dict[str, object] = {
     "connect_timeout": 10, "tcp_user_timeout": 10_000, "keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
-    "keepalives_count": 3, "options": "-c idle_in_transaction_session_timeout=20000"}
+    "keepalives_count": 3, "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_S * 1000}"}
+#: A failed attempt that took longer than this waited on a lock (a conflict fails in milliseconds).
+LOCK_WAIT_S = 1.0
 
 
 def _network_options(url: str) -> dict[str, object]:

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from pcor_sql.jsonable import jsonable
+from pcor_sql.ledger.store import Ledger
 
 #: The longest Authorization header read (a token is ~43 characters; anything longer is refused unread).
 MAX_HEADER = 512
@@ -36,7 +37,7 @@ class Identity:
     datasets: tuple[str, ...] | None = None
 
 
-def authenticate_header(ledger: Any, header: str | None) -> Identity | None:
+def authenticate_header(ledger: Ledger, header: str | None) -> Identity | None:
     """The analyst the header's token belongs to, or None (missing, malformed, unknown, revoked)."""
     from pcor_sql.ledger.analysts import authenticate
 
@@ -74,7 +75,7 @@ class IdentityMemory:
             return None
         return kept[0]
 
-    def read(self, ledger: Any, header: str | None) -> Identity | None:
+    def read(self, ledger: Ledger, header: str | None) -> Identity | None:
         """`authenticate_header`, keeping what it finds."""
         from pcor_sql.ledger.analysts import identity_changes, token_hash
 
@@ -88,14 +89,14 @@ class IdentityMemory:
         return found
 
 
-def usage(ledger: Any, name: str) -> Any:
+def usage(ledger: Ledger, name: str) -> Any:
     """The analyst's quotas and spent ε per notion, as plain JSON."""
     from pcor_sql.ledger.analysts import analyst_usage
 
     return jsonable(analyst_usage(ledger, name))
 
 
-def history(ledger: Any, name: str, limit: int | None = None, before: str | None = None) -> Any:
+def history(ledger: Ledger, name: str, limit: int | None = None, before: str | None = None) -> Any:
     """The analyst's own requests, oldest first, as plain JSON."""
     from pcor_sql.ledger.analysts import analyst_history
 

@@ -21,6 +21,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from pcor_sql.core.verifiers.builtins import BUILTIN_NAMES
+from pcor_sql.request_specs import SEARCH, VERIFIER
+
 CSS = """
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
 color:#1d232a;background:#f5f6f8}header{background:#174d3a;color:#fff;padding:10px 24px;display:flex;gap:16px;
@@ -238,10 +241,9 @@ registering the dataset.</p><div class="row"><label>Dataset<select id="r-dataset
 <input id="x-keys" placeholder="e.g. 10, 41"></label><label>ε each<input id="x-epsilon" type="number" step="any"
 value="0.2" min="0"></label></div>
 <div class="row"><label>Metric<select id="x-metric"><option value="">default</option></select></label>
-<label>Verifier<input id="x-verifier" list="verifiers" placeholder="default (lof)"></label>
-<label>Search<select id="x-search"><option value="">default (bfs)</option></select></label></div>
-<datalist id="verifiers"><option value="grubbs"><option value="histogram"><option value="lof"><option value="zscore">
-</datalist><div class="row"><button id="x-cost" type="button">Preview cost</button>
+<label>Verifier<input id="x-verifier" list="verifiers" placeholder="default (@VERIFIER@)"></label>
+<label>Search<select id="x-search"><option value="">default (@SEARCH@)</option></select></label></div>
+<datalist id="verifiers">@VERIFIERS@</datalist><div class="row"><button id="x-cost" type="button">Preview cost</button>
 <button class="main" id="x-ask" type="button">Explain</button></div><div id="x-out"></div></section>
 <section><h2>Identify an anomaly</h2>
 <div class="row"><label>Dataset<select id="i-dataset"></select></label><span id="i-value" class="row"></span></div>
@@ -261,6 +263,10 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
+# The verifiers to suggest and the defaults, from their declarations (the built-ins' tuple, the
+# option specs), never typed here; the search menu is filled from the schema's choices.
+BODY = (BODY.replace("@VERIFIERS@", "".join(f'<option value="{name}">' for name in BUILTIN_NAMES))
+        .replace("@VERIFIER@", str(VERIFIER.default)).replace("@SEARCH@", str(SEARCH.default)))
 PAGE = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport"'
         f' content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer">'
         f"<title>pcor-sql · analyst</title><style>{CSS}</style><script>{SCRIPT}</script></head>"

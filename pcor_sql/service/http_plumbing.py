@@ -5,12 +5,12 @@ query string and of the Authorization header, and an access log that never holds
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import threading
 import time
-from typing import Any
-
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -123,6 +123,30 @@ async def internal(request: Request, exc: Exception) -> Response:
 #: What each status means for the audit log's `outcome` (a 200 was answered; a 422 failed after
 #: its charge; a 503 was interrupted by a stop; any other 4xx was refused before any charge).
 _OUTCOMES = {200: "answered", 422: "failed", 503: "interrupted", 401: "unauthenticated"}
+
+
+class Listener(Protocol):
+    """What the public endpoints read of a listener's service: whether it is stopping, and its
+    OpenAPI document."""
+
+    stopping: threading.Event
+    document: dict[str, Any]
+
+
+async def health(listener: Listener, request: Request, params: dict[str, Any]) -> Response:
+    """`GET /healthz` of either listener: whether the service is up (no token needed)."""
+    return ok({"status": "stopping" if listener.stopping.is_set() else "ok"})
+
+
+async def openapi(listener: Listener, request: Request, params: dict[str, Any]) -> Response:
+    """The listener's OpenAPI document (no token needed)."""
+    return ok(listener.document)
+
+
+def bound_route(endpoint: Endpoint, listener: Any, authenticate: Callable[[str | None], Awaitable[Any]],
+                audit: Any = None) -> Route:
+    """`make_route` with the row's handler bound to `listener`, the service object it answers for."""
+    return make_route(endpoint, functools.partial(endpoint.handler, listener), authenticate, audit)
 
 
 def make_route(endpoint: Endpoint, handler: Callable[..., Awaitable[Any]],

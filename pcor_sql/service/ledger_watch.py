@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+
+from pcor_sql.ledger.store import Ledger
 
 #: Seconds between two reads of the generation (one small read each).
 INTERVAL = 0.2
@@ -37,7 +38,7 @@ class IdentityWatch:
     """A daemon thread reading `ledger`'s identity generation every `interval` seconds and
     calling `on_change()` whenever it moved (or could not be read)."""
 
-    def __init__(self, ledger: Any, on_change: Callable[[], None], *, interval: float = INTERVAL):
+    def __init__(self, ledger: Ledger, on_change: Callable[[], None], *, interval: float = INTERVAL):
         self.ledger = ledger
         self.on_change = on_change
         self.interval = interval

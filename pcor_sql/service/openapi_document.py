@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS, ERRORS, Caller, Endpoint
+from pcor_sql.service.endpoint_table import ERRORS, Caller, Endpoint
 from pcor_sql.service.request_schema import Limits, explain_schema, identify_schema
 
 #: The security scheme of each caller (the owner's token opens only the owner's listener).
@@ -42,9 +42,11 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     return operation
 
 
-def document(limits: Limits, version: str, endpoints: Sequence[Endpoint] = ANALYST_ENDPOINTS, *,
+def document(limits: Limits, version: str, endpoints: Sequence[Endpoint] | None = None, *,
              title: str = "pcor-sql analyst service", extra_schemas: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The OpenAPI document of `endpoints` served with `limits`."""
+    """The OpenAPI document of `endpoints` (default: the analysts') served with `limits`."""
+    if endpoints is None:
+        from pcor_sql.service.analyst_endpoints import ANALYST_ENDPOINTS as endpoints
     paths: dict[str, Any] = {}
     for endpoint in endpoints:
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _operation(endpoint)

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import threading
 from typing import Any, Callable
 
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from pcor_sql.service.analyst_identity import Identity, bearer_token
-from pcor_sql.service.endpoint_table import OWNER_BODIES, OWNER_ENDPOINTS
-from pcor_sql.service.http_plumbing import error_response, http_error, internal, make_route, ok
+from pcor_sql.service.endpoint_table import OWNER_BODIES, OWNER_ERRORS, OWNER_PAGE, TOKEN, Caller, Endpoint, Query
+from pcor_sql.service.http_plumbing import bound_route, error_response, health, http_error, internal, openapi
 from pcor_sql.service.loopback import MISDIRECTED, loopback_host
 from pcor_sql.service.openapi_document import document
 from pcor_sql.service.owner_plane import OwnerPlane
@@ -44,14 +44,12 @@ class OwnerService:
     """The owner's endpoints over the analysts' `Service` (its Owner, ledger, audit log)."""
 
     def __init__(self, service: Any, token: str, commands: Commands | None):
-        from pcor_sql import __version__
-
         self.service = service
         self.plane = OwnerPlane(service.owner, service.audit)
         self._token = token
         self.commands = commands
-        self.document = document(service.limits, __version__, OWNER_ENDPOINTS, title="pcor-sql owner service",
-                                 extra_schemas=OWNER_BODIES)
+        #: Set by `owner_app` from `OWNER_ENDPOINTS` (declared below, beside the handlers).
+        self.document: dict[str, Any] = {}
 
     def check_token(self, token: str) -> bool:
         """The owner token, compared in constant time."""
@@ -129,19 +127,73 @@ class OwnerService:
         return {"exit_code": ran.get("exit_code", 1), "stdout": ran.get("stdout", ""), "stderr": ran.get("stderr", ""),
                 "files": ran.get("files", [])}
 
-    async def health(self, request: Request, params: dict[str, Any]) -> Response:
-        return ok({"status": "stopping" if self.service.stopping.is_set() else "ok"})
+    @property
+    def stopping(self) -> threading.Event:
+        """The analysts' service's: both listeners stop together."""
+        return self.service.stopping
 
-    async def openapi(self, request: Request, params: dict[str, Any]) -> Response:
-        return ok(self.document)
+
+#: Every endpoint of the owner's JSON API: a row holds its handler and its schemas.
+OWNER_ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("GET", "/v1/owner/analysts", OwnerService.analysts, Caller.OWNER, "Every analyst: quotas, spent, requests by outcome",
+             {"type": "object"}, errors=OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/analysts", OwnerService.add_analyst, Caller.OWNER, "Name an analyst; their token, shown once",
+             TOKEN, body=("AnalystAdd",), errors=(*OWNER_ERRORS, "413", "415")),
+    Endpoint("POST", "/v1/owner/analysts/{name}/revoke", OwnerService.revoke, Caller.OWNER,
+             "Stop an analyst's token at once (requests already reserved finish and are recorded)", {"type": "object"},
+             errors=OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/analysts/{name}/rotate", OwnerService.rotate, Caller.OWNER,
+             "A new token for an analyst, shown once; the old one stops at once; quotas and history stay", TOKEN,
+             errors=OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/analysts/{name}/quota", OwnerService.quota, Caller.OWNER,
+             "Set (a number) or clear (null) an analyst's quota", {"type": "object"}, body=("Quota",),
+             errors=(*OWNER_ERRORS, "413", "415")),
+    Endpoint("GET", "/v1/owner/datasets", OwnerService.datasets, Caller.OWNER, "The registry: datasets, releasable keys, limits",
+             {"type": "object"}, errors=OWNER_ERRORS),
+    Endpoint("GET", "/v1/owner/budget", OwnerService.budget, Caller.OWNER, "Per unit and notion: spent, limit, releases",
+             {"type": "object"}, errors=OWNER_ERRORS),
+    Endpoint("GET", "/v1/owner/history", OwnerService.history, Caller.OWNER,
+             "History rows, newest first: what was asked and its outcome (filtered, paged)", {"type": "object"},
+             errors=OWNER_ERRORS, query=(
+                 Query("analyst", {"type": "string", "maxLength": 64}, "only this analyst's rows"),
+                 Query("dataset", {"type": "string", "maxLength": 128}, "only this dataset's rows"),
+                 Query("outcome", {"type": "string", "enum": ["answered", "failed", "interrupted", "running",
+                                                              "charged"]}, "only rows with this outcome"),
+                 *OWNER_PAGE)),
+    Endpoint("GET", "/v1/owner/spending", OwnerService.spending, Caller.OWNER, "ε spent over time, per unit or per analyst",
+             {"type": "object"}, errors=OWNER_ERRORS,
+             query=(Query("by", {"type": "string", "enum": ["unit", "analyst"], "default": "unit"}, "the grouping"),)),
+    Endpoint("GET", "/v1/owner/audit", OwnerService.audit, Caller.OWNER, "The latest audit lines (one per request, never a token)",
+             {"type": "object"}, errors=OWNER_ERRORS,
+             query=(Query("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, "lines"),)),
+    Endpoint("GET", "/v1/owner/workers", OwnerService.workers, Caller.OWNER,
+             "The workers now: each one's search process (pid, alive, forks, records searched) and the requests "
+             "running and waiting", {"type": "object"}, errors=OWNER_ERRORS),
+    Endpoint("POST", "/v1/owner/command", OwnerService.command, Caller.OWNER,
+             "Run an owner command of the CLI on the served file (what `pcor-sql analyst|dataset|budget ... --db FILE`, "
+             "`explain-outlier`, `identify-anomaly` and `coe` send while the file is served): its exit code, stdout, "
+             "stderr and the pictures it drew (base64, for the caller to write at their path)",
+             {"type": "object", "properties": {
+                 "exit_code": {"type": "integer"}, "stdout": {"type": "string"}, "stderr": {"type": "string"},
+                 "files": {"type": "array", "items": {"type": "object", "properties": {
+                     "path": {"type": "string"}, "data": {"type": "string", "contentEncoding": "base64"}}}}}},
+             body=("Command",), errors=(*OWNER_ERRORS, "413", "415", "503")),
+    Endpoint("GET", "/healthz", health, Caller.PUBLIC, "Whether the service is up (no token needed)",
+             {"type": "object", "properties": {"status": {"type": "string"}}}, errors=("400",)),
+    Endpoint("GET", "/v1/owner/openapi.json", openapi, Caller.PUBLIC, "This document", {"type": "object"},
+             errors=("400",)),
+)
 
 
 def owner_app(service: Any, token: str, *, commands: Commands | None = None, console: bool = True) -> Starlette:
     """The owner's ASGI app over the analysts' `service` (`http_app.app(...).state.service`),
     opened by `token`. Serve it on loopback only (`listeners` does, for `pcor-sql serve`)."""
+    from pcor_sql import __version__
+
     owner = OwnerService(service, token, commands)
-    routes: list[Any] = [make_route(e, getattr(owner, e.handler), owner.authenticate, service.audit)
-                         for e in OWNER_ENDPOINTS]
+    owner.document = document(service.limits, __version__, OWNER_ENDPOINTS, title="pcor-sql owner service",
+                              extra_schemas=OWNER_BODIES)
+    routes: list[Any] = [bound_route(e, owner, owner.authenticate, service.audit) for e in OWNER_ENDPOINTS]
     if console:
         routes += console_routes(owner)
     built = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: internal})

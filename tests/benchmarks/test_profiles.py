@@ -133,7 +133,7 @@ def test_merge_results_joins_shards_and_recomputes_targets():
 
 def test_verifier_texts_become_verifier_specs():
     from benchmarks.profiles import verifier_of
-    from pcor_sql.requests import VerifierSpec
+    from pcor_sql.request_values import VerifierSpec
 
     assert verifier_of("grubbs") == VerifierSpec("grubbs")
     assert verifier_of("lof(duplicates='plain')") == VerifierSpec("lof", (("duplicates", "plain"),))

@@ -239,18 +239,18 @@ def test_seeds_need_allow_seeded_on_a_persistent_ledger(db, ledger_file):
     assert ledger_file.exists()
 
 
-# ---- datasets ----------------------------------------------------------------------------
+# ---- examples (the bundled datasets) ------------------------------------------------------------------------
 
-def test_datasets_list_and_export(tmp_path):
-    listed = [json.loads(line) for line in _ok("datasets", "list", "--format", "jsonl").stdout.splitlines()]
-    assert json.loads(_ok("datasets", "list", "--format", "json").stdout) == listed
+def test_examples_list_and_export(tmp_path):
+    listed = [json.loads(line) for line in _ok("examples", "list", "--format", "jsonl").stdout.splitlines()]
+    assert json.loads(_ok("examples", "list", "--format", "json").stdout) == listed
     assert [d["name"] for d in listed] == ["salaries", "homicides", "diamonds"]
     assert 42 in listed[0]["planted_outliers"] and listed[0]["metric"] == "salary"
-    assert "salaries" in _ok("datasets", "list").stdout
+    assert "salaries" in _ok("examples", "list").stdout
     parquet = tmp_path / "s.parquet"
-    _ok("datasets", "export", "salaries", str(parquet))
+    _ok("examples", "export", "salaries", str(parquet))
     database = tmp_path / "d.duckdb"
-    _ok("datasets", "export", "diamonds", str(database), "--format", "duckdb")
+    _ok("examples", "export", "diamonds", str(database), "--format", "duckdb")
     con = duckdb.connect()
     try:
         assert con.execute(f"SELECT count(*) FROM read_parquet('{parquet}')").fetchall() == [(51000,)]
@@ -259,9 +259,21 @@ def test_datasets_list_and_export(tmp_path):
         assert con.execute("SELECT typeof(cut) FROM d.diamonds LIMIT 1").fetchall()[0][0].startswith("ENUM")
     finally:
         con.close()
-    assert_error(invoke("datasets", "export", "salaries", str(parquet)), "already exists")
-    _ok("datasets", "export", "salaries", str(parquet), "--overwrite")
-    assert_error(invoke("datasets", "export", "nope", str(tmp_path / "x.parquet")), "unknown dataset")
+    assert_error(invoke("examples", "export", "salaries", str(parquet)), "already exists")
+    _ok("examples", "export", "salaries", str(parquet), "--overwrite")
+    assert_error(invoke("examples", "export", "nope", str(tmp_path / "x.parquet")), "unknown dataset")
+
+
+def test_the_old_datasets_spelling_still_works_and_says_it_is_going(tmp_path):
+    """`pcor-sql datasets` (the bundled data's old name, beside `dataset`, the registered ones):
+    hidden, the same commands, one warning line on stderr naming the new command."""
+    old, new = invoke("datasets", "list", "--format", "json"), _ok("examples", "list", "--format", "json")
+    assert old.exit_code == 0 and json.loads(old.stdout) == json.loads(new.stdout)
+    [line] = old.stderr.splitlines()
+    assert line.startswith("warning: ") and "pcor-sql examples" in line
+    assert "datasets" not in new.stderr
+    top = _ok("--help").stdout
+    assert "examples" in top and " datasets " not in top
 
 
 # ---- identify-anomaly --------------------------------------------------------------------

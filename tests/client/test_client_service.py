@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import pcor_sql
-from pcor_sql.client import RemoteAnswer, RemoteExplanation
+from pcor_sql_client import RemoteAnswer, RemoteExplanation
 from pcor_sql.errors import BudgetExceeded, Refused, RequestFailed, UserError
 from tests.client.served_dataset import ABSENT, OUTLIERS, TEXT_KEYS, served_dataset
 

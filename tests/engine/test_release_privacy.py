@@ -192,7 +192,7 @@ def independent_z_check(case: SmallCase, mask: int, z: float) -> bool:
 def _release(d, verifier, source, *, start=None, epsilon=1.0, **options):
     """One record's release with a request holding `options` (search, samples, utility, ...)."""
     from pcor_sql.engine.record_search import SelectedRecord
-    from pcor_sql.requests import OutlierRequest
+    from pcor_sql.request_values import OutlierRequest
 
     request = OutlierRequest("emp", "pay", "id = 0", epsilon=epsilon, **options)
     return release_one(d.con, d.summary, SelectedRecord(d.row, d.v), verifier, request, source, start)

@@ -156,6 +156,29 @@ def test_serialization_failures_are_retried(postgres_server):
     assert outcome == ["refused"]  # re-run from a fresh snapshot: 0.9 + 0.3 > 1.0
 
 
+def test_a_charge_queued_behind_a_held_row_is_not_busy(postgres_server):
+    """A holder that keeps the budget row locked for longer than `busy_timeout` (a host cut off
+    mid-transaction keeps it until the server ends that session, DESIGN.md §11 "Faults") and then
+    commits: the queued charge fails once with 40001 and is run again — the wait is not
+    conflicts, so it is charged, not refused as "stayed busy" (it was, before)."""
+    import psycopg
+
+    url = postgres_server.fresh_url()
+    ledger = Ledger(store=PostgresStore(url, busy_timeout=1.0))
+    ledger.set_limit("d", 1.0)
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        other.execute("UPDATE pcor.budget SET spent_epsilon = 0.5, spent_residual = 0 WHERE unit = 'd'")
+        outcome = []
+        worker = threading.Thread(target=lambda: outcome.append(_try(ledger, 0.3)))
+        worker.start()
+        worker.join(timeout=2.0)  # twice busy_timeout
+        assert worker.is_alive()  # still waiting on the row lock
+        other.execute("COMMIT")
+        worker.join(timeout=30)
+    assert outcome == ["charged"]
+
+
 def _try(ledger: Ledger, epsilon: float) -> str:
     from pcor_sql.errors import BudgetExceeded
 
@@ -164,3 +187,5 @@ def _try(ledger: Ledger, epsilon: float) -> str:
         return "charged"
     except BudgetExceeded:
         return "refused"
+    except UserError as exc:
+        return str(exc)

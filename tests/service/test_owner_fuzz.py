@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.generation.modes import GenerationMode
 
 import pcor_sql.service
-from pcor_sql.service.endpoint_table import OWNER_ENDPOINTS, Caller
-from pcor_sql.service.owner_app import owner_app
+from pcor_sql.service.endpoint_table import Caller
+from pcor_sql.service.owner_app import OWNER_ENDPOINTS, owner_app
 from tests.client.served_dataset import make_database, register
 from tests.service.live_server import live_listeners
 

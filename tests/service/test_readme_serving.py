@@ -64,7 +64,7 @@ def test_the_serving_analysts_examples_run_against_a_live_server(tmp_path):
     shim.chmod(0o755)
     env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    bash("pcor-sql datasets export salaries salaries.duckdb --format duckdb\n"
+    bash("pcor-sql examples export salaries salaries.duckdb --format duckdb\n"
          "pcor-sql budget set-limit salaries 2.0 --db salaries.duckdb", tmp_path, env)  # as "A scripted report"
     bash(owner_commands, tmp_path, env)
     token = (tmp_path / "alice.token").read_text(encoding="utf-8").strip()

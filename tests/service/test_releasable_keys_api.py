@@ -8,7 +8,7 @@ import pytest
 
 import pcor_sql
 import pcor_sql.service
-from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS
+from pcor_sql.service.analyst_endpoints import ANALYST_ENDPOINTS
 from tests.service.console_fixture import make_owner
 from tests.service.live_server import live_server
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pcor_sql.service.endpoint_table import ANALYST_ENDPOINTS
+from pcor_sql.service.analyst_endpoints import ANALYST_ENDPOINTS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "service.md"
 

@@ -25,6 +25,7 @@ import pytest
 
 import pcor_sql
 from benchmarks.service_process import start
+from benchmarks.shared_ledger import make_data, register
 from pcor_sql.errors import PcorError
 
 pytestmark = pytest.mark.slow
@@ -40,22 +41,9 @@ WAIT_S = 120.0
 
 def make_database(path, ledger: str | None = None, rows: int = ROWS, analysts: int = ANALYSTS) -> dict[str, str]:
     """The staff table of `rows` rows with its planted outliers, registered (in `ledger`, else
-    the file's own), and `analysts` analysts' tokens."""
-    con = duckdb.connect(str(path))
-    try:
-        con.execute("CREATE TYPE dept AS ENUM ('a', 'b', 'c', 'd'); CREATE TYPE yr AS ENUM ('2020', '2021', '2022')")
-        con.execute(
-            f"CREATE TABLE staff AS SELECT i AS id, (['a', 'b', 'c', 'd'])[i % 4 + 1]::dept AS dept,"
-            f" (['2020', '2021', '2022'])[i % 3 + 1]::yr AS year,"
-            f" CASE WHEN i < {len(KEYS)} THEN 9000.0 + i ELSE 100.0 + (hash(i) % 1000) / 10.0 END AS pay"
-            f" FROM range({rows}) t(i)")
-        owner = pcor_sql.Owner(con, ledger, warn=lambda message: None)
-        owner.register("staff", "staff", key="id", metric="pay", by="dept,year", limit=1000.0, releasable=KEYS)
-        tokens = {f"analyst{i}": owner.add_analyst(f"analyst{i}", quota=100.0) for i in range(analysts)}
-        owner.ledger.close()
-        return tokens
-    finally:
-        con.close()
+    the file's own), and `analysts` analysts' tokens (the shared-ledger benchmark's data)."""
+    make_data(path, rows, outliers=len(KEYS))
+    return register(path, ledger, analysts=analysts, limit=1000.0, quota=100.0, releasable=KEYS)
 
 
 def burst(url: str, tokens: dict[str, str], answered: dict[str, list], lost: Counter, stop: threading.Event) -> list:

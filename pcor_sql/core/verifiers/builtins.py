@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from pcor_sql.core.option_spec import one_of
 from pcor_sql.core.verifiers.capabilities import Reads, capabilities_of
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
@@ -22,11 +23,16 @@ def builtin_name(cls: type) -> str:
 BUILTIN_NAMES = tuple(builtin_name(cls) for cls in BUILTINS)
 
 
+def builtin_label(name: str) -> str | None:
+    """A built-in's name in words (`capabilities.label`: 'lof' → 'LOF'); None for any other name."""
+    return next((c.capabilities.label for c in BUILTINS if builtin_name(c) == name), None)
+
+
 def builtin_list(serves: Iterable[Reads] | None = None) -> str:
     """'grubbs, histogram, lof or zscore': the built-ins (those whose reads `serves` holds)."""
     keep = None if serves is None else frozenset(serves)
     names = [builtin_name(c) for c in BUILTINS if keep is None or c.capabilities.reads in keep]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return one_of(names)
 
 
 def unserved(verifier: Any, serves: Iterable[Reads], engine: str) -> tuple[str, str] | None:

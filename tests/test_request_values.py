@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pcor_sql.core.accounting import ACCOUNTINGS, SEARCHES, derive_budget
 from pcor_sql.errors import UserError
-from pcor_sql.requests import (
+from pcor_sql.request_values import (
     AnomalyRequest,
     OutlierRequest,
     VerifierSpec,
