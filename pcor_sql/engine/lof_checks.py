@@ -11,9 +11,9 @@ about 0.15 µs per array argument. Memory: about 200 bytes per cell and 28 per n
 entry (the record's arrays and their packed copy), whatever N.
 
 On a wide summary (`jit.WALK_CELLS` cells or more) the checks walk (`lof_window_walk`): the
-record's window is wider — the whole table for a tied metric, else at least 4·(2k + 4) distinct
-values a side besides the _NEAR rows (`lof_window`) — its distinct values numbered and each
-cell's rows in it grouped by value (`window_of`, `window_counts`).
+record's window is wider — at least 4·(2k + 4) distinct values a side besides the _NEAR rows,
+widened when a context of many cells reads past it (`lof_window`, `_WindowWalk`) — its distinct
+values numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`).
 
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
@@ -31,7 +31,7 @@ from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, contex
 from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
-from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
+from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
 from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
@@ -121,25 +121,21 @@ def window_range(sample: np.ndarray, rows: int, v: float, distinct: int, per_sid
     return min(a, a_d, v), max(b, b_d, v)
 
 
-#: A metric whose sample holds at most this many distinct values is counted over the whole table
-#: (`lof_window`), up to this many rows: every cell's rows as (value, copies) entries.
-WHOLE_DISTINCT = 8192
-WHOLE_ROWS = 1 << 23
+#: Each widening (`lof_window`) multiplies the window's distinct values and rows a side by this.
+WIDEN = 4
 
 
-def lof_window(sample: np.ndarray, rows: int, v: float, k: int) -> tuple[float, float]:
-    """The window a LOF walk counts. A tied metric (few distinct values in the sample) gets the
-    whole table: its counts per value are a few thousand integers, and a context whose rows near
-    v are far from v — the record's state averages ~900 births, v = 2 — then reads them off the
-    counts, skipping zeros at ~0.3 ns each, where a window around v read past its end and listed
-    every member cell for the heap (measured, births shape, 8,400 member cells: 645 µs a check
-    after a move, against ~25 µs with the whole table; `python -m benchmarks.per_check_cells`).
-    Otherwise at least 4·(2k + 4) distinct values a side (four times the first fetch; a tied
-    metric's 4,096 rows hold ~20 distinct values) besides the _NEAR rows (`window_range`).
-    Any window is correct: its size only sets how often a check reads past it."""
-    if rows <= WHOLE_ROWS and np.unique(sample).size <= WHOLE_DISTINCT:
-        return -math.inf, math.inf
-    return window_range(sample, rows, v, 4 * (2 * k + 4))
+def lof_window(sample: np.ndarray, rows: int, v: float, k: int, widened: int = 0) -> tuple[float, float]:
+    """The window a LOF walk counts: at least 4·(2k + 4) distinct values a side (four times the
+    first fetch; a tied metric's 4,096 rows hold ~20 distinct values) besides the _NEAR rows
+    (`window_range`), each times WIDEN^widened — the walk widens it when a context of many cells
+    reads past it (`lof_window_walk.WIDER`: the births shape's record, v = 2 in a state averaging
+    ~900, in a context of large states only). Narrow, because a move pays its slab's entries in
+    the window: the whole table's (~4.3 a cell on the births shape) doubled a check after a
+    move of the full context (`python -m benchmarks.per_check_cells`). Any window is correct:
+    its size only sets how often a check reads past it."""
+    grow = WIDEN ** widened
+    return window_range(sample, rows, v, 4 * (2 * k + 4) * grow, _NEAR * grow)
 
 
 def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, v: float
@@ -157,61 +153,91 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     """context (bitset over `space`) → (verdict, N) through the kernel, membership included,
     for a `Lof` on a summary with sorted runs (`compiled_checks` registers it for exactly `Lof`)."""
     runs = summary.runs()
-    walks = _walks(summary, space, runs, v)
-    # A walk counts the context's rows per value over a window of at least the values its
-    # arithmetic reads (~2k'-3k' a side: four times the first fetch, 2k + 4).
-    near = lof_window(runs.sample(), runs.values.size, v, verifier.k) if walks else None
-    # A walk numbers the cells in grid order (`engine.grid_layout`: a move's slab is read in order).
-    coords = summary.coords
-    if walks:
-        layout = grid_layout(summary)
-        runs, coords = layout.runs, layout.coords
-    record = LofRecord(runs, v, near, merged=not walks)
+    if _walks(summary, space, runs, v):
+        return _WindowWalk(summary, space, verifier, v)
+    record = LofRecord(runs, v)
     # The record's own value of attribute 0 is in every context checked (admissible contexts).
-    flat = flat_bits(coords, space.offsets, space.offsets[0] + space.anchor[0])
+    flat = flat_bits(summary.coords, space.offsets, space.offsets[0] + space.anchor[0])
     # A narrow summary scans its few cells (~1.5 ns each) faster than it would count values.
     wide = summary.count.size >= WALK_CELLS
-    index = cell_index(coords, space.offsets, space.t) if wide else NO_INDEX
+    index = cell_index(summary.coords, space.offsets, space.t) if wide else NO_INDEX
     ints, floats = record.packed(verifier.k, verifier.duplicates, flat, index)
-    values, threshold, n_words = record.values, verifier.threshold, (space.t + 63) // 64
+    values, n_words = record.values, (space.t + 63) // 64
     narrow = 1 << 63 if n_words == 1 else 0  # as `context_words` (x only in a space of ≤ 64 bits)
-
-    def decided(mask: int, score: float, n: int, status: int) -> tuple[bool, int]:
-        if n == 0:
-            raise InternalError("an admissible context has an empty population")
-        if status == TOO_WIDE:
-            # The numpy path raises lof's UserError (the values span too wide for its distances).
-            return bool(verifier.check(summary.population(summary.member(space, mask), v))), n
-        return score > threshold, n  # NaN (N < 2, one distinct value): never an outlier
-
-    if walks:
-        wu, estart, ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos, record.v)
-        rows_of = cell_rows(record.starts, estart)
-        walk = WalkStates(summary.count.size, wu.size, dv, left_end, right_end, False, n_words, space.full,
-                          (flat, index, rows_of, ent))
-
-        def walked(mask: int) -> tuple[bool, int]:
-            x, words, dx, dwords, state, member, cnt, bits = walk.step(mask)
-            return decided(mask, *lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state,
-                                                  member, cnt, bits, walk.scratch))
-
-        def walked_batch(masks: list[int]) -> list[tuple[bool, int]]:
-            ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks)
-            scores = np.empty(len(masks))
-            lof_many(ctx, prev, values, ints, floats, rows_of, ent, wu, state, member, cnt, bits, walk.scratch,
-                     scores, codes, ns)
-            return [decided(mask, score, n, status)
-                    for mask, score, n, status in zip(masks, scores.tolist(), ns.tolist(), codes.tolist())]
-
-        walked.many = walked_batch  # type: ignore[attr-defined]
-        return walked
 
     def check(mask: int) -> tuple[bool, int]:
         if mask < narrow:  # `context_words` inlined: a check is a few µs
-            return decided(mask, *lof_context(mask, NO_WORDS, values, ints, floats))
-        return decided(mask, *lof_context(0, context_words(mask, n_words)[1], values, ints, floats))
+            return _decided(summary, space, verifier, v, mask, *lof_context(mask, NO_WORDS, values, ints, floats))
+        return _decided(summary, space, verifier, v, mask,
+                        *lof_context(0, context_words(mask, n_words)[1], values, ints, floats))
 
     return check
+
+
+def _decided(summary: Any, space: Any, verifier: Any, v: float, mask: int, score: float, n: int, status: int
+             ) -> tuple[bool, int]:
+    if n == 0:
+        raise InternalError("an admissible context has an empty population")
+    if status == TOO_WIDE:
+        # The numpy path raises lof's UserError (the values span too wide for its distances).
+        return bool(verifier.check(summary.population(summary.member(space, mask), v))), n
+    return score > verifier.threshold, n  # NaN (N < 2, one distinct value): never an outlier
+
+
+class _WindowWalk:
+    """The checks of a wide summary (`lof_window_walk`), cells in grid order (`engine.grid_layout`:
+    a move's slab is read in order), over the window `lof_window(..., widened)`; a check that
+    answers WIDER widens it — the record's arrays and the walks' states rebuilt, O(rows in the
+    window + cells), WIDEN times the values each time, so a few times at most — and is asked again."""
+
+    def __init__(self, summary: Any, space: Any, verifier: Any, v: float):
+        self.summary, self.space, self.verifier, self.v = summary, space, verifier, float(v)
+        layout = grid_layout(summary)
+        self.runs, self.n_words = layout.runs, (space.t + 63) // 64
+        # The record's own value of attribute 0 is in every context checked (admissible contexts).
+        self.flat = flat_bits(layout.coords, space.offsets, space.offsets[0] + space.anchor[0])
+        self.index = cell_index(layout.coords, space.offsets, space.t)
+        self.widened = -1
+        self._widen()
+
+    def _widen(self) -> None:
+        self.widened += 1
+        runs, verifier = self.runs, self.verifier
+        near = lof_window(runs.sample(), runs.values.size, self.v, verifier.k, self.widened)
+        record = LofRecord(runs, self.v, near, merged=False)
+        self.values = record.values
+        self.ints, self.floats = record.packed(verifier.k, verifier.duplicates, self.flat, self.index)
+        self.wu, estart, self.ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos,
+                                                                       record.v)
+        self.rows_of = cell_rows(record.starts, estart)
+        self.walk = WalkStates(self.summary.count.size, self.wu.size, dv, left_end, right_end, False, self.n_words,
+                               self.space.full, (self.flat, self.index, self.rows_of, self.ent))
+
+    def _args(self) -> tuple[Any, ...]:
+        return self.values, self.ints, self.floats, self.rows_of, self.ent, self.wu
+
+    def __call__(self, mask: int) -> tuple[bool, int]:
+        while True:
+            x, words, dx, dwords, state, member, cnt, bits = self.walk.step(mask)
+            score, n, status = lof_window_walk(x, words, dx, dwords, *self._args(), state, member, cnt, bits,
+                                               self.walk.scratch)
+            if status != WIDER:
+                return _decided(self.summary, self.space, self.verifier, self.v, mask, score, n, status)
+            self._widen()
+
+    def many(self, masks: list[int]) -> list[tuple[bool, int]]:
+        """The checks of `masks` in one compiled call (`walk_batches.lof_many`); those that
+        answer WIDER again one by one, after the widening."""
+        ctx, prev, (state, member, cnt, bits), codes, ns = self.walk.batch(masks)
+        scores = np.empty(len(masks))
+        lof_many(ctx, prev, *self._args(), state, member, cnt, bits, self.walk.scratch, scores, codes, ns)
+        wider = codes == WIDER
+        if wider.any():
+            self._widen()
+        return [self(mask) if again else _decided(self.summary, self.space, self.verifier, self.v, mask, score, n,
+                                                   status)
+                for mask, score, n, status, again in zip(masks, scores.tolist(), ns.tolist(), codes.tolist(),
+                                                         wider.tolist())]
 
 
 _NEAR_VALUES = 4  # values apart: the moves between two contexts stay cheap (a few slabs)

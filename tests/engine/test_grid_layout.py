@@ -16,7 +16,7 @@ from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.grid_layout import grid_layout
-from pcor_sql.engine.lof_checks import WHOLE_DISTINCT, lof_window
+from pcor_sql.engine.lof_checks import lof_window
 from pcor_sql.engine.schema import resolve_schema
 from pcor_sql.engine.summary import build_summary, record_cell
 from tests.engine.test_wide_checks import SIZES, reference, walks
@@ -57,10 +57,13 @@ def test_the_layout_is_the_cells_in_grid_order_with_their_runs(untied):
     assert (layout.vmin == summary.vmin[layout.perm]).all() and (layout.vmax == summary.vmax[layout.perm]).all()
 
 
-def test_a_tied_metric_is_counted_over_the_whole_table():
+def test_the_window_is_narrow_and_widens_to_the_whole_table():
     tied = np.sort(np.repeat(np.arange(1_000.0), 60))
-    assert lof_window(tied, tied.size, 2.0, 20) == (-math.inf, math.inf)
-    untied = np.sort(np.random.default_rng(1).random(4 * WHOLE_DISTINCT))
+    a, b = lof_window(tied, tied.size, 2.0, 20)
+    assert a == -math.inf and 2.0 < b < 999.0  # 176 distinct values above v, not the table
+    widths = [lof_window(tied, tied.size, 2.0, 20, widened)[1] for widened in range(4)]
+    assert widths == sorted(widths) and widths[0] < widths[1] and widths[-1] == math.inf
+    untied = np.sort(np.random.default_rng(1).random(32_768))
     a, b = lof_window(untied, untied.size, 0.5, 20)
     assert -math.inf < a < 0.5 < b < math.inf
 
@@ -68,7 +71,7 @@ def test_a_tied_metric_is_counted_over_the_whole_table():
 @pytest.mark.parametrize("verifier", [Lof(k=5), Lof(k=3, duplicates="plain"), Histogram(rel=0.05)], ids=repr)
 def test_walked_contexts_of_an_untied_metric_agree_with_the_reference(untied, verifier):
     summary, space = untied
-    assert np.unique(summary.runs().sample()).size > WHOLE_DISTINCT  # the window is not the table
+    assert np.unique(summary.runs().sample()).size > 8192  # the window is not the table
     masks = walks(space, np.random.default_rng(21), 600)
     own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])  # V's cell
     run = summary.runs().cell_values(own)

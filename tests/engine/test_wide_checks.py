@@ -173,3 +173,35 @@ def test_thousands_of_jumps_agree_with_the_reference(wide, verifier):
             assert got == reference(summary, space, verifier, v, mask), (verifier, v)
             verdicts.append(got[0])
     assert any(verdicts) and not all(verdicts)
+
+
+def test_a_check_that_reads_past_the_window_widens_it_and_agrees(births, monkeypatch):
+    """LOF's window near v (`lof_checks.lof_window`) is narrow; a context of many cells whose
+    neighbourhood reaches past it answers WIDER and is checked again over a wider window
+    (`lof_checks._WindowWalk`): the births walks reach that path, one by one and in batches, and
+    every verdict equals the reference."""
+    from pcor_sql.engine import lof_checks
+
+    widened = []
+    original = lof_checks._WindowWalk._widen
+
+    def counting(self):
+        widened.append(self)
+        original(self)
+
+    monkeypatch.setattr(lof_checks._WindowWalk, "_widen", counting)
+    summary, space = births
+    masks = walks(space, np.random.default_rng(5), 700)
+    own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
+    ordinary = float(np.median(summary.runs().cell_values(own)))
+    walked = reached = 0
+    for verifier in (Lof(), Lof(k=5), Lof(k=3, duplicates="plain")):
+        for v in (2.0, ordinary):
+            for batched in (False, True):
+                widened.clear()
+                check = compiled_check(summary, space, verifier, v)
+                got = check.many(masks) if batched else [check(mask) for mask in masks]
+                walked += 1
+                reached += len(widened) > 1  # the first is the walk's own window
+                assert got == [reference(summary, space, verifier, v, mask) for mask in masks], (verifier, v)
+    assert reached >= 2, f"only {reached} of {walked} walks read past their first window"

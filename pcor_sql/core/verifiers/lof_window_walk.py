@@ -9,10 +9,14 @@ rows) a heap over every member cell — 22 ms on an 85,680-cell context. Here th
 from the window counts: side by side, the next non-zero count outwards from v is the context's
 next distinct value with its number of rows, exactly what `lof_walk.fill` produces, so the
 arithmetic (`lof_kernel._lof_buffered`, unchanged) computes the same score. Past the window on
-a side that does not reach the table's end, the heap over the member runs takes over just
-beyond it (`lof_walk._heap_init` on rows 2, 3 of the record's positions, which are the
-window's edges), listing the member cells then (`jit.listed_members`) — a context that sparse
-in the window holds few cells, or the arithmetic reads unusually far.
+a side that does not reach the table's end, a context of at most HEAP_CELLS member cells goes
+on through the heap over the member runs just beyond it (`lof_walk._heap_init` on rows 2, 3 of
+the record's positions, which are the window's edges), listing the member cells then
+(`jit.listed_members`); a larger one answers WIDER, and its caller widens the window (for good:
+the next checks carry the wider one) and asks again — so no check lists many cells, and the
+window stays as narrow as the contexts checked so far need (a move pays its slab's entries in
+the window: on the births shape the whole table's are ~4.3 a cell, a window near v's a few
+tenths).
 
 Costs per check: the move (its slab of cells and their window entries), the window values read
 (about 2k'–3k' non-zero ones a side, zeros skipped at ~0.3 ns), O(k'²) arithmetic; the heap only
@@ -33,6 +37,11 @@ from pcor_sql.core.verifiers.lof_walk import DONE, FROM, HEAP_SIZE, MODE, N_SIDE
 from pcor_sql.core.verifiers.window_counts import S_CELLS, S_DV, S_LEND, S_N, S_REND, move
 
 _WINDOW = 2  # MODE: the side reads the window counts (then 1: the heap, as `lof_walk.fill`)
+#: status: the context reads past the window on a side that does not reach the table's end and
+#: holds more than HEAP_CELLS member cells — the caller widens the window and checks again
+#: (`engine.lof_checks`), where listing those cells for the heap would cost O(member cells).
+WIDER = 5
+HEAP_CELLS = 2048
 
 
 @compiled_with(nogil=True)
@@ -105,6 +114,8 @@ def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu
             if st[MODE + side] == _WINDOW:
                 _fill_window(side, target, st, bv, bc, center, cnt, wu)
                 if st[MODE + side] == 1:  # past the window: the member runs beyond it, through a heap
+                    if m_cells > HEAP_CELLS:
+                        return np.nan, n, WIDER
                     if m < 0:
                         m = listed_members(x, words, index, member, inside)
                     if hk.shape[1] == 0:
