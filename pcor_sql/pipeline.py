@@ -29,14 +29,11 @@ import math
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
-from pcor_sql.backends.base import DataAccess
 from pcor_sql.core.option_spec import Who
 from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.core.work import WorkMeter, metered
-from pcor_sql.engine.record_search import OutlierRun
-from pcor_sql.engine.schema import Schema
 from pcor_sql.errors import (
     AnalystRefused,
     BudgetExceeded,
@@ -49,11 +46,16 @@ from pcor_sql.errors import (
     register_spelling,
     warn_privacy,
 )
-from pcor_sql.ledger.admission_memory import AdmissionMemory
-from pcor_sql.ledger.charge_rules import ChargeItem
-from pcor_sql.ledger.seams import Charged, ChargingLedger
 
 Progress = Callable[[int, int], None]
+if TYPE_CHECKING:  # annotations only: the CLI imports this module's constants, and these import DuckDB
+    from pcor_sql.backends.base import DataAccess
+    from pcor_sql.engine.record_search import OutlierRun
+    from pcor_sql.engine.schema import Schema
+    from pcor_sql.ledger.admission_memory import AdmissionMemory
+    from pcor_sql.ledger.charge_rules import ChargeItem
+    from pcor_sql.ledger.seams import Charged, ChargingLedger
+
 LOG = logging.getLogger("pcor_sql")
 
 #: Above this ε a release protects almost nothing (e^10 ≈ 22,000: any likelihood ratio up to that).

@@ -24,7 +24,8 @@ def test_python_dash_m_explains_a_planted_outlier():
     e = json.loads(lines[0])
     assert e["record"]["id"] == 42 and e["epsilon"] == 0.2 and e["seeded"] is True
     assert e["explanation_sql"].startswith("SELECT salary FROM salaries WHERE")
-    assert done.stderr.splitlines() == [
+    # The first run on a machine also says it compiles (once, into numba's cache): not this test's point.
+    assert [line for line in done.stderr.splitlines() if "compiling the validity checks" not in line] == [
         "warning: the budget ledger is in memory and is lost when the process ends — keep it in a file:"
         " ledger='FILE' in Python, --ledger FILE (or --db FILE) on the CLI",
         "warning: seeded run: the output is a deterministic function of the data — not private, never release it",
