@@ -19,26 +19,15 @@ from pcor_sql.engine.grid_layout import grid_layout
 from pcor_sql.engine.lof_checks import lof_window
 from pcor_sql.engine.schema import resolve_schema
 from pcor_sql.engine.summary import build_summary, record_cell
-from tests.engine.test_wide_checks import SIZES, reference, walks
+from tests.engine.test_wide_checks import SIZES, reference, walks, wide_shape
 
 
 @pytest.fixture(scope="module")
 def untied():
     """The wide shape of `test_wide_checks` (9,600 cells) with a metric without ties."""
     con = duckdb.connect()
-    digits, stride = [], 1
-    for i, size in enumerate(SIZES):
-        digits.append(f"'v' || ((h // {stride}) % {size}) AS a{i}")
-        stride *= size
-    con.execute(f"CREATE TABLE t AS SELECT id, {', '.join(digits)}, "
-                f"CASE WHEN id = 0 THEN 3.5 ELSE ((h // {stride}) % 1000003) / 1000.0 + ((h // 7) % {SIZES[0]}) / 9.0 END AS m "
-                f"FROM (SELECT range AS id, hash(range) AS h FROM range(60000))")
-    con.execute("UPDATE t SET a0 = 'v0', a1 = 'v0', a2 = 'v0' WHERE id = 0")
-    domains = {f"a{i}": [f"v{j}" for j in range(size)] for i, size in enumerate(SIZES)}
-    schema = resolve_schema(con, "t", '"m"', by=list(domains), domains=domains)
-    summary = build_summary(con, schema, with_values=True)
-    space = ContextSpace(schema.attributes, record_cell(schema, {"a0": "v0", "a1": "v0", "a2": "v0"}))
-    yield summary, space
+    yield wide_shape(con, "CASE WHEN id = 0 THEN 3.5 ELSE ((h // {stride}) % 1000003) / 1000.0"
+                          " + ((h // 7) % {size}) / 9.0 END")
     con.close()
 
 

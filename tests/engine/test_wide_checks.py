@@ -23,24 +23,28 @@ from pcor_sql.engine.summary import build_summary, record_cell
 SIZES = (240, 8, 5)  # 9,600 cells (most present), 253 values: 250 free bits, 4 words
 
 
-@pytest.fixture(scope="module")
-def wide():
-    con = duckdb.connect()
-    rows = 60_000
+def wide_shape(con: duckdb.DuckDBPyConnection, metric: str, rows: int = 60_000) -> tuple:
+    """(summary, space) of table t: attributes a0..a2 of SIZES values drawn from the row's hash h,
+    the metric the SQL expression `metric` (over h and id, with {stride} the product of SIZES and
+    {size} the first; id 0 is the record), id 0 moved to cell (v0, v0, v0)."""
     digits, stride = [], 1
     for i, size in enumerate(SIZES):
         digits.append(f"'v' || ((h // {stride}) % {size}) AS a{i}")
         stride *= size
-    # Tie-heavy: whole numbers 0..30 by cell level, so many cells are constant or hold 2-3 values.
-    con.execute(f"CREATE TABLE t AS SELECT id, {', '.join(digits)}, "
-                f"CASE WHEN id = 0 THEN 60.0 ELSE round((h // {stride}) % 7 + ((h // 7) % {SIZES[0]}) / 12.0) END AS m "
+    con.execute(f"CREATE TABLE t AS SELECT id, {', '.join(digits)}, {metric.format(stride=stride, size=SIZES[0])} AS m "
                 f"FROM (SELECT range AS id, hash(range) AS h FROM range({rows}))")
     con.execute("UPDATE t SET a0 = 'v0', a1 = 'v0', a2 = 'v0' WHERE id = 0")
     domains = {f"a{i}": [f"v{j}" for j in range(size)] for i, size in enumerate(SIZES)}
     schema = resolve_schema(con, "t", '"m"', by=list(domains), domains=domains)
     summary = build_summary(con, schema, with_values=True)
-    space = ContextSpace(schema.attributes, record_cell(schema, {"a0": "v0", "a1": "v0", "a2": "v0"}))
-    yield summary, space
+    return summary, ContextSpace(schema.attributes, record_cell(schema, {"a0": "v0", "a1": "v0", "a2": "v0"}))
+
+
+@pytest.fixture(scope="module")
+def wide():
+    con = duckdb.connect()
+    # Tie-heavy: whole numbers 0..30 by cell level, so many cells are constant or hold 2-3 values.
+    yield wide_shape(con, "CASE WHEN id = 0 THEN 60.0 ELSE round((h // {stride}) % 7 + ((h // 7) % {size}) / 12.0) END")
     con.close()
 
 
