@@ -154,7 +154,7 @@ def test_a_cycle_through_a_type_checking_import_is_a_cycle():
 
 #: CLI modules that reach the ledger only through the owner/session/api layer (DESIGN.md §6:
 #: the CLI acts for the owner). The others are being moved to the same rule (DESIGN.md §4 "Layers").
-OWNER_ONLY_CLI = ("pcor_sql.cli.budget", "pcor_sql.cli.analyst_commands")
+OWNER_ONLY_CLI = ("pcor_sql.cli.budget", "pcor_sql.cli.budget_integrity", "pcor_sql.cli.analyst_commands")
 
 
 @pytest.mark.parametrize("module", OWNER_ONLY_CLI)
