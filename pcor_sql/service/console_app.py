@@ -31,214 +31,106 @@ never leaves the machine.
 from __future__ import annotations
 
 import hmac
-import logging
-import secrets
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qsl
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from pcor_sql.core.option_spec import StrEnum
 from pcor_sql.errors import UserError
 from pcor_sql.service import console_pages as pages
-from pcor_sql.service.loopback import loopback_origin
+from pcor_sql.service.console_sessions import (
+    COOKIE, LIFETIME, LOG, LOGIN, PAGE, SESSION, ConsoleSession, ConsoleSessions, base_of, form, html, redirect,
+    refused, said, same_origin,
+)
 from pcor_sql.service.owner_plane import OUTCOMES, OwnerPlane
 
-LOG = logging.getLogger("pcor_sql.service.console")
-COOKIE = "pcor_console"
-LOGIN = "/console/login"
-#: The session's pages: `/console/<its key>/...` (the key is url-safe base64, never "login").
-SESSION = "/console/{key}"
-#: A session ends after this long without a request, and after `LIFETIME` in any case.
-IDLE = 8 * 3600.0
-LIFETIME = 24 * 3600.0
-#: The most sessions kept (the oldest goes first): logging in again and again cannot fill memory.
-MAX_SESSIONS = 64
-MAX_FORM = 16 * 1024
-PAGE = 50
-CSP = ("default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
-       " connect-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-HEADERS = {"Cache-Control": "no-store", "Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
-           "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
+
+class Access(StrEnum):
+    """What a console route needs: nothing (the login form and the entry, which only send the
+    browser on), the session (a page: its cookie on its own path), or the session and the form's
+    CSRF token from this console's own origin (a form that acts)."""
+
+    OPEN = "open"
+    PAGE = "page"
+    FORM = "form"
 
 
-@dataclass
-class ConsoleSession:
-    csrf: str
-    created: float
-    seen: float
-    #: The session's path key: its pages are `/console/<key>/...`, its cookie scoped there.
-    key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    #: One message shown on the next page (after a redirect), then dropped.
-    flash: tuple[str, str] | None = field(default=None)
+@dataclass(frozen=True)
+class ConsoleEndpoint:
+    """One route of the console, declared once (as `endpoint_table.Endpoint` declares the JSON
+    API's): method, path, the handler (a method of `Console`), what it needs, what it does."""
+
+    method: str
+    path: str
+    handler: Callable[..., Awaitable[Response]]
+    access: Access
+    summary: str
 
 
-class ConsoleSessions:
-    """The console's sessions, in memory (a restart logs everyone out)."""
+class Console:
+    """The console's handlers over the owner plane: the same reads and commands as the owner's
+    JSON API (`owner_app.OwnerService`). `check_token(text)` says whether `text` is the owner
+    token (an analyst's is not)."""
 
-    def __init__(self) -> None:
-        self._by_id: dict[str, ConsoleSession] = {}
-        self._lock = threading.Lock()
+    def __init__(self, plane: OwnerPlane, check_token: Callable[[str], bool]):
+        self.plane, self.check_token, self.sessions = plane, check_token, ConsoleSessions()
 
-    def open(self) -> tuple[str, ConsoleSession]:
-        now = time.monotonic()
-        sid, session = secrets.token_urlsafe(32), ConsoleSession(secrets.token_urlsafe(32), now, now)
-        with self._lock:
-            self._expire(now)
-            while len(self._by_id) >= MAX_SESSIONS:
-                del self._by_id[min(self._by_id, key=lambda k: self._by_id[k].seen)]
-            self._by_id[sid] = session
-        return sid, session
-
-    def get(self, sid: str | None, key: str | None) -> ConsoleSession | None:
-        """The session of cookie `sid`, if `key` is its path key (both are needed)."""
-        if not sid or not key:
-            return None
-        now = time.monotonic()
-        with self._lock:
-            self._expire(now)
-            session = self._by_id.get(sid)
-            if session is None or not hmac.compare_digest(session.key.encode(), key.encode("utf-8", "replace")):
-                return None
-            session.seen = now
-            return session
-
-    def close(self, sid: str | None) -> None:
-        with self._lock:
-            self._by_id.pop(sid or "", None)
-
-    def _expire(self, now: float) -> None:
-        for sid in [k for k, s in self._by_id.items() if now - s.seen > IDLE or now - s.created > LIFETIME]:
-            del self._by_id[sid]
-
-
-def html(text: str, status: int = 200) -> Response:
-    return HTMLResponse(text, status_code=status, headers=HEADERS)
-
-
-def redirect(to: str) -> Response:
-    return RedirectResponse(to, status_code=303, headers=HEADERS)
-
-
-def refused(text: str) -> Response:
-    return html(pages.message_page("Refused", text), 403)
-
-
-def same_origin(request: Request) -> bool:
-    """False for a request a browser says came from another site: an Origin that is not this
-    console on a loopback name and this socket's port (`loopback.loopback_origin`: never compared
-    with the Host header, which DNS rebinding sets), or Sec-Fetch-Site cross-site / same-site. A
-    client that sends neither (curl, a test client) is judged by its session and CSRF token alone."""
-    origin = request.headers.get("origin")
-    if origin is not None and not loopback_origin(request.scope, origin):
-        return False
-    return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
-
-
-async def form(request: Request) -> dict[str, str]:
-    """A urlencoded form body (at most `MAX_FORM` bytes; the first value of each field)."""
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_FORM:
-            raise UserError("the form is too large", "send a shorter form")
-    out: dict[str, str] = {}
-    for key, value in parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True):
-        out.setdefault(key, value)
-    return out
-
-
-def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> list[BaseRoute]:
-    """The console's routes, every path under `/console`, to add to the owner listener's app.
-    `check_token(text)` says whether `text` is the owner token (an analyst's is not)."""
-    sessions = ConsoleSessions()
-
+    @staticmethod
     async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
-    def session_of(request: Request) -> ConsoleSession | None:
-        return sessions.get(request.cookies.get(COOKIE), request.path_params.get("key"))
+    def session_of(self, request: Request) -> ConsoleSession | None:
+        return self.sessions.get(request.cookies.get(COOKIE), request.path_params.get("key"))
 
-    def page(render: Callable[[Request, ConsoleSession], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-        async def handle(request: Request) -> Response:
-            session = session_of(request)
-            if session is None:
-                return redirect(LOGIN)
-            try:
-                return await render(request, session)
-            except UserError as exc:
-                return html(pages.layout("Not done", "", session.csrf, "", ("error", _said(exc)), base_of(session)), 400)
-            except Exception as exc:  # a bug: logged for the owner, never a traceback on the page
-                LOG.error("console error in %s: %s", request.url.path, type(exc).__name__, exc_info=True)
-                return html(pages.message_page("Error", "internal error: the service log has the details"), 500)
-        return handle
+    # ---- open: no session needed ---------------------------------------------------------
 
-    def action(work: Callable[[Request, ConsoleSession, dict[str, str]], Awaitable[Response]]) -> Callable[..., Any]:
-        async def handle(request: Request) -> Response:
-            if not same_origin(request):
-                return refused("a form posted from another site is refused")
-            session = session_of(request)
-            if session is None:
-                return refused("log in first: this form has no valid session")
-            try:
-                fields = await form(request)
-            except UserError as exc:
-                return refused(_said(exc))
-            if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
-                return refused("the form's CSRF token is missing or wrong: reload the page and try again")
-            try:
-                return await work(request, session, fields)
-            except UserError as exc:
-                session.flash = ("error", _said(exc))
-                return redirect(base_of(session) + "/analysts")
-        return handle
-
-    async def login_form(request: Request) -> Response:
+    async def login_form(self, request: Request) -> Response:
         return html(pages.login_page())  # no session cookie is ever sent here (it is scoped to its path)
 
-    async def login(request: Request) -> Response:
+    async def login(self, request: Request) -> Response:
         if not same_origin(request):
             return refused("a form posted from another site is refused")
         try:
             token = (await form(request)).get("token", "").strip()
         except UserError as exc:
-            return refused(_said(exc))
-        if not token or not check_token(token):
+            return refused(said(exc))
+        if not token or not self.check_token(token):
             return html(pages.login_page("That is not the owner token (an analyst's token does not open the"
                                          " console)."), 401)
-        sid, session = sessions.open()  # a fresh id and key at every login: a planted id is never promoted
+        sid, session = self.sessions.open()  # a fresh id and key at every login: a planted id is never promoted
         response = redirect(base_of(session))
         response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path=base_of(session),
                             max_age=int(LIFETIME), secure=request.url.scheme == "https")
         return response
 
-    async def logout(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
-        sessions.close(request.cookies.get(COOKIE))
-        response = redirect(LOGIN)
-        response.delete_cookie(COOKIE, path=base_of(session), httponly=True, samesite="strict")
-        return response
+    async def entry(self, request: Request) -> Response:
+        return redirect(LOGIN)  # the session's pages are under its own key, which only its browser knows
 
+    # ---- pages: the session on its own path ------------------------------------------------
+
+    @staticmethod
     def flash(session: ConsoleSession) -> tuple[str, str] | None:
         shown, session.flash = session.flash, None
         return shown
 
-    async def overview(request: Request, session: ConsoleSession) -> Response:
-        return html(pages.overview_page(await call(plane.overview, 12), session.csrf, flash(session), base_of(session)))
+    async def overview(self, request: Request, session: ConsoleSession) -> Response:
+        found = await self.call(self.plane.overview, 12)
+        return html(pages.overview_page(found, session.csrf, self.flash(session), base_of(session)))
 
-    async def datasets(request: Request, session: ConsoleSession) -> Response:
-        return html(pages.datasets_page(await call(plane.datasets), session.csrf, base_of(session)))
+    async def datasets(self, request: Request, session: ConsoleSession) -> Response:
+        return html(pages.datasets_page(await self.call(self.plane.datasets), session.csrf, base_of(session)))
 
-    async def analysts(request: Request, session: ConsoleSession) -> Response:
-        found, names = await call(lambda: (plane.analysts(), [d["name"] for d in plane.datasets()]))
-        return html(pages.analysts_page(found, names, session.csrf, flash(session), base_of(session)))
+    async def analysts(self, request: Request, session: ConsoleSession) -> Response:
+        plane = self.plane
+        found, names = await self.call(lambda: (plane.analysts(), [d["name"] for d in plane.datasets()]))
+        return html(pages.analysts_page(found, names, session.csrf, self.flash(session), base_of(session)))
 
-    async def history(request: Request, session: ConsoleSession) -> Response:
-        query = request.query_params
+    async def history(self, request: Request, session: ConsoleSession) -> Response:
+        query, plane = request.query_params, self.plane
         chosen = {k: query.get(k, "") for k in ("analyst", "dataset", "outcome")}
         text = query.get("offset", "0")
         if not text.isdigit() or len(text) > 12:
@@ -250,62 +142,123 @@ def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> lis
                        "dataset": [d["name"] for d in plane.datasets()], "outcome": list(OUTCOMES)}
             return found, choices
 
-        found, choices = await call(read)
+        found, choices = await self.call(read)
         return html(pages.history_page(found, choices, chosen, session.csrf, base_of(session)))
 
-    async def spending(request: Request, session: ConsoleSession) -> Response:
-        by_unit, by_analyst = await call(lambda: (plane.spending("unit"), plane.spending("analyst")))
+    async def spending(self, request: Request, session: ConsoleSession) -> Response:
+        plane = self.plane
+        by_unit, by_analyst = await self.call(lambda: (plane.spending("unit"), plane.spending("analyst")))
         return html(pages.spending_page(by_unit, by_analyst, session.csrf, base_of(session)))
 
-    async def audit(request: Request, session: ConsoleSession) -> Response:
-        return html(pages.audit_page(await call(plane.audit.latest, 200), session.csrf, base_of(session)))
+    async def audit(self, request: Request, session: ConsoleSession) -> Response:
+        return html(pages.audit_page(await self.call(self.plane.audit.latest, 200), session.csrf, base_of(session)))
 
-    async def revoke(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
+    # ---- forms: the session and its CSRF token, from this console's origin ---------------
+
+    async def logout(self, request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
+        self.sessions.close(request.cookies.get(COOKIE))
+        response = redirect(LOGIN)
+        response.delete_cookie(COOKIE, path=base_of(session), httponly=True, samesite="strict")
+        return response
+
+    async def revoke(self, request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name = _name(fields)
-        await call(plane.revoke, name)
+        await self.call(self.plane.revoke, name)
         session.flash = ("ok", f"Revoked {name}: their token is refused from now on.")
         return redirect(base_of(session) + "/analysts")
 
-    async def rotate(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
+    async def rotate(self, request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name = _name(fields)
-        token = await call(plane.rotate, name)
+        token = await self.call(self.plane.rotate, name)
         return html(pages.token_page(session.csrf, name, token, "A new token for", base_of(session)))
 
-    async def add(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
+    async def add(self, request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name = _name(fields)
         quota = _epsilon(fields.get("quota", ""))
         scope = [d.strip() for d in fields.get("datasets", "").split(",") if d.strip()] or None
-        token = await call(plane.add_analyst, name, quota, fields.get("notion") or None, scope)
+        token = await self.call(self.plane.add_analyst, name, quota, fields.get("notion") or None, scope)
         return html(pages.token_page(session.csrf, name, token, "Added", base_of(session)))
 
-    async def quota(request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
+    async def quota(self, request: Request, session: ConsoleSession, fields: dict[str, str]) -> Response:
         name, epsilon = _name(fields), _epsilon(fields.get("epsilon", ""))
         notion, dataset = fields.get("notion") or None, fields.get("dataset") or None
-        await call(plane.set_quota, name, epsilon, notion=notion, dataset=dataset)
+        await self.call(self.plane.set_quota, name, epsilon, notion=notion, dataset=dataset)
         scope = f" under {notion or 'every notion'}" + (f" on {dataset}" if dataset else "")
         session.flash = ("ok", f"{name}'s quota{scope}: " + ("removed" if epsilon is None else f"{epsilon:g} ε"))
         return redirect(base_of(session) + "/analysts")
 
-    async def entry(request: Request) -> Response:
-        return redirect(LOGIN)  # the session's pages are under its own key, which only its browser knows
+    # ---- what each access wraps around its handler ----------------------------------------
 
-    get = {"": overview, "/datasets": datasets, "/analysts": analysts, "/history": history, "/spending": spending,
-           "/audit": audit}
-    post = {"/logout": logout, "/analysts/revoke": revoke, "/analysts/rotate": rotate, "/analysts/add": add,
-            "/analysts/quota": quota}
-    return [Route(LOGIN, login_form, methods=["GET"]), Route(LOGIN, login, methods=["POST"]),
-            Route("/console", entry, methods=["GET"]),
-            *(Route(SESSION + path, page(render), methods=["GET"]) for path, render in get.items()),
-            *(Route(SESSION + path, action(work), methods=["POST"]) for path, work in post.items())]
+    def page(self, render: Callable[[Request, ConsoleSession], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            session = self.session_of(request)
+            if session is None:
+                return redirect(LOGIN)
+            try:
+                return await render(request, session)
+            except UserError as exc:
+                return html(pages.layout("Not done", "", session.csrf, "", ("error", said(exc)), base_of(session)), 400)
+            except Exception as exc:  # a bug: logged for the owner, never a traceback on the page
+                LOG.error("console error in %s: %s", request.url.path, type(exc).__name__, exc_info=True)
+                return html(pages.message_page("Error", "internal error: the service log has the details"), 500)
+        return handle
+
+    def action(self, work: Callable[[Request, ConsoleSession, dict[str, str]], Awaitable[Response]]
+               ) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            if not same_origin(request):
+                return refused("a form posted from another site is refused")
+            session = self.session_of(request)
+            if session is None:
+                return refused("log in first: this form has no valid session")
+            try:
+                fields = await form(request)
+            except UserError as exc:
+                return refused(said(exc))
+            if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
+                return refused("the form's CSRF token is missing or wrong: reload the page and try again")
+            try:
+                return await work(request, session, fields)
+            except UserError as exc:
+                session.flash = ("error", said(exc))
+                return redirect(base_of(session) + "/analysts")
+        return handle
 
 
-def base_of(session: ConsoleSession) -> str:
-    """Where a session's pages are: `/console/<key>` (its cookie is scoped to that path)."""
-    return f"/console/{session.key}"
+#: Every route of the console (DESIGN.md §9): the routes are made from these rows, and
+#: `openapi_document.every_endpoint` lists them beside the JSON API's.
+CONSOLE_ENDPOINTS: tuple[ConsoleEndpoint, ...] = (
+    ConsoleEndpoint("GET", LOGIN, Console.login_form, Access.OPEN, "The login form (the owner token)"),
+    ConsoleEndpoint("POST", LOGIN, Console.login, Access.OPEN,
+                    "Log in: opens a session and sends the browser to its own path"),
+    ConsoleEndpoint("GET", "/console", Console.entry, Access.OPEN, "Sends the browser to the login form"),
+    ConsoleEndpoint("GET", SESSION, Console.overview, Access.PAGE,
+                    "Overview: ε spent against each limit, the analysts, the latest requests"),
+    ConsoleEndpoint("GET", SESSION + "/datasets", Console.datasets, Access.PAGE,
+                    "The registered datasets: releasable keys and limits"),
+    ConsoleEndpoint("GET", SESSION + "/analysts", Console.analysts, Access.PAGE,
+                    "The analysts: quotas, scopes, add, revoke, rotate"),
+    ConsoleEndpoint("GET", SESSION + "/history", Console.history, Access.PAGE,
+                    "The request history, filtered and paged"),
+    ConsoleEndpoint("GET", SESSION + "/spending", Console.spending, Access.PAGE,
+                    "ε spent over time, per unit and per analyst"),
+    ConsoleEndpoint("GET", SESSION + "/audit", Console.audit, Access.PAGE, "The latest audit lines"),
+    ConsoleEndpoint("POST", SESSION + "/logout", Console.logout, Access.FORM, "End the session"),
+    ConsoleEndpoint("POST", SESSION + "/analysts/revoke", Console.revoke, Access.FORM, "Revoke an analyst's token"),
+    ConsoleEndpoint("POST", SESSION + "/analysts/rotate", Console.rotate, Access.FORM,
+                    "Give an analyst a new token (the old one is refused from now on)"),
+    ConsoleEndpoint("POST", SESSION + "/analysts/add", Console.add, Access.FORM, "Add an analyst: their token, once"),
+    ConsoleEndpoint("POST", SESSION + "/analysts/quota", Console.quota, Access.FORM, "Set or remove a quota"),
+)
 
 
-def _said(exc: UserError) -> str:
-    return exc.problem + (f" — {exc.fix}" if exc.fix else "")
+def console_routes(plane: OwnerPlane, check_token: Callable[[str], bool]) -> list[BaseRoute]:
+    """The console's routes, every path under `/console`, to add to the owner listener's app:
+    one per row of `CONSOLE_ENDPOINTS`, its handler bound to one `Console` and wrapped by what
+    its access needs."""
+    console = Console(plane, check_token)
+    wrap = {Access.OPEN: lambda h: h, Access.PAGE: console.page, Access.FORM: console.action}
+    return [Route(e.path, wrap[e.access](e.handler.__get__(console)), methods=[e.method]) for e in CONSOLE_ENDPOINTS]
 
 
 def _name(fields: dict[str, str]) -> str:
