@@ -367,19 +367,8 @@ def failure_reason(exc: BaseException) -> str:
     from pcor_sql.engine.search_pool import WorkerLost
     from pcor_sql.errors import InternalError, NoRecord, NoValidContext
 
-    if isinstance(exc, WorkCapReached):
-        return "work-cap"
-    if isinstance(exc, WorkerLost):
-        return "worker-lost"
-    if isinstance(exc, NoValidContext):
-        return "no-valid-context"
-    if isinstance(exc, NoRecord):
-        return "missing"
-    if isinstance(exc, RequestFailed):
-        return "not-found"
-    if isinstance(exc, UserError):
-        return "data"
-    if isinstance(exc, InternalError):
-        return "internal"
-    return "error"
+    # Most specific first: a class named earlier wins over a base class named later.
+    classes = ((WorkCapReached, "work-cap"), (WorkerLost, "worker-lost"), (NoValidContext, "no-valid-context"),
+               (NoRecord, "missing"), (RequestFailed, "not-found"), (UserError, "data"), (InternalError, "internal"))
+    return next((name for kind, name in classes if isinstance(exc, kind)), "error")
 

@@ -49,12 +49,7 @@ def absent_keys_note(access: Any, relation: str, key: str, keys: Sequence[str], 
     verb = "is" if len(absent) == 1 else "are"
     message = (f"{len(absent):,} of the {len(set(keys)):,} releasable keys declared for {name!r} {verb} not in the data "
                f"(e.g. {', '.join(absent[:3])}): a request about one is charged, then refused — check the list")
-    if warn is not None:
-        warn(message)
-    else:
-        import warnings
-
-        warnings.warn(message, UserWarning, stacklevel=4)
+    _say(message, warn, stacklevel=4)
 
 
 def below_spent_warning(change: LimitChange, warn: Any) -> None:
@@ -62,12 +57,7 @@ def below_spent_warning(change: LimitChange, warn: Any) -> None:
     every charge is refused until it is raised — and analysts hear only "a limit was reached"."""
     message = (f"the new {change.notion} limit of {change.unit} (ε = {change.limit:.6g}) is below the ε already spent "
                f"({change.spent:.6g}): every charge is refused until it is raised")
-    if warn is not None:
-        warn(message)
-    else:
-        import warnings
-
-        warnings.warn(message, UserWarning, stacklevel=3)
+    _say(message, warn, stacklevel=4)
 
 
 def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[Any] | str) -> list[str]:
@@ -91,3 +81,14 @@ def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[A
         raise UserError("releasable must be a list of keys or a SQL predicate", "e.g. releasable=[1, 2, 3] or "
                         "releasable=\"dept = 'a'\"")
     return [releasable_text(v) for v in releasable]
+
+
+def _say(message: str, warn: Any, stacklevel: int) -> None:
+    """A warning for the owner: through `warn` (the CLI's stderr line) when given, else as a
+    Python `UserWarning` pointing at the owner's own call (`stacklevel` counts from here)."""
+    if warn is not None:
+        warn(message)
+    else:
+        import warnings
+
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)

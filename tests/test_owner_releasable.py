@@ -47,3 +47,13 @@ def test_dataset_show_says_how_the_set_was_made(owner):
     assert "releasable keys: 2 (a declared list)" in invoke("dataset", "show", "some", "--db", str(path)).stdout
     as_json = invoke("dataset", "show", "rich", "--db", str(path), "--format", "json").stdout
     assert '"releasable_source": "predicate: pay > 5000"' in as_json
+
+
+
+def test_the_owners_warnings_point_at_the_owners_own_call(owner):
+    """Declared keys absent from the data warn the owner at the line of their own `register`
+    call (not inside pcor_sql, not at `sys`, where it pointed before)."""
+    handle, _ = owner
+    with pytest.warns(UserWarning, match="not in the data") as absent:
+        handle.register("few", "t", key="id", metric="pay", by="dept", releasable=[1, 99999])
+    assert {w.filename for w in absent if "not in the data" in str(w.message)} == {__file__}
