@@ -9,7 +9,6 @@ from typing import Any
 
 from pcor_sql.ledger import registry_statements as statements
 from pcor_sql.ledger.charge_rules import TABLE_NAMES, Tables
-from pcor_sql.ledger.records import HISTORY_COLUMNS
 
 _ORDER = " ORDER BY released_at DESC, unit DESC, notion DESC, seq DESC"
 _DATASET_COLUMNS = ("name, relation, key_column, metrics, attributes, domains, units, accounting, created_at,"
@@ -157,17 +156,10 @@ class DuckDBRegistryOps:
     # ---- the owner's views --------------------------------------------------------------------
 
     def history_page(self, filters, limit, offset):
-        where, params = [], []
-        for column, value in filters:
-            if column not in ("analyst", "dataset", "outcome"):
-                raise ValueError(column)
-            params.append(value)
-            where.append(f"{column} = ${len(params)}")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        table = self.t.history
-        total = self._all(f"SELECT system.main.count(*) FROM {table}{clause}", params)[0][0]
-        rows = self._all(f"SELECT {HISTORY_COLUMNS} FROM {table}{clause}{_ORDER} LIMIT {int(limit)} OFFSET {int(offset)}",
-                         params)
+        count, page, params = statements.history_page(self.t.history, "system.main.count(*)", _ORDER, filters,
+                                                      limit, offset)
+        total = self._all(count, params)[0][0]
+        rows = self._all(page, params)
         return int(total), rows
 
     def spending(self, by, points):

@@ -9,7 +9,6 @@ from typing import Any
 from pcor_sql.ledger import registry_statements as statements
 from pcor_sql.ledger.charge_rules import TABLE_NAMES
 from pcor_sql.ledger.postgres_ops import _all, run
-from pcor_sql.ledger.records import HISTORY_COLUMNS
 
 _ORDER = ' ORDER BY released_at DESC, unit COLLATE "C" DESC, notion DESC, seq DESC'
 _DATASET_COLUMNS = ("name, relation, key_column, metrics, attributes, domains, units, accounting, created_at,"
@@ -151,16 +150,9 @@ class PostgresRegistryOps:
     # ---- the owner's views --------------------------------------------------------------------
 
     def history_page(self, filters, limit, offset):
-        where, params = [], []
-        for column, value in filters:
-            if column not in ("analyst", "dataset", "outcome"):
-                raise ValueError(column)
-            params.append(value)
-            where.append(f"{column} = ${len(params)}")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        total = _all(self.cur, f"SELECT count(*) FROM pcor.history{clause}", params)[0][0]
-        rows = _all(self.cur, f"SELECT {HISTORY_COLUMNS} FROM pcor.history{clause}{_ORDER}"
-                              f" LIMIT {int(limit)} OFFSET {int(offset)}", params)
+        count, page, params = statements.history_page("pcor.history", "count(*)", _ORDER, filters, limit, offset)
+        total = _all(self.cur, count, params)[0][0]
+        rows = _all(self.cur, page, params)
         return int(total), rows
 
     def spending(self, by, points):

@@ -38,3 +38,20 @@ def set_public(table: str) -> str:
     """Unit $1 marked public ($2) at time $3."""
     return (f"INSERT INTO {table} (unit, public, updated_at) VALUES ($1, $2, $3)"
             " ON CONFLICT (unit) DO UPDATE SET public = excluded.public, updated_at = excluded.updated_at")
+
+
+def history_page(table: str, count: str, order: str, filters, limit: int, offset: int
+                 ) -> tuple[str, str, list[object]]:
+    """The owner's filtered page of history rows: (the count statement, the rows statement, their
+    parameters). `filters` are (column, value) pairs on analyst, dataset or outcome only (the
+    column names are put in the statement, so no other name is accepted); `count` is the store's
+    spelling of count(*) (DuckDB's from its system schema: a user's function cannot shadow it)."""
+    where, params = [], []
+    for column, value in filters:
+        if column not in ("analyst", "dataset", "outcome"):
+            raise ValueError(column)
+        params.append(value)
+        where.append(f"{column} = ${len(params)}")
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    return (f"SELECT {count} FROM {table}{clause}",
+            f"SELECT {HISTORY_COLUMNS} FROM {table}{clause}{order} LIMIT {int(limit)} OFFSET {int(offset)}", params)
