@@ -53,6 +53,8 @@ def assert_same(old, new):
 
 
 def enum_table(con, rows):
+    con.execute("DROP TABLE IF EXISTS t")  # the previous example's, on a shared connection
+    con.execute("DROP TYPE IF EXISTS g_t")
     con.execute("CREATE TYPE g_t AS ENUM ('a', 'b', 'c', 'unused')")
     con.execute("CREATE TABLE t(g g_t, h g_t, x DOUBLE)")
     con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
@@ -62,11 +64,20 @@ def enum_table(con, rows):
 VALUES = st.sampled_from([0.0, -0.0, 1.0, 2.5, -3.0]) | st.floats(-1e6, 1e6)
 
 
+@pytest.fixture(scope="module")
+def shared_con():
+    """One connection for a property's examples (each replaces table t and its type): a
+    connection costs 50-130 ms on a loaded machine, more than an example."""
+    con = duckdb.connect()
+    yield con
+    con.close()
+
+
 @settings(max_examples=40, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]), st.sampled_from(["a", "b", "c"]), VALUES),
                      min_size=1, max_size=80))
-def test_one_batch_the_same_as_the_old_build_at_1_and_2_threads(rows):
-    con = duckdb.connect()
+def test_one_batch_the_same_as_the_old_build_at_1_and_2_threads(shared_con, rows):
+    con = shared_con
     schema = enum_table(con, rows)
     old = old_build(con, schema)
     for threads in (1, 2):

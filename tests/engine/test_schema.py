@@ -55,10 +55,20 @@ def test_every_data_derived_domain_comes_from_one_scan():
         resolve_schema(con, "t", "m", by=["a", "b"])
 
 
+@pytest.fixture(scope="module")
+def enum_con():
+    """One connection for every example (a connection costs ~50 ms, an example a few)."""
+    con = duckdb.connect()
+    yield con
+    con.close()
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(min_size=0, max_size=12).filter(lambda s: "\x00" not in s), min_size=1, max_size=6, unique=True))
-def test_enum_labels_read_from_the_type_text_match_enum_range(labels):
-    con = duckdb.connect()
+def test_enum_labels_read_from_the_type_text_match_enum_range(enum_con, labels):
+    con = enum_con
+    con.execute("DROP TABLE IF EXISTS t")  # the previous example's
+    con.execute("DROP TYPE IF EXISTS e")
     con.execute(f"CREATE TYPE e AS ENUM ({', '.join(quote_literal(v) for v in labels)})")
     con.execute("CREATE TABLE t(g e, x DOUBLE)")
     type_text = con.execute("DESCRIBE t").fetchall()[0][1]

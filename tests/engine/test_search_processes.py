@@ -85,7 +85,13 @@ def test_a_seeded_batch_releases_the_same_in_the_search_process_as_in_the_thread
     assert any(len(row) == 3 for row in here)
 
 
-def test_a_python_verifier_runs_in_the_thread_not_the_child(con, shared):
+def test_a_python_verifier_runs_in_the_thread_not_the_child(shared):
+    # A table of 600 rows: whether the child may take the searches (`search_processes.accepts`)
+    # is asked of the request's verifier, never of the data; on the 51,000 salaries a Python
+    # verifier's search (a sorted population per context) takes ~10 s a record.
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT i AS id, (i % 3)::VARCHAR AS a, (i % 2)::VARCHAR AS b, "
+                "CASE WHEN i = 0 THEN 1000.0 ELSE (i % 97)::DOUBLE / 7 + 1 END AS v FROM range(600) t(i)")
     session = session_of(con, SearchProcess(shared))
     pids = set()
 
@@ -94,7 +100,9 @@ def test_a_python_verifier_runs_in_the_thread_not_the_child(con, shared):
         return abs(v - float(np.median(values))) > 3 * float(np.std(values))
 
     session.registry.register_python("far", far)
-    pcor_sql.explain_outliers(None, BATCH, session=session, epsilon=0.2, seed=3, verifier="far")
+    [result] = pcor_sql.explain_outliers(None, "SELECT v FROM t WHERE id = 0", session=session, by=["a", "b"],
+                                         epsilon=0.2, seed=3, verifier="far")
+    assert result.released  # the search ran, asking the Python verifier
     assert pids == {os.getpid()} and session.searches.pid is None  # never forked
 
 
