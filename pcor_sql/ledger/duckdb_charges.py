@@ -21,8 +21,13 @@ from typing import Any
 
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, Tables
 from pcor_sql.ledger.duckdb_leases import running_holders
+from pcor_sql.ledger.history_chain import FIELDS
 from pcor_sql.ledger.store_interface import HISTORY_FIXED_COLUMNS, HISTORY_ROW_COLUMNS
 from pcor_sql.ledger.transactions import utc_now
+
+
+_FIELDS = ", ".join(FIELDS)
+_UNIT, _NOTION, _EPSILON, _ANALYST = (FIELDS.index(n) for n in ("unit", "notion", "epsilon", "analyst"))
 
 
 def _budget_parts(t: Tables) -> list[str]:
@@ -99,6 +104,7 @@ class DuckDBChargeOps:
 
     cur: Any
     t: Tables
+    written: Any = None  # duckdb_chain_memory.Written of the transaction, if any
 
     def charge_rows(self, units, notion, ids, analyst, datasets):
         t = self.t
@@ -121,10 +127,13 @@ class DuckDBChargeOps:
         names = list(HISTORY_ROW_COLUMNS)
         types = {"seq": "BIGINT", "epsilon": "DOUBLE", "k": "BIGINT", "spent_after": "DOUBLE", "seeded": "BOOLEAN"}
         select = ", ".join(f"unnest(${i + 8}::{types.get(n, 'VARCHAR')}[])" for i, n in enumerate(names))
-        self.cur.execute(
+        # The rows as stored come back (RETURNING): the chain's append then reads nothing (`duckdb_chain_memory`).
+        written = self.cur.execute(
             f"INSERT INTO {self.t.history} ({', '.join(HISTORY_FIXED_COLUMNS)}, {', '.join(names)})"
-            f" SELECT $1, $2, $3, $4, $5::BIGINT, $6, $7, {select}",
-            [*fixed, *(columns[n] for n in names)])
+            f" SELECT $1, $2, $3, $4, $5::BIGINT, $6, $7, {select} RETURNING {_FIELDS}",
+            [*fixed, *(columns[n] for n in names)]).fetchall()
+        if self.written is not None:
+            self.written.note_rows(written)
 
     def update_budgets(self, notion, units, spent, residual, releases, now, stored):
         budget = self.t.budget
@@ -177,10 +186,13 @@ class DuckDBChargeOps:
         ids = list(ids)
         # One id (a lone request: the service's common case) is an equality the history's index answers.
         match = "release_id = $5::VARCHAR" if len(ids) == 1 else "release_id IN (SELECT unnest($5::VARCHAR[]))"
-        return self.cur.execute(
+        changed = self.cur.execute(
             f"UPDATE {self.t.history} SET outcome = $1, reason = $2, refunded = $3, finished_at = $4"
-            f" WHERE {match} AND outcome = 'running' RETURNING unit, notion, epsilon, analyst",
+            f" WHERE {match} AND outcome = 'running' RETURNING {_FIELDS}",
             [outcome, reason, bool(refunded), now, ids[0] if len(ids) == 1 else ids]).fetchall()
+        if self.written is not None:  # a release's rows change together: these are all of them
+            self.written.note_rows(changed)
+        return [(r[_UNIT], r[_NOTION], r[_EPSILON], r[_ANALYST]) for r in changed]
 
     def budget_spent(self, notion, units):
         return self.cur.execute(
@@ -199,12 +211,16 @@ class DuckDBChargeOps:
             " WHERE release_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY unit, notion, seq", [list(ids)]).fetchall()
 
     def set_spent_after(self, ids, units, notions, values):
+        if self.written is not None:
+            self.written.forget_rows()
         self.cur.execute(
             f"UPDATE {self.t.history} AS h SET spent_after = v.s FROM (SELECT unnest($1::VARCHAR[]) AS r,"
             " unnest($2::VARCHAR[]) AS u, unnest($3::VARCHAR[]) AS n, unnest($4::DOUBLE[]) AS s) AS v"
             " WHERE h.release_id = v.r AND h.unit = v.u AND h.notion = v.n", [ids, units, notions, values])
 
     def mark_interrupted(self, host, keys, now):
+        if self.written is not None:
+            self.written.forget_rows()
         changed = self.cur.execute(
             f"UPDATE {self.t.history} SET outcome = 'interrupted', reason = 'process ended', finished_at = $1"
             " WHERE outcome = 'running' AND host = $2 AND system.main.list_contains($3::VARCHAR[],"

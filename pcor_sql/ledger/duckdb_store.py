@@ -27,6 +27,7 @@ from pcor_sql.errors import InternalError, UserError
 from pcor_sql.ledger import duckdb_chain, duckdb_leases, history_chain_steps
 from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.charge_rules import Tables
+from pcor_sql.ledger.duckdb_chain_memory import HeadMemory, Written
 from pcor_sql.ledger.duckdb_charges import DuckDBChargeOps
 from pcor_sql.ledger.duckdb_registry import DuckDBRegistryOps
 from pcor_sql.ledger.duckdb_sharing import DuckDBSharingOps
@@ -55,14 +56,17 @@ def has_marker(tables: object) -> bool:
 class DuckDBOps(DuckDBChargeOps, DuckDBRegistryOps, DuckDBSharingOps, LedgerOps):
     """`LedgerOps` on one DuckDB cursor."""
 
-    def __init__(self, cur: Any, tables: Tables):
+    def __init__(self, cur: Any, tables: Tables, written: Written | None = None):
         self.cur = cur
         self.t = tables
+        #: What this transaction wrote, so the chain's appends read nothing (`duckdb_chain_memory`);
+        #: None outside the store's transactions (reads, a migration): everything is read.
+        self.written = written
 
     # ---- the history's hash chain and the reservations' leases (DESIGN.md §11) ---------------
 
     def chain_rows(self, ids):
-        return duckdb_chain.chain_rows(self.cur, self.t, ids)
+        return duckdb_chain.chain_rows(self.cur, self.t, ids, self.written)
 
     def chain_all(self):
         return duckdb_chain.chain_all(self.cur, self.t)
@@ -71,10 +75,10 @@ class DuckDBOps(DuckDBChargeOps, DuckDBRegistryOps, DuckDBSharingOps, LedgerOps)
         return duckdb_chain.chain_heads(self.cur, self.t)
 
     def chain_append(self, entries, heads, stored, now):
-        duckdb_chain.chain_append(self.cur, self.t, entries, heads, stored, now)
+        duckdb_chain.chain_append(self.cur, self.t, entries, heads, stored, now, self.written)
 
     def chain_put_back(self, rows, present, drop):
-        duckdb_chain.chain_put_back(self.cur, self.t, rows, present, drop)
+        duckdb_chain.chain_put_back(self.cur, self.t, rows, present, drop, self.written)
 
     def renew_lease(self, holder, seconds):
         duckdb_leases.renew_lease(self.cur, self.t, holder, seconds)
@@ -86,6 +90,8 @@ class DuckDBOps(DuckDBChargeOps, DuckDBRegistryOps, DuckDBSharingOps, LedgerOps)
         return duckdb_leases.lapsed_leases(self.cur, self.t)
 
     def interrupt_unleased(self, now):
+        if self.written is not None:
+            self.written.forget_rows()
         return duckdb_leases.interrupt_unleased(self.cur, self.t, now)
 
 
@@ -113,6 +119,8 @@ class DuckDBStore(LedgerStore):
         # same ledger (DuckDB files admit one writer process; in-memory ledgers are private)
         # still meet the retry loop.
         self._write_lock = threading.RLock()
+        # Each chain's head as this process committed it (DESIGN.md §11: one writer process a file).
+        self._heads = HeadMemory()
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
@@ -168,14 +176,41 @@ class DuckDBStore(LedgerStore):
         on its own (no BEGIN, no COMMIT). `beside`: it writes only rows no other writer writes
         (an outcome: its own reservation's history rows), so it runs beside this process's
         other write transactions, not after them (a conflict, should DuckDB see one, is retried)."""
-        tables = self.tables
-        return self._run(lambda cur: body(DuckDBOps(cur, tables)), single=single, beside=beside)
+        tables, memory = self.tables, self._heads
+        attempts: list[Written] = []
 
-    def _run(self, body: Callable[[Any], _T], *, single: bool = False, beside: bool = False) -> _T:
+        def attempt(cur: Any) -> _T:
+            if attempts:  # a retry (a conflict, perhaps with what was kept): read everything afresh
+                memory.clear()
+            attempts.append(Written(memory))
+            try:
+                return body(DuckDBOps(cur, tables, attempts[-1]))
+            except BaseException:
+                memory.clear()
+                raise
+
+        return self._run(attempt, single=single, beside=beside,
+                         committed=lambda locked: memory.committed(attempts[-1], locked))
+
+    def _run(self, body: Callable[[Any], _T], *, single: bool = False, beside: bool = False,
+             committed: Callable[[bool], None] | None = None) -> _T:
         if beside and single:
-            return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self.label(), single=True)
+            result = run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self.label(), single=True)
+            if committed is not None:
+                committed(False)
+            return result
         with self._write_lock:
-            return run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self.label(), single=single)
+            try:
+                result = run_transaction(self._cursor, body, self._busy_timeout, self._jitter, self.label(),
+                                         single=single)
+            except BaseException:
+                self._heads.clear()
+                raise
+            if committed is not None:
+                committed(True)
+            else:  # a body of its own (tables made, a migration): what it wrote is not kept
+                self._heads.clear()
+            return result
 
     def read(self, body: Callable[[LedgerOps], _T]) -> _T:
         """`body` on a fresh cursor, outside any transaction; database failures a user can

@@ -132,10 +132,12 @@ class LeaseKeeper:
                 raise InternalError("the ledger's lease was closed")
             self._forked()
             self._running += 1
+            # No wake-up for a thread already keeping the lease: its next turn is set by the last
+            # renewal, not by how many reservations run (a wake per reservation cost the holder of
+            # the ledger's write lock a switch of the interpreter each time).
             if self._thread is None:
                 self._thread = threading.Thread(target=self._keep, name="pcor-ledger-lease", daemon=True)
                 self._thread.start()
-            self._wake.notify_all()
         if time.monotonic() - self._renewed > self.seconds / 2:
             try:
                 self.renew(self.seconds / 2)

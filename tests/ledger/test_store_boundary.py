@@ -18,7 +18,7 @@ STORE_MODULES = {
     "ledger/migration.py", "ledger/transactions.py", "ledger/database_file.py", "ledger/location.py",
     "ledger/postgres_store.py", "ledger/postgres_ops.py", "ledger/postgres_sql.py", "ledger/postgres_registry.py",
     "ledger/registry_statements.py",
-    "ledger/duckdb_chain.py", "ledger/duckdb_leases.py", "ledger/postgres_chain.py",
+    "ledger/duckdb_chain.py", "ledger/duckdb_chain_memory.py", "ledger/duckdb_leases.py", "ledger/postgres_chain.py",
     "ledger/duckdb_sharing.py", "ledger/postgres_sharing.py",
 }
 RULE_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "ledger").glob("*.py")
