@@ -14,11 +14,40 @@ one generic `RequestFailed` and the charge stands.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-#: The requests `cost` can price: the calls that charge, each with its target (a key, keys, a
-#: point or points).
+from pcor_sql_client.errors import UserError
+
+#: The requests `cost` can price: the calls that charge, each with its target (a key, keys or a point).
 PRICED = ("explain_outlier", "explain_outliers", "identify_anomaly", "identify_anomalies", "identify_value")
+_BATCH = {"explain_outlier": "explain_outliers", "identify_anomaly": "identify_anomalies"}
+
+
+def priced(method: str, dataset: str, target: Any) -> tuple[str, tuple[Any, Any]]:
+    """The request `cost(method, dataset, target)` prices, as the batch call both handles run:
+    (explain_outliers | identify_anomalies | identify_value, (dataset, keys or point)) — one key
+    is a batch of one, so a single and a batch request are priced by the same checks."""
+    if method not in PRICED:
+        raise UserError(f"no cost preview for {str(method)[:40]!r}", f"use one of: {', '.join(PRICED)}")
+    if method in _BATCH:
+        return _BATCH[method], (dataset, [target])
+    return method, (dataset, target)
+
+
+def deprecated_value(point: Any, options: dict[str, Any]) -> Any:
+    """The point of `identify_value(dataset, point)`, also taken from the old `value=` keyword
+    for one release (with a DeprecationWarning; removed from `options`)."""
+    if "value" in options:
+        warnings.warn("the value= keyword is deprecated: pass the point as identify_value(dataset, point)",
+                      DeprecationWarning, stacklevel=3)
+        old = options.pop("value")
+        if point is not None:
+            raise UserError("both a point and value= given", "pass the point once: identify_value(dataset, point)")
+        point = old
+    if point is None:
+        raise UserError("identify_value needs a point of the metric space", "e.g. identify_value(d, {'salary': 250000})")
+    return point
 
 
 @runtime_checkable

@@ -11,8 +11,8 @@ from typing import Any
 import anyio.to_thread
 from starlette.requests import Request
 
+from pcor_sql import analyst_account
 from pcor_sql.jsonable import jsonable
-from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.analyst_service import Service
 from pcor_sql.service.endpoint_table import DATASET, HISTORY_QUERY, RELEASABLE, RELEASABLE_QUERY, Caller, Endpoint
@@ -24,9 +24,7 @@ from pcor_sql.service.result_schemas import ANSWER, COST, EXPLANATION
 
 async def datasets(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
     found = await anyio.to_thread.run_sync(service.visible, identity)
-    return {"datasets": [{"name": d.name, "key": d.key, "metrics": list(d.metrics), "attributes": list(d.attributes),
-                          "domains": {a: list(v) for a, v in d.domains}, "releasable_keys": d.releasable,
-                          "accounting": d.accounting} for d in found]}
+    return {"datasets": analyst_account.dataset_rows(found)}
 
 
 async def explain(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
@@ -63,10 +61,9 @@ async def cost(service: Service, request: Request, identity: Identity, params: d
 
 
 async def me(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
-    usage = await anyio.to_thread.run_sync(analyst_identity.usage, service.ledger, identity.name)
-    return {"analyst": identity.name, "datasets": None if identity.datasets is None else list(identity.datasets),
-            "min_epsilon": service.min_epsilon, "max_keys": service.limits.max_keys, "max_work": service.max_work,
-            "usage": usage}
+    return await anyio.to_thread.run_sync(lambda: analyst_account.me(
+        service.ledger, identity.name, identity.datasets, min_epsilon=service.min_epsilon,
+        max_keys=service.limits.max_keys, max_work=service.max_work))
 
 
 async def releasable_keys(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
@@ -78,8 +75,8 @@ async def releasable_keys(service: Service, request: Request, identity: Identity
 
 
 async def history(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
-    limit, before = params.get("limit", 100), params.get("before")
-    rows = await anyio.to_thread.run_sync(analyst_identity.history, service.ledger, identity.name, limit, before)
+    limit, before = params.get("limit", analyst_account.HISTORY_PAGE), params.get("before")
+    rows = await anyio.to_thread.run_sync(analyst_account.history, service.ledger, identity.name, limit, before)
     return {"history": rows}
 
 

@@ -194,7 +194,7 @@ class Service:
     def warm(self) -> None:
         """Build every registered dataset's summary on every worker before serving (see the module
         docstring): a first request is then as fast for everyone."""
-        from pcor_sql.analyst import warm_session
+        from pcor_sql.analyst_warm import warm_session
 
         datasets = self.served()
         for session in self.pool.sessions():
