@@ -44,9 +44,9 @@ from pcor_sql import analyst_account, pipeline
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.analyst_keys import RELEASABLE_PAGE, RequestCost, canonical, key_value, selector, shown
 from pcor_sql.analyst_inputs import check_key_types, check_page, check_start, key_kind, keys_of, plain_data
-from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
+from pcor_sql.analyst_statements import parse_analyst_statement
+from pcor_sql.frontend.keyed import KeyedSelect
 from pcor_sql.frontend.request_builders import verifier_spec
-from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
 from pcor_sql.ledger.admission_memory import KEYS_SIZE
 from pcor_sql.ledger.dataset_registry import (
@@ -89,32 +89,13 @@ class Analyst:
 
     def sql(self, text: str) -> list[AnalystExplanation] | list[AnalystAnswer]:
         """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (see the module docstring)."""
-        from pcor_sql.frontend.value_statement import is_value_statement, parse_value_statement
-
-        plain_data(text, "the statement")
-        if is_value_statement(text):
-            value = parse_value_statement(text)
-            return [self._identify_value(value.dataset, dict(value.point), value.options(), statement=text)]
-        con = self._session.access.parser  # parses only: the rows are read through the access
-        statement = parse_statement(con, text)
-        if isinstance(statement, ExplainOutlier):
-            keyed = parse_keyed_select(con, statement.query.original)
-            options: dict[str, Any] = dict(statement.options())
-            if statement.by is not None:
-                options["by"] = statement.by
-            if statement.domains is not None:  # a DOMAIN clause: the registration fixed them
-                raise Refused("the data owner declares the domains (a DOMAIN clause is the owner's)",
-                              "drop the DOMAIN clause")
-            if statement.verifier is not None:
-                options["verifier"] = statement.verifier
-            if len(keyed.columns) != 1:
-                raise UserError("EXPLAIN OUTLIER explains one metric", "select one metric column")
-            return self._explain(keyed, options, statement=text)
-        if isinstance(statement, IdentifyAnomaly):
-            keyed = parse_keyed_select(con, statement.query.original, multiple=True)
-            return self._identify(keyed, dict(statement.options()), statement=text)
-        raise Refused("an analyst may run only EXPLAIN OUTLIER and IDENTIFY ANOMALY statements",
-                      "ask the data owner for anything else")
+        parsed = parse_analyst_statement(self._session, text)
+        if parsed.kind == "value":
+            return [self._identify_value(parsed.dataset, parsed.point, parsed.options, statement=text)]
+        assert parsed.keyed is not None
+        if parsed.kind == "explain":
+            return self._explain(parsed.keyed, parsed.options, statement=text)
+        return self._identify(parsed.keyed, parsed.options, statement=text)
 
     # ---- calls ---------------------------------------------------------------------------
 
@@ -178,7 +159,7 @@ class Analyst:
             return None  # type: ignore[return-value]  # `cost` reads the quote
         return answers[0]
 
-    def releasable_keys(self, dataset: str, *, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    def releasable_keys(self, dataset: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
         """One page of the keys the owner declared releasable for `dataset` (public by that
         declaration, DESIGN.md §6: read from the registry, never the data), in their frozen
         order, as JSON values of the key column's kind: {dataset, total, offset, keys}; total is

@@ -109,7 +109,7 @@ def run_command(args: argparse.Namespace, out: TextIO) -> None:
                 show([{"key": k} for k in page["keys"]], "table", out, title=releasable_title(page))
         elif args.command == "cost":
             method, target, options = cost_call(args)
-            show([remote.cost(method, args.dataset, target, **options)], args.format, out)
+            show([remote.cost(method, args.dataset, target, **options).as_dict()], args.format, out)
         elif args.command == "explain-outlier":
             results = remote.explain_outliers(args.dataset, [key_value(k) for k in args.keys], epsilon=args.epsilon,
                                               **set_options(args, EXPLAIN_OPTIONS))
@@ -122,8 +122,8 @@ def run_command(args: argparse.Namespace, out: TextIO) -> None:
             else:
                 print("\n\n".join("\n".join(explanation_lines(item)) for item in items), file=out)
         elif args.command == "identify-anomaly":
-            answer = remote.identify_anomaly(args.dataset, value=point(args.value), beta=args.beta, radius=args.radius,
-                                             epsilon=args.epsilon, **set_options(args, IDENTIFY_OPTIONS))
+            answer = remote.identify_value(args.dataset, point(args.value), beta=args.beta, radius=args.radius,
+                                           epsilon=args.epsilon, **set_options(args, IDENTIFY_OPTIONS))
             item = answer.as_dict()
             show([item] if args.format == "json" else [answer_row(item)], args.format, out,
                  title=f"{answer.summary}\n{answer.privacy_summary}".strip())
