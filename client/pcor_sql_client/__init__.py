@@ -12,9 +12,10 @@ The full package re-exports this very code as `pcor_sql.connect` (and its errors
 from pcor_sql_client.analyst_interface import AnalystInterface, Answer, Cost, Explanation
 from pcor_sql_client.errors import BudgetExceeded, PcorError, Refused, RequestFailed, UserError
 from pcor_sql_client.remote_analyst import RemoteAnalyst, connect
-from pcor_sql_client.remote_results import RemoteAnswer, RemoteCost, RemoteExplanation
+from pcor_sql_client.remote_results import RemoteAnswer, RemoteCost, RemoteExplanation, RemoteNotReleased
 
 __version__ = "0.1.0"
 
 __all__ = ["AnalystInterface", "Answer", "BudgetExceeded", "Cost", "Explanation", "PcorError", "Refused",
-           "RemoteAnalyst", "RemoteAnswer", "RemoteCost", "RemoteExplanation", "RequestFailed", "UserError", "connect"]
+           "RemoteAnalyst", "RemoteAnswer", "RemoteCost", "RemoteExplanation",
+           "RemoteNotReleased", "RequestFailed", "UserError", "connect"]

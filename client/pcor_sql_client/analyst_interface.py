@@ -58,6 +58,7 @@ class Explanation(Protocol):
     privacy parameters (metric, explanation_sql, epsilon1, accounting, search, samples, verifier,
     utility) as plain JSON values."""
 
+    released: bool
     dataset: str
     key: Any
     context: dict[str, list[Any]]
@@ -69,6 +70,26 @@ class Explanation(Protocol):
 
     @property
     def privacy_summary(self) -> str: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class NotReleased(Protocol):
+    """A key of a batch (`explain_outliers`, `sql`) that was charged but could not be released:
+    `released` False, the key, the one generic message (nothing about the data: DESIGN.md §6
+    "Reserve, then read"), ε and `charged` (an analyst's always stays charged). An
+    `Explanation`'s `released` is True."""
+
+    released: bool
+    key: Any
+    reason: str
+    message: str
+    epsilon: float
+    charged: bool
+
+    @property
+    def summary(self) -> str: ...
 
     def as_dict(self) -> dict[str, Any]: ...
 
@@ -146,7 +167,8 @@ class AnalystInterface(Protocol):
     def sql(self, text: str) -> list[Any]:
         """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (keys picked by equality,
         `WHERE id = 42` or `WHERE id IN (42, 43)`; or `IDENTIFY ANOMALY VALUE (...)` about a
-        point): a list of `Explanation`s or of `Answer`s, in the order of the keys given.
+        point): a list of `Explanation`s (or `NotReleased`s) or of `Answer`s, in the order of the
+        keys given.
         Anything else is refused before the reservation."""
         ...
 
@@ -156,8 +178,9 @@ class AnalystInterface(Protocol):
         by, metric, accounting (unless the owner fixed it)."""
         ...
 
-    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[Explanation]:
-        """`explain_outlier` for each key, in the order given, each charged ε."""
+    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[Explanation | NotReleased]:
+        """`explain_outlier` for each key, in the order given, each charged ε; a key that cannot
+        be released is a `NotReleased` in its place (one key alone raises RequestFailed)."""
         ...
 
     def identify_anomaly(self, dataset: str, key: Any, **options: Any) -> Answer:

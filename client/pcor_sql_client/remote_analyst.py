@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from pcor_sql_client.analyst_interface import deprecated_value, priced
 from pcor_sql_client.errors import UserError
-from pcor_sql_client.remote_results import RemoteAnswer, RemoteCost, RemoteExplanation
+from pcor_sql_client.remote_results import RemoteAnswer, RemoteCost, RemoteExplanation, RemoteNotReleased, released_or_not
 from pcor_sql_client.transport import DEFAULT_TIMEOUT, Transport
 
 
@@ -85,11 +85,13 @@ class RemoteAnalyst:
         [result] = self.explain_outliers(dataset, [key], **options)
         return result
 
-    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[RemoteExplanation]:
-        """One explanation per key, in the order given, each charged ε; all or nothing."""
+    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any
+                         ) -> list[RemoteExplanation | RemoteNotReleased]:
+        """One explanation per key, in the order given, each charged ε. A key that cannot be
+        released (missing, no valid context, ...) is a `RemoteNotReleased` in its place, with the
+        one generic message (its ε stays charged); one key alone raises RequestFailed instead."""
         body = _keys_body(dataset, keys, options)
-        results = _items(self._transport.post("/v1/explain", body), "results")
-        return [RemoteExplanation.from_json(item) for item in results]
+        return [released_or_not(item) for item in _items(self._transport.post("/v1/explain", body), "results")]
 
     def identify_value(self, dataset: str, point: Any = None, **options: Any) -> RemoteAnswer:
         """The mechanism's randomized bit for `point` of the metric space (metric → number, e.g.
@@ -127,7 +129,7 @@ class RemoteAnalyst:
             raise UserError(f"a statement is text, got {type(text).__name__}", "pass the statement as a str")
         results = _items(self._transport.post("/v1/sql", {"sql": text}), "results")
         return [RemoteAnswer.from_json(item) if isinstance(item, dict) and "anomaly" in item
-                else RemoteExplanation.from_json(item) for item in results]
+                else released_or_not(item) for item in results]
 
     def cost(self, method: str, dataset: str, target: Any, **options: Any) -> RemoteCost:
         """What `getattr(self, method)(dataset, target, **options)` would charge, without charging

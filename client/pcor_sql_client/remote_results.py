@@ -64,6 +64,8 @@ class RemoteExplanation(_FromJson):
     privacy_summary: str
     data: Mapping[str, Any] = field(repr=False, compare=False)
 
+    released = True
+
 
 @dataclass(frozen=True)
 class RemoteAnswer(_FromJson):
@@ -81,6 +83,39 @@ class RemoteAnswer(_FromJson):
     summary: str
     privacy_summary: str
     data: Mapping[str, Any] = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RemoteNotReleased(_FromJson):
+    """A key of a batch that was charged but not released (as the in-process `NotReleased`): the
+    key, `reason` (for an analyst always `not-answered`), the one generic message, ε and whether
+    it stays charged (an analyst's always does). `released` is False; an explanation's is True."""
+
+    _what: ClassVar[str] = "a key not released"
+
+    key: Any
+    reason: str
+    epsilon: float
+    charged: bool
+    data: Mapping[str, Any] = field(repr=False, compare=False)
+
+    released = False
+
+    @property
+    def message(self) -> str:
+        return str(self.data.get("error") or "")
+
+    @property
+    def summary(self) -> str:
+        cost = f"ε = {self.epsilon:g} " + ("stays charged" if self.charged else "given back (not charged)")
+        return f"not released: {self.message} ({cost})"
+
+
+def released_or_not(item: Any) -> "RemoteExplanation | RemoteNotReleased":
+    """One item of an explain answer: an explanation, or a key the batch could not release."""
+    if isinstance(item, dict) and item.get("released") is False:
+        return RemoteNotReleased.from_json(item)
+    return RemoteExplanation.from_json(item)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ import pytest
 import pcor_sql
 from pcor_sql import pipeline
 from pcor_sql.analyst import Analyst
-from pcor_sql.errors import Refused, UserError
+from pcor_sql.errors import Refused, RequestFailed, UserError
 from pcor_sql_client import AnalystInterface, Answer, Cost, Explanation, RemoteAnalyst
-from pcor_sql_client.analyst_interface import PRICED
-from tests.client.served_dataset import OUTLIERS, RELEASABLE, TEXT_KEYS, served_dataset
+from pcor_sql_client.analyst_interface import PRICED, NotReleased
+from tests.client.served_dataset import ABSENT, OUTLIERS, RELEASABLE, TEXT_KEYS, served_dataset
 
 FAST = {"epsilon": 0.1, "verifier": "grubbs"}
 ANOMALY = {"beta": 2, "radius": 5, "epsilon": 0.1}
@@ -120,6 +120,18 @@ def test_explain_outliers_answer_in_the_order_of_the_keys(handle):
     keys = [OUTLIERS[3], OUTLIERS[1]]
     results = handle.explain_outliers("staff", keys, **FAST)
     assert [r.key for r in results] == keys and all(isinstance(r, Explanation) for r in results)
+
+
+def test_a_key_a_batch_cannot_release_is_not_released_in_its_place_and_charged(served, handle):
+    before = served.state()
+    released, absent = handle.explain_outliers("staff", [OUTLIERS[0], ABSENT], **FAST)
+    assert isinstance(released, Explanation) and released.released and released.key == OUTLIERS[0]
+    assert isinstance(absent, NotReleased) and not absent.released
+    assert (absent.key, absent.charged, absent.epsilon) == (ABSENT, True, pytest.approx(0.1))
+    assert absent.message and "not released" in absent.summary
+    assert len(served.state()[0]) == len(before[0]) + 2  # both keys charged
+    with pytest.raises(RequestFailed):
+        handle.explain_outlier("staff", ABSENT, **FAST)
 
 
 def test_identify_anomaly_answers_about_a_releasable_key(handle):
