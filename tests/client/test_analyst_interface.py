@@ -219,3 +219,13 @@ def test_both_handles_return_the_same_shapes(served):
             remote.cost("identify_value", "staff", {"pay": 1.0}, **ANOMALY).as_dict().items()
         assert {k: v for k, v in inside.me().items() if k != "max_keys"} == \
             {k: v for k, v in remote.me().items() if k != "max_keys"}
+
+
+def test_an_analyst_limited_to_some_datasets_sees_only_those_on_both_handles(served):
+    token = served.owner.add_analyst("erin", quota=1.0, datasets=["tagged"])
+    inside = Analyst(served.owner, pipeline.analyst_policy("erin", min_epsilon=pipeline.DEFAULT_MIN_EPSILON,
+                                                           max_work=pipeline.DEFAULT_MAX_WORK))
+    with pcor_sql.connect(served.url, token, timeout=60) as remote:
+        for handle in (inside, remote):
+            assert [d["name"] for d in handle.datasets()] == ["tagged"]
+            assert (handle.me()["analyst"], handle.me()["datasets"], handle.history()) == ("erin", ["tagged"], [])
