@@ -40,24 +40,25 @@ import math
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
-from pcor_sql import pipeline
+from pcor_sql import analyst_account, pipeline
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.analyst_keys import RELEASABLE_PAGE, RequestCost, canonical, key_value, selector, shown
-from pcor_sql.analyst_inputs import check_key_types, check_start, key_kind, keys_of, plain_data
-from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
+from pcor_sql.analyst_inputs import check_key_types, check_page, check_start, key_kind, keys_of, plain_data
+from pcor_sql.analyst_statements import parse_analyst_statement
+from pcor_sql.frontend.keyed import KeyedSelect
 from pcor_sql.frontend.request_builders import verifier_spec
-from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.jobs import AnswerJob, PointAnswerJob, ReleaseJob
 from pcor_sql.ledger.admission_memory import KEYS_SIZE
 from pcor_sql.ledger.dataset_registry import (
-    RegisteredDataset, all_releasable, get_dataset, releasable_page, releasable_set, releasable_text,
+    RegisteredDataset, all_releasable, get_dataset, list_datasets, releasable_page, releasable_set, releasable_text,
 )
 from pcor_sql.pipeline import failed
 from pcor_sql.request_specs import Job, analyst_options, owner_options
-from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnalystAnswer, AnalystExplanation, NotReleased
 from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
+from pcor_sql_client.analyst_interface import PRICED, deprecated_value, priced
 
 #: What an analyst may set: generated from the option specs (`Who.ANALYST`), plus the handle's
 #: own words (`metric`/`columns` pick among the registered ones; `verifier_options` merge).
@@ -88,32 +89,13 @@ class Analyst:
 
     def sql(self, text: str) -> list[AnalystExplanation] | list[AnalystAnswer]:
         """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement (see the module docstring)."""
-        from pcor_sql.frontend.value_statement import is_value_statement, parse_value_statement
-
-        plain_data(text, "the statement")
-        if is_value_statement(text):
-            value = parse_value_statement(text)
-            return [self._identify_value(value.dataset, dict(value.point), value.options(), statement=text)]
-        con = self._session.access.parser  # parses only: the rows are read through the access
-        statement = parse_statement(con, text)
-        if isinstance(statement, ExplainOutlier):
-            keyed = parse_keyed_select(con, statement.query.original)
-            options: dict[str, Any] = dict(statement.options())
-            if statement.by is not None:
-                options["by"] = statement.by
-            if statement.domains is not None:  # a DOMAIN clause: the registration fixed them
-                raise Refused("the data owner declares the domains (a DOMAIN clause is the owner's)",
-                              "drop the DOMAIN clause")
-            if statement.verifier is not None:
-                options["verifier"] = statement.verifier
-            if len(keyed.columns) != 1:
-                raise UserError("EXPLAIN OUTLIER explains one metric", "select one metric column")
-            return self._explain(keyed, options, statement=text)
-        if isinstance(statement, IdentifyAnomaly):
-            keyed = parse_keyed_select(con, statement.query.original, multiple=True)
-            return self._identify(keyed, dict(statement.options()), statement=text)
-        raise Refused("an analyst may run only EXPLAIN OUTLIER and IDENTIFY ANOMALY statements",
-                      "ask the data owner for anything else")
+        parsed = parse_analyst_statement(self._session, text)
+        if parsed.kind == "value":
+            return [self._identify_value(parsed.dataset, parsed.point, parsed.options, statement=text)]
+        assert parsed.keyed is not None
+        if parsed.kind == "explain":
+            return self._explain(parsed.keyed, parsed.options, statement=text)
+        return self._identify(parsed.keyed, parsed.options, statement=text)
 
     # ---- calls ---------------------------------------------------------------------------
 
@@ -139,17 +121,18 @@ class Analyst:
         return result
 
     def identify_anomalies(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[AnalystAnswer]:
+        """One answer per key (among the releasable keys), in the keys' order, each charged ε."""
         plain_data(options, "an option")
         registered = self._dataset(dataset)
         columns = options.pop("columns", registered.metrics)
         columns = (columns,) if isinstance(columns, str) else tuple(columns)
         return self._identify(KeyedSelect(registered.name, columns, registered.key, keys_of(keys)), options)
 
-    def identify_value(self, dataset: str, value: Mapping[str, float], **options: Any) -> AnalystAnswer:
+    def identify_value(self, dataset: str, point: Mapping[str, float] | None = None, **options: Any) -> AnalystAnswer:
         """The private anomaly answer for a point of the metric space (`{"income": 50000}`: one
         number per metric column), in the data or not — the randomized bit of Construction 1,
         whose law covers absent points (x_i = 0), so asking reveals nothing by being answered."""
-        return self._identify_value(dataset, value, options)
+        return self._identify_value(dataset, deprecated_value(point, options), options)
 
     def _identify_value(self, dataset: str, value: Any, options: dict[str, Any], statement: str | None = None,
                         ) -> AnalystAnswer:
@@ -176,7 +159,7 @@ class Analyst:
             return None  # type: ignore[return-value]  # `cost` reads the quote
         return answers[0]
 
-    def releasable_keys(self, dataset: str, *, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    def releasable_keys(self, dataset: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
         """One page of the keys the owner declared releasable for `dataset` (public by that
         declaration, DESIGN.md §6: read from the registry, never the data), in their frozen
         order, as JSON values of the key column's kind: {dataset, total, offset, keys}; total is
@@ -193,22 +176,43 @@ class Analyst:
         keys = [key_value(t, kind) for t in texts]
         return {"dataset": registered.name, "total": total, "offset": offset, "keys": keys}
 
-    def cost(self, method: str, *args: Any, **options: Any) -> "RequestCost":
-        """What `getattr(self, method)(*args, **options)` would charge, without charging or reading
-        a row: the same checks, then the cost the pipeline would reserve (data independent).
-        `method`: explain_outliers, identify_anomalies or identify_value."""
-        return self._preview("cost", method, args, options)
+    # ---- what may be asked (the service's GET endpoints read the same: `analyst_account`) -----
+
+    def datasets(self) -> list[dict[str, Any]]:
+        """The registered datasets this analyst may use (see `AnalystInterface.datasets`)."""
+        ledger = self._session.ledger()
+        allowed = analyst_account.allowed_datasets(ledger, self._policy.analyst)
+        return analyst_account.dataset_rows(d for d in list_datasets(ledger) if allowed is None or d.name in allowed)
+
+    def me(self) -> dict[str, Any]:
+        """This analyst's name, datasets, bounds and usage (see `AnalystInterface.me`); in-process
+        no bound on the keys per request (None)."""
+        ledger, policy = self._session.ledger(), self._policy
+        return analyst_account.me(ledger, policy.analyst, analyst_account.allowed_datasets(ledger, policy.analyst),
+                                  min_epsilon=policy.min_epsilon, max_keys=None, max_work=policy.max_work)
+
+    def history(self, limit: int | None = None, before: str | None = None) -> list[dict[str, Any]]:
+        """This analyst's own requests (see `AnalystInterface.history`)."""
+        check_page(limit=limit, before=before)
+        return analyst_account.history(self._session.ledger(), self._policy.analyst, limit, before)
+
+    def cost(self, method: str, dataset: str, target: Any, **options: Any) -> "RequestCost":
+        """What `getattr(self, method)(dataset, target, **options)` would charge, without charging
+        or reading a row: the same checks, then the cost the pipeline would reserve (data
+        independent). `method`: one of `analyst_interface.PRICED`."""
+        return self._preview("cost", *priced(method, dataset, target), options)
 
     def admit(self, method: str, *args: Any, **options: Any) -> "RequestCost":
         """An early refusal, cheaply: the request's checks (as `cost`, without resolving units from
         the catalog), then BudgetExceeded if its cost would pass the dataset's limits or the
         analyst's quota now (`pipeline.admit`) — nothing charged, no row read. Passing reserves
-        nothing: the request itself checks everything again."""
+        nothing: the request itself checks everything again. `method`: explain_outliers,
+        identify_anomalies, identify_value (then `args` is dataset and target) or sql (the text)."""
         return self._preview("admit", method, args, options)
 
     def _preview(self, mode: str, method: str, args: tuple[Any, ...], options: dict[str, Any]) -> "RequestCost":
-        if method not in ("explain_outliers", "identify_anomalies", "identify_value"):
-            raise UserError(f"no cost preview for {method!r}", "use explain_outliers, identify_anomalies or identify_value")
+        if method not in ("explain_outliers", "identify_anomalies", "identify_value", "sql"):
+            raise UserError(f"no cost preview for {method!r}", f"use one of: {', '.join(PRICED)}")
         twin = Analyst(self._owner, self._policy, session=self._session, registry=self._registry,
                        admission=self._admission if mode == "admit" else None)
         twin._quoting = mode
@@ -364,19 +368,3 @@ class Analyst:
         return self._admission.releasable(self._policy.analyst or "", name, [releasable_text(k) for k in keys],
                                           lambda: releasable_set(ledger, name))
 
-
-def warm_session(session: Any, registered: RegisteredDataset) -> None:
-    """Build on `session` the per-cell summary every request on `registered` reads (its
-    registered attributes and frozen domains, each metric, with the sorted values LOF and the
-    histogram need), uncharged: it reads the whole relation — no key, no analyst's choice — so
-    building it early is what makes a first request cost the same for every analyst (DESIGN.md
-    §8 "No cross-analyst channels"). BY subsets and Python verifiers are built on demand."""
-    frozen, binned = dict(registered.domains), dict(registered.bins)
-    by = registered.attributes
-    for metric in registered.metrics:
-        request = OutlierRequest(
-            relation=registered.relation, metric=quote_identifier(metric), selector="FALSE",
-            select_list=quote_identifier(metric), by=by, domains=tuple((b, frozen[b]) for b in by if b not in binned),
-            bins=tuple((b, binned[b]) for b in by if b in binned) or None, verifier=VerifierSpec("lof"),
-        )
-        session.prepare_records(request, ())

@@ -115,3 +115,16 @@ def keys_of(keys: Any) -> tuple[Any, ...]:
         if key not in out:
             out.append(key)
     return tuple(out)
+
+
+def check_page(*, limit: Any, before: Any) -> None:
+    """A history page's bounds, as the service's query parameters declare them (DESIGN.md §8
+    "Bounded work"): `limit` a whole number 1 to `MAX_HISTORY_PAGE`, `before` a release_id."""
+    from pcor_sql.analyst_account import MAX_HISTORY_PAGE, RELEASE_ID_LENGTH
+
+    if limit is not None and (type(limit) is not int or not 1 <= limit <= MAX_HISTORY_PAGE):
+        raise UserError(f"limit must be a whole number from 1 to {MAX_HISTORY_PAGE}, got {limit!r}", "pass e.g. limit=100")
+    if before is not None and (type(before) is not str or len(before) > RELEASE_ID_LENGTH):
+        raise UserError("before must be a release_id (text) from an earlier page", "pass e.g. before=rows[0]['release_id']")
+    if type(before) is str:
+        check_text(before, "before")

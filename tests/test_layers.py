@@ -46,7 +46,8 @@ LAYERS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("service", "the analyst service (HTTP), never the CLI",
      frozenset({"sqltext", "core", "request_values", "request_specs", "frontend", "engine", "ledger", "anomaly", "backends",
                 "results", "readable", "notebook", "pipeline", "jobs", "session", "analyst", "owner", "api",
-                "statement_runner", "pcor_sql.analyst_keys"})),
+                "statement_runner", "pcor_sql.analyst_keys", "pcor_sql.analyst_account",
+                "pcor_sql.analyst_warm", "pcor_sql.analyst_statements"})),
     ("api, statements, owner, analyst", "the public calls: everything above but the CLI", None),
     ("cli", "the only printing", None),
 )

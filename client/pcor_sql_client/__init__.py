@@ -9,11 +9,13 @@ The full package re-exports this very code as `pcor_sql.connect` (and its errors
 `pcor_sql.errors`'): one client, installed alone (`pip install ./client`) or with pcor-sql.
 """
 
+from pcor_sql_client.analyst_interface import AnalystInterface, Answer, Cost, Explanation
 from pcor_sql_client.errors import BudgetExceeded, PcorError, Refused, RequestFailed, UserError
 from pcor_sql_client.remote_analyst import RemoteAnalyst, connect
-from pcor_sql_client.remote_results import RemoteAnswer, RemoteExplanation
+from pcor_sql_client.remote_results import RemoteAnswer, RemoteCost, RemoteExplanation, RemoteNotReleased
 
 __version__ = "0.1.0"
 
-__all__ = ["BudgetExceeded", "PcorError", "Refused", "RemoteAnalyst", "RemoteAnswer", "RemoteExplanation",
-           "RequestFailed", "UserError", "connect"]
+__all__ = ["AnalystInterface", "Answer", "BudgetExceeded", "Cost", "Explanation", "PcorError", "Refused",
+           "RemoteAnalyst", "RemoteAnswer", "RemoteCost", "RemoteExplanation",
+           "RemoteNotReleased", "RequestFailed", "UserError", "connect"]

@@ -6,6 +6,7 @@
     pcor-sql-remote releasable-keys salaries --limit 20     # the keys you may ask about
     pcor-sql-remote cost salaries 42 --epsilon 0.2          # what it would charge; nothing charged
     pcor-sql-remote explain-outlier salaries 42 --epsilon 0.2 --metric salary
+    pcor-sql-remote sql "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 WITH (epsilon = 0.2)"
 
 The light client's command line (httpx only, argparse): the same calls and the same words as
 `pcor-sql remote` (`pcor_sql_client.text`). Errors are one line on stderr, `error: <problem> —
@@ -109,7 +110,7 @@ def run_command(args: argparse.Namespace, out: TextIO) -> None:
                 show([{"key": k} for k in page["keys"]], "table", out, title=releasable_title(page))
         elif args.command == "cost":
             method, target, options = cost_call(args)
-            show([remote.cost(method, args.dataset, target, **options)], args.format, out)
+            show([remote.cost(method, args.dataset, target, **options).as_dict()], args.format, out)
         elif args.command == "explain-outlier":
             results = remote.explain_outliers(args.dataset, [key_value(k) for k in args.keys], epsilon=args.epsilon,
                                               **set_options(args, EXPLAIN_OPTIONS))
@@ -121,9 +122,19 @@ def run_command(args: argparse.Namespace, out: TextIO) -> None:
                     print(sql_line(item), file=out)
             else:
                 print("\n\n".join("\n".join(explanation_lines(item)) for item in items), file=out)
+        elif args.command == "sql":
+            results = remote.sql(args.statement)
+            items = [r.as_dict() for r in results]
+            if args.format == "json":
+                show(items, "json", out)
+            elif items and all("anomaly" in item for item in items):
+                show([answer_row(item) for item in items], "table", out,
+                     title="\n".join(f"{r.summary}" for r in results))
+            else:
+                print("\n\n".join("\n".join(explanation_lines(item)) for item in items), file=out)
         elif args.command == "identify-anomaly":
-            answer = remote.identify_anomaly(args.dataset, value=point(args.value), beta=args.beta, radius=args.radius,
-                                             epsilon=args.epsilon, **set_options(args, IDENTIFY_OPTIONS))
+            answer = remote.identify_value(args.dataset, point(args.value), beta=args.beta, radius=args.radius,
+                                           epsilon=args.epsilon, **set_options(args, IDENTIFY_OPTIONS))
             item = answer.as_dict()
             show([item] if args.format == "json" else [answer_row(item)], args.format, out,
                  title=f"{answer.summary}\n{answer.privacy_summary}".strip())
@@ -188,6 +199,10 @@ def parser() -> argparse.ArgumentParser:
     identify.add_argument("dataset", help="A registered dataset (see `datasets`).")
     identify.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of the answer.")
     _identify_options(identify, required=True)
+    statement = command("sql", "One EXPLAIN OUTLIER or IDENTIFY ANOMALY statement, run as the request it spells "
+                               "(each key costs its ε).")
+    statement.add_argument("statement", help="e.g. \"EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 "
+                                             "WITH (epsilon = 0.2)\"")
     cost = command("cost", "What a request would charge (explain: keys; identify: --value), nothing charged.")
     cost.add_argument("dataset", help="A registered dataset (see `datasets`).")
     cost.add_argument("keys", nargs="*", metavar="KEY", help="The keys of an explain-outlier request.")

@@ -5,11 +5,13 @@ function as `pcor_sql.connect` (which imports it from here).
     analyst = pcor_sql_client.connect("http://127.0.0.1:8000", token)
     analyst.datasets()                                   # what may be asked, and about what
     analyst.explain_outlier("salaries", 42, epsilon=0.2).context
-    analyst.identify_anomaly("salaries", value={"salary": 250000}, beta=5, radius=1000, epsilon=0.5)
-    analyst.cost("explain_outliers", "salaries", [42, 43], epsilon=0.2)   # nothing charged
+    analyst.identify_value("salaries", {"salary": 250000}, beta=5, radius=1000, epsilon=0.5)
+    analyst.sql("EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 WITH (epsilon = 0.2)")
+    analyst.cost("explain_outliers", "salaries", [42, 43], epsilon=0.2).total   # nothing charged
     analyst.me()                                         # quotas and spent per notion
 
-The same methods as the in-process handle (`Owner.analyst()`), but the data, the session and
+The same methods as the in-process handle (`Owner.analyst()`), declared once in
+`pcor_sql_client.analyst_interface.AnalystInterface`, but the data, the session and
 the ledger stay in the service's process (DESIGN.md §8): this object holds a URL and a token,
 sends JSON and receives JSON. The service checks every input (exact types, sizes, releasable
 keys, the minimum ε) and charges before it reads a row; its refusals come back as
@@ -21,11 +23,12 @@ data.
 from __future__ import annotations
 
 import urllib.parse
-
+import warnings
 from typing import Any, Sequence
 
+from pcor_sql_client.analyst_interface import deprecated_value, priced
 from pcor_sql_client.errors import UserError
-from pcor_sql_client.remote_results import RemoteAnswer, RemoteExplanation
+from pcor_sql_client.remote_results import RemoteAnswer, RemoteCost, RemoteExplanation, RemoteNotReleased, released_or_not
 from pcor_sql_client.transport import DEFAULT_TIMEOUT, Transport
 
 
@@ -69,7 +72,7 @@ class RemoteAnalyst:
         of an earlier page: page backwards)."""
         return _items(self._transport.get("/v1/history" + _query(limit=limit, before=before)), "history")
 
-    def releasable_keys(self, dataset: str, limit: int | None = None, offset: int | None = None) -> dict[str, Any]:
+    def releasable_keys(self, dataset: str, limit: int = 100, offset: int = 0) -> dict[str, Any]:
         """One page of the keys the data owner declared releasable for `dataset` (public by that
         declaration): {dataset, total, offset, keys}; page on with offset + len(keys)."""
         return self._transport.get("/v1/releasable-keys" + _query(dataset=dataset, limit=limit, offset=offset))
@@ -82,47 +85,60 @@ class RemoteAnalyst:
         [result] = self.explain_outliers(dataset, [key], **options)
         return result
 
-    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[RemoteExplanation]:
-        """One explanation per key, in the order given, each charged ε; all or nothing."""
-        body = _explain_body(dataset, keys, options)
-        results = _items(self._transport.post("/v1/explain", body), "results")
-        return [RemoteExplanation.from_json(item) for item in results]
+    def explain_outliers(self, dataset: str, keys: Sequence[Any], **options: Any
+                         ) -> list[RemoteExplanation | RemoteNotReleased]:
+        """One explanation per key, in the order given, each charged ε. A key that cannot be
+        released (missing, no valid context, ...) is a `RemoteNotReleased` in its place, with the
+        one generic message (its ε stays charged); one key alone raises RequestFailed instead."""
+        body = _keys_body(dataset, keys, options)
+        return [released_or_not(item) for item in _items(self._transport.post("/v1/explain", body), "results")]
 
-    def identify_value(self, dataset: str, value: Any, **options: Any) -> RemoteAnswer:
-        """The mechanism's randomized bit for the point `value` of the metric space (metric →
-        number, e.g. {"salary": 250000}), in the data or not; `options`: beta, radius, epsilon,
-        privacy, k, norm. The same call as the in-process handle's."""
-        [answer] = _answers(self._transport.post("/v1/identify", {"dataset": dataset, "value": value, **options}))
+    def identify_value(self, dataset: str, point: Any = None, **options: Any) -> RemoteAnswer:
+        """The mechanism's randomized bit for `point` of the metric space (metric → number, e.g.
+        {"salary": 250000}), in the data or not; `options`: beta, radius, epsilon, privacy, k,
+        norm. (`value=` for the point is deprecated.)"""
+        point = deprecated_value(point, options)
+        [answer] = _answers(self._transport.post("/v1/identify", {"dataset": dataset, "value": point, **options}))
         return RemoteAnswer.from_json(answer)
 
-    def identify_anomaly(self, dataset: str, value: Any = None, **options: Any) -> RemoteAnswer:
-        """`identify_value` with the point as a keyword: `identify_anomaly(d, value={...}, ...)`.
-        (Over HTTP an analyst asks about points, never about a record by key: DESIGN.md §6.)"""
-        if value is None:
-            raise UserError("identify_anomaly needs a point of the metric space",
-                            "pass value={'metric': number}, e.g. value={'salary': 250000}")
-        return self.identify_value(dataset, value, **options)
+    def identify_anomaly(self, dataset: str, key: Any = None, **options: Any) -> RemoteAnswer:
+        """The private anomaly answer for the record with `key` (one of the dataset's releasable
+        keys, DESIGN.md §6 "What an analyst may ask about"); `options`: beta, radius, epsilon,
+        privacy, k, norm. The old `identify_anomaly(d, value={...})` still asks about a point, with
+        a DeprecationWarning: call `identify_value(d, point)`."""
+        if "value" in options:
+            return self.identify_value(dataset, deprecated_value(None, options), **options)
+        [answer] = self.identify_anomalies(dataset, [key], **options)
+        return answer
 
-    def identify_anomalies(self, dataset: str, values: Sequence[Any], **options: Any) -> list[RemoteAnswer]:
-        """One answer per point, in the order given (one request each), each charged ε."""
-        if isinstance(values, (str, bytes, dict)) or not isinstance(values, (list, tuple)) or not values:
-            raise UserError("values must be a non-empty list of points", "e.g. [{'salary': 250000}]")
-        return [self.identify_value(dataset, value, **options) for value in values]
+    def identify_anomalies(self, dataset: str, keys: Sequence[Any], **options: Any) -> list[RemoteAnswer]:
+        """One answer per key (among the releasable keys), in the order given, each charged ε.
+        (A list of points — this method's meaning before it took keys — asks `identify_value`
+        about each, with a DeprecationWarning.)"""
+        if isinstance(keys, (list, tuple)) and keys and all(type(k) is dict for k in keys):
+            warnings.warn("identify_anomalies with points is deprecated: call identify_value(dataset, point) for each",
+                          DeprecationWarning, stacklevel=2)
+            return [self.identify_value(dataset, point, **options) for point in keys]
+        body = _keys_body(dataset, keys, options)
+        return [RemoteAnswer.from_json(item) for item in _items(self._transport.post("/v1/identify", body), "results")]
 
-    def cost(self, method: str, dataset: str, target: Any, **options: Any) -> dict[str, Any]:
+    def sql(self, text: str) -> list[Any]:
+        """Run one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement on the service (`POST
+        /v1/sql`): `RemoteExplanation`s or `RemoteAnswer`s, one per key in the order given."""
+        if type(text) is not str:
+            raise UserError(f"a statement is text, got {type(text).__name__}", "pass the statement as a str")
+        results = _items(self._transport.post("/v1/sql", {"sql": text}), "results")
+        return [RemoteAnswer.from_json(item) if isinstance(item, dict) and "anomaly" in item
+                else released_or_not(item) for item in results]
+
+    def cost(self, method: str, dataset: str, target: Any, **options: Any) -> RemoteCost:
         """What `getattr(self, method)(dataset, target, **options)` would charge, without charging
-        or reading a row (data independent), as the in-process handle's `cost`: `method` is
-        explain_outlier(s) (target: a key or the keys) or identify_value / identify_anomaly
-        (target: the point). Returns {dataset, notion, epsilon, k, count, total}."""
-        if method in ("explain_outlier", "explain_outliers"):
-            keys = [target] if method == "explain_outlier" else target
-            body = _explain_body(dataset, keys, options)
-        elif method in ("identify_value", "identify_anomaly"):
-            body = {"dataset": dataset, "value": target, **options}
-        else:
-            raise UserError(f"no cost preview for {method!r}",
-                            "use explain_outlier, explain_outliers, identify_value or identify_anomaly")
-        return self._transport.post("/v1/cost", body)
+        or reading a row (data independent), as the in-process handle's `cost`: `method` is one of
+        `analyst_interface.PRICED`. A `RemoteCost` (notion, epsilon, k, count, total, dataset)."""
+        batch, (dataset, target) = priced(method, dataset, target)
+        body = _keys_body(dataset, target, options) if batch != "identify_value" else {"dataset": dataset, "value": target,
+                                                                                    **options}
+        return RemoteCost.from_json(self._transport.post("/v1/cost" + _query(method=batch), body))
 
 
 def connect(url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteAnalyst:
@@ -131,7 +147,7 @@ def connect(url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> Remote
     return RemoteAnalyst(url, token, timeout=timeout)
 
 
-def _explain_body(dataset: str, keys: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
+def _keys_body(dataset: str, keys: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
     if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple)):
         raise UserError("keys must be a list of key values", "e.g. [42, 43]")
     return {"dataset": dataset, "keys": list(keys), **options}

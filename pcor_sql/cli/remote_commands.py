@@ -192,7 +192,7 @@ def cost(
                 samples=samples, utility=utility, start=start, by=by, beta=beta, radius=radius, privacy=privacy, k=k)
     method, target, options = cost_call(argparse.Namespace(**args))
     with analyst(_url(url)) as remote:
-        found = remote.cost(method, dataset, target, **options)
+        found = remote.cost(method, dataset, target, **options).as_dict()
     _rows([found], fmt)
 
 
@@ -259,8 +259,7 @@ def identify_anomaly(
     given = dict(privacy=privacy, k=k)
     options = {name: given[name] for name in IDENTIFY_OPTIONS if given[name] is not None}
     with analyst(_url(url)) as remote:
-        answer = remote.identify_anomaly(dataset, value=point(value), beta=beta, radius=radius, epsilon=epsilon,
-                                         **options)
+        answer = remote.identify_value(dataset, point(value), beta=beta, radius=radius, epsilon=epsilon, **options)
     item = answer.as_dict()
     _rows([item] if fmt is o.DataFormat.json else [answer_row(item)], fmt,
           title=f"{answer.summary}\n{answer.privacy_summary}".strip())

@@ -11,11 +11,14 @@ from typing import Any
 import anyio.to_thread
 from starlette.requests import Request
 
+from pcor_sql import analyst_account
 from pcor_sql.jsonable import jsonable
-from pcor_sql.service import analyst_identity
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.analyst_service import Service
-from pcor_sql.service.endpoint_table import DATASET, HISTORY_QUERY, RELEASABLE, RELEASABLE_QUERY, Caller, Endpoint
+from pcor_sql.analyst_statements import statement_dataset
+from pcor_sql.service.endpoint_table import (
+    DATASET, HISTORY_QUERY, RELEASABLE, RELEASABLE_QUERY, Caller, Endpoint, Query,
+)
 from pcor_sql.service.http_plumbing import health, openapi
 from pcor_sql.service.request_schema import BadRequest, check
 from pcor_sql.service.result_schemas import ANSWER, COST, EXPLANATION
@@ -24,9 +27,7 @@ from pcor_sql.service.result_schemas import ANSWER, COST, EXPLANATION
 
 async def datasets(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
     found = await anyio.to_thread.run_sync(service.visible, identity)
-    return {"datasets": [{"name": d.name, "key": d.key, "metrics": list(d.metrics), "attributes": list(d.attributes),
-                          "domains": {a: list(v) for a, v in d.domains}, "releasable_keys": d.releasable,
-                          "accounting": d.accounting} for d in found]}
+    return {"datasets": analyst_account.dataset_rows(found)}
 
 
 async def explain(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
@@ -34,39 +35,79 @@ async def explain(service: Service, request: Request, identity: Identity, params
     check(body, service.explain_schema, "the body")
     dataset, keys = body.pop("dataset"), body.pop("keys")
     request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": len(keys)}
-    results = await service.answer(identity, "explain_outliers", dataset, keys, body)
+    results = await service.answer(identity, "explain_outliers", dataset, (dataset, keys), body)
     return {"results": [jsonable(r.as_dict()) for r in results]}
 
 
 async def identify(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
     body = await service.body(request)
+    if "keys" in body:  # by key: among the releasable keys, as in-process (DESIGN.md §6 "What an analyst may ask about")
+        check(body, service.identify_keys_schema, "the body")
+        dataset, keys = body.pop("dataset"), body.pop("keys")
+        request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": len(keys)}
+        answers = await service.answer(identity, "identify_anomalies", dataset, (dataset, keys), body)
+        return {"results": [jsonable(a.as_dict()) for a in answers]}
     check(body, service.identify_schema, "the body")
     dataset, value = body.pop("dataset"), body.pop("value")
     request.state.asked = {"dataset": dataset, "epsilon": body.get("epsilon"), "keys": 1}
-    answer = await service.answer(identity, "identify_value", dataset, value, body)
+    answer = await service.answer(identity, "identify_value", dataset, (dataset, value), body)
+    return {"results": [_point_answer(answer)]}
+
+
+async def sql(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
+    """One statement, through the very path of `/v1/explain` and `/v1/identify` (`Service.answer`:
+    admitted first when it would wait, then charged before any row is read); the dataset it
+    names is read from it on the cursor that admits or runs it (parsing reads no row)."""
+    body = await service.body(request)
+    check(body, service.sql_schema, "the body")
+    text = body["sql"]
+    asked = request.state.asked = {"dataset": None, "epsilon": None, "keys": None}
+
+    def dataset(session: Any) -> str:
+        asked["dataset"] = statement_dataset(session, text)
+        return asked["dataset"]
+
+    results = await service.answer(identity, "sql", dataset, (text,), {})
+    asked["keys"] = len(results)
+    return {"results": [_point_answer(r) if type(r.key) is dict else jsonable(r.as_dict()) for r in results]}
+
+
+def _point_answer(answer: Any) -> Any:
+    """An answer about a point, as `/v1/identify` names it: the point is `value` (and `key`, as
+    in-process, where `AnalystAnswer.key` is the point)."""
     shown = jsonable(answer.as_dict())
-    shown["value"] = shown.pop("key")
-    return {"results": [shown]}
+    shown["value"] = shown["key"]
+    return shown
+
+
+#: `POST /v1/cost?method=...`: the request it prices → the body schema (by its name on `Service`)
+#: and the body field holding the target.
+_PRICED = {"explain_outliers": ("explain_schema", "keys"), "identify_anomalies": ("identify_keys_schema", "keys"),
+           "identify_value": ("identify_schema", "value")}
+COST_QUERY = (Query("method", {"type": "string", "enum": sorted(_PRICED)},
+                    "the request priced (default: explain_outliers for a body with keys, identify_value for one "
+                    "with value)"),)
 
 
 async def cost(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
     body = await service.body(request)
-    if ("keys" in body) == ("value" in body):
-        raise BadRequest("a cost body is an explain body (with keys) or an identify body (with value)",
-                         "send the body you would send to /v1/explain or /v1/identify")
-    by_key = "keys" in body
-    check(body, service.explain_schema if by_key else service.identify_schema, "the body")
-    dataset, target = body.pop("dataset"), body.pop("keys" if by_key else "value")
-    method = "explain_outliers" if by_key else "identify_value"
+    method = params.get("method")
+    if method is None:
+        if ("keys" in body) == ("value" in body):
+            raise BadRequest("a cost body is an explain body (with keys) or an identify body (with value)",
+                             "send the body you would send to /v1/explain or /v1/identify, or say ?method=")
+        method = "explain_outliers" if "keys" in body else "identify_value"
+    schema, field = _PRICED[method]
+    check(body, getattr(service, schema), "the body")
+    dataset, target = body.pop("dataset"), body.pop(field)
     found = await service.run(identity, dataset, lambda a: a.cost(method, dataset, target, **body), pool=service.admission)
     return {"dataset": dataset, **found.as_dict()}
 
 
 async def me(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
-    usage = await anyio.to_thread.run_sync(analyst_identity.usage, service.ledger, identity.name)
-    return {"analyst": identity.name, "datasets": None if identity.datasets is None else list(identity.datasets),
-            "min_epsilon": service.min_epsilon, "max_keys": service.limits.max_keys, "max_work": service.max_work,
-            "usage": usage}
+    return await anyio.to_thread.run_sync(lambda: analyst_account.me(
+        service.ledger, identity.name, identity.datasets, min_epsilon=service.min_epsilon,
+        max_keys=service.limits.max_keys, max_work=service.max_work))
 
 
 async def releasable_keys(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
@@ -78,8 +119,8 @@ async def releasable_keys(service: Service, request: Request, identity: Identity
 
 
 async def history(service: Service, request: Request, identity: Identity, params: dict[str, Any]) -> Any:
-    limit, before = params.get("limit", 100), params.get("before")
-    rows = await anyio.to_thread.run_sync(analyst_identity.history, service.ledger, identity.name, limit, before)
+    limit, before = params.get("limit", analyst_account.HISTORY_PAGE), params.get("before")
+    rows = await anyio.to_thread.run_sync(analyst_account.history, service.ledger, identity.name, limit, before)
     return {"history": rows}
 
 
@@ -96,12 +137,19 @@ ANALYST_ENDPOINTS: tuple[Endpoint, ...] = (
              {"type": "object", "properties": {"results": {"type": "array", "items": EXPLANATION}}},
              body=("ExplainRequest",), errors=_POST),
     Endpoint("POST", "/v1/identify", identify, Caller.ANALYST,
-             "A private anomaly answer about a point of the metric space (IDENTIFY ANOMALY VALUE)",
+             "Private anomaly answers about a point of the metric space (IDENTIFY ANOMALY VALUE), or about records "
+             "by key (among the releasable keys), ε each; one result per key, in the order given",
              {"type": "object", "properties": {"results": {"type": "array", "items": ANSWER}}},
-             body=("IdentifyRequest",), errors=_POST),
+             body=("IdentifyRequest", "IdentifyKeysRequest"), errors=_POST),
+    Endpoint("POST", "/v1/sql", sql, Caller.ANALYST,
+             "One EXPLAIN OUTLIER or IDENTIFY ANOMALY statement, run as the request it spells (ε each key); one "
+             "result per key, in the order given",
+             {"type": "object", "properties": {"results": {"type": "array", "items": {"anyOf": [EXPLANATION, ANSWER]}}}},
+             body=("SqlRequest",), errors=_POST),
     Endpoint("POST", "/v1/cost", cost, Caller.ANALYST,
              "What an explain or identify body would charge (data independent, nothing charged)", COST,
-             body=("ExplainRequest", "IdentifyRequest"), errors=("400", "401", "403", "413", "415")),
+             body=("ExplainRequest", "IdentifyRequest", "IdentifyKeysRequest"), errors=("400", "401", "403", "413", "415"),
+             query=COST_QUERY),
     Endpoint("GET", "/v1/me", me, Caller.ANALYST, "This analyst: quotas and ε spent per notion",
              {"type": "object"}, errors=("400", "401")),
     Endpoint("GET", "/v1/history", history, Caller.ANALYST,

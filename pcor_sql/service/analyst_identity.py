@@ -1,6 +1,6 @@
 """Who is asking: the bearer token of the `Authorization` header, checked against the ledger's
 analysts (`pcor_sql.ledger.analysts`: tokens stored only as a hash, compared in constant time),
-and what that analyst may see about themselves — quotas, spent ε, history — as plain JSON.
+and the identities kept (what an analyst may read about themselves is `pcor_sql.analyst_account`).
 
 A missing header, another scheme, a malformed, unknown or revoked token all come out as None:
 the caller answers every one with the same 401 and the same body.
@@ -9,9 +9,7 @@ the caller answers every one with the same 401 and the same body.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from pcor_sql.jsonable import jsonable
 from pcor_sql.ledger.store import Ledger
 
 #: The longest Authorization header read (a token is ~43 characters; anything longer is refused unread).
@@ -88,16 +86,3 @@ class IdentityMemory:
             self._kept[token_hash(token)] = (found, changes)
         return found
 
-
-def usage(ledger: Ledger, name: str) -> Any:
-    """The analyst's quotas and spent ε per notion, as plain JSON."""
-    from pcor_sql.ledger.analysts import analyst_usage
-
-    return jsonable(analyst_usage(ledger, name))
-
-
-def history(ledger: Ledger, name: str, limit: int | None = None, before: str | None = None) -> Any:
-    """The analyst's own requests, oldest first, as plain JSON."""
-    from pcor_sql.ledger.analysts import analyst_history
-
-    return jsonable(analyst_history(ledger, name, limit, before))

@@ -26,7 +26,7 @@ from pcor_sql.service.endpoint_table import Endpoint
 from pcor_sql.service.http_plumbing import bound_route
 from pcor_sql.service.ledger_watch import IdentityWatch
 from pcor_sql.service.owner_plane import AuditLog
-from pcor_sql.service.request_schema import BadRequest, Limits, explain_schema, identify_schema, parse_body
+from pcor_sql.service.request_schema import BadRequest, Limits, explain_schema, identify_schema, parse_body, sql_schema
 from pcor_sql.service.worker_pool import WorkerPool
 from pcor_sql.session import Session
 
@@ -61,6 +61,8 @@ class Service:
         self.watch = IdentityWatch(self.ledger, self.forget_identities)
         self.explain_schema = explain_schema(limits)
         self.identify_schema = identify_schema(limits)
+        self.identify_keys_schema = identify_schema(limits, by_key=True)
+        self.sql_schema = sql_schema(limits)
         #: The OpenAPI document (`openapi_document`), set by `http_app.app` from the table.
         self.document: dict[str, Any] = {}
         #: One line per request (`--audit-log`), shared with the owner's listener.
@@ -142,22 +144,26 @@ class Service:
         """Requests waiting now for a worker (each in their analyst's own line)."""
         return self.pool.load()[1]
 
-    async def run(self, identity: Identity, dataset: str, call: Callable[[Analyst], Any], *,
+    async def run(self, identity: Identity, dataset: Dataset, call: Callable[[Analyst], Any], *,
                   pool: WorkerPool | None = None, memory: AdmissionMemory | None = None) -> Any:
+        """`call` on an analyst handle for this request, on a worker (or on `pool`'s cursors),
+        once the dataset it names is one this analyst may use. `dataset`: its name, or how to
+        read the name from the request on the worker's Session (a statement's: `POST /v1/sql`)."""
         def work(session: Session) -> Any:
-            found = self.require_visible(identity, dataset, memory)
+            found = self.require_visible(identity, _named(dataset, session), memory)
             return call(self.analyst(session, identity, found, admission=memory))
 
         if pool is not None:
             return await pool.run(work)
         return await self.pool.run(work, identity.name)
 
-    def admitted_from_memory(self, identity: Identity, dataset: str, admit: Callable[[Analyst], Any]) -> bool:
+    def admitted_from_memory(self, identity: Identity, dataset: Dataset, admit: Callable[[Analyst], Any]) -> bool:
         """`admit` here, on the event loop, when all it needs is kept: True when it admitted; False
-        when it would read (then nothing happened). A refusal that needs no read raises here."""
+        when it would read (then nothing happened; parsing a SELECT reads DuckDB's parser, so a
+        statement's admission goes to the pool). A refusal that needs no read raises here."""
         try:
             with kept_only():
-                found = self.require_visible(identity, dataset, self.memory)
+                found = self.require_visible(identity, _named(dataset, self.kept_session), self.memory)
                 admit(self.analyst(self.kept_session, identity, found, admission=self.memory))
             return True
         except NotKept:
@@ -169,16 +175,19 @@ class Service:
         running, waiting = self.pool.load()
         return running >= self.workers or waiting > 0
 
-    async def answer(self, identity: Identity, method: str, dataset: str, target: Any, options: dict[str, Any]) -> Any:
-        """`Analyst.<method>(dataset, target, **options)` on a worker, admitted first if it would
-        wait (see the module docstring): a refusal that needs no data comes from the admission,
-        without waiting; a request that finds a worker free goes to it, which checks the same."""
+    async def answer(self, identity: Identity, method: str, dataset: Dataset, args: tuple[Any, ...],
+                     options: dict[str, Any]) -> Any:
+        """`Analyst.<method>(*args, **options)` on a worker, admitted first if it would wait (see
+        the module docstring): a refusal that needs no data comes from the admission, without
+        waiting; a request that finds a worker free goes to it, which checks the same. `dataset`:
+        the dataset the request names (as `run` takes it). Every charging endpoint comes here —
+        explain, identify and sql alike (DESIGN.md §6 "Reserve, then read")."""
         if self.would_wait(identity.name):
-            admit = lambda a: a.admit(method, dataset, copy.deepcopy(target), **copy.deepcopy(options))  # noqa: E731
+            admit = lambda a: a.admit(method, *copy.deepcopy(args), **copy.deepcopy(options))  # noqa: E731
             if not self.admitted_from_memory(identity, dataset, admit):
                 await self.run(identity, dataset, admit, pool=self.admission, memory=self.memory)
         try:
-            return await self.run(identity, dataset, lambda a: getattr(a, method)(dataset, target, **options))
+            return await self.run(identity, dataset, lambda a: getattr(a, method)(*args, **options))
         except UserError:
             self.memory.forget(identity.name)  # perhaps admitted from what is no longer so: read afresh next time
             raise
@@ -194,7 +203,7 @@ class Service:
     def warm(self) -> None:
         """Build every registered dataset's summary on every worker before serving (see the module
         docstring): a first request is then as fast for everyone."""
-        from pcor_sql.analyst import warm_session
+        from pcor_sql.analyst_warm import warm_session
 
         datasets = self.served()
         for session in self.pool.sessions():
@@ -204,6 +213,13 @@ class Service:
 
 
 NAME = 128
+#: The dataset a request names: its name, or how to read it from the request on a Session.
+Dataset = str | Callable[[Session], str]
+
+
+def _named(dataset: Dataset, session: Session) -> str:
+    return dataset if isinstance(dataset, str) else dataset(session)
+
 #: Body fields of the analyst's own (the owner's `dataset` option, the ledger name to charge, is
 #: spelled like the body's registered dataset and is never an analyst's).
 BODY_WORDS = frozenset({"dataset"})

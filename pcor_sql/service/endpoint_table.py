@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from pcor_sql.analyst_account import HISTORY_PAGE, MAX_HISTORY_PAGE, RELEASE_ID_LENGTH
 from pcor_sql.core.option_spec import StrEnum
 
 
@@ -91,9 +92,9 @@ DATASET = {
 #: The most history rows one page holds.
 MAX_PAGE = 1000
 HISTORY_QUERY = (
-    Query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 100},
-          f"the most rows in this page (1 to {MAX_PAGE}; the most recent ones)"),
-    Query("before", {"type": "string", "maxLength": 64},
+    Query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_HISTORY_PAGE, "default": HISTORY_PAGE},
+          f"the most rows in this page (1 to {MAX_HISTORY_PAGE}; the most recent ones)"),
+    Query("before", {"type": "string", "maxLength": RELEASE_ID_LENGTH},
           "a release_id from an earlier page: the rows asked before it (page backwards)"),
 )
 

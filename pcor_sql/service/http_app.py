@@ -2,8 +2,9 @@
 
     GET  /v1/datasets   the registered datasets this analyst may use (public by registration)
     POST /v1/explain    {dataset, keys, epsilon, verifier?, search?, samples?, utility?, start?, by?, ...}
-    POST /v1/identify   {dataset, value, beta, radius, epsilon, privacy?, k?, norm?}
-    POST /v1/cost       an explain or identify body → what it would charge (nothing charged)
+    POST /v1/identify   {dataset, value | keys, beta, radius, epsilon, privacy?, k?, norm?}
+    POST /v1/sql        {sql}: one EXPLAIN OUTLIER / IDENTIFY ANOMALY statement, as the request it spells
+    POST /v1/cost       an explain or identify body → what it would charge (nothing charged; ?method=...)
     GET  /v1/me         this analyst's quotas and ε spent per notion
     GET  /v1/history    this analyst's own requests (paged: ?limit=N&before=RELEASE_ID)
     GET  /v1/releasable-keys  ?dataset=NAME&limit=N&offset=M: the keys one may ask about (public)

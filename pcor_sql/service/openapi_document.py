@@ -9,7 +9,7 @@ import re
 from typing import Any, Sequence
 
 from pcor_sql.service.endpoint_table import ERRORS, Caller, Endpoint
-from pcor_sql.service.request_schema import Limits, explain_schema, identify_schema
+from pcor_sql.service.request_schema import Limits, explain_schema, identify_schema, sql_schema
 
 #: The security scheme of each caller (the owner's token opens only the owner's listener).
 SCHEMES = {Caller.ANALYST: "bearer", Caller.OWNER: "owner"}
@@ -63,6 +63,7 @@ def document(limits: Limits, version: str, endpoints: Sequence[Endpoint] | None 
             "schemas": {"Error": {"type": "object", "required": ["error", "fix"],
                                   "properties": {"error": {"type": "string"}, "fix": {"type": "string"}}},
                         "ExplainRequest": explain_schema(limits), "IdentifyRequest": identify_schema(limits),
+                        "IdentifyKeysRequest": identify_schema(limits, by_key=True), "SqlRequest": sql_schema(limits),
                         **(extra_schemas or {})},
         },
         "paths": paths,

@@ -90,10 +90,7 @@ def explain_schema(limits: Limits) -> dict[str, Any]:
     specs = specs_for(Job.EXPLAIN)
     properties: dict[str, Any] = {
         "dataset": {"type": "string", "maxLength": NAME_LENGTH, "description": "a registered dataset's name"},
-        "keys": {"type": "array", "minItems": 1, "maxItems": limits.max_keys,
-                 "items": {"anyOf": [{"type": "integer", "minimum": -KEY_BOUND, "maximum": KEY_BOUND},
-                                     {"type": "string", "maxLength": limits.max_text}]},
-                 "description": "the records' keys (among the dataset's releasable keys); results come in this order"},
+        "keys": _keys(limits),
         "metric": {"type": "string", "maxLength": NAME_LENGTH, "description": "one of the dataset's metrics"},
         "verifier_options": {"type": "object", "maxProperties": 16,
                              "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string", "maxLength": 100},
@@ -105,18 +102,38 @@ def explain_schema(limits: Limits) -> dict[str, Any]:
     return _object(properties, ["dataset", "keys", "epsilon"])
 
 
-def identify_schema(limits: Limits) -> dict[str, Any]:
-    """`POST /v1/identify`: the dataset, a point of its metric space, and the options."""
+def identify_schema(limits: Limits, *, by_key: bool = False) -> dict[str, Any]:
+    """`POST /v1/identify`: the dataset, a point of its metric space — or, `by_key`, keys among
+    the dataset's releasable keys (DESIGN.md §6 "What an analyst may ask about") — and the options."""
     specs = specs_for(Job.IDENTIFY)
     properties: dict[str, Any] = {
         "dataset": {"type": "string", "maxLength": NAME_LENGTH, "description": "a registered dataset's name"},
-        "value": {"type": "object", "minProperties": 1, "maxProperties": 16,
-                  "additionalProperties": {"type": "number"},
-                  "description": "a point: metric column → number (in the data or not), e.g. {\"income\": 50000}"},
     }
+    if by_key:
+        properties["keys"] = _keys(limits)
+    else:
+        properties["value"] = {"type": "object", "minProperties": 1, "maxProperties": 16,
+                               "additionalProperties": {"type": "number"},
+                               "description": "a point: metric column → number (in the data or not), e.g. "
+                                              "{\"income\": 50000}"}
     for name in sorted(analyst_options(Job.IDENTIFY)):
         properties[name] = _option_schema(specs[name], limits)
-    return _object(properties, ["dataset", "value", "beta", "radius", "epsilon"])
+    return _object(properties, ["dataset", "keys" if by_key else "value", "beta", "radius", "epsilon"])
+
+
+def sql_schema(limits: Limits) -> dict[str, Any]:
+    """`POST /v1/sql`: one `EXPLAIN OUTLIER` or `IDENTIFY ANOMALY` statement, as text."""
+    return _object({"sql": {"type": "string", "minLength": 1, "maxLength": limits.max_body,
+                            "description": "one EXPLAIN OUTLIER or IDENTIFY ANOMALY statement, e.g. \"EXPLAIN "
+                                           "OUTLIER SELECT pay FROM staff WHERE id = 7 WITH (epsilon = 0.1)\""}},
+                   ["sql"])
+
+
+def _keys(limits: Limits) -> dict[str, Any]:
+    return {"type": "array", "minItems": 1, "maxItems": limits.max_keys,
+            "items": {"anyOf": [{"type": "integer", "minimum": -KEY_BOUND, "maximum": KEY_BOUND},
+                                {"type": "string", "maxLength": limits.max_text}]},
+            "description": "the records' keys (among the dataset's releasable keys); results come in this order"}
 
 
 # ---- parsing and checking ------------------------------------------------------------------
@@ -187,6 +204,8 @@ def check(value: Any, schema: dict[str, Any], where: str) -> None:
         except UserError as exc:
             raise BadRequest(exc.problem, exc.fix or "") from None
     if expected == "string":
+        if len(value) < schema.get("minLength", 0):
+            raise BadRequest(f"{where} is empty", _example(where, schema))
         if len(value) > schema.get("maxLength", len(value)):
             raise BadRequest(f"{where} is longer than {schema['maxLength']} characters", "send a shorter text")
         text(value, where)

@@ -62,9 +62,12 @@ EXPLANATION = result_schema(
     AnalystExplanation, "one released explanation: the key given, the context, its predicate and SQL, the privacy "
                         "parameters", hidden=("full_attributes", "ranges"),
     given={"key": KEY, "context": {"type": "object", "additionalProperties": {"type": "array"}}})
-ANSWER = result_schema(AnalystAnswer, "the mechanism's randomized bit for the point, with the privacy parameters",
-                       renamed={"key": "value"},
-                       given={"value": {"type": "object", "additionalProperties": {"type": "number"}}})
+_POINT = {"type": "object", "additionalProperties": {"type": "number"}}
+_ANSWER = result_schema(AnalystAnswer, "the mechanism's randomized bit for the key or the point asked about, with the "
+                                       "privacy parameters", given={"key": {"anyOf": [KEY, _POINT]}})
+#: An answer about a point also names it `value` (`POST /v1/identify` with a value, as it always has).
+ANSWER = {**_ANSWER, "properties": {**_ANSWER["properties"], "value": {**_POINT, "description": "the point asked about "
+                                                                                               "(answers about a point)"}}}
 _COST = result_schema(RequestCost, "what the request would charge (nothing is charged, no row is read)",
                       given={"notion": {"type": "string", "enum": [str(n) for n in Notion]}})
 #: `POST /v1/cost` answers the dataset asked about, then the cost.

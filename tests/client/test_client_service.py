@@ -50,14 +50,34 @@ def test_results_come_in_the_order_of_the_keys_and_text_keys_work(alice):
 
 
 def test_identify_answers_points_present_or_absent(alice):
-    answers = alice.identify_anomalies("staff", [{"pay": 5007.0}, {"pay": 104.0}, {"pay": -1e6}],
-                                       beta=2, radius=5, epsilon=0.1)
+    points = [{"pay": 5007.0}, {"pay": 104.0}, {"pay": -1e6}]
+    answers = [alice.identify_value("staff", p, beta=2, radius=5, epsilon=0.1) for p in points]
     assert all(isinstance(a, RemoteAnswer) and type(a.anomaly) is bool for a in answers)
-    assert [a.value for a in answers] == [{"pay": 5007.0}, {"pay": 104.0}, {"pay": -1e6}]
-    one = alice.identify_anomaly("staff", value={"pay": 5007.0}, beta=2, radius=5, epsilon=0.1, privacy="dp")
+    assert [a.value for a in answers] == [a.key for a in answers] == points
+    one = alice.identify_value("staff", {"pay": 5007.0}, beta=2, radius=5, epsilon=0.1, privacy="dp")
     assert one.privacy == "dp" and one.epsilon == pytest.approx(0.1)
     same = alice.identify_value("staff", {"pay": 5007.0}, beta=2, radius=5, epsilon=0.1, k=2)
     assert (same.value, same.k) == ({"pay": 5007.0}, 2)
+
+
+def test_identify_by_key_answers_in_the_order_of_the_keys(alice):
+    keys = [OUTLIERS[2], OUTLIERS[0]]
+    answers = alice.identify_anomalies("staff", keys, beta=2, radius=5, epsilon=0.1)
+    assert [a.key for a in answers] == keys and all(type(a.anomaly) is bool for a in answers)
+    assert alice.identify_anomaly("tagged", TEXT_KEYS[0], beta=2, radius=5, epsilon=0.1).key == TEXT_KEYS[0]
+    with pytest.raises(Refused, match="not among the releasable keys"):
+        alice.identify_anomaly("staff", 100_000, beta=2, radius=5, epsilon=0.1)
+
+
+def test_the_old_point_spellings_still_work_with_a_deprecation_warning(alice):
+    with pytest.warns(DeprecationWarning, match="value= keyword"):
+        old = alice.identify_anomaly("staff", value={"pay": 5007.0}, beta=2, radius=5, epsilon=0.1)
+    with pytest.warns(DeprecationWarning, match="with points is deprecated"):
+        [many] = alice.identify_anomalies("staff", [{"pay": 5007.0}], beta=2, radius=5, epsilon=0.1)
+    assert old.value == many.value == {"pay": 5007.0}
+    cost = alice.cost("identify_value", "staff", {"pay": 1.0}, beta=2, radius=5, epsilon=0.1)
+    with pytest.warns(DeprecationWarning, match="RemoteCost"):
+        assert cost["total"] == cost.total
 
 
 def test_cost_is_a_preview_that_charges_nothing(served, alice):
@@ -65,9 +85,10 @@ def test_cost_is_a_preview_that_charges_nothing(served, alice):
     explain = alice.cost("explain_outliers", "staff", [OUTLIERS[0], OUTLIERS[1]], **FAST)
     one = alice.cost("explain_outlier", "staff", OUTLIERS[0], **FAST)
     identify = alice.cost("identify_value", "staff", {"pay": 1.0}, beta=2, radius=5, epsilon=0.1, privacy="dp")
+    by_key = alice.cost("identify_anomalies", "staff", [OUTLIERS[0], OUTLIERS[1]], beta=2, radius=5, epsilon=0.1)
     assert served.state() == before
-    assert (explain["notion"], explain["count"], explain["total"]) == ("ocdp", 2, pytest.approx(0.2))
-    assert (one["count"], identify["notion"], identify["count"]) == (1, "dp", 1)
+    assert (explain.notion, explain.count, explain.total) == ("ocdp", 2, pytest.approx(0.2))
+    assert (one.count, identify.notion, identify.count, by_key.count) == (1, "dp", 1, 2)
     with pytest.raises(UserError, match="no cost preview"):
         alice.cost("coe", "staff", 1)
     with pytest.raises(Refused):  # the same checks as the request: a key outside the releasable set
@@ -105,7 +126,7 @@ def test_refusals_before_the_reservation_charge_nothing(served, alice):
         (lambda: alice.explain_outlier("staff", OUTLIERS[0], epsilon=0.1, seed=1), UserError),  # owner's option
         (lambda: alice.explain_outlier("nowhere", 1, **FAST), UserError),
         (lambda: alice.explain_outlier("staff", OUTLIERS[0], epsilon=0.1, verifier="spy"), UserError),
-        (lambda: alice.identify_anomaly("staff", value={"salary": 1.0}, beta=2, radius=5, epsilon=0.1), UserError),
+        (lambda: alice.identify_value("staff", {"salary": 1.0}, beta=2, radius=5, epsilon=0.1), UserError),
     ]
     for call, expected in cases:
         with pytest.raises(expected) as caught:
@@ -132,3 +153,32 @@ def test_a_failure_after_the_reservation_is_request_failed_and_charged(served, a
     assert caught.value.status_code == 422
     history, _, _ = served.state()
     assert len(history) > len(before[0])
+
+
+def test_sql_runs_a_statement_as_the_request_it_spells(served, alice):
+    [explained] = alice.sql(f"EXPLAIN OUTLIER SELECT pay FROM staff WHERE id = {OUTLIERS[1]} "
+                            "USING grubbs WITH (epsilon = 0.1)")
+    assert isinstance(explained, RemoteExplanation) and explained.key == OUTLIERS[1] and explained.context
+    answers = alice.sql(f"IDENTIFY ANOMALY SELECT pay FROM staff WHERE id IN ({OUTLIERS[3]}, {OUTLIERS[0]}) "
+                        "WITH (beta = 2, radius = 5, epsilon = 0.1)")
+    assert [a.key for a in answers] == [OUTLIERS[3], OUTLIERS[0]] and all(isinstance(a, RemoteAnswer) for a in answers)
+    [point] = alice.sql("IDENTIFY ANOMALY VALUE (pay = 5007) FROM staff WITH (beta = 2, radius = 5, epsilon = 0.1)")
+    assert point.key == point.value == {"pay": 5007.0}
+    history = alice.history(limit=4)
+    assert [h["outcome"] for h in history] == ["answered"] * 4
+
+
+@pytest.mark.parametrize(("text", "expected", "status"), [
+    ("SELECT * FROM staff", Refused, 403),  # ordinary SQL is the owner's
+    ("EXPLAIN OUTLIER SELECT pay FROM staff WHERE id = 7 WITH (epsilon = 0.1, seed = 1)", Refused, 403),
+    ("EXPLAIN OUTLIER SELECT pay FROM staff WHERE id = 100000 WITH (epsilon = 0.1)", Refused, 403),
+    ("EXPLAIN OUTLIER SELECT pay FROM nowhere WHERE id = 7 WITH (epsilon = 0.1)", Refused, 403),
+    ("EXPLAIN OUTLIER SELEC pay FRM staff", UserError, 400),  # not SQL at all
+    ("", UserError, 400),
+])
+def test_sql_refusals_are_4xx_with_a_fix_and_charge_nothing(served, alice, text, expected, status):
+    before = served.state()
+    with pytest.raises(expected) as caught:
+        alice.sql(text)
+    assert caught.value.status_code == status and caught.value.problem and caught.value.fix
+    assert served.state() == before

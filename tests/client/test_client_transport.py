@@ -114,7 +114,8 @@ def test_identify_sends_one_point_per_request_and_keeps_the_order():
                                                       "anomaly": body["value"]["m"] > 5, "epsilon": 0.5,
                                                       "privacy": "sp"}]})
 
-    answers = analyst_with(handler).identify_anomalies("d", [{"m": 9}, {"m": 1}], beta=2, radius=1, epsilon=0.5)
+    handle = analyst_with(handler)
+    answers = [handle.identify_value("d", p, beta=2, radius=1, epsilon=0.5) for p in ({"m": 9}, {"m": 1})]
     assert sent == [{"m": 9}, {"m": 1}]
     assert [(a.value, a.anomaly) for a in answers] == [({"m": 9}, True), ({"m": 1}, False)]
 

@@ -130,6 +130,19 @@ def test_pcor_sql_remote_runs_with_httpx_alone(served):
     assert history.returncode == 0 and "ocdp" in history.stdout
 
 
+def test_a_statement_runs_as_the_request_it_spells(served):
+    text = f"IDENTIFY ANOMALY SELECT pay FROM staff WHERE id IN ({OUTLIERS[2]}, {OUTLIERS[0]}) " \
+           "WITH (beta = 2, radius = 5, epsilon = 0.1)"
+    answered = light(served, "sql", text, "--format", "json")
+    assert answered.returncode == 0, answered.stderr
+    assert [json.loads(line)["key"] for line in answered.stdout.splitlines()] == [OUTLIERS[2], OUTLIERS[0]]
+    explained = light(served, "sql", f"EXPLAIN OUTLIER SELECT pay FROM staff WHERE id = {OUTLIERS[1]} USING grubbs "
+                                     "WITH (epsilon = 0.1)")
+    assert explained.returncode == 0 and "pay" in explained.stdout, explained.stderr
+    refused = light(served, "sql", "SELECT * FROM staff")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+
+
 def test_a_run_of_bins_is_one_interval(served):
     shown = light(served, "explain-outlier", "shifts", str(OUTLIERS[1]), "--epsilon", "0.1", "--verifier", "grubbs")
     assert shown.returncode == 0, shown.stderr

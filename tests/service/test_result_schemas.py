@@ -21,10 +21,11 @@ def test_the_schemas_follow_the_result_types():
     shown = released.as_dict()
     assert set(EXPLANATION["properties"]) == set(shown)
     jsonschema.validate(shown, EXPLANATION)
-    answer = AnalystAnswer("staff", None, ("x",), True, 0.1, "sp", 2, 2.0, 1.0, "l2").as_dict()
-    answer["value"] = {"x": 1.0}
-    del answer["key"]
-    assert set(ANSWER["properties"]) == set(answer)
+    by_key = AnalystAnswer("staff", 42, ("x",), True, 0.1, "sp", 2, 2.0, 1.0, "l2").as_dict()
+    jsonschema.validate(by_key, ANSWER)
+    answer = AnalystAnswer("staff", {"x": 1.0}, ("x",), True, 0.1, "sp", 2, 2.0, 1.0, "l2").as_dict()
+    answer["value"] = answer["key"]  # an answer about a point names it both ways (`/v1/identify`)
+    assert set(ANSWER["properties"]) == set(answer) == set(by_key) | {"value"}
     jsonschema.validate(answer, ANSWER)
     cost = {"dataset": "staff", **RequestCost("ocdp", 0.2, None, 3, 0.6).as_dict()}
     assert set(COST["properties"]) == set(cost)

@@ -204,3 +204,40 @@ def test_an_analyst_admitted_before_is_admitted_from_memory_and_refused_only_afr
     finally:
         gate.opened.set()
         thread.join(timeout=BOUND)
+
+
+def test_a_statement_is_admitted_like_any_request_while_the_worker_is_busy(served, monkeypatch):
+    """`POST /v1/sql` takes the path of `/v1/explain` (DESIGN.md §6 "Reserve, then read", §8):
+    with the only worker held, a statement over the quota, outside the releasable keys or not an
+    analyst's is refused by the admission at once, and nothing is charged."""
+    from pcor_sql.analyst import Analyst
+
+    owner, service, client, tokens, gate = served
+    admitted: list[tuple] = []
+    real = Analyst.admit
+    monkeypatch.setattr(Analyst, "admit", lambda self, *a, **k: (admitted.append(a), real(self, *a, **k))[1])
+    explain = "EXPLAIN OUTLIER SELECT pay FROM staff WHERE id = {} USING grubbs WITH (epsilon = 0.1)"
+    thread, out = hold_the_worker(client, tokens, gate)
+    try:
+        before = owner.ledger.history()
+        timed = []
+        for token, text in (
+            ("bob", explain.format(OUTLIERS[1])),  # bob's quota: 0.05 < 0.1
+            ("bob", "IDENTIFY ANOMALY VALUE (pay = 1) FROM staff WITH (beta = 2, radius = 5, epsilon = 0.1)"),
+            ("alice", explain.format(10_000)),  # not releasable
+            ("alice", "EXPLAIN OUTLIER SELECT pay FROM capped WHERE tag = 'a-7' USING grubbs WITH (epsilon = 0.1)"),
+        ):
+            started = time.monotonic()
+            r = post(client, tokens[token], "/v1/sql", {"sql": text}, timeout=2 * PROMPT)
+            timed.append((r.status_code, time.monotonic() - started))
+            assert set(r.json()) == {"error", "fix"}
+        assert [code for code, _ in timed] == [429, 429, 403, 429]
+        assert max(seconds for _, seconds in timed) < PROMPT, timed
+        # Each admitted early, as a statement (tried on the event loop first, then on the admission pool
+        # when parsing it needs DuckDB's parser or the ledger must be read).
+        assert {a[0] for a in admitted} == {"sql"} and len(admitted) >= 4
+        assert service.pool.load() == (1, 0) and owner.ledger.history() == before
+    finally:
+        gate.opened.set()
+        thread.join(timeout=BOUND)
+    assert out["held"].status_code == 200, out["held"].text
