@@ -226,7 +226,7 @@ class Console:
 
 
 #: Every route of the console (DESIGN.md §9): the routes are made from these rows, and
-#: `openapi_document.every_endpoint` lists them beside the JSON API's.
+#: `every_endpoint.every_endpoint` lists them beside the JSON API's.
 CONSOLE_ENDPOINTS: tuple[ConsoleEndpoint, ...] = (
     ConsoleEndpoint("GET", LOGIN, Console.login_form, Access.OPEN, "The login form (the owner token)"),
     ConsoleEndpoint("POST", LOGIN, Console.login, Access.OPEN,

@@ -2,7 +2,7 @@
 (the object itself, FastAPI's habit), who may call it, query parameters, request and response
 schemas, errors — and the schemas the tables share. Each listener's table is a tuple of these
 rows beside its handlers (`analyst_endpoints.ANALYST_ENDPOINTS`, `owner_app.OWNER_ENDPOINTS`,
-`console_app.CONSOLE_ENDPOINTS`; all of them: `openapi_document.every_endpoint`); the routes
+`console_app.CONSOLE_ENDPOINTS`; all of them: `every_endpoint.every_endpoint`); the routes
 and the OpenAPI documents are generated from the rows, so a path cannot be served without being
 documented, nor documented without being served.
 """

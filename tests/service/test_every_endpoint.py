@@ -11,7 +11,7 @@ from pathlib import Path
 from starlette.routing import Route
 
 from pcor_sql.service.console_app import CONSOLE_ENDPOINTS, Access, console_routes
-from pcor_sql.service.openapi_document import every_endpoint
+from pcor_sql.service.every_endpoint import every_endpoint
 from pcor_sql.service.owner_app import OWNER_ENDPOINTS, owner_app
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "owner-plane.md"
