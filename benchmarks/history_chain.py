@@ -8,7 +8,8 @@ With --ledger, the ledger is that (empty) PostgreSQL database instead of a ledge
 
 The reference leaves out only the chain's statements (`history_chain_steps.record`): the
 outcome stays a transaction, as it is with the chain (before it, an outcome was one UPDATE
-committed on its own), so the ratio is that of the chain's three statements per event. The
+committed on its own), so the ratio is that of the chain's statements per event (three on PostgreSQL, two on
+the file, whose rows and head are kept in process: `ledger.duckdb_chain_memory`). The
 ledger then stops matching its chain; the run uses it for nothing else. A third sample leaves
 out the reservations' lease (its keeping thread and renewals) to time what it costs.
 """

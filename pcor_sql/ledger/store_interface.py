@@ -284,7 +284,7 @@ class LedgerOps(abc.ABC):
     def chain_append(self, entries: Sequence[Sequence[object]], heads: dict[tuple[str, str], tuple[int, str]],
                      stored: set[tuple[str, str]], now: _dt.datetime) -> None:
         """Insert the entries and set each chain's head to `heads`; `stored`: the chains whose
-        head row exists (read by this transaction)."""
+        head row exists (read by this transaction, or kept by the store: `duckdb_chain_memory`)."""
 
     @abc.abstractmethod
     def chain_put_back(self, rows: Sequence[Sequence[object]], present: set[tuple[str, str]],
