@@ -248,13 +248,14 @@ class _WindowWalk:
                                                          wider.tolist())]
 
     def _node_pays(self, parent: int, flips: list[int]) -> bool:
-        """Whether one pass over the cells (~cells · m bit tests) costs less than the walk's
-        moves from one neighbour to the next (each undoes one slab and takes another: ~2 slabs
-        of grid points a neighbour, each dearer than a bit test)."""
+        """Whether one pass over the cells (m bit tests a cell) and each neighbour's copy of the
+        window counts cost less than the walk's moves from one neighbour to the next (each
+        undoes one slab and takes another: ~2 slabs of grid points a neighbour)."""
         sizes = [self.space.attribute_bits(parent, i).bit_count() for i in range(self.space.m)]
         grid = math.prod(sizes)
         slabs = sum(grid // max(sizes[self.bit_attr[b]], 1) for b in flips)
-        return _NODE_COST * self.summary.count.size < 2 * slabs
+        node = _CELL_COST * self.summary.count.size + _WINDOW_COST * len(flips) * self.wu.size
+        return node < 2 * slabs
 
     def _from_node(self, masks: list[int], parent: int, flips: list[int]) -> list[tuple[bool, int]]:
         scores, codes, ns = np.empty(len(masks)), np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
@@ -267,9 +268,11 @@ class _WindowWalk:
                 for mask, score, n, status in zip(masks, scores.tolist(), ns.tolist(), codes.tolist())]
 
 
-#: One cell of the node's pass (`node_counts.slab_counts`, m bit tests) against one grid point of
-#: a walk's move (`cell_moves`: a lookup, a member flag, the cell's row): measured on the births shape.
-_NODE_COST = 1
+#: The node's pass per cell and per window value a neighbour (`node_counts`), in grid points of
+#: a walk's move (`cell_moves`: a lookup, a member flag, the cell's row), measured on the births
+#: shape (CPU, load 6): a move ~33 ns a grid point, the pass ~15 ns a cell, ~1 ns a window value.
+_CELL_COST = 0.5
+_WINDOW_COST = 1 / 32
 
 
 def node_of(masks: list[int]) -> tuple[int, list[int]] | None:

@@ -47,6 +47,10 @@ def slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_
     window value of b's slab: the cells of value b whose other attributes' values are all the
     node's. flat: `jit.flat_bits` (its first m columns: each cell's bit per attribute)."""
     cells = flat.shape[0]
+    t = row_of_bit.size
+    missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
+    for b in range(t):
+        missing[b] = 1 - _has(words, b)
     marg_n[:] = 0
     marg_cnt[:, :] = 0
     cnt_p[:] = 0
@@ -55,9 +59,9 @@ def slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_
         miss = 0
         which = 0
         for g in range(m):
-            if _has(words, flat[c, g]) == 0:
-                miss += 1
-                which = g
+            lack = missing[flat[c, g]]
+            miss += lack
+            which = g if lack else which
         if miss > 1:
             continue
         rows = rows_of[c, R_ROWS]

@@ -43,7 +43,8 @@ def test_a_nodes_neighbours_agree_with_the_reference(births, verifier, monkeypat
         walked.append(int((args[-2] == WALK).sum()))  # codes
 
     monkeypatch.setattr(lof_checks, "lof_node_many", counting)
-    monkeypatch.setattr(lof_checks, "_NODE_COST", 0)  # every batch of neighbours from its node
+    monkeypatch.setattr(lof_checks, "_CELL_COST", 0)  # every batch of neighbours from its node
+    monkeypatch.setattr(lof_checks, "_WINDOW_COST", 0)
     own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
     ordinary = float(np.median(summary.runs().cell_values(own)))
     rng = np.random.default_rng(7)
