@@ -257,8 +257,9 @@ class _WindowWalk:
         sizes = [self.space.attribute_bits(parent, i).bit_count() for i in range(self.space.m)]
         grid = math.prod(sizes)
         slabs = sum(grid // max(sizes[self.bit_attr[b]], 1) for b in flips)
-        node = _CELL_COST * self.summary.count.size + _WINDOW_COST * len(flips) * self.wu.size
-        return node < 2 * slabs
+        window = len(flips) * self.wu.size  # the neighbours' slabs of window counts, held at once
+        node = _CELL_COST * self.summary.count.size + _WINDOW_COST * window
+        return window <= _MAX_WINDOW and node < 2 * slabs
 
     def _from_node(self, masks: list[int], parent: int, flips: list[int]) -> list[tuple[bool, int]]:
         scores, codes, ns = np.empty(len(masks)), np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
@@ -272,10 +273,13 @@ class _WindowWalk:
 
 
 #: The node's pass per cell and per window value a neighbour (`node_counts`), in grid points of
-#: a walk's move (`cell_moves`: a lookup, a member flag, the cell's row), measured on the births
-#: shape (CPU, load 6): a move ~33 ns a grid point, the pass ~15 ns a cell, ~1 ns a window value.
+#: a walk's move (`cell_moves`: a lookup, a member flag, the cell's row): a move ~33 ns a grid
+#: point and the pass ~15 ns a cell on the births shape; a window value ~1 ns while the slabs'
+#: counts stay in cache (births: 86 × 204) but ~20 ns past it (flights' continuous metric,
+#: 136 × 69,535: 130-310 ms a node against ~15 ms walking) — weighed at the dearer. CPU, load 6-9.
 _CELL_COST = 0.5
-_WINDOW_COST = 1 / 32
+_WINDOW_COST = 1.0
+_MAX_WINDOW = 1 << 22  # slabs × window values: at most 32 MiB of counts
 
 
 def node_of(masks: list[int]) -> tuple[int, list[int]] | None:

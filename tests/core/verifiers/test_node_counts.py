@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.lof import Lof
-from pcor_sql.core.verifiers.node_counts import WALK
+from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
 from pcor_sql.engine import lof_checks
 from pcor_sql.engine.compiled_checks import compiled_check
 from tests.engine.test_wide_checks import births, reference  # noqa: F401 (the fixture)
@@ -89,3 +89,19 @@ def test_node_of_refuses_what_is_not_one_nodes_neighbours():
     assert lof_checks.node_of([0b0011, 0b0101, 0b0001]) is None  # the third is a node itself
     assert lof_checks.node_of([0b0001, 0b0001]) is None  # a context twice
     assert lof_checks.node_of([0b0000, 0b0111]) is None  # 3 bits apart
+
+
+def test_a_window_too_wide_to_hold_per_neighbour_keeps_the_walk(births, monkeypatch):  # noqa: F811
+    """The full context's neighbours go from the node — unless their slabs' window counts would
+    pass the cap (`lof_checks._MAX_WINDOW`: flights' continuous metric holds ~70,000 window
+    values), when the batch walks."""
+    summary, space = births
+    masks = [m for m in space.neighbours(space.full) if space.is_admissible(m)]
+    for cap, from_node in ((lof_checks._MAX_WINDOW, True), (0, False)):
+        called = []
+        monkeypatch.setattr(lof_checks, "lof_node_many", lambda *a: called.append(a) or lof_node_many(*a))
+        monkeypatch.setattr(lof_checks, "_MAX_WINDOW", cap)
+        check = compiled_check(summary, space, Lof(), 2.0)
+        got = check.many(masks)
+        assert bool(called) == from_node
+        assert len(got) == len(masks)
