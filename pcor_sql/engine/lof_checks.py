@@ -13,7 +13,10 @@ entry (the record's arrays and their packed copy), whatever N.
 On a wide summary (`jit.WALK_CELLS` cells or more) the checks walk (`lof_window_walk`): the
 record's window is wider — at least 4·(2k + 4) distinct values a side besides the _NEAR rows,
 widened when a context of many cells reads past it (`lof_window`, `_WindowWalk`) — its distinct
-values numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`).
+values numbered and each cell's rows in it grouped by value (`window_of`, `window_counts`). A
+batch that is one BFS node's neighbours is checked from the node where that costs less
+(`node_counts`: one pass over the cells, each neighbour's counts the node's ± its slab's) — on
+the births shape about 4 ms a node of 86 neighbours against ~20 ms walking them (load 6-7).
 
 Used by `Evaluator._verify` for `Lof` on the summary path with sorted runs (DuckDB). The Spark
 path (per-cell windows, `engine/window.py`) and the plain path keep the numpy `local_outlier_factor`,
@@ -32,6 +35,7 @@ from pcor_sql.core.verifiers.lof import DISTINCT
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
+from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
 from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
@@ -197,6 +201,7 @@ class _WindowWalk:
         # The record's own value of attribute 0 is in every context checked (admissible contexts).
         self.flat = flat_bits(layout.coords, space.offsets, space.offsets[0] + space.anchor[0])
         self.index = cell_index(layout.coords, space.offsets, space.t)
+        self.bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
         self.widened = -1
         self._widen()
 
@@ -209,6 +214,7 @@ class _WindowWalk:
         self.ints, self.floats = record.packed(verifier.k, verifier.duplicates, self.flat, self.index)
         self.wu, estart, self.ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos,
                                                                        record.v)
+        self.ends = (dv, left_end, right_end)
         self.rows_of = cell_rows(record.starts, estart)
         self.walk = WalkStates(self.summary.count.size, self.wu.size, dv, left_end, right_end, False, self.n_words,
                                self.space.full, (self.flat, self.index, self.rows_of, self.ent))
@@ -226,8 +232,13 @@ class _WindowWalk:
             self._widen()
 
     def many(self, masks: list[int]) -> list[tuple[bool, int]]:
-        """The checks of `masks` in one compiled call (`walk_batches.lof_many`); those that
-        answer WIDER again one by one, after the widening."""
+        """The checks of `masks` in one compiled call: a node's neighbours from the node
+        (`node_counts`) where one pass over the cells costs less than walking from one
+        neighbour to the next, else along the walk (`walk_batches.lof_many`); those that
+        answer WIDER (or WALK) again one by one, through the walk."""
+        node = node_of(masks)
+        if node is not None and self._node_pays(*node):
+            return self._from_node(masks, *node)
         ctx, prev, (state, member, cnt, bits), codes, ns = self.walk.batch(masks)
         scores = np.empty(len(masks))
         lof_many(ctx, prev, *self._args(), state, member, cnt, bits, self.walk.scratch, scores, codes, ns)
@@ -238,6 +249,56 @@ class _WindowWalk:
                                                    status)
                 for mask, score, n, status, again in zip(masks, scores.tolist(), ns.tolist(), codes.tolist(),
                                                          wider.tolist())]
+
+    def _node_pays(self, parent: int, flips: list[int]) -> bool:
+        """Whether one pass over the cells (m bit tests a cell) and each neighbour's copy of the
+        window counts cost less than the walk's moves from one neighbour to the next (each
+        undoes one slab and takes another: ~2 slabs of grid points a neighbour)."""
+        sizes = [self.space.attribute_bits(parent, i).bit_count() for i in range(self.space.m)]
+        grid = math.prod(sizes)
+        slabs = sum(grid // max(sizes[self.bit_attr[b]], 1) for b in flips)
+        window = len(flips) * self.wu.size  # the neighbours' slabs of window counts, held at once
+        node = _CELL_COST * self.summary.count.size + _WINDOW_COST * window
+        return window <= _MAX_WINDOW and node < 2 * slabs
+
+    def _from_node(self, masks: list[int], parent: int, flips: list[int]) -> list[tuple[bool, int]]:
+        scores, codes, ns = np.empty(len(masks)), np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
+        dv, left_end, right_end = self.ends
+        lof_node_many(words_of(parent, self.n_words), np.asarray(flips, dtype=np.int64), self.flat, self.space.m,
+                      self.space.t, self.rows_of, self.ent, self.wu, dv, left_end, right_end, self.v, self.verifier.k,
+                      _rule(self.verifier.duplicates), scores, codes, ns)
+        return [self(mask) if status == WALK else _decided(self.summary, self.space, self.verifier, self.v, mask,
+                                                            score, n, status)
+                for mask, score, n, status in zip(masks, scores.tolist(), ns.tolist(), codes.tolist())]
+
+
+#: The node's pass per cell and per window value a neighbour (`node_counts`), in grid points of
+#: a walk's move (`cell_moves`: a lookup, a member flag, the cell's row): a move ~33 ns a grid
+#: point and the pass ~15 ns a cell on the births shape; a window value ~1 ns while the slabs'
+#: counts stay in cache (births: 86 × 204) but ~20 ns past it (flights' continuous metric,
+#: 136 × 69,535: 130-310 ms a node against ~15 ms walking) — weighed at the dearer. CPU, load 6-9.
+_CELL_COST = 0.5
+_WINDOW_COST = 1.0
+_MAX_WINDOW = 1 << 22  # slabs × window values: at most 32 MiB of counts
+
+
+def node_of(masks: list[int]) -> tuple[int, list[int]] | None:
+    """(P, the bit each of `masks` toggles in P) when every one of two or more distinct `masks`
+    is P with one bit toggled (a BFS node's neighbours), else None. (Two masks are the
+    neighbours of two nodes, either will do; three or more of one node only.)"""
+    if len(masks) < 2:
+        return None
+    diff = masks[0] ^ masks[1]
+    if diff.bit_count() != 2:
+        return None
+    low = diff & -diff
+    for parent in (masks[0] ^ low, masks[0] ^ (diff ^ low)):
+        toggled = [mask ^ parent for mask in masks]
+        if all(d and not d & (d - 1) for d in toggled):
+            flips = [d.bit_length() - 1 for d in toggled]
+            if len(set(flips)) == len(flips):
+                return parent, flips
+    return None
 
 
 _NEAR_VALUES = 4  # values apart: the moves between two contexts stay cheap (a few slabs)
