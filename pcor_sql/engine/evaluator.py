@@ -88,8 +88,10 @@ class Evaluator:
             return ArrayPopulation.of(np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.float64), self.v)
         return self.summary.population(self.summary.member(self.space, mask), self.v)
 
-    def population_size(self, mask: int) -> int:
-        key = self._key(mask)
+    def population_size(self, mask: int, key: int | bytes | None = None) -> int:
+        """The population size of `mask` (its `space.key` may be given: `key`)."""
+        if key is None:
+            key = self._key(mask)
         n = self._count.get(key)
         store = self._store
         if n is None:
@@ -145,12 +147,17 @@ class Evaluator:
         same answers and caches; the contexts not answered yet are checked in one compiled call
         where the check has one (`walk_batches`, through the check's `many`), in order, as one
         `is_valid` after the other would. Counts one unit of work a context, as `is_valid`."""
+        key = self._key
+        return self.valid_keyed(masks, [key(m) for m in masks])
+
+    def valid_keyed(self, masks: list[int], keys: list[int | bytes], rows: Any = None) -> list[bool]:
+        """`valid_many(masks)` given each mask's `space.key` (`keys`) and, optionally, their
+        words (`rows`: `core.neighbour_rows`), so that a wide context is not converted again."""
         spend(len(masks))
-        key, known, store = self._key, self._valid, self._store
+        known, store = self._valid, self._store
         out: list[bool | None] = [None] * len(masks)
         todo: list[int] = []
-        for i, mask in enumerate(masks):
-            k = key(mask)
+        for i, k in enumerate(keys):
             verdict = known.get(k)
             if verdict is None and store is not None:
                 verdict = store.get(k)
@@ -166,10 +173,12 @@ class Evaluator:
             many = getattr(self._compiled, "many", None) if not self._reads_sql else None
             if many is None:
                 answers = [(self._verify(masks[i]), None) for i in todo]
-            else:
+            elif rows is None:
                 answers = many([masks[i] for i in todo])
+            else:
+                answers = many([masks[i] for i in todo], rows if len(todo) == len(masks) else rows[todo])
             for i, (verdict, n) in zip(todo, answers):
-                k = key(masks[i])
+                k = keys[i]
                 if n is not None:
                     self._count[k] = n
                 known[k] = verdict
@@ -199,9 +208,13 @@ class Evaluator:
         return bool(rows.column(0)[0].as_py())
 
     def utility(self, mask: int) -> float:
+        return self.utility_keyed(mask, None)
+
+    def utility_keyed(self, mask: int, key: int | bytes | None) -> float:
+        """`utility(mask)`, given the mask's `space.key` (`key`, or None)."""
         spend()
         if self.utility_name == Utility.POPULATION:
-            return float(self.population_size(mask))
+            return float(self.population_size(mask, key))
         return float(self.population_size(mask & self.start))
 
     @property
