@@ -17,6 +17,8 @@ than 60 bits (narrower spaces key contexts by the int itself: `ContextSpace.key`
 
 from __future__ import annotations
 
+from typing import Any, Container
+
 import numpy as np
 
 from pcor_sql.core.space import ContextSpace
@@ -61,3 +63,19 @@ def path_rows(space: ContextSpace, mask: int, removed: list[int]) -> tuple[np.nd
     keep[np.arange(bits.size), bits >> 6] = ~np.left_shift(np.uint64(1), (bits & 63).astype(np.uint64))
     rows = base[None, :] & np.bitwise_and.accumulate(keep, axis=0)
     return rows, row_keys(rows, space)
+
+
+def fresh_neighbours(oracle: Any, node: int, visited: Container[Any], frontier: Container[Any]
+                     ) -> tuple[list[tuple[int, bytes]], list[bool]]:
+    """bfs's fresh neighbours of `node` — those neither visited nor on the frontier, as
+    (context, key) in `space.neighbours` order — and their verdicts, asked in one batch
+    (`Evaluator.valid_keyed`, which reads the rows themselves): as the plain expansion finds and
+    asks them. Only the fresh ones become Python ints."""
+    space = oracle.space
+    rows, keys = neighbour_rows(space, node)
+    picked = [i for i, k in enumerate(keys) if k not in visited and k not in frontier]
+    flips = space.neighbour_flips(node)
+    fresh = [(node ^ flips[i], keys[i]) for i in picked]
+    if not fresh:
+        return fresh, []
+    return fresh, oracle.valid_keyed([c for c, _ in fresh], [k for _, k in fresh], rows[picked])

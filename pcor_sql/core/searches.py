@@ -31,6 +31,7 @@ import numpy as np
 
 from pcor_sql.core import neighbour_rows
 from pcor_sql.core.exploration import collect, random_descents
+from pcor_sql.core.frontier import Frontier
 from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.space import ContextSpace
@@ -293,49 +294,33 @@ def bfs(
     starts = [start]
     if descents:
         starts += random_descents(oracle, source, descents)
-    # The frontier C_M, with each member's utility read once when it joins (an insertion-ordered
-    # dict keeps the candidate order, hence seeded runs, deterministic): key → (context, utility).
-    frontier: dict[int | bytes, tuple[int, float]] = {}
+    # The frontier C_M, with each member's utility read once when it joins (joining order keeps
+    # the candidate order, hence seeded runs, deterministic: `core.frontier`).
+    frontier = Frontier()
     # A wide space's neighbours are built as word rows with their keys (`core.neighbour_rows`).
     by_rows = getattr(oracle, "valid_keyed", None) is not None and neighbour_rows.applies(oracle.space)
     keyed = getattr(oracle, "utility_keyed", None)
     utility = keyed if keyed is not None else (lambda c, _k: oracle.utility(c))
-    for c in starts:  # as a dict comprehension: a repeated start keeps its first place
-        frontier[key(c)] = (c, oracle.utility(c))
+    for c in starts:  # a repeated start keeps its first place
+        frontier.add(key(c), c, oracle.utility(c))
     while len(visited) < samples and frontier:
-        members = list(frontier.values())
-        node = _em(oracle, [c for c, _ in members], eps1, source, trace, "expand", [u for _, u in members])
+        members, utilities = frontier.members()
+        node = _em(oracle, members, eps1, source, trace, "expand", utilities)
         k = key(node)
-        del frontier[k]
+        frontier.remove(k)
         visited[k] = node
         # The neighbours not met yet, asked in one batch (`_valid_many`), in the order they were
         # asked one by one (a neighbour joins the frontier only from this loop, at most once).
         if by_rows:
-            fresh, verdicts = _fresh_rows(oracle, node, visited, frontier, trace)
+            fresh, verdicts = neighbour_rows.fresh_neighbours(oracle, node, visited, frontier)
+            trace.validity_checks += len(fresh)
         else:
             fresh = [(c, kc) for c in oracle.space.neighbours(node) if (kc := key(c)) not in visited and kc not in frontier]
             verdicts = _valid_many(oracle, [c for c, _ in fresh], trace)
         for (c, kc), ok in zip(fresh, verdicts):
             if ok:
-                frontier[kc] = (c, utility(c, kc))
+                frontier.add(kc, c, utility(c, kc))
     return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
-
-
-def _fresh_rows(oracle: Oracle, node: int, visited: dict, frontier: dict,
-                trace: Trace) -> tuple[list[tuple[int, bytes]], list[bool]]:
-    """bfs's fresh neighbours of `node` and their verdicts, as the plain expansion finds and asks
-    them (`space.neighbours` order, one batch), from the node's word rows (`core.neighbour_rows`):
-    each neighbour's key is a slice of the rows' bytes, and the check reads the rows themselves."""
-    space = oracle.space
-    rows, keys = neighbour_rows.neighbour_rows(space, node)
-    picked = [i for i, kc in enumerate(keys) if kc not in visited and kc not in frontier]
-    flips = space.neighbour_flips(node)
-    fresh = [(node ^ flips[i], keys[i]) for i in picked]
-    trace.validity_checks += len(fresh)
-    if not fresh:
-        return fresh, []
-    verdicts = oracle.valid_keyed([c for c, _ in fresh], [k for _, k in fresh], rows[picked])  # type: ignore[attr-defined]
-    return fresh, verdicts
 
 
 def _final(oracle: Oracle, search: str, visited: dict[int, None], samples: int, eps1: float, source: Source,
