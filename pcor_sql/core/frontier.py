@@ -61,6 +61,22 @@ class Frontier:
         self._utilities[n] = utility
         self._live[n] = True
 
+    def add_many(self, keys: list[Hashable], masks: list[int], utilities: list[float]) -> None:
+        """`add` of each (key, mask, utility), in order."""
+        if len(set(keys)) < len(keys) or any(k in self._index for k in keys):
+            for k, m, u in zip(keys, masks, utilities):
+                self.add(k, m, u)
+            return
+        n, more = len(self._masks), len(keys)
+        while n + more > self._utilities.size:
+            size = self._utilities.size
+            self._utilities = np.concatenate([self._utilities, np.empty(size, dtype=np.float64)])
+            self._live = np.concatenate([self._live, np.zeros(size, dtype=bool)])
+        self._index.update(zip(keys, range(n, n + more)))
+        self._masks.extend(masks)
+        self._utilities[n: n + more] = utilities
+        self._live[n: n + more] = True
+
     def remove(self, key: Hashable) -> None:
         self._live[self._index.pop(key)] = False
 

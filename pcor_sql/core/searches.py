@@ -299,8 +299,9 @@ def bfs(
     frontier = Frontier()
     # A wide space's neighbours are built as word rows with their keys (`core.neighbour_rows`).
     by_rows = getattr(oracle, "valid_keyed", None) is not None and neighbour_rows.applies(oracle.space)
-    keyed = getattr(oracle, "utility_keyed", None)
-    utility = keyed if keyed is not None else (lambda c, _k: oracle.utility(c))
+    keyed = getattr(oracle, "utilities_keyed", None)
+    utilities_of = ((lambda ck: keyed([c for c, _ in ck], [k for _, k in ck])) if keyed is not None
+                    else (lambda ck: [oracle.utility(c) for c, _ in ck]))
     for c in starts:  # a repeated start keeps its first place
         frontier.add(key(c), c, oracle.utility(c))
     while len(visited) < samples and frontier:
@@ -317,9 +318,8 @@ def bfs(
         else:
             fresh = [(c, kc) for c in oracle.space.neighbours(node) if (kc := key(c)) not in visited and kc not in frontier]
             verdicts = _valid_many(oracle, [c for c, _ in fresh], trace)
-        for (c, kc), ok in zip(fresh, verdicts):
-            if ok:
-                frontier.add(kc, c, utility(c, kc))
+        joined = [ck for ck, ok in zip(fresh, verdicts) if ok]
+        frontier.add_many([k for _, k in joined], [c for c, _ in joined], utilities_of(joined))
     return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 

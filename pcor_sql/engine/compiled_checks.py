@@ -247,7 +247,9 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
 
         ctx, prev, codes, ns = walk.batch(masks, rows)
         zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns)
-        return [(code == TRUE, _nonempty(n)) for code, n in zip(codes.tolist(), ns.tolist())]
+        if not ns.all():
+            _nonempty(0)
+        return list(zip((codes == TRUE).tolist(), ns.tolist()))
 
     zscore_walked.many = zscore_batch  # type: ignore[attr-defined]
     return zscore_walked

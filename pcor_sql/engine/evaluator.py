@@ -155,18 +155,12 @@ class Evaluator:
         words (`rows`: `core.neighbour_rows`), so that a wide context is not converted again."""
         spend(len(masks))
         known, store = self._valid, self._store
-        out: list[bool | None] = [None] * len(masks)
-        todo: list[int] = []
-        for i, k in enumerate(keys):
-            verdict = known.get(k)
-            if verdict is None and store is not None:
-                verdict = store.get(k)
-                if verdict is not None:
-                    known[k] = verdict
-            if verdict is None:
-                todo.append(i)
-            else:
-                out[i] = verdict
+        out = list(map(known.get, keys))
+        if store is not None and None in out:
+            for i, k in enumerate(keys):
+                if out[i] is None and (verdict := store.get(k)) is not None:
+                    out[i] = known[k] = verdict
+        todo = [i for i, verdict in enumerate(out) if verdict is None]
         if todo:
             if self._compiled is ... and not self._reads_sql:
                 self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
@@ -177,13 +171,13 @@ class Evaluator:
                 answers = many([masks[i] for i in todo])
             else:
                 answers = many([masks[i] for i in todo], rows if len(todo) == len(masks) else rows[todo])
-            for i, (verdict, n) in zip(todo, answers):
-                k = keys[i]
-                if n is not None:
-                    self._count[k] = n
-                known[k] = verdict
-                if store is not None:
-                    store.put(k, verdict)
+            asked = [keys[i] for i in todo]
+            verdicts = [verdict for verdict, _ in answers]
+            self._count.update((k, n) for k, (_, n) in zip(asked, answers) if n is not None)
+            known.update(zip(asked, verdicts))
+            if store is not None:
+                store.put_many(dict(zip(asked, verdicts)))
+            for i, verdict in zip(todo, verdicts):
                 out[i] = verdict
         return out  # type: ignore[return-value]
 
@@ -209,6 +203,25 @@ class Evaluator:
 
     def utility(self, mask: int) -> float:
         return self.utility_keyed(mask, None)
+
+    def utilities_keyed(self, masks: list[int], keys: list[int | bytes]) -> list[float]:
+        """`utility_keyed` of each (mask, key), in order: the same sizes, caches and store."""
+        if self.utility_name != Utility.POPULATION:
+            return [self.utility_keyed(m, k) for m, k in zip(masks, keys)]
+        spend(len(masks))
+        count, store = self._count, self._store
+        sizes = list(map(count.get, keys))
+        for i, n in enumerate(sizes):
+            if n is None:  # as `population_size`, stored below with the others
+                k = keys[i]
+                n = store.size(k) if store is not None else None
+                if n is None:
+                    n = self.population(masks[i]).n if self.plain else \
+                        int(self.summary.count[self.summary.member(self.space, masks[i])].sum())
+                sizes[i] = count[k] = n
+        if store is not None:
+            store.put_sizes(dict(zip(keys, sizes)))
+        return [float(n) for n in sizes]
 
     def utility_keyed(self, mask: int, key: int | bytes | None) -> float:
         """`utility(mask)`, given the mask's `space.key` (`key`, or None)."""

@@ -38,3 +38,19 @@ def test_members_index_like_a_list():
     members, utilities = frontier.members()
     assert len(members) == 199 and members[0] == 1001 and members[np.int64(198)] == 1199
     assert utilities[0] == 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 120), max_size=70), max_size=8))
+def test_add_many_is_add_one_after_the_other(batches):
+    many, one = Frontier(), Frontier()
+    for b, keys in enumerate(batches):
+        masks, utilities = [k + 1000 for k in keys], [float(k * b) for k in keys]
+        many.add_many(keys, masks, utilities)
+        for k, m, u in zip(keys, masks, utilities):
+            one.add(k, m, u)
+        if keys and keys[0] in one:
+            one.remove(keys[0])
+            many.remove(keys[0])
+    (a, ua), (b, ub) = many.members(), one.members()
+    assert [a[i] for i in range(len(a))] == [b[i] for i in range(len(b))] and ua.tolist() == ub.tolist()

@@ -86,3 +86,5 @@ def test_valid_keyed_from_rows_answers_as_valid_many(wide, verifier):
     got = keyed.valid_keyed(masks, keys, rows)
     assert got == Evaluator(None, summary, space, 60.0, verifier).valid_many(masks)
     assert [keyed.utility_keyed(m, k) for m, k in zip(masks, keys)] == [keyed.utility(m) for m in masks]
+    fresh = Evaluator(None, summary, space, 60.0, verifier)
+    assert fresh.utilities_keyed(masks, keys) == [fresh.utility(m) for m in masks]
