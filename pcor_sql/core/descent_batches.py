@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pcor_sql.core.neighbour_rows import path_rows
 from pcor_sql.core.randomness import SecureRandom, Source
 from pcor_sql.core.space import ContextSpace
 
@@ -54,10 +55,12 @@ def _draws(source: Source, highs: np.ndarray) -> list[int]:
 
 
 def descend_in_batches(space: ContextSpace, is_valid: Callable[[int], bool], valid_many: Callable[[list[int]], list[bool]],
-                       source: Source) -> int | None:
+                       source: Source, valid_keyed: Callable[..., list[bool]] | None = None) -> int | None:
     """`exploration.descend(space, is_valid, source)` — the same context, the same coins used —
     with the path asked `FIRST_BATCH`, then twice as many, … contexts at a time (see the module
-    docstring). Only for a space and source `batchable` accepts."""
+    docstring). Only for a space and source `batchable` accepts. With `valid_keyed`
+    (`Evaluator.valid_keyed`, on a space `neighbour_rows.applies` to) each batch of the path is
+    asked with its keys and word rows built in numpy (`neighbour_rows.path_rows`)."""
     mask = space.full
     if is_valid(mask):
         return mask
@@ -67,11 +70,15 @@ def descend_in_batches(space: ContextSpace, is_valid: Callable[[int], bool], val
         count = min(count, len(removable))
         state = getattr(getattr(source, "bit_generator", None), "state", None)
         highs = np.arange(len(removable), len(removable) - count, -1, dtype=np.int64)
-        path = []
+        path, removed, before = [], [], mask
         for j in _draws(source, highs):
-            mask &= ~(1 << removable.pop(j))
+            removed.append(removable.pop(j))
+            mask &= ~(1 << removed[-1])
             path.append(mask)
-        verdicts = valid_many(path)
+        if valid_keyed is None:
+            verdicts = valid_many(path)
+        else:
+            verdicts = valid_keyed(path, *path_rows(space, before, removed)[::-1])
         first = next((i for i, ok in enumerate(verdicts) if ok), None)
         if first is not None:
             if first + 1 < count and state is not None:

@@ -57,6 +57,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from pcor_sql.core import neighbour_rows
 from pcor_sql.core.descent_batches import batchable, descend_in_batches
 from pcor_sql.core.randomness import Source, uniform_open
 from pcor_sql.core.space import ContextSpace
@@ -248,7 +249,8 @@ def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[
     space = oracle.space
     if batchable(space, oracle, source):  # the same contexts and coins, the path asked in batches
         many = oracle.valid_many  # type: ignore[attr-defined]
-        walk: Callable[[], int | None] = lambda: descend_in_batches(space, oracle.is_valid, many, source)
+        keyed = getattr(oracle, "valid_keyed", None) if neighbour_rows.applies(space) else None
+        walk: Callable[[], int | None] = lambda: descend_in_batches(space, oracle.is_valid, many, source, keyed)
     else:
         walk = lambda: descend(space, oracle.is_valid, source)
     for _ in range(count):

@@ -29,7 +29,9 @@ from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from pcor_sql.core import neighbour_rows
 from pcor_sql.core.exploration import collect, random_descents
+from pcor_sql.core.frontier import Frontier
 from pcor_sql.core.mechanism import EMCall, exponential_mechanism
 from pcor_sql.core.randomness import Source
 from pcor_sql.core.space import ContextSpace
@@ -292,23 +294,32 @@ def bfs(
     starts = [start]
     if descents:
         starts += random_descents(oracle, source, descents)
-    # The frontier C_M, with each member's utility read once when it joins (an insertion-ordered
-    # dict keeps the candidate order, hence seeded runs, deterministic): key → (context, utility).
-    frontier: dict[int | bytes, tuple[int, float]] = {}
-    for c in starts:  # as a dict comprehension: a repeated start keeps its first place
-        frontier[key(c)] = (c, oracle.utility(c))
+    # The frontier C_M, with each member's utility read once when it joins (joining order keeps
+    # the candidate order, hence seeded runs, deterministic: `core.frontier`).
+    frontier = Frontier()
+    # A wide space's neighbours are built as word rows with their keys (`core.neighbour_rows`).
+    by_rows = getattr(oracle, "valid_keyed", None) is not None and neighbour_rows.applies(oracle.space)
+    keyed = getattr(oracle, "utilities_keyed", None)
+    utilities_of = ((lambda ck: keyed([c for c, _ in ck], [k for _, k in ck])) if keyed is not None
+                    else (lambda ck: [oracle.utility(c) for c, _ in ck]))
+    for c in starts:  # a repeated start keeps its first place
+        frontier.add(key(c), c, oracle.utility(c))
     while len(visited) < samples and frontier:
-        members = list(frontier.values())
-        node = _em(oracle, [c for c, _ in members], eps1, source, trace, "expand", [u for _, u in members])
+        members, utilities = frontier.members()
+        node = _em(oracle, members, eps1, source, trace, "expand", utilities)
         k = key(node)
-        del frontier[k]
+        frontier.remove(k)
         visited[k] = node
         # The neighbours not met yet, asked in one batch (`_valid_many`), in the order they were
         # asked one by one (a neighbour joins the frontier only from this loop, at most once).
-        fresh = [(c, kc) for c in oracle.space.neighbours(node) if (kc := key(c)) not in visited and kc not in frontier]
-        for (c, kc), ok in zip(fresh, _valid_many(oracle, [c for c, _ in fresh], trace)):
-            if ok:
-                frontier[kc] = (c, oracle.utility(c))
+        if by_rows:
+            fresh, verdicts = neighbour_rows.fresh_neighbours(oracle, node, visited, frontier)
+            trace.validity_checks += len(fresh)
+        else:
+            fresh = [(c, kc) for c in oracle.space.neighbours(node) if (kc := key(c)) not in visited and kc not in frontier]
+            verdicts = _valid_many(oracle, [c for c, _ in fresh], trace)
+        joined = [ck for ck, ok in zip(fresh, verdicts) if ok]
+        frontier.add_many([k for _, k in joined], [c for c, _ in joined], utilities_of(joined))
     return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 

@@ -163,10 +163,10 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
         _nonempty(n)
         return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
-    def histogram_batch(masks: list[int]) -> list[tuple[bool, int]]:
+    def histogram_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import histogram_many
 
-        ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks)
+        ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks, rows)
         histogram_many(ctx, prev, flat, index, rows_of, ent, wu, min_by_rank, max_by_rank, values, starts, state,
                        member, cnt, bits, scratch, window, v, rel, codes, ns)
         return [((code == TRUE if code != FALLBACK else reference(mask)), _nonempty(n))
@@ -199,16 +199,18 @@ class _Walk:
         dx, dwords = context_words(mask ^ last, self.n_words)
         return x, words, dx, dwords
 
-    def batch(self, masks: list[int]) -> tuple[Any, Any, Any, Any]:
+    def batch(self, masks: list[int], rows: Any = None) -> tuple[Any, Any, Any, Any]:
         """(contexts, the last one's words, codes, ns) for a `walk_batches` driver over `masks`,
-        which leaves the state at the last of them."""
+        which leaves the state at the last of them; `rows`, when given, are the masks' words
+        already (`core.neighbour_rows`)."""
         import numpy as np
 
         from pcor_sql.core.verifiers.walk_batches import context_matrix, words_of
 
         prev = words_of(self.last, self.n_words)
         self.last = masks[-1]
-        return (context_matrix(masks, self.n_words), prev, np.empty(len(masks), dtype=np.int64),
+        ctx = context_matrix(masks, self.n_words) if rows is None else rows
+        return (ctx, prev, np.empty(len(masks), dtype=np.int64),
                 np.empty(len(masks), dtype=np.int64))
 
 
@@ -240,12 +242,14 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
         _nonempty(n)
         return code == TRUE, int(n)
 
-    def zscore_batch(masks: list[int]) -> list[tuple[bool, int]]:
+    def zscore_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import zscore_many
 
-        ctx, prev, codes, ns = walk.batch(masks)
+        ctx, prev, codes, ns = walk.batch(masks, rows)
         zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns)
-        return [(code == TRUE, _nonempty(n)) for code, n in zip(codes.tolist(), ns.tolist())]
+        if not ns.all():
+            _nonempty(0)
+        return list(zip((codes == TRUE).tolist(), ns.tolist()))
 
     zscore_walked.many = zscore_batch  # type: ignore[attr-defined]
     return zscore_walked
@@ -284,10 +288,10 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
         return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table),
                        mask)
 
-    def grubbs_batch(masks: list[int]) -> list[tuple[bool, int]]:
+    def grubbs_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import grubbs_many
 
-        ctx, prev, codes, ns = walk.batch(masks)
+        ctx, prev, codes, ns = walk.batch(masks, rows)
         grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns)
         return [verdict(code, n, mask) for code, n, mask in zip(codes.tolist(), ns.tolist(), masks)]
 

@@ -88,8 +88,10 @@ class Evaluator:
             return ArrayPopulation.of(np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.float64), self.v)
         return self.summary.population(self.summary.member(self.space, mask), self.v)
 
-    def population_size(self, mask: int) -> int:
-        key = self._key(mask)
+    def population_size(self, mask: int, key: int | bytes | None = None) -> int:
+        """The population size of `mask` (its `space.key` may be given: `key`)."""
+        if key is None:
+            key = self._key(mask)
         n = self._count.get(key)
         store = self._store
         if n is None:
@@ -145,36 +147,37 @@ class Evaluator:
         same answers and caches; the contexts not answered yet are checked in one compiled call
         where the check has one (`walk_batches`, through the check's `many`), in order, as one
         `is_valid` after the other would. Counts one unit of work a context, as `is_valid`."""
+        key = self._key
+        return self.valid_keyed(masks, [key(m) for m in masks])
+
+    def valid_keyed(self, masks: list[int], keys: list[int | bytes], rows: Any = None) -> list[bool]:
+        """`valid_many(masks)` given each mask's `space.key` (`keys`) and, optionally, their
+        words (`rows`: `core.neighbour_rows`), so that a wide context is not converted again."""
         spend(len(masks))
-        key, known, store = self._key, self._valid, self._store
-        out: list[bool | None] = [None] * len(masks)
-        todo: list[int] = []
-        for i, mask in enumerate(masks):
-            k = key(mask)
-            verdict = known.get(k)
-            if verdict is None and store is not None:
-                verdict = store.get(k)
-                if verdict is not None:
-                    known[k] = verdict
-            if verdict is None:
-                todo.append(i)
-            else:
-                out[i] = verdict
+        known, store = self._valid, self._store
+        out = list(map(known.get, keys))
+        if store is not None and None in out:
+            for i, k in enumerate(keys):
+                if out[i] is None and (verdict := store.get(k)) is not None:
+                    out[i] = known[k] = verdict
+        todo = [i for i, verdict in enumerate(out) if verdict is None]
         if todo:
             if self._compiled is ... and not self._reads_sql:
                 self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
             many = getattr(self._compiled, "many", None) if not self._reads_sql else None
             if many is None:
                 answers = [(self._verify(masks[i]), None) for i in todo]
-            else:
+            elif rows is None:
                 answers = many([masks[i] for i in todo])
-            for i, (verdict, n) in zip(todo, answers):
-                k = key(masks[i])
-                if n is not None:
-                    self._count[k] = n
-                known[k] = verdict
-                if store is not None:
-                    store.put(k, verdict)
+            else:
+                answers = many([masks[i] for i in todo], rows if len(todo) == len(masks) else rows[todo])
+            asked = [keys[i] for i in todo]
+            verdicts = [verdict for verdict, _ in answers]
+            self._count.update((k, n) for k, (_, n) in zip(asked, answers) if n is not None)
+            known.update(zip(asked, verdicts))
+            if store is not None:
+                store.put_many(dict(zip(asked, verdicts)))
+            for i, verdict in zip(todo, verdicts):
                 out[i] = verdict
         return out  # type: ignore[return-value]
 
@@ -199,9 +202,32 @@ class Evaluator:
         return bool(rows.column(0)[0].as_py())
 
     def utility(self, mask: int) -> float:
+        return self.utility_keyed(mask, None)
+
+    def utilities_keyed(self, masks: list[int], keys: list[int | bytes]) -> list[float]:
+        """`utility_keyed` of each (mask, key), in order: the same sizes, caches and store."""
+        if self.utility_name != Utility.POPULATION:
+            return [self.utility_keyed(m, k) for m, k in zip(masks, keys)]
+        spend(len(masks))
+        count, store = self._count, self._store
+        sizes = list(map(count.get, keys))
+        for i, n in enumerate(sizes):
+            if n is None:  # as `population_size`, stored below with the others
+                k = keys[i]
+                n = store.size(k) if store is not None else None
+                if n is None:
+                    n = self.population(masks[i]).n if self.plain else \
+                        int(self.summary.count[self.summary.member(self.space, masks[i])].sum())
+                sizes[i] = count[k] = n
+        if store is not None:
+            store.put_sizes(dict(zip(keys, sizes)))
+        return [float(n) for n in sizes]
+
+    def utility_keyed(self, mask: int, key: int | bytes | None) -> float:
+        """`utility(mask)`, given the mask's `space.key` (`key`, or None)."""
         spend()
         if self.utility_name == Utility.POPULATION:
-            return float(self.population_size(mask))
+            return float(self.population_size(mask, key))
         return float(self.population_size(mask & self.start))
 
     @property

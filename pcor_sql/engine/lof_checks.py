@@ -231,15 +231,15 @@ class _WindowWalk:
                 return _decided(self.summary, self.space, self.verifier, self.v, mask, score, n, status)
             self._widen()
 
-    def many(self, masks: list[int]) -> list[tuple[bool, int]]:
-        """The checks of `masks` in one compiled call: a node's neighbours from the node
-        (`node_counts`) where one pass over the cells costs less than walking from one
-        neighbour to the next, else along the walk (`walk_batches.lof_many`); those that
-        answer WIDER (or WALK) again one by one, through the walk."""
+    def many(self, masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
+        """The checks of `masks` (their words `rows`, when given) in one compiled call: a node's
+        neighbours from the node (`node_counts`) where one pass over the cells costs less than
+        walking from one neighbour to the next, else along the walk (`walk_batches.lof_many`);
+        those that answer WIDER (or WALK) again one by one, through the walk."""
         node = node_of(masks)
         if node is not None and self._node_pays(*node):
             return self._from_node(masks, *node)
-        ctx, prev, (state, member, cnt, bits), codes, ns = self.walk.batch(masks)
+        ctx, prev, (state, member, cnt, bits), codes, ns = self.walk.batch(masks, rows)
         scores = np.empty(len(masks))
         lof_many(ctx, prev, *self._args(), state, member, cnt, bits, self.walk.scratch, scores, codes, ns)
         wider = codes == WIDER
@@ -350,13 +350,14 @@ class WalkStates:
         dx, dwords = context_words(mask ^ last, self.n_words) if last is not None else (0, NO_WORDS)
         return (x, words, dx, dwords, *self.walks[best])
 
-    def batch(self, masks: list[int]) -> tuple[Any, ...]:
+    def batch(self, masks: list[int], rows: Any = None) -> tuple[Any, ...]:
         """(contexts, the chosen state's last context's words, (state, member, cnt, bits), codes,
         ns) for a `walk_batches` driver over `masks`: the state `step` chooses for the first,
-        left at the last."""
+        left at the last. `rows`, when given, are the masks' words (`core.neighbour_rows`)."""
         state = self.step(masks[0])[4:]
         self.last[self.current] = masks[-1]
-        return (context_matrix(masks, self.n_words), words_of(self.previous, self.n_words), state,
+        ctx = context_matrix(masks, self.n_words) if rows is None else rows
+        return (ctx, words_of(self.previous, self.n_words), state,
                 np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64))
 
     def _restore(self, i: int) -> None:

@@ -94,6 +94,31 @@ class VerdictStore:
         if mask not in self._group.verdicts and self._cache._make_room(self._key, 1):
             self._group.verdicts[mask] = verdict
 
+    def put_many(self, verdicts: dict) -> None:
+        """`put` of each (context key → verdict) in `verdicts`: room is made for the new ones at
+        once (the same groups dropped as one `put` after the other), else one at a time."""
+        known = self._group.verdicts
+        new = {k: v for k, v in verdicts.items() if k not in known}
+        if not new:
+            return
+        if self._cache._make_room(self._key, len(new)):
+            known.update(new)
+            return
+        for k, v in new.items():  # the group is alone and full: as many as fit, in order
+            self.put(k, v)
+
+    def put_sizes(self, sizes: dict) -> None:
+        """`put_size` of each (context key → size) in `sizes`, as `put_many` does verdicts."""
+        known = self._group.sizes
+        new = {k: n for k, n in sizes.items() if k not in known}
+        if not new:
+            return
+        if self._cache._make_room(self._key, len(new)):
+            known.update(new)
+            return
+        for k, n in new.items():
+            self.put_size(k, n)
+
     def size(self, mask: int) -> int | None:
         return self._group.sizes.get(mask)
 

@@ -120,3 +120,21 @@ def test_with_the_secure_source_the_first_removal_is_uniform():
         first.append((NARROW.full ^ many.batched[0]).bit_length() - 1)
     counts = np.bincount(first, minlength=NARROW.t)[list(NARROW.free_bits)]
     assert counts.sum() == 2000 and stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_with_valid_keyed_the_path_comes_as_its_keys_and_rows():
+    from pcor_sql.core.verifiers.walk_batches import context_matrix
+
+    class KeyedOracle(ManyOracle):
+        def valid_keyed(self, masks, keys, rows):
+            assert keys == [self.space.key(m) for m in masks]
+            assert np.array_equal(rows, context_matrix(masks, (self.space.t + 63) // 64))
+            return self.valid_many(masks)
+
+    for seed in range(20):
+        most = seed * 15 % (WIDE.t + 1)
+        one, keyed = ManyOracle(WIDE, most, 0.5), KeyedOracle(WIDE, most, 0.5)
+        g1, g2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert descend_in_batches(WIDE, one.is_valid, one.valid_many, g1) == \
+            descend_in_batches(WIDE, keyed.is_valid, keyed.valid_many, g2, keyed.valid_keyed)
+        assert g1.bit_generator.state == g2.bit_generator.state and one.batched == keyed.batched

@@ -71,3 +71,20 @@ def test_seeded_searches_are_the_same_with_batches(wide, verifier, search):
         runs.append((result.mask, t.visited, t.validity_checks, [(c.step, c.candidates) for c in t.em_calls], t.notes,
                      source.random(4).tolist()))  # the coins left after the search
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("verifier", VERIFIERS, ids=repr)
+def test_valid_keyed_from_rows_answers_as_valid_many(wide, verifier):
+    from pcor_sql.core.neighbour_rows import neighbour_rows
+
+    summary, space = wide
+    node = walks(space, np.random.default_rng(8), 30)[-1]
+    rows, keys = neighbour_rows(space, node)
+    masks = space.neighbours(node)
+    keyed = Evaluator(None, summary, space, 60.0, verifier)
+    keyed.valid_many(masks[::3])  # some answered already: the rows of the others are checked
+    got = keyed.valid_keyed(masks, keys, rows)
+    assert got == Evaluator(None, summary, space, 60.0, verifier).valid_many(masks)
+    assert [keyed.utility_keyed(m, k) for m, k in zip(masks, keys)] == [keyed.utility(m) for m in masks]
+    fresh = Evaluator(None, summary, space, 60.0, verifier)
+    assert fresh.utilities_keyed(masks, keys) == [fresh.utility(m) for m in masks]

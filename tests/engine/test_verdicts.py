@@ -187,3 +187,27 @@ def test_the_default_bound_holds_under_64_mib_on_a_57_bit_space():
         tracemalloc.stop()
     assert len(cache) == n
     assert per_entry * DEFAULT_MAX_ENTRIES < 64 * 2**20, per_entry
+
+
+@pytest.mark.parametrize("bound", [3, 9, 14, 40])
+def test_put_many_and_put_sizes_leave_what_one_put_after_the_other_leaves(bound):
+    def fill(batched: bool) -> tuple:
+        cache = VerdictCache(max_entries=bound)
+        other = cache.store(2, 1.0, Lof())
+        for m in range(5):
+            other.put(m, True)
+        s = cache.store(1, 1.0, Lof())
+        s.put(3, False)
+        verdicts, sizes = {m: m % 3 == 0 for m in range(12)}, {m: 10 + m for m in range(8)}
+        if batched:
+            s.put_many(verdicts)
+            s.put_sizes(sizes)
+        else:
+            for m, v in verdicts.items():
+                s.put(m, v)
+            for m, n in sizes.items():
+                s.put_size(m, n)
+        return (len(cache), [s.get(m) for m in range(12)], [s.size(m) for m in range(8)],
+                [other.get(m) for m in range(5)])
+
+    assert fill(True) == fill(False)
