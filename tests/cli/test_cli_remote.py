@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from pcor_sql_client.text import key_value, point
 from typer.testing import CliRunner
 
 from pcor_sql.cli.main import app
-from pcor_sql.cli.remote_commands import key_value, point
 from pcor_sql.errors import UserError
 from tests.cli.cli_helpers import assert_clean_stderr, assert_error
 from tests.client.served_dataset import OUTLIERS, TEXT_KEYS, served_dataset
