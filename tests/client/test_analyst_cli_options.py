@@ -1,5 +1,5 @@
-"""Both analyst command lines (the light client's `pcor-sql-remote`, argparse, and `pcor-sql
-remote`, typer): --url before or after the command, history's --limit/--before (the API pages),
+"""Both analyst command lines (the light client's `pcor-sql-remote`, and `pcor-sql remote`, its
+pass-through in the full package): --url before or after the command, history's --limit/--before (the API pages),
 and the releasable keys listed (public by registration, DESIGN.md §6)."""
 
 from __future__ import annotations
