@@ -72,3 +72,14 @@ def test_pcor_sql_remote_takes_url_before_the_command_and_pages(served, monkeypa
     keys = invoke("remote", "--url", url, "releasable-keys", "staff", "--format", "json")
     assert keys.exit_code == 0, keys.stderr
     assert json.loads(keys.stdout)["dataset"] == "staff"
+
+
+def test_the_light_clients_bad_arguments_are_one_line(served):
+    for args, needle in ((("history", "--limit", "1001"), "--limit"), (("explain-outlier", "staff", "7"), "--epsilon"),
+                         (("me", "--format", "yaml"), "yaml")):
+        refused = light(served, *args)
+        assert refused.returncode == 2 and refused.stdout == "", refused
+        assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1 and needle in refused.stderr
+    shown = light(served, "cost", "--help")
+    assert shown.returncode == 0 and "pcor-sql-remote cost salaries 42" in shown.stdout, shown
+    assert light(served, "me", "--format", "Json").returncode == 0
