@@ -212,7 +212,9 @@ def parser(prog: str = "pcor-sql-remote") -> argparse.ArgumentParser:
     top = _Parser(
         prog=prog,
         description=f"An analyst's requests to a pcor-sql service (pcor-sql serve). The token is read from "
-        f"${TOKEN_VARIABLE}, the URL from --url or ${URL_VARIABLE}.")
+        f"${TOKEN_VARIABLE}, the URL from --url or ${URL_VARIABLE}.",
+        epilog=f"Example:\n  {prog} --url http://127.0.0.1:8000 datasets\n  {prog} COMMAND --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     url_help = f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}); before or after the command."
     top.add_argument("--url", default=None, help=url_help)
     common = argparse.ArgumentParser(add_help=False)
@@ -223,7 +225,7 @@ def parser(prog: str = "pcor-sql-remote") -> argparse.ArgumentParser:
 
     def command(name: str, text: str, formats: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=text, description=text,
-                           epilog="example:\n  " + EXAMPLES[name].format(prog=prog),
+                           epilog="Example:\n  " + EXAMPLES[name].format(prog=prog),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         p.add_argument("--format", type=_ascii_lower, choices=formats, default="table",
                        help=f"{_FORMAT_WORDS[formats]} (default: table).")
