@@ -8,9 +8,10 @@
     pcor-sql-remote explain-outlier salaries 42 --epsilon 0.2 --metric salary
     pcor-sql-remote sql "EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 WITH (epsilon = 0.2)"
 
-The light client's command line (httpx only, argparse): the same calls and the same words as
-`pcor-sql remote` (`pcor_sql_client.text`). Errors are one line on stderr, `error: <problem> —
-<fix>`, exit 2; a request that cannot reach the service is such an error too.
+The light client's command line (httpx only, argparse), and the one declaration of the analyst's
+commands: `pcor-sql remote ...` hands its arguments to `main` here, so both spell every command,
+option, output, exit code and error line alike by construction. Errors are one line on stderr,
+`error: <problem> — <fix>`, exit 2 — bad arguments too, and a request that cannot reach the service.
 """
 
 from __future__ import annotations
@@ -142,6 +143,34 @@ def run_command(args: argparse.Namespace, out: TextIO) -> None:
 
 # ---- the parser ----------------------------------------------------------------------------
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose bad-argument error is the project's one line (`error: <problem> — <fix>`,
+    exit 2) instead of the usage block; subcommands inherit it (argparse makes them of this class)."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(USER_EXIT, f"error: {message} — see `{self.prog} --help`\n")
+
+
+def _ascii_lower(text: str) -> str:
+    """A fixed value in any ASCII case (`JSON`), nothing else folded — the spelling rule of every
+    fixed-value option of pcor-sql (docs/option-spelling.md)."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def _count(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An integer option within [low, high], checked before any request is sent."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{value} is not {bound}")
+        return value
+    return parse
+
+
 def _explain_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", help="One of the dataset's metrics (default: its first).")
     p.add_argument("--verifier", metavar="SPEC", help="Outlier test with options, e.g. 'lof(k=10)' or grubbs.")
@@ -153,19 +182,39 @@ def _explain_options(p: argparse.ArgumentParser) -> None:
 
 
 def _identify_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    mark = " [required]" if required else ""
     p.add_argument("--value", action="append", metavar="METRIC=NUMBER", required=required,
-                   help="The point asked about, e.g. salary=250000 (repeat per metric).")
-    p.add_argument("--beta", type=float, required=required, help="β: at most β records within r (itself included) make an anomaly.")
-    p.add_argument("--radius", type=float, required=required, help="r: the ball radius.")
+                   help=f"The point asked about, e.g. salary=250000 (repeat per metric).{mark}")
+    p.add_argument("--beta", type=float, required=required,
+                   help=f"β: at most β records within r (itself included) make an anomaly.{mark}")
+    p.add_argument("--radius", type=float, required=required, help=f"r: the ball radius.{mark}")
     p.add_argument("--privacy", help="sp or dp.")
     p.add_argument("--k", type=int, help="k of (ε, k)-sensitive privacy.")
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
-        prog="pcor-sql-remote",
-        description=f"An analyst's requests to a pcor-sql service. The token is read from ${TOKEN_VARIABLE}, "
-        f"the URL from --url or ${URL_VARIABLE}.")
+#: Each command's example, printed under its --help (`{prog}` is the command line's name).
+EXAMPLES = {
+    "datasets": "{prog} datasets --url http://127.0.0.1:8000",
+    "me": "{prog} me --url http://127.0.0.1:8000",
+    "history": "{prog} history --url http://127.0.0.1:8000 --limit 20 --format json",
+    "releasable-keys": "{prog} releasable-keys salaries --limit 20 --url http://127.0.0.1:8000",
+    "explain-outlier": "{prog} explain-outlier salaries 42 --epsilon 0.2 --metric salary --url http://127.0.0.1:8000",
+    "identify-anomaly": "{prog} identify-anomaly salaries --value salary=250000 --beta 5 --radius 1000 "
+                        "--epsilon 0.5 --url http://127.0.0.1:8000",
+    "sql": "{prog} sql \"EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 WITH (epsilon = 0.2)\"",
+    "cost": "{prog} cost salaries 42 43 --epsilon 0.2 --url http://127.0.0.1:8000",
+}
+_FORMAT_WORDS = {("table", "json"): "table or json (JSON Lines)", ("table", "json", "sql"): "table, json (JSON Lines) or sql"}
+
+
+def parser(prog: str = "pcor-sql-remote") -> argparse.ArgumentParser:
+    """The analyst's commands, declared once: `pcor-sql-remote` and `pcor-sql remote` (`prog`)."""
+    top = _Parser(
+        prog=prog,
+        description=f"An analyst's requests to a pcor-sql service (pcor-sql serve). The token is read from "
+        f"${TOKEN_VARIABLE}, the URL from --url or ${URL_VARIABLE}.",
+        epilog=f"Example:\n  {prog} --url http://127.0.0.1:8000 datasets\n  {prog} COMMAND --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     url_help = f"The service's URL, e.g. http://127.0.0.1:8000 (default ${URL_VARIABLE}); before or after the command."
     top.add_argument("--url", default=None, help=url_help)
     common = argparse.ArgumentParser(add_help=False)
@@ -175,47 +224,58 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, text: str, formats: tuple[str, ...] = ("table", "json")) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=text, description=text)
-        p.add_argument("--format", choices=formats, default="table", help="How to print the answer.")
+        p = sub.add_parser(name, parents=[common], help=text, description=text,
+                           epilog="Example:\n  " + EXAMPLES[name].format(prog=prog),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("--format", type=_ascii_lower, choices=formats, default="table",
+                       help=f"{_FORMAT_WORDS[formats]} (default: table).")
         return p
 
+    dataset_help = f"A registered dataset (see `{prog} datasets`)."
     command("datasets", "The registered datasets: key, metrics, attributes and their domains.")
-    command("me", "Your quotas and what you have spent, per privacy notion.")
+    command("me", "Your quotas and what you have spent, per privacy notion (never added across notions).")
     history = command("history", "Your own requests: when, what, cost and outcome (the most recent page).")
-    history.add_argument("--limit", type=int, metavar="N", help="The N most recent requests (default 100, at most 1000).")
+    history.add_argument("--limit", type=_count(1, 1000), metavar="N",
+                         help="The N most recent requests (default 100, at most 1000).")
     history.add_argument("--before", metavar="RELEASE_ID",
                          help="Only requests asked before this one (a release_id of an earlier page: page backwards).")
     keys = command("releasable-keys", "The keys of a dataset you may ask about by key (public by registration).")
-    keys.add_argument("dataset", help="A registered dataset (see `datasets`).")
-    keys.add_argument("--limit", type=int, metavar="N", help="At most N keys (default 100, at most 1000).")
-    keys.add_argument("--offset", type=int, metavar="M", help="Skip the first M keys (page on with M + N).")
-    explain = command("explain-outlier", "A private context in which each record is an outlier; each key costs ε.",
-                      ("table", "json", "sql"))
-    explain.add_argument("dataset", help="A registered dataset (see `datasets`).")
+    keys.add_argument("dataset", help=dataset_help)
+    keys.add_argument("--limit", type=_count(1, 1000), metavar="N", help="At most N keys (default 100, at most 1000).")
+    keys.add_argument("--offset", type=_count(0), metavar="M", help="Skip the first M keys (page on with M + N).")
+    explain = command("explain-outlier", "A private context in which each record is an outlier; each key costs ε, "
+                      "charged by the service before it reads a row.", ("table", "json", "sql"))
+    explain.add_argument("dataset", help=dataset_help)
     explain.add_argument("keys", nargs="+", metavar="KEY", help="Releasable key(s) of the record(s).")
-    explain.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of each answer.")
+    explain.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of each answer. [required]")
     _explain_options(explain)
-    identify = command("identify-anomaly", "A private bit: is this point a (β, r)-anomaly of the data?")
-    identify.add_argument("dataset", help="A registered dataset (see `datasets`).")
-    identify.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of the answer.")
+    identify = command("identify-anomaly", "A private bit: is this point a (β, r)-anomaly of the data? It costs ε, "
+                       "charged before any row is read.")
+    identify.add_argument("dataset", help=dataset_help)
+    identify.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of the answer. [required]")
     _identify_options(identify, required=True)
     statement = command("sql", "One EXPLAIN OUTLIER or IDENTIFY ANOMALY statement, run as the request it spells "
                                "(each key costs its ε).")
     statement.add_argument("statement", help="e.g. \"EXPLAIN OUTLIER SELECT salary FROM salaries WHERE id = 42 "
                                              "WITH (epsilon = 0.2)\"")
-    cost = command("cost", "What a request would charge (explain: keys; identify: --value), nothing charged.")
-    cost.add_argument("dataset", help="A registered dataset (see `datasets`).")
+    cost = command("cost", "What a request would charge (explain: keys; identify: --value), read from the request "
+                           "alone: nothing charged, no row read.")
+    cost.add_argument("dataset", help=dataset_help)
     cost.add_argument("keys", nargs="*", metavar="KEY", help="The keys of an explain-outlier request.")
-    cost.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of each answer.")
+    cost.add_argument("--epsilon", type=float, required=True, help="Privacy cost ε of each answer. [required]")
     _explain_options(cost)
     _identify_options(cost, required=False)
     return top
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
-         err: Callable[[str], Any] | None = None) -> int:
-    """Run one command; return the exit code (0, or 2 with one `error:` line on stderr)."""
-    args = parser().parse_args(argv)
+         err: Callable[[str], Any] | None = None, prog: str = "pcor-sql-remote") -> int:
+    """Run one command; return the exit code (0, or 2 with one `error:` line on stderr). `prog`
+    names the command line in help and errors (`pcor-sql remote` passes its own name)."""
+    try:
+        args = parser(prog).parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad argument (2, its one line already written)
+        return exc.code if isinstance(exc.code, int) else USER_EXIT
     try:
         run_command(args, out or sys.stdout)
     except UserError as exc:

@@ -159,7 +159,9 @@ app.add_typer(bundled_commands.app, name="examples")
 app.add_typer(bundled_commands.app, name="datasets", hidden=True)
 app.add_typer(dataset_commands.app, name="dataset")
 app.add_typer(analyst_commands.app, name="analyst")
-app.add_typer(remote_commands.app, name="remote")
+# A pass-through to the light client's one declaration of the analyst's commands (remote_commands).
+app.command("remote", context_settings=remote_commands.CONTEXT, help=remote_commands.HELP, add_help_option=False,
+            short_help="An analyst's requests to a pcor-sql service (token from $PCOR_SQL_TOKEN).")(remote_commands.remote)
 
 
 def run() -> None:

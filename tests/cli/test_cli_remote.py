@@ -1,15 +1,21 @@
 """`pcor-sql remote ...` through typer's CliRunner against the real service on a real uvicorn:
-the analyst's requests from the shell, token from $PCOR_SQL_TOKEN, one-line errors."""
+the analyst's requests from the shell, token from $PCOR_SQL_TOKEN, one-line errors — bad
+arguments included — and the light client's `pcor-sql-remote` help, option for option (one
+declaration of the commands, `pcor_sql_client.cli`)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 
 import pytest
+from pcor_sql_client import cli as client_cli
+from pcor_sql_client.text import key_value, point
 from typer.testing import CliRunner
 
 from pcor_sql.cli.main import app
-from pcor_sql.cli.remote_commands import key_value, point
 from pcor_sql.errors import UserError
 from tests.cli.cli_helpers import assert_clean_stderr, assert_error
 from tests.client.served_dataset import OUTLIERS, TEXT_KEYS, served_dataset
@@ -111,3 +117,51 @@ def test_metric_and_cost(served):
     assert point_cost["count"] == 1
     assert served.state() == before
     assert_error(remote(served, "cost", "staff", "--epsilon", "0.1"), "keys")
+
+
+# ---- one declaration: `pcor-sql remote` is the light client's command line ------------------
+
+def _options(help_text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", help_text))
+
+
+def _client_help(*args: str) -> tuple[int, str]:
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        code = client_cli.main([*args, "--help"])
+    return code, shown.getvalue()
+
+
+@pytest.mark.parametrize("command", [None, *sorted(client_cli.EXAMPLES)])
+def test_both_command_lines_list_the_same_options(command):
+    args = [command] if command else []
+    full = CliRunner().invoke(app, ["remote", *args, "--help"])
+    code, light = _client_help(*args)
+    assert full.exit_code == 0 == code, full.output
+    assert _options(full.stdout) == _options(light) and "--url" in _options(light), (full.stdout, light)
+    assert full.stdout.replace("pcor-sql remote", "pcor-sql-remote") == light
+
+
+def test_every_command_has_an_example():
+    choices = next(a for a in client_cli.parser()._actions if a.dest == "command").choices
+    assert set(choices) == set(client_cli.EXAMPLES)
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (("explain-outlier", "staff", "7"), ("--epsilon", "pcor-sql remote explain-outlier --help")),
+    (("history", "--limit", "0"), ("--limit", "1 to 1000")),
+    (("releasable-keys", "staff", "--offset", "-1"), ("--offset",)),
+    (("me", "--format", "yaml"), ("--format", "yaml")),
+    (("nonsense",), ("nonsense",)),
+])
+def test_bad_arguments_are_one_line_before_any_request(served, args, needles):
+    before = served.state()
+    assert_error(remote(served, *args), *needles)
+    assert served.state() == before
+
+
+def test_format_in_any_ascii_case_and_sql(served):
+    assert json_lines(remote(served, "me", "--format", "JSON"))[0]["analyst"] == "alice"
+    statement = f"EXPLAIN OUTLIER SELECT pay FROM staff WHERE id = {OUTLIERS[3]} USING grubbs WITH (epsilon = 0.1)"
+    [item] = json_lines(remote(served, "sql", statement, "--format", "json"))
+    assert item["key"] == OUTLIERS[3]

@@ -1,5 +1,5 @@
-"""Both analyst command lines (the light client's `pcor-sql-remote`, argparse, and `pcor-sql
-remote`, typer): --url before or after the command, history's --limit/--before (the API pages),
+"""Both analyst command lines (the light client's `pcor-sql-remote`, and `pcor-sql remote`, its
+pass-through in the full package): --url before or after the command, history's --limit/--before (the API pages),
 and the releasable keys listed (public by registration, DESIGN.md §6)."""
 
 from __future__ import annotations
@@ -72,3 +72,14 @@ def test_pcor_sql_remote_takes_url_before_the_command_and_pages(served, monkeypa
     keys = invoke("remote", "--url", url, "releasable-keys", "staff", "--format", "json")
     assert keys.exit_code == 0, keys.stderr
     assert json.loads(keys.stdout)["dataset"] == "staff"
+
+
+def test_the_light_clients_bad_arguments_are_one_line(served):
+    for args, needle in ((("history", "--limit", "1001"), "--limit"), (("explain-outlier", "staff", "7"), "--epsilon"),
+                         (("me", "--format", "yaml"), "yaml")):
+        refused = light(served, *args)
+        assert refused.returncode == 2 and refused.stdout == "", refused
+        assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1 and needle in refused.stderr
+    shown = light(served, "cost", "--help")
+    assert shown.returncode == 0 and "pcor-sql-remote cost salaries 42" in shown.stdout, shown
+    assert light(served, "me", "--format", "Json").returncode == 0
