@@ -121,7 +121,9 @@ def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v
 
 def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     """The histogram check of a wide summary (`core.verifiers.histogram_walk`): N, min, max and
-    the rows per value in a window around v carried along the moves."""
+    the rows per value in a window around v carried along the moves. A batch that is one BFS
+    node's neighbours is checked from the node where that costs less (`histogram_node`, the
+    rule of `lof_checks.node_pays`)."""
     import math
 
     import numpy as np
