@@ -1,12 +1,12 @@
 """A search node's neighbours checked by the histogram verifier from the node itself
-(`node_counts`' pass, then each neighbour's N, min, max and rows per window value without
-moving a walk).
+(`node_counts`' pass, keeping each slab's extremes too, then each neighbour's N, min, max and
+rows per window value without moving a walk).
 
 `histogram_walk`'s verdict needs a context's N, min, max (the bins' edges, `bin_interval`) and
 its rows per window value in V's bin. Each neighbour of a node P is P with one value b (of
 attribute i) added or removed: its N and window counts are P's ± the slab of b's
-(`node_counts.slab_counts`, exact integer sums). Min and max do not subtract, so the pass here
-keeps, for every bit b, the least minimum and greatest maximum over b's slab — P's cells holding
+(summed as `node_counts.slab_counts` sums them: exact integers). Min and max do not subtract,
+so the same pass also keeps, for every bit b, the least minimum and greatest maximum over b's slab — P's cells holding
 b when P has b, else the cells missing only b. An added value's neighbour takes P's extremes and
 its slab's; a removed value's takes the extremes over the slabs of attribute i's other values in
 P (P's cells partition by their value of i). So N, min, max and every window count are those a
@@ -24,36 +24,55 @@ import numpy as np
 from pcor_sql.core.jit import compiled_with, first_position
 from pcor_sql.core.verifiers.histogram_kernel import COUNT, FALLBACK, bin_interval
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE
-from pcor_sql.core.verifiers.node_counts import WALK, slab_counts
-from pcor_sql.core.verifiers.window_counts import R_ROWS
+from pcor_sql.core.verifiers.node_counts import WALK
+from pcor_sql.core.verifiers.window_counts import R_E0, R_ROWS
 
 
 @compiled_with(nogil=True)
-def slab_extremes(words, flat, m, rows_of, vmin, vmax, lo_of, hi_of):
-    """Into lo_of[b], hi_of[b] the least minimum and greatest maximum over bit b's slab (the
-    node's cells holding b when the node has b, else the cells missing b only; ±inf when empty)."""
-    t = lo_of.size
-    missing = np.empty(t, dtype=np.int64)
+def node_slabs(words, flat, m, row_of_bit, rows_of, ent, vmin, vmax, marg_n, marg_cnt, cnt_p, lo_of, hi_of):
+    """`node_counts.slab_counts` (its N, returned, and its slabs' rows and window counts) and, in
+    the same pass, into lo_of[b], hi_of[b] the least minimum and greatest maximum over every bit
+    b's slab: the node's cells holding b when the node has b, else the cells missing b only
+    (±inf when empty)."""
+    t = row_of_bit.size
+    missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
     for b in range(t):
         missing[b] = 1 - ((words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1))
+    marg_n[:] = 0
+    marg_cnt[:, :] = 0
+    cnt_p[:] = 0
     lo_of[:] = np.inf
     hi_of[:] = -np.inf
+    n_p = 0
     for c in range(flat.shape[0]):
-        if rows_of[c, R_ROWS] == 0:
-            continue
         miss = 0
         which = 0
         for g in range(m):
             lack = missing[flat[c, g]]
             miss += lack
             which = g if lack else which
-        if miss > 1:
+        rows = rows_of[c, R_ROWS]
+        if miss > 1 or rows == 0:
             continue
-        lo, hi = (0, m) if miss == 0 else (which, which + 1)
+        e0, e1 = rows_of[c, R_E0], rows_of[c + 1, R_E0]
+        if miss == 0:
+            n_p += rows
+            for e in range(e0, e1):
+                cnt_p[ent[2 * e]] += ent[2 * e + 1]
+            lo, hi = 0, m
+        else:
+            lo, hi = which, which + 1
         for g in range(lo, hi):
             b = flat[c, g]
             lo_of[b] = min(lo_of[b], vmin[c])
             hi_of[b] = max(hi_of[b], vmax[c])
+            r = row_of_bit[b]
+            if r < 0:
+                continue
+            marg_n[r] += rows
+            for e in range(e0, e1):
+                marg_cnt[r, ent[2 * e]] += ent[2 * e + 1]
+    return n_p
 
 
 @compiled_with(nogil=True)
@@ -69,10 +88,9 @@ def histogram_node_many(words, flips, attr_of, offsets, flat, m, t, rows_of, ent
     marg_n = np.empty(q_n, dtype=np.int64)
     marg_cnt = np.empty((q_n, wu.size), dtype=np.int64)
     cnt_p = np.empty(wu.size, dtype=np.int64)
-    n_p = slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_p)
     lo_of = np.empty(t)
     hi_of = np.empty(t)
-    slab_extremes(words, flat, m, rows_of, vmin, vmax, lo_of, hi_of)
+    n_p = node_slabs(words, flat, m, row_of_bit, rows_of, ent, vmin, vmax, marg_n, marg_cnt, cnt_p, lo_of, hi_of)
     # The node's extremes: those of attribute 0's slabs in the node (they partition its cells).
     lo_p, hi_p = np.inf, -np.inf
     for b in range(offsets[0], offsets[1]):
