@@ -121,7 +121,9 @@ def _histogram(summary: CellSummary, space: ContextSpace, verifier: Histogram, v
 
 def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     """The histogram check of a wide summary (`core.verifiers.histogram_walk`): N, min, max and
-    the rows per value in a window around v carried along the moves."""
+    the rows per value in a window around v carried along the moves. A batch that is one BFS
+    node's neighbours is checked from the node where that costs less (`histogram_node`, the
+    rule of `lof_checks.node_pays`)."""
     import math
 
     import numpy as np
@@ -133,7 +135,8 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     from pcor_sql.core.verifiers.window_counts import cell_rows
     from pcor_sql.core.jit import cell_index, flat_bits
     from pcor_sql.engine.grid_layout import grid_layout
-    from pcor_sql.engine.lof_checks import WalkStates, window_of, window_range
+    from pcor_sql.core.verifiers.walk_batches import words_of
+    from pcor_sql.engine.lof_checks import WalkStates, node_of, node_pays, window_of, window_range
 
     v, n_words, reference, summary, space = m.v, m.n_words, m.reference, m.summary, m.space
     # The walk numbers the cells in grid order (`engine.grid_layout`: a move's slab is read in order).
@@ -163,9 +166,31 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
         _nonempty(n)
         return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
 
+    bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
+    attr_of = np.asarray(bit_attr, dtype=np.int64)
+    offsets = np.asarray((*space.offsets, space.t), dtype=np.int64)
+    cell_min = np.ascontiguousarray(layout.vmin, dtype=np.float64)
+    cell_max = np.ascontiguousarray(layout.vmax, dtype=np.float64)
+
+    def from_node(masks: list[int], parent: int, flips: list[int]) -> list[tuple[bool, int]]:
+        # A node's neighbours from the node (`core.verifiers.histogram_node`): same N, min, max
+        # and window counts as the walk's; a bin wider than the window goes through the walk.
+        from pcor_sql.core.verifiers.histogram_node import histogram_node_many
+        from pcor_sql.core.verifiers.node_counts import WALK
+
+        codes, ns = np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
+        histogram_node_many(words_of(parent, n_words), np.asarray(flips, dtype=np.int64), attr_of, offsets, flat,
+                            space.m, space.t, rows_of, ent, wu, cell_min, cell_max, window, v, rel, codes, ns)
+        return [histogram(mask) if code == WALK else ((code == TRUE if code != FALLBACK else reference(mask)),
+                                                      _nonempty(n))
+                for code, n, mask in zip(codes.tolist(), ns.tolist(), masks)]
+
     def histogram_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import histogram_many
 
+        node = node_of(masks)
+        if node is not None and node_pays(space, bit_attr, summary.count.size, wu.size, *node):
+            return from_node(masks, *node)
         ctx, prev, (state, member, cnt, bits), codes, ns = walk.batch(masks, rows)
         histogram_many(ctx, prev, flat, index, rows_of, ent, wu, min_by_rank, max_by_rank, values, starts, state,
                        member, cnt, bits, scratch, window, v, rel, codes, ns)

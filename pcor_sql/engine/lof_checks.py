@@ -251,15 +251,7 @@ class _WindowWalk:
                                                          wider.tolist())]
 
     def _node_pays(self, parent: int, flips: list[int]) -> bool:
-        """Whether one pass over the cells (m bit tests a cell) and each neighbour's copy of the
-        window counts cost less than the walk's moves from one neighbour to the next (each
-        undoes one slab and takes another: ~2 slabs of grid points a neighbour)."""
-        sizes = [self.space.attribute_bits(parent, i).bit_count() for i in range(self.space.m)]
-        grid = math.prod(sizes)
-        slabs = sum(grid // max(sizes[self.bit_attr[b]], 1) for b in flips)
-        window = len(flips) * self.wu.size  # the neighbours' slabs of window counts, held at once
-        node = _CELL_COST * self.summary.count.size + _WINDOW_COST * window
-        return window <= _MAX_WINDOW and node < 2 * slabs
+        return node_pays(self.space, self.bit_attr, self.summary.count.size, self.wu.size, parent, flips)
 
     def _from_node(self, masks: list[int], parent: int, flips: list[int]) -> list[tuple[bool, int]]:
         scores, codes, ns = np.empty(len(masks)), np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
@@ -280,6 +272,20 @@ class _WindowWalk:
 _CELL_COST = 0.5
 _WINDOW_COST = 1.0
 _MAX_WINDOW = 1 << 22  # slabs × window values: at most 32 MiB of counts
+
+
+def node_pays(space: Any, bit_attr: list[int], cells: int, window_values: int, parent: int, flips: list[int]
+              ) -> bool:
+    """Whether one pass over the `cells` (m bit tests a cell) and each neighbour's copy of the
+    window counts cost less than the walk's moves from one neighbour to the next (each undoes
+    one slab and takes another: ~2 slabs of grid points a neighbour). bit_attr: each bit's
+    attribute."""
+    sizes = [space.attribute_bits(parent, i).bit_count() for i in range(space.m)]
+    grid = math.prod(sizes)
+    slabs = sum(grid // max(sizes[bit_attr[b]], 1) for b in flips)
+    window = len(flips) * window_values  # the neighbours' slabs of window counts, held at once
+    node = _CELL_COST * cells + _WINDOW_COST * window
+    return window <= _MAX_WINDOW and node < 2 * slabs
 
 
 def node_of(masks: list[int]) -> tuple[int, list[int]] | None:
