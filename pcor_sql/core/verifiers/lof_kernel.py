@@ -222,6 +222,24 @@ def _moved(a, center, new_center, fill):
     return out
 
 
+@compiled_with(nogil=True, inline="always")
+def _grown(status, want_l, want_r, st, bv, bc, kd, center):
+    """After `_lof_buffered` asked for more rows (`_NEED`: on the left, else on the right): the
+    side asked for wants twice what it holds, and the buffers grow 4× once a side outgrows them
+    (the three LOF walks — runs, window counts, a node's neighbours — grow alike)."""
+    if status == _NEED:
+        want_l = 2 * max(want_l, st[N_SIDE])
+    else:
+        want_r = 2 * max(want_r, st[N_SIDE + 1])
+    if max(want_l, want_r) > center - 1:
+        bigger = 4 * center
+        bv = _moved(bv, center, bigger, 0.0)
+        bc = _moved(bc, center, bigger, 0.0)
+        kd = _moved(kd, center, bigger, np.nan)
+        center = bigger
+    return want_l, want_r, bv, bc, kd, center
+
+
 @compiled_with(nogil=True, error_model="numpy")
 def lof_score(values, starts, member, pos, keys, near_v, near_c, v, near_below, near_upto, near_share, k, rule):
     """`_score` of the context `member` (boolean over cells): the kernel on its own, for tests."""
@@ -370,13 +388,4 @@ def walk_score(values, starts, member, inside, m, pos, keys, near_v, near_c, v, 
         score, status = _lof_buffered(v, float(cv), kk, rule, kd, bv, bc, center, st)
         if status == _OK:
             return score, n, _OK
-        if status == _NEED:
-            want_l = 2 * max(want_l, st[N_SIDE])
-        else:
-            want_r = 2 * max(want_r, st[N_SIDE + 1])
-        if max(want_l, want_r) > center - 1:
-            bigger = 4 * center
-            bv = _moved(bv, center, bigger, 0.0)
-            bc = _moved(bc, center, bigger, 0.0)
-            kd = _moved(kd, center, bigger, np.nan)
-            center = bigger
+        want_l, want_r, bv, bc, kd, center = _grown(status, want_l, want_r, st, bv, bc, kd, center)

@@ -31,7 +31,7 @@ import numpy as np
 
 from pcor_sql.core.jit import compiled_with, listed_members
 from pcor_sql.core.verifiers.lof_kernel import (
-    DISTINCT_RULE, PLAIN_RULE, _NEED, _OK, _lof_buffered, _moved, unpack_record, F_V, I_K, I_RULE,
+    DISTINCT_RULE, PLAIN_RULE, _OK, _grown, _lof_buffered, unpack_record, F_V, I_K, I_RULE,
 )
 from pcor_sql.core.verifiers.lof_walk import DONE, FROM, HEAP_SIZE, MODE, N_SIDE, NEAR_AT, STATE_SLOTS, _heap_init, fill
 from pcor_sql.core.verifiers.window_counts import S_CELLS, S_DV, S_LEND, S_N, S_REND, move
@@ -136,16 +136,7 @@ def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu
         score, status = _lof_buffered(v, float(cv), kk, rule, kd, bv, bc, center, _done_view(st))
         if status == _OK:
             return score, n, _OK
-        if status == _NEED:
-            want_l = 2 * max(want_l, st[N_SIDE])
-        else:
-            want_r = 2 * max(want_r, st[N_SIDE + 1])
-        if max(want_l, want_r) > center - 1:
-            bigger = 4 * center
-            bv = _moved(bv, center, bigger, 0.0)
-            bc = _moved(bc, center, bigger, 0.0)
-            kd = _moved(kd, center, bigger, np.nan)
-            center = bigger
+        want_l, want_r, bv, bc, kd, center = _grown(status, want_l, want_r, st, bv, bc, kd, center)
 
 
 @compiled_with(nogil=True, inline="always")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from pcor_sql.core.jit import compiled_with
-from pcor_sql.core.verifiers.lof_kernel import PLAIN_RULE, DISTINCT_RULE, _NEED, _OK, _lof_buffered, _moved
+from pcor_sql.core.verifiers.lof_kernel import PLAIN_RULE, DISTINCT_RULE, _OK, _grown, _lof_buffered
 from pcor_sql.core.verifiers.lof_walk import DONE, MODE, NEAR_AT, N_SIDE, STATE_SLOTS
 from pcor_sql.core.verifiers.lof_window_walk import _WINDOW, _done_view, _fill_window
 from pcor_sql.core.verifiers.window_counts import R_E0, R_ROWS
@@ -122,16 +122,7 @@ def lof_counts(cnt, n, dv, left_end, right_end, wu, v, k, rule):
         score, status = _lof_buffered(v, float(cv), kk, rule, kd, bv, bc, center, _done_view(st))
         if status == _OK:
             return score, _OK
-        if status == _NEED:
-            want_l = 2 * max(want_l, st[N_SIDE])
-        else:
-            want_r = 2 * max(want_r, st[N_SIDE + 1])
-        if max(want_l, want_r) > center - 1:
-            bigger = 4 * center
-            bv = _moved(bv, center, bigger, 0.0)
-            bc = _moved(bc, center, bigger, 0.0)
-            kd = _moved(kd, center, bigger, np.nan)
-            center = bigger
+        want_l, want_r, bv, bc, kd, center = _grown(status, want_l, want_r, st, bv, bc, kd, center)
 
 
 @compiled_with(nogil=True, error_model="numpy")
