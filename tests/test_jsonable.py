@@ -11,6 +11,7 @@ import uuid
 
 import numpy as np
 
+from pcor_sql import analyst_account
 from pcor_sql.cli import render
 from pcor_sql.jsonable import jsonable
 from pcor_sql.service import analyst_endpoints, analyst_identity, owner_plane
@@ -82,5 +83,5 @@ def test_the_cli_and_the_service_write_the_same_document():
 
 
 def test_there_is_one_encoder():
-    assert render.jsonable is analyst_endpoints.jsonable is owner_plane.jsonable is analyst_identity.jsonable is jsonable
+    assert render.jsonable is analyst_endpoints.jsonable is owner_plane.jsonable is analyst_account.jsonable is jsonable
     assert not hasattr(analyst_identity, "plain")
