@@ -47,7 +47,7 @@ channels" — a hit would otherwise tell an analyst, by time alone, which keys a
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 from pcor_sql.core.work import partition
 from pcor_sql.core.verifiers.capabilities import capabilities_of
@@ -97,27 +97,21 @@ class VerdictStore:
     def put_many(self, verdicts: dict) -> None:
         """`put` of each (context key → verdict) in `verdicts`: room is made for the new ones at
         once (the same groups dropped as one `put` after the other), else one at a time."""
-        known = self._group.verdicts
-        new = {k: v for k, v in verdicts.items() if k not in known}
+        self._put_all(self._group.verdicts, verdicts, self.put)
+
+    def put_sizes(self, sizes: dict) -> None:
+        """`put_size` of each (context key → size) in `sizes`, as `put_many` does verdicts."""
+        self._put_all(self._group.sizes, sizes, self.put_size)
+
+    def _put_all(self, known: dict, items: dict, put_one: Callable[[Any, Any], None]) -> None:
+        new = {k: v for k, v in items.items() if k not in known}
         if not new:
             return
         if self._cache._make_room(self._key, len(new)):
             known.update(new)
             return
         for k, v in new.items():  # the group is alone and full: as many as fit, in order
-            self.put(k, v)
-
-    def put_sizes(self, sizes: dict) -> None:
-        """`put_size` of each (context key → size) in `sizes`, as `put_many` does verdicts."""
-        known = self._group.sizes
-        new = {k: n for k, n in sizes.items() if k not in known}
-        if not new:
-            return
-        if self._cache._make_room(self._key, len(new)):
-            known.update(new)
-            return
-        for k, n in new.items():
-            self.put_size(k, n)
+            put_one(k, v)
 
     def size(self, mask: int) -> int | None:
         return self._group.sizes.get(mask)
