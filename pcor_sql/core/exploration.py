@@ -260,15 +260,8 @@ def random_descents(oracle: ValidityOracle, source: Source, count: int) -> list[
     return list(found)
 
 
-def collect(
-    oracle: ValidityOracle,
-    source: Source,
-    *,
-    samples: int,
-    max_checks: int,
-    patience: int = DEFAULT_PATIENCE,
-    collapse: int = DEFAULT_COLLAPSE,
-) -> Collection:
+def collect(oracle: ValidityOracle, source: Source, *, samples: int, max_checks: int,
+            patience: int = DEFAULT_PATIENCE, collapse: int = DEFAULT_COLLAPSE) -> Collection:
     """Valid contexts of V met by the two phases of the module docstring, until `samples` are
     collected, `max_checks` distinct contexts are checked or there is nothing left to do."""
     ex = _Explorer(oracle, source, samples, max_checks, collapse)

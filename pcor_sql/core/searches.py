@@ -155,14 +155,8 @@ def direct(
     return SearchResult(int(masks[pick]), trace)
 
 
-def uniform(
-    oracle: Oracle,
-    eps1: float,
-    source: Source,
-    *,
-    samples: int = DEFAULT_SAMPLES,
-    max_draws: int = DEFAULT_MAX_DRAWS,
-) -> SearchResult:
+def uniform(oracle: Oracle, eps1: float, source: Source, *, samples: int = DEFAULT_SAMPLES,
+            max_draws: int = DEFAULT_MAX_DRAWS) -> SearchResult:
     """Algorithm 2: draw admissible contexts uniformly (each free bit w.p. 1/2, each ordinal
     attribute's run uniformly: `ContextSpace.random_admissible`) until `samples`
     distinct valid ones are found or `max_draws` draws are spent, then one EM. Cost ε1."""
@@ -191,8 +185,7 @@ def uniform(
             f"use {option_hint('search', 'bfs')} (it walks from a valid start) or raise "
             f"{option_hint('max_draws', str(max_draws * 10))}",
         )
-    trace.visited = list(found.values())
-    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+    return _final_em(oracle, list(found.values()), eps1, source, trace)
 
 
 _FIRST_CHUNK, _MOST_CHUNK = 64, 4096  # uniform's draws per batch: doubling, so few are drawn past the last used
@@ -247,8 +240,7 @@ def random_walk(oracle: Oracle, eps1: float, source: Source, start: int, *, samp
             untried = oracle.space.neighbours(current)
     if len(path) < samples:
         trace.notes.append(f"random walk stuck after {len(path)} of {samples} samples")
-    trace.visited = path
-    return SearchResult(_em(oracle, path, eps1, source, trace, "final"), trace)
+    return _final_em(oracle, path, eps1, source, trace)
 
 
 def dfs(oracle: Oracle, eps1: float, source: Source, start: int, *, samples: int = DEFAULT_SAMPLES) -> SearchResult:
@@ -323,23 +315,23 @@ def bfs(
     return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)
 
 
+def _final_em(oracle: Oracle, sample: list[int], eps1: float, source: Source, trace: Trace) -> SearchResult:
+    """The final EM of every search but `direct`, over what it sampled or visited (`sample`,
+    kept as the trace's visited list): each search's cost counts this call."""
+    trace.visited = sample
+    return SearchResult(_em(oracle, sample, eps1, source, trace, "final"), trace)
+
+
 def _final(oracle: Oracle, search: str, visited: dict[int, None], samples: int, eps1: float, source: Source,
            trace: Trace) -> SearchResult:
     """The final EM over the visited set, noting when the walk ran out of contexts first."""
     if len(visited) < samples:
         trace.notes.append(f"{search} exhausted the reachable valid contexts after {len(visited)} of {samples} samples")
-    trace.visited = list(visited)
-    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+    return _final_em(oracle, list(visited), eps1, source, trace)
 
 
-def explore(
-    oracle: Oracle,
-    eps1: float,
-    source: Source,
-    *,
-    samples: int = DEFAULT_EXPLORE_SAMPLES,
-    max_checks: int = DEFAULT_EXPLORE_CHECKS,
-) -> SearchResult:
+def explore(oracle: Oracle, eps1: float, source: Source, *, samples: int = DEFAULT_EXPLORE_SAMPLES,
+            max_checks: int = DEFAULT_EXPLORE_CHECKS) -> SearchResult:
     """Beyond the paper (DESIGN.md §7): explore the lattice by validity alone — random descents
     from the full context, climbs back up to the largest valid contexts around them, the whole
     lattice largest first when it fits the budget (`core.exploration.collect`) — collecting up
@@ -381,5 +373,4 @@ def explore(
             f"the record is an outlier in none of the {len(found.checked):,} contexts explored",
             "try another verifier or options, other attributes (--by), or raise max_checks",
         )
-    trace.visited = list(found.valid)
-    return SearchResult(_em(oracle, trace.visited, eps1, source, trace, "final"), trace)
+    return _final_em(oracle, list(found.valid), eps1, source, trace)
