@@ -289,8 +289,10 @@ def bfs(
     # The frontier C_M, with each member's utility read once when it joins (joining order keeps
     # the candidate order, hence seeded runs, deterministic: `core.frontier`).
     frontier = Frontier()
-    # A wide space's neighbours are built as word rows with their keys (`core.neighbour_rows`).
-    by_rows = getattr(oracle, "valid_keyed", None) is not None and neighbour_rows.applies(oracle.space)
+    # A wide space's neighbours are built as word rows with their keys (`core.neighbour_rows`);
+    # a narrower one's one by one, asked with their keys where the oracle takes them.
+    keyed_valid = getattr(oracle, "valid_keyed", None)
+    by_rows = keyed_valid is not None and neighbour_rows.pays(oracle.space)
     keyed = getattr(oracle, "utilities_keyed", None)
     utilities_of = ((lambda ck: keyed([c for c, _ in ck], [k for _, k in ck])) if keyed is not None
                     else (lambda ck: [oracle.utility(c) for c, _ in ck]))
@@ -309,7 +311,11 @@ def bfs(
             trace.validity_checks += len(fresh)
         else:
             fresh = [(c, kc) for c in oracle.space.neighbours(node) if (kc := key(c)) not in visited and kc not in frontier]
-            verdicts = _valid_many(oracle, [c for c, _ in fresh], trace)
+            if keyed_valid is not None and fresh:
+                trace.validity_checks += len(fresh)
+                verdicts = keyed_valid([c for c, _ in fresh], [k for _, k in fresh])
+            else:
+                verdicts = _valid_many(oracle, [c for c, _ in fresh], trace)
         joined = [ck for ck, ok in zip(fresh, verdicts) if ok]
         frontier.add_many([k for _, k in joined], [c for c, _ in joined], utilities_of(joined))
     return _final(oracle, "bfs", dict.fromkeys(visited.values()), samples, eps1, source, trace)

@@ -88,3 +88,24 @@ def test_valid_keyed_from_rows_answers_as_valid_many(wide, verifier):
     assert [keyed.utility_keyed(m, k) for m, k in zip(masks, keys)] == [keyed.utility(m) for m in masks]
     fresh = Evaluator(None, summary, space, 60.0, verifier)
     assert fresh.utilities_keyed(masks, keys) == [fresh.utility(m) for m in masks]
+
+
+@pytest.mark.parametrize("verifier", VERIFIERS, ids=repr)
+def test_bfs_is_the_same_with_neighbour_rows_and_without(wide, verifier, monkeypatch):
+    """bfs expands a node through `neighbour_rows` from `ROWS_FROM_BITS` bits on, else one
+    neighbour at a time with its key: the same contexts, trace and leftover coins either way."""
+    from pcor_sql.core import neighbour_rows
+
+    summary, space = wide
+    runs = []
+    for width in (0, space.t + 1):  # rows, then the plain expansion
+        monkeypatch.setattr(neighbour_rows, "ROWS_FROM_BITS", width)
+        assert neighbour_rows.pays(space) == (width == 0)
+        for seed in (5, 6):
+            source = np.random.default_rng(seed)
+            result = searches.bfs(Evaluator(None, summary, space, 60.0, verifier), 0.5, source, space.v_mask,
+                                  samples=12, descents=2)
+            t = result.trace
+            runs.append((width == 0, seed, result.mask, t.visited, t.validity_checks,
+                         [(c.step, c.candidates) for c in t.em_calls], t.notes, source.random(4).tolist()))
+    assert [r[1:] for r in runs[:2]] == [r[1:] for r in runs[2:]]
