@@ -38,7 +38,7 @@ import os
 import pickle
 import signal
 import sys
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Iterator
 
 from pcor_sql.core import work
 from pcor_sql.core.randomness import record_source
@@ -192,18 +192,25 @@ class _Worker:
         self.process, self.conn, self.record = process, conn, None
 
 
+def received(conn: multiprocessing.connection.Connection) -> Iterator[Any]:
+    """What a worker's owner sends it, one message at a time, until the owner says stop (None)
+    or its end of the pipe is gone: the loop of every search worker, pooled or kept."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        yield message
+
+
 def _serve(conn: Any, prepared: Any, seed: int | None, cap: int | None, partition: Hashable) -> None:
     """A worker's loop: record indices in, (index, pickled outcome, work used) out, until told
     to stop or its owner is gone. Ctrl-C is the owner's to handle: it ends the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_owner()
-    while True:
-        try:
-            i = conn.recv()
-        except (EOFError, OSError):
-            break
-        if i is None:
-            break
+    for i in received(conn):
         outcome, used = search_one(prepared, i, i, seed, cap, partition)
         conn.send((i, _pickled(outcome), used))
     os._exit(0)  # no atexit handlers, no flushing of buffers the owner also holds
