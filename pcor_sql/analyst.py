@@ -152,9 +152,8 @@ class Analyst:
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, statement=statement, **options)
         point = tuple((c, float(v)) for c, v in value.items())
         job = PointAnswerJob(request, registered.name, registered.units, point=point)
-        answers = self._paid(job, [job.key_label()], lambda results: [AnalystAnswer(
-            dataset=registered.name, key=dict(value), columns=keyed.columns, anomaly=a.anomaly, epsilon=a.epsilon,
-            privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm) for a in results])
+        answers = self._paid(job, [job.key_label()], lambda results: [
+            AnalystAnswer.of(a, registered.name, dict(value), keyed.columns) for a in results])
         if self._quoting:
             return None  # type: ignore[return-value]  # `cost` reads the quote
         return answers[0]
@@ -280,10 +279,8 @@ class Analyst:
                             f"its metrics: {', '.join(registered.metrics)}")
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=selector(keyed),
                                  statement=statement, **options)
-        return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer(
-            dataset=registered.name, key=key, columns=keyed.columns, anomaly=a.anomaly,
-            epsilon=a.epsilon, privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm,
-        ))
+        return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer.of(
+            a, registered.name, key, keyed.columns))
 
     def _run(self, job: Any, keyed: KeyedSelect, make: Callable[[Any, Any], Any]) -> list[Any]:
         """The pipeline under the analyst policy; `make(key, result)` for each key, in the order the
