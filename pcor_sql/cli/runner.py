@@ -48,7 +48,7 @@ def sql(
             help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries.",
         ),
     ] = o.ExplainFormat.table,
-    options: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Run SQL statements — EXPLAIN OUTLIER and IDENTIFY ANOMALY included — and print their results.
 
