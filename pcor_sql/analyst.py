@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pcor_sql import analyst_account, pipeline
 from pcor_sql.errors import Refused, UserError
@@ -60,6 +60,10 @@ from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 from pcor_sql_client.analyst_interface import PRICED, deprecated_value, priced
 
+if TYPE_CHECKING:
+    from pcor_sql.ledger.admission_memory import AdmissionMemory
+    from pcor_sql.session import Session
+
 #: What an analyst may set: generated from the option specs (`Who.ANALYST`), plus the handle's
 #: own words (`metric`/`columns` pick among the registered ones; `verifier_options` merge).
 EXPLAIN_ALLOWED = analyst_options(Job.EXPLAIN) | {"verifier_options", "metric"}
@@ -70,8 +74,8 @@ OWNER_ONLY = owner_options(Job.EXPLAIN) | owner_options(Job.IDENTIFY)
 class Analyst:
     """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
 
-    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Any = None,
-                 registry: Mapping[str, RegisteredDataset] | None = None, admission: Any = None):
+    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Session | None = None,
+                 registry: Mapping[str, RegisteredDataset] | None = None, admission: AdmissionMemory | None = None):
         self._owner = owner
         # `session`: a Session of the owner's on its own cursor (the service: one per worker thread).
         self._session = session if session is not None else owner.session
