@@ -14,6 +14,7 @@ import numpy as np
 
 from pcor_sql import notebook
 from pcor_sql.engine.record_search import OwnerView
+from pcor_sql.request_values import OutlierRequest
 from pcor_sql.readable import (
     anomaly_privacy_sentence,
     anomaly_sentence,
@@ -65,7 +66,7 @@ class Explanation(_Shown):
     """One released explanation: the context in which the record is an outlier. It holds the
     request it answers and the charge it cost; the privacy parameters are the request's."""
 
-    request: Any = field(repr=False)
+    request: OutlierRequest = field(repr=False)
     record: dict[str, Any]
     context: dict[str, list[Any]]
     predicate: str

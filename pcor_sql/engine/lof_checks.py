@@ -180,8 +180,8 @@ def lof_check(summary: CellSummary, space: ContextSpace, verifier: Lof, v: float
     return check
 
 
-def _decided(summary: CellSummary, space: ContextSpace, verifier: Lof, v: float, mask: int, score: float, n: int, status: int
-             ) -> tuple[bool, int]:
+def _decided(summary: CellSummary, space: ContextSpace, verifier: Lof, v: float, mask: int, score: float, n: int,
+             status: int) -> tuple[bool, int]:
     if n == 0:
         raise InternalError("an admissible context has an empty population")
     if status == TOO_WIDE:
@@ -276,7 +276,7 @@ _WINDOW_COST = 1.0
 _MAX_WINDOW = 1 << 22  # slabs × window values: at most 32 MiB of counts
 
 
-def node_pays(space: Any, bit_attr: list[int], cells: int, window_values: int, parent: int, flips: list[int]
+def node_pays(space: ContextSpace, bit_attr: list[int], cells: int, window_values: int, parent: int, flips: list[int]
               ) -> bool:
     """Whether one pass over the `cells` (m bit tests a cell) and each neighbour's copy of the
     window counts cost less than the walk's moves from one neighbour to the next (each undoes
@@ -378,7 +378,7 @@ class WalkStates:
         self.last[i] = self.full
 
 
-def _walks(summary: Any, space: Any, runs: CellRuns, v: float) -> bool:
+def _walks(summary: CellSummary, space: ContextSpace, runs: CellRuns, v: float) -> bool:
     """Whether checks carry the last context along (`lof_window_walk`): a wide summary, whose
     values span less than FAR / 4 (no context is too wide) and whose record's own cell holds
     v (a context is constant exactly when all its rows are constant at v; the window holds v)."""
