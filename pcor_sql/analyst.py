@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pcor_sql import analyst_account, pipeline
 from pcor_sql.errors import Refused, UserError
@@ -60,6 +60,10 @@ from pcor_sql.sqltext.build import over_context
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 from pcor_sql_client.analyst_interface import PRICED, deprecated_value, priced
 
+if TYPE_CHECKING:
+    from pcor_sql.ledger.admission_memory import AdmissionMemory
+    from pcor_sql.session import Session
+
 #: What an analyst may set: generated from the option specs (`Who.ANALYST`), plus the handle's
 #: own words (`metric`/`columns` pick among the registered ones; `verifier_options` merge).
 EXPLAIN_ALLOWED = analyst_options(Job.EXPLAIN) | {"verifier_options", "metric"}
@@ -70,8 +74,8 @@ OWNER_ONLY = owner_options(Job.EXPLAIN) | owner_options(Job.IDENTIFY)
 class Analyst:
     """A restricted handle made by `Owner.analyst()` (see the module docstring)."""
 
-    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Any = None,
-                 registry: Mapping[str, RegisteredDataset] | None = None, admission: Any = None):
+    def __init__(self, owner: Any, policy: pipeline.Policy | None = None, *, session: Session | None = None,
+                 registry: Mapping[str, RegisteredDataset] | None = None, admission: AdmissionMemory | None = None):
         self._owner = owner
         # `session`: a Session of the owner's on its own cursor (the service: one per worker thread).
         self._session = session if session is not None else owner.session
@@ -152,9 +156,8 @@ class Analyst:
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, statement=statement, **options)
         point = tuple((c, float(v)) for c, v in value.items())
         job = PointAnswerJob(request, registered.name, registered.units, point=point)
-        answers = self._paid(job, [job.key_label()], lambda results: [AnalystAnswer(
-            dataset=registered.name, key=dict(value), columns=keyed.columns, anomaly=a.anomaly, epsilon=a.epsilon,
-            privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm) for a in results])
+        answers = self._paid(job, [job.key_label()], lambda results: [
+            AnalystAnswer.of(a, registered.name, dict(value), keyed.columns) for a in results])
         if self._quoting:
             return None  # type: ignore[return-value]  # `cost` reads the quote
         return answers[0]
@@ -280,10 +283,8 @@ class Analyst:
                             f"its metrics: {', '.join(registered.metrics)}")
         request = AnomalyRequest(relation=registered.relation, columns=keyed.columns, selector=selector(keyed),
                                  statement=statement, **options)
-        return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer(
-            dataset=registered.name, key=key, columns=keyed.columns, anomaly=a.anomaly,
-            epsilon=a.epsilon, privacy=a.privacy, k=a.k, beta=a.beta, radius=a.radius, norm=a.norm,
-        ))
+        return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer.of(
+            a, registered.name, key, keyed.columns))
 
     def _run(self, job: Any, keyed: KeyedSelect, make: Callable[[Any, Any], Any]) -> list[Any]:
         """The pipeline under the analyst policy; `make(key, result)` for each key, in the order the

@@ -7,10 +7,13 @@ their quotas"): no unit, limit or spending of the owner's or anyone else's."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from pcor_sql.jsonable import jsonable
 from pcor_sql.ledger.dataset_registry import RegisteredDataset
+
+if TYPE_CHECKING:
+    from pcor_sql.ledger.store import Ledger
 
 #: The history rows one page holds by default, and at most (the service's query parameters too).
 HISTORY_PAGE = 100
@@ -27,7 +30,7 @@ def dataset_rows(found: Iterable[RegisteredDataset]) -> list[dict[str, Any]]:
              "accounting": d.accounting} for d in found]
 
 
-def allowed_datasets(ledger: Any, name: str | None) -> tuple[str, ...] | None:
+def allowed_datasets(ledger: Ledger, name: str | None) -> tuple[str, ...] | None:
     """The datasets analyst `name` may use (None: all, or an unnamed handle's), from the ledger."""
     from pcor_sql.ledger.analysts import list_analysts
 
@@ -39,14 +42,14 @@ def allowed_datasets(ledger: Any, name: str | None) -> tuple[str, ...] | None:
     return None
 
 
-def usage(ledger: Any, name: str | None) -> Any:
+def usage(ledger: Ledger, name: str | None) -> Any:
     """The analyst's quotas and spent ε per notion, as plain JSON; an unnamed handle has none."""
     from pcor_sql.ledger.analysts import analyst_usage
 
     return [] if name is None else jsonable(analyst_usage(ledger, name))
 
 
-def me(ledger: Any, name: str | None, datasets: tuple[str, ...] | None, *, min_epsilon: float,
+def me(ledger: Ledger, name: str | None, datasets: tuple[str, ...] | None, *, min_epsilon: float,
        max_keys: int | None, max_work: int | None) -> dict[str, Any]:
     """The analyst as they may see themselves: name, datasets they may use, the least ε per
     request, the most keys per request (None: unbounded), the work cap, and their usage."""
@@ -54,7 +57,7 @@ def me(ledger: Any, name: str | None, datasets: tuple[str, ...] | None, *, min_e
             "max_keys": max_keys, "max_work": max_work, "usage": usage(ledger, name)}
 
 
-def history(ledger: Any, name: str | None, limit: int | None = None, before: str | None = None) -> Any:
+def history(ledger: Ledger, name: str | None, limit: int | None = None, before: str | None = None) -> Any:
     """The analyst's own requests, oldest first within the page, as plain JSON (an unnamed
     handle's requests are nobody's: none)."""
     from pcor_sql.ledger.analysts import analyst_history

@@ -20,7 +20,8 @@ counts are ("building the summary", "searching", "releasing records", ...), and 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from pcor_sql.core.compile_notice import listening as compiling
 from pcor_sql.engine.progress import with_phases
@@ -30,6 +31,9 @@ from pcor_sql.frontend.request_builders import anomaly_request, outlier_request
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation
 from pcor_sql.session import Session, session_for
 from pcor_sql.sqltext.connection import objects_in_scope
+
+if TYPE_CHECKING:
+    import duckdb
 
 Con = Any  # a DuckDB connection or a pyspark SparkSession; None with session=
 Warn = Callable[[str], None]
@@ -137,7 +141,8 @@ def planted_outliers(name: str) -> Any:
     return planted(name)
 
 
-def export_dataset(con: Any, name: str, path: Any, fmt: str = "parquet", **options: Any) -> Any:
+def export_dataset(con: duckdb.DuckDBPyConnection | None, name: str, path: str | Path, fmt: str = "parquet", *,
+                   overwrite: bool = False) -> Path:
     from pcor_sql.engine.datasets import export_dataset as export
 
-    return export(con, name, path, fmt, **options)
+    return export(con, name, path, fmt, overwrite=overwrite)

@@ -20,6 +20,7 @@ from pcor_sql.core.work import WorkCapReached
 from pcor_sql.errors import InternalError
 from pcor_sql.core.randomness import make_source, record_source
 from pcor_sql.core.selection import resolve_selection
+from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.progress import report_phase
 from pcor_sql.engine import search_pool, search_processes
 from pcor_sql.engine.record_search import OutlierRun, released_predicate
@@ -384,7 +385,7 @@ def _outcome(prepared: OutlierRun, i: int, outcome: Any) -> Any:
 COMPILING = "compiling the validity checks for this machine (once: later runs load them from numba's cache)"
 
 
-def _whole(space: Any, mask: int) -> tuple[str, ...]:
+def _whole(space: ContextSpace, mask: int) -> tuple[str, ...]:
     """The attributes a released context keeps whole (for the plain-words summary)."""
     return tuple(a.name for i, a in enumerate(space.attributes) if space.is_full(mask, i))
 

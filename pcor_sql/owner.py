@@ -36,6 +36,7 @@ from pcor_sql.ledger.dataset_registry import (
 )
 from pcor_sql.engine.schema import is_numeric
 from pcor_sql.errors import UserError, warn_privacy
+from pcor_sql.core.verifiers.registry import VerifierRegistry
 from pcor_sql.session import Session, Warn
 from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.backends.base import Engine
@@ -54,7 +55,7 @@ class Owner:
         ledger: LedgerChoice = None,
         *,
         warn: Warn | None = None,
-        registry: Any = None,
+        registry: VerifierRegistry | None = None,
         allow_seeded: bool = False,
         per_user_ledger: bool = False,
         lazy_ledger: bool = False,

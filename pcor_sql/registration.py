@@ -5,7 +5,7 @@ keys absent from the data, a limit set below what is already spent."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pcor_sql.errors import UserError
 from pcor_sql.frontend.compact import parse_by
@@ -13,6 +13,12 @@ from pcor_sql.ledger.dataset_registry import releasable_text
 from pcor_sql.ledger.input_checks import check_notion
 from pcor_sql.ledger.store import NOTIONS, LimitChange
 from pcor_sql.sqltext.quoting import quote_identifier
+
+if TYPE_CHECKING:
+    from pcor_sql.backends.base import DataAccess
+
+#: The owner's warning line (the CLI's stderr); None: a Python UserWarning instead.
+Warn = Callable[[str], None]
 
 
 def names_of(value: Any, what: str) -> tuple[str, ...]:
@@ -34,7 +40,8 @@ def limits_by_notion(limit: Any) -> dict[str, float]:
     return {notion: limit for notion in NOTIONS}
 
 
-def absent_keys_note(access: Any, relation: str, key: str, keys: Sequence[str], name: str, warn: Any) -> None:
+def absent_keys_note(access: DataAccess, relation: str, key: str, keys: Sequence[str], name: str,
+                     warn: Warn | None) -> None:
     """Tell the owner (never an analyst: DESIGN.md §6, the releasable set is public, the data is
     not) how many of the releasable keys declared as a list are not in the data now: a typo
     there is otherwise silent, and a request about such a key is charged and then refused."""
@@ -52,7 +59,7 @@ def absent_keys_note(access: Any, relation: str, key: str, keys: Sequence[str], 
     _say(message, warn, stacklevel=4)
 
 
-def below_spent_warning(change: LimitChange, warn: Any) -> None:
+def below_spent_warning(change: LimitChange, warn: Warn | None) -> None:
     """A limit set below what is already spent: allowed (the owner may tighten a budget), but
     every charge is refused until it is raised — and analysts hear only "a limit was reached"."""
     message = (f"the new {change.notion} limit of {change.unit} (ε = {change.limit:.6g}) is below the ε already spent "
@@ -60,7 +67,7 @@ def below_spent_warning(change: LimitChange, warn: Any) -> None:
     _say(message, warn, stacklevel=4)
 
 
-def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[Any] | str) -> list[str]:
+def releasable_keys(access: DataAccess, relation: str, key: str, releasable: Sequence[Any] | str) -> list[str]:
     """The releasable keys as frozen text: the list given, or the keys of the rows where the
     owner's predicate holds now (read once, at registration)."""
     if isinstance(releasable, str):
@@ -83,7 +90,7 @@ def releasable_keys(access: Any, relation: str, key: str, releasable: Sequence[A
     return [releasable_text(v) for v in releasable]
 
 
-def _say(message: str, warn: Any, stacklevel: int) -> None:
+def _say(message: str, warn: Warn | None, stacklevel: int) -> None:
     """A warning for the owner: through `warn` (the CLI's stderr line) when given, else as a
     Python `UserWarning` pointing at the owner's own call (`stacklevel` counts from here)."""
     if warn is not None:

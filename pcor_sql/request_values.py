@@ -19,13 +19,14 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, Union, cast
 
 from pcor_sql.anomaly.mechanisms import AnomalyParams, validate_params
 from pcor_sql.core.accounting import Budget, derive_budget, validate_epsilon, validate_samples
 from pcor_sql.core.option_spec import Kind, OptionSpec, fold_word
 from pcor_sql.core.search_specs import search_option_specs, search_spec
 from pcor_sql.core.bins import Bins, declared_bins
+from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.errors import UserError
 from pcor_sql.core.choices import Privacy
 from pcor_sql.request_specs import (
@@ -60,6 +61,11 @@ class VerifierSpec:
         return dict(self.options)
 
 
+#: A request's verifier: a spec the session's registry resolves, or a trusted verifier object of
+#: the owner's, used as it is (DESIGN.md §2 "Verifiers").
+VerifierChoice = Union[VerifierSpec, Verifier]
+
+
 @dataclass(frozen=True, init=False)
 class OutlierRequest:
     """Release, under ε-OCDP, a context in which each record the selector picks is an outlier.
@@ -79,7 +85,7 @@ class OutlierRequest:
     by: tuple[str, ...] | None = option(BY)
     domains: Selection | None = option(DOMAINS)
     bins: tuple[tuple[str, Bins], ...] | None = option(BINS)
-    verifier: Any = option(VERIFIER, VerifierSpec("lof"))
+    verifier: VerifierChoice = option(VERIFIER, VerifierSpec("lof"))
     epsilon: float = option(EPSILON_RELEASE)
     search: str = option(SEARCH)
     samples: int | None = option(search_option_specs()["samples"])
@@ -297,7 +303,7 @@ def _selection(value: Any, name: str) -> Selection | None:
     return tuple(out)
 
 
-def _verifier(value: Any) -> Any:
+def _verifier(value: object) -> VerifierChoice:
     if isinstance(value, VerifierSpec):
         return value
     if isinstance(value, str):
@@ -308,5 +314,7 @@ def _verifier(value: Any) -> Any:
             )
         return VerifierSpec(value)
     if hasattr(value, "check") or hasattr(value, "needs_sql"):
-        return value
+        # The owner's trusted object, used as it is: what it lacks of the protocol the engine
+        # reads as an older verifier's (`core.verifiers.capabilities.capabilities_of`).
+        return cast(Verifier, value)
     raise UserError(f"invalid verifier {value!r}", "pass a name such as 'lof' or a verifier object")

@@ -14,6 +14,7 @@ import numpy as np
 
 from pcor_sql import notebook
 from pcor_sql.engine.record_search import OwnerView
+from pcor_sql.request_values import OutlierRequest
 from pcor_sql.readable import (
     anomaly_privacy_sentence,
     anomaly_sentence,
@@ -65,7 +66,7 @@ class Explanation(_Shown):
     """One released explanation: the context in which the record is an outlier. It holds the
     request it answers and the charge it cost; the privacy parameters are the request's."""
 
-    request: Any = field(repr=False)
+    request: OutlierRequest = field(repr=False)
     record: dict[str, Any]
     context: dict[str, list[Any]]
     predicate: str
@@ -280,8 +281,30 @@ class CoeResult(_Shown):
         return ValidContext(self._space.values(mask), self._predicate(mask), utility, self._space.ranges(mask))
 
 
+class _AnomalyWords:
+    """The words of an anomaly answer, the owner's (`AnomalyResult`) or an analyst's
+    (`AnalystAnswer`): both from the released bit and parameters alone."""
+
+    anomaly: bool
+    epsilon: float
+    privacy: str
+    k: int | None
+    beta: float
+    radius: float
+
+    @property
+    def summary(self) -> str:
+        """The answer in plain words: `anomaly: at most β = 5 records (itself included) lie
+        within r = 1 of it (a randomized answer)`."""
+        return anomaly_sentence(self.anomaly, self.beta, self.radius)
+
+    @property
+    def privacy_summary(self) -> str:
+        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
+
+
 @dataclass(frozen=True)
-class AnomalyResult(_Shown):
+class AnomalyResult(_AnomalyWords, _Shown):
     """One private answer to "is this record a (β, r)-anomaly?" (DESIGN.md §3)."""
 
     record: dict[str, Any]
@@ -296,16 +319,6 @@ class AnomalyResult(_Shown):
     dataset: str | None
     units: tuple[str, ...] = ()
     owner: dict[str, Any] | None = field(default=None, repr=False)
-
-    @property
-    def summary(self) -> str:
-        """The answer in plain words: `anomaly: at most β = 5 records (itself included) lie
-        within r = 1 of it (a randomized answer)`."""
-        return anomaly_sentence(self.anomaly, self.beta, self.radius)
-
-    @property
-    def privacy_summary(self) -> str:
-        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
 
     def as_dict(self, owner_view: bool | None = None) -> dict[str, Any]:
         """The stable JSON shape; owner fields only when the result carries them (owner_view)."""
@@ -362,7 +375,7 @@ class AnalystExplanation:
 
 
 @dataclass(frozen=True)
-class AnalystAnswer:
+class AnalystAnswer(_AnomalyWords):
     """What an analyst receives for one anomaly question: the key they gave, the noisy bit and
     the privacy parameters — nothing else."""
 
@@ -377,13 +390,11 @@ class AnalystAnswer:
     radius: float
     norm: str
 
-    @property
-    def summary(self) -> str:
-        return anomaly_sentence(self.anomaly, self.beta, self.radius)
-
-    @property
-    def privacy_summary(self) -> str:
-        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
+    @classmethod
+    def of(cls, answer: AnomalyResult, dataset: str, key: Any, columns: tuple[str, ...]) -> AnalystAnswer:
+        """The analyst's part of the owner's `answer`: the bit and its parameters, never the record."""
+        return cls(dataset, key, columns, answer.anomaly, answer.epsilon, answer.privacy, answer.k, answer.beta,
+                   answer.radius, answer.norm)
 
     def as_dict(self) -> dict[str, Any]:
         out = {"summary": self.summary, "privacy_summary": self.privacy_summary}

@@ -19,7 +19,7 @@ from pcor_sql.readable import (
     verifier_words,
 )
 from pcor_sql.request_values import OutlierRequest
-from pcor_sql.results import AnomalyResult, Charge, Explanation
+from pcor_sql.results import AnalystAnswer, AnomalyResult, Charge, Explanation
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 GLOSSARY_PAGE = README.parent / "docs" / "cli.md"
@@ -113,6 +113,16 @@ def test_anomaly_sentences():
     dp = dataclasses.replace(answer, anomaly=False, privacy="dp", k=None)
     assert dp.summary.startswith("not an anomaly") and dp.privacy_summary.endswith("under ε-differential privacy")
     assert anomaly_sentence(True, 2.5, 0.25).startswith("anomaly: at most β = 2.5 records")
+
+
+
+def test_an_analysts_answer_is_the_owners_bit_and_parameters_in_the_same_words_without_the_record():
+    owners = AnomalyResult(record={"id": 7, "pay": 9.0}, anomaly=True, epsilon=0.5, privacy="sp", k=1, beta=5,
+                           radius=1.0, norm="l1", seeded=False, dataset="h", owner={"count": 3})
+    theirs = AnalystAnswer.of(owners, "h", 7, ("pay",))
+    assert theirs == AnalystAnswer("h", 7, ("pay",), True, 0.5, "sp", 1, 5, 1.0, "l1")
+    assert (theirs.summary, theirs.privacy_summary) == (owners.summary, owners.privacy_summary)
+    assert "record" not in theirs.as_dict() and "owner" not in theirs.as_dict()
 
 
 def test_the_glossary_covers_the_output_and_is_the_docs():

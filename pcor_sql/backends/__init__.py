@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import duckdb
 
 from pcor_sql.backends.base import DataAccess
 from pcor_sql.errors import UserError
 
 
-def open_access(con: Any) -> DataAccess:
+def open_access(con: object) -> DataAccess:
     """The data access for `con`: a DuckDB connection, or a pyspark SparkSession. (The budget
     ledger is not data access: `pcor_sql.ledger.location` places it.)"""
     from pcor_sql.backends.spark_session import is_spark_session

@@ -3,16 +3,21 @@ a relation's content fingerprint (`engine.content_fingerprint`), on DuckDB only.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
-from pcor_sql.backends.base import Engine
+from pcor_sql.backends.base import DataAccess, Engine
+
+if TYPE_CHECKING:
+    from pcor_sql.backends.duckdb_access import DuckDBAccess
+    from pcor_sql.engine.content_fingerprint import Fingerprint
 
 
-def fingerprinter(access: Any) -> Callable[[str], Any] | None:
+def fingerprinter(access: DataAccess) -> Callable[[str], Fingerprint] | None:
     """`relation → Fingerprint` over `access`'s DuckDB connection; None on Spark (its datasets
     carry no fingerprint, and a service on Spark checks none)."""
     if access.engine != Engine.DUCKDB:
         return None
     from pcor_sql.engine.content_fingerprint import content_fingerprint
 
-    return lambda relation: content_fingerprint(access.con, relation)
+    con = cast("DuckDBAccess", access).con  # the engine is DuckDB's
+    return lambda relation: content_fingerprint(con, relation)

@@ -28,7 +28,7 @@ def identify_anomaly(
         o.RowsFormat, o.choice(o.RowsFormat, "--format", help="table, json (one document: a list), jsonl (one object per "
                                                     "answered row and line) or csv (flat columns).")
     ] = o.RowsFormat.table,
-    options: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Answer, with a randomized bit, whether each selected record is a (β, r)-anomaly.
 

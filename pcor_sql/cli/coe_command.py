@@ -41,7 +41,7 @@ def coe(
     fmt: Annotated[
         o.CoeFormat, o.choice(o.CoeFormat, "--format", help="table, json (one document: a list of valid contexts), jsonl (one valid context per line) or csv.")
     ] = o.CoeFormat.table,
-    options: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """The owner's exact enumeration COE(D, V) of a record's valid contexts, largest utility first.
 

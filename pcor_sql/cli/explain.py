@@ -41,7 +41,7 @@ def explain_outlier(
                                                          "whole table (owner only: NOT FOR RELEASE; needs the plot extra); "
                                                          "several records: FILE-1.png, FILE-2.png, ..."),
     ] = None,
-    options: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Release, under ε-differential privacy (OCDP), a context in which the record is an outlier.
 

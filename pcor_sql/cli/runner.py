@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Union
 
 import typer
 
@@ -17,6 +17,14 @@ from pcor_sql.request_specs import Job
 from pcor_sql.cli.error_report import StatementError
 from pcor_sql.cli.render import print_answers, print_explanations, print_relation
 from pcor_sql.errors import UserError
+
+if TYPE_CHECKING:  # for type checkers only: `pcor-sql --help` and the remote commands never load DuckDB
+    import duckdb
+
+    from pcor_sql.session import Session
+
+#: What statements run on: the owner's Session, or a bare DuckDB connection (plain SQL only).
+Target = Union["Session", "duckdb.DuckDBPyConnection"]
 
 PROMPT = "pcor-sql> "
 CONTINUATION = "     ...> "
@@ -40,7 +48,7 @@ def sql(
             help="table or json (JSON Lines: explanations, answers and query rows); sql prints explanation queries.",
         ),
     ] = o.ExplainFormat.table,
-    options: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Run SQL statements — EXPLAIN OUTLIER and IDENTIFY ANOMALY included — and print their results.
 
@@ -80,7 +88,7 @@ def _read_script(file: Path | None) -> str:
         raise UserError(f"cannot read script file {str(file)!r}: {exc}", "give a readable UTF-8 text file") from None
 
 
-def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
+def run_text(target: Target, text: str, fmt: str, settings: dict[str, Any]) -> int:
     """Run every statement of `text` on `target` (a Session, or a connection), printing each
     result before the next statement runs. Returns the number of statements run."""
     import duckdb
@@ -88,10 +96,10 @@ def run_text(target: Any, text: str, fmt: str, settings: dict[str, Any]) -> int:
     from pcor_sql.session import Session
     from pcor_sql.statement_runner import EXPLAIN, IDENTIFY, run_script
 
-    session = target if isinstance(target, Session) else None
+    session, con = (target, None) if isinstance(target, Session) else (None, target)
     count = 0
     with ProgressBar("running") as bar:
-        steps = run_script(None if session else target, text, session=session, warn=None if session else make_warn(),
+        steps = run_script(con, text, session=session, warn=None if session else make_warn(),
                            progress=bar.callback, **settings)
         while True:
             try:
@@ -136,7 +144,7 @@ def statement_complete(text: str) -> bool:
 
 
 def repl(
-    con: Any,
+    con: Target,
     fmt: str,
     settings: dict[str, Any],
     *,

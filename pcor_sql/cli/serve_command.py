@@ -6,13 +6,16 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from pcor_sql.cli import parameters as o
 from pcor_sql.errors import UserError
 from pcor_sql.pipeline import DEFAULT_MAX_WORK, DEFAULT_MIN_EPSILON
+
+if TYPE_CHECKING:
+    from pcor_sql.owner import Owner
 
 #: Seconds a stop waits for open connections before it closes them (running searches stop at once).
 GRACE_S = 3
@@ -174,7 +177,7 @@ def _bind(host: str, port: int, flag: str) -> socket.socket:
     return sock
 
 
-def _commands(group: Any, owner: Any, db: Path) -> Any:
+def _commands(group: Any, owner: Owner, db: Path) -> Any:
     """Owner commands of the `pcor-sql` group this serve runs in, on the served file."""
     from pcor_sql.cli.served_commands import run_served
 

@@ -42,7 +42,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+if TYPE_CHECKING:
+    from pcor_sql.owner import Owner
 
 #: The owner's releases (and COE), which read the served data: made by the service on its Owner.
 RELEASES = frozenset({("explain-outlier",), ("identify-anomaly",), ("coe",)})
@@ -217,7 +220,7 @@ def _wait_for_release(found: dict[str, Any]) -> None:
         time.sleep(0.1)
 
 
-def run_served(group: Any, owner: Any, db: Path, argv: list[str]) -> dict[str, Any]:
+def run_served(group: Any, owner: Owner, db: Path, argv: list[str]) -> dict[str, Any]:
     """In the service: run the owner command `argv` of the CLI's click `group` on the service's
     own Owner (`SERVED`), one at a time, capturing what it prints and the files it draws. `argv`
     is read by the CLI's own parser (`command_parsing`): only FORWARDED commands, with their own
@@ -298,7 +301,7 @@ def same_file(path: Path | str, other: Path | str) -> bool:
 
 
 @contextlib.contextmanager
-def serving(owner: Any, db: Path) -> Iterator[None]:
+def serving(owner: Owner, db: Path) -> Iterator[None]:
     token = SERVED.set((db, owner))
     try:
         yield

@@ -11,12 +11,13 @@ verifiers are asked context by context through the evaluator (with its cache).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, cast
 
 import numpy as np
 
 from pcor_sql.core.search_specs import SEARCH_SPECS
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.base import VectorizedVerifier, Verifier
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.core.work import spend
@@ -32,7 +33,7 @@ class LatticeOracle(Protocol):
 
     space: ContextSpace
     summary: CellSummary
-    verifier: Any
+    verifier: Verifier
     v: float
     plain: bool
     utility_name: str
@@ -177,7 +178,8 @@ def _vectorized(ev: LatticeOracle, progress: Callable[[int, int], None] | None) 
     constant = mom["lo"] == mom["hi"]
     mean = np.where(constant, mom["lo"], mean)
     m2 = np.where(constant, 0.0, m2)
-    valid = np.asarray(ev.verifier.check_many(n, mean, m2, ev.v), dtype=bool)
+    # Only a verifier whose capabilities say `vectorized` comes here.
+    valid = np.asarray(cast(VectorizedVerifier, ev.verifier).check_many(n, mean, m2, ev.v), dtype=np.bool_)
     if progress is not None:
         progress(len(n), len(n))
     words = np.flatnonzero(valid)

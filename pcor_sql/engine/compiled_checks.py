@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.lof import Lof
@@ -54,7 +55,7 @@ def kernel(cls: type) -> Callable[[Builder], Builder]:
     return register
 
 
-def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Any, v: float) -> Check | None:
+def compiled_check(summary: CellSummary, space: ContextSpace, verifier: Verifier, v: float) -> Check | None:
     """(context → (verdict, n)) for `verifier` on `summary`, or None when it is not compiled."""
     build = KERNELS.get(type(verifier))
     if build is None or summary.windows is not None:
@@ -75,7 +76,7 @@ class _Moments:
     """What the moment and histogram kernels share: the context bits of every cell, the cells'
     statistics, and the reference path for a context a kernel cannot decide."""
 
-    def __init__(self, summary: CellSummary, space: ContextSpace, verifier: Any, v: float):
+    def __init__(self, summary: CellSummary, space: ContextSpace, verifier: Verifier, v: float):
         # The kernels import numba (0.4-1 s): only a run that uses them pays for it.
         from pcor_sql.core.jit import NO_INDEX, WALK_CELLS, cell_index, flat_bits
         from pcor_sql.core.verifiers.moment_kernel import cell_stats

@@ -16,7 +16,6 @@ Cost: one parallel scan, about 0.1 s per million rows of four columns on a 2-cor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 
@@ -37,7 +36,7 @@ def method() -> str:
     return f"duckdb {duckdb.__version__} hash sum+xor"
 
 
-def content_fingerprint(con: Any, relation_sql: str) -> Fingerprint:
+def content_fingerprint(con: duckdb.DuckDBPyConnection, relation_sql: str) -> Fingerprint:
     """The fingerprint of what `relation_sql` reads on DuckDB connection `con` (own cursor)."""
     cur = con.cursor()
     try:

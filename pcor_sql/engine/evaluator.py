@@ -7,7 +7,7 @@ context. Tests hold them to the same verdicts.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence, Union, cast
 
 import duckdb
 import numpy as np
@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import find_start
-from pcor_sql.core.verifiers.base import ArrayPopulation, Population
+from pcor_sql.core.verifiers.base import ArrayPopulation, Population, SqlVerifier, Verifier
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.context_sql import context_predicate
@@ -35,16 +35,29 @@ def plain_population_sql(summary_or_schema: Any, space: ContextSpace, mask: int)
     return metric_values(schema.metric_sql, schema.relation_sql, where)
 
 
+class RowReader(Protocol):
+    """Another engine's data access as the plain path reads it (`backends.base.DataAccess.arrow`):
+    DuckDB's text, run in its own dialect. A protocol, since the engine never imports the backends
+    (DESIGN.md §4 "Layers")."""
+
+    def arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table: ...
+
+
+#: Where the plain path and SQL verifiers read rows: a DuckDB connection or another engine's data
+#: access; None in a search process, which reads none (`search_processes`).
+Rows = Union[duckdb.DuckDBPyConnection, RowReader, None]
+
+
 class Evaluator:
     """Answers `is_valid`, `utility` and `coe` for the searches (the `Oracle` protocol)."""
 
     def __init__(
         self,
-        con: Any,
+        con: Rows,
         summary: CellSummary,
         space: ContextSpace,
         v: float,
-        verifier: Any,
+        verifier: Verifier,
         *,
         utility: str = Utility.POPULATION,
         start: int | None = None,
@@ -80,6 +93,8 @@ class Evaluator:
         (`pcor_sql.backends`), which takes DuckDB's text and runs it in its own dialect."""
         if isinstance(self.con, duckdb.DuckDBPyConnection):
             return self.con.sql(sql, params=params or None).to_arrow_table()
+        if self.con is None:
+            raise InternalError("a search process was asked for rows: it holds no connection")
         return self.con.arrow(sql, params or [])
 
     def population(self, mask: int) -> Population:
@@ -207,7 +222,7 @@ class Evaluator:
         return bool(self.verifier.check(pop))
 
     def _verify_sql(self, mask: int) -> bool:
-        expr = self.verifier.sql_expression(METRIC_ALIAS, "$1")
+        expr = cast(SqlVerifier, self.verifier).sql_expression(METRIC_ALIAS, "$1")  # its capabilities read SQL
         population = plain_population_sql(self.summary, self.space, mask)
         rows = self._rows(select_from(f"coalesce(({expr}), FALSE) AS verdict", f"({population})"), [self.v])
         return bool(rows.column(0)[0].as_py())

@@ -31,7 +31,8 @@ from typing import Any, Callable
 import numpy as np
 
 from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, context_words, flat_bits
-from pcor_sql.core.verifiers.lof import DISTINCT
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.lof import DISTINCT, Lof
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
@@ -40,6 +41,7 @@ from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.engine.grid_layout import grid_layout
+from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
 
 _NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood
@@ -153,7 +155,7 @@ def window_of(values: np.ndarray, starts: np.ndarray, pos: np.ndarray, v: float
     return wu, estart, ent, dv, bool((pos[2] == starts[:-1]).all()), bool((pos[3] == starts[1:]).all())
 
 
-def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[int], tuple[bool, int]]:
+def lof_check(summary: CellSummary, space: ContextSpace, verifier: Lof, v: float) -> Callable[[int], tuple[bool, int]]:
     """context (bitset over `space`) → (verdict, N) through the kernel, membership included,
     for a `Lof` on a summary with sorted runs (`compiled_checks` registers it for exactly `Lof`)."""
     runs = summary.runs()
@@ -178,8 +180,8 @@ def lof_check(summary: Any, space: Any, verifier: Any, v: float) -> Callable[[in
     return check
 
 
-def _decided(summary: Any, space: Any, verifier: Any, v: float, mask: int, score: float, n: int, status: int
-             ) -> tuple[bool, int]:
+def _decided(summary: CellSummary, space: ContextSpace, verifier: Lof, v: float, mask: int, score: float, n: int,
+             status: int) -> tuple[bool, int]:
     if n == 0:
         raise InternalError("an admissible context has an empty population")
     if status == TOO_WIDE:
@@ -194,7 +196,7 @@ class _WindowWalk:
     answers WIDER widens it — the record's arrays and the walks' states rebuilt, O(rows in the
     window + cells), WIDEN times the values each time, so a few times at most — and is asked again."""
 
-    def __init__(self, summary: Any, space: Any, verifier: Any, v: float):
+    def __init__(self, summary: CellSummary, space: ContextSpace, verifier: Lof, v: float):
         self.summary, self.space, self.verifier, self.v = summary, space, verifier, float(v)
         layout = grid_layout(summary)
         self.runs, self.n_words = layout.runs, (space.t + 63) // 64
@@ -274,7 +276,7 @@ _WINDOW_COST = 1.0
 _MAX_WINDOW = 1 << 22  # slabs × window values: at most 32 MiB of counts
 
 
-def node_pays(space: Any, bit_attr: list[int], cells: int, window_values: int, parent: int, flips: list[int]
+def node_pays(space: ContextSpace, bit_attr: list[int], cells: int, window_values: int, parent: int, flips: list[int]
               ) -> bool:
     """Whether one pass over the `cells` (m bit tests a cell) and each neighbour's copy of the
     window counts cost less than the walk's moves from one neighbour to the next (each undoes
@@ -376,7 +378,7 @@ class WalkStates:
         self.last[i] = self.full
 
 
-def _walks(summary: Any, space: Any, runs: CellRuns, v: float) -> bool:
+def _walks(summary: CellSummary, space: ContextSpace, runs: CellRuns, v: float) -> bool:
     """Whether checks carry the last context along (`lof_window_walk`): a wide summary, whose
     values span less than FAR / 4 (no context is too wide) and whose record's own cell holds
     v (a context is constant exactly when all its rows are constant at v; the window holds v)."""

@@ -26,7 +26,8 @@ from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import DEFAULT_MAX_CHECKS
 from pcor_sql.engine.coe_enumeration import lattice_moments
 from pcor_sql.engine.context_sql import context_predicate
-from pcor_sql.engine.evaluator import Evaluator, plain_population_sql
+from pcor_sql.core.verifiers.base import Verifier
+from pcor_sql.engine.evaluator import Evaluator, Rows, plain_population_sql
 from pcor_sql.engine.summary import CellSummary, record_cell
 from pcor_sql.sqltext.build import aliased, as_double, select_from
 from pcor_sql.errors import InternalError, NoRecord, NoValidContext, UserError, option_name
@@ -127,7 +128,7 @@ def start_with_checks(
     return mask, "search", checks
 
 
-def _population_needed(verifier: Any, summary: Any) -> str:
+def _population_needed(verifier: Verifier, summary: CellSummary) -> str:
     """Why a histogram finds nothing on a small table: V's own bin holds V, and it is an outlier
     only when its bin holds fewer than rel·N rows, so a context needs N > 1/rel rows."""
     rel = getattr(verifier, "rel", None)
@@ -141,10 +142,10 @@ def _population_needed(verifier: Any, summary: Any) -> str:
 
 
 def release_one(
-    con: Any,
+    con: Rows,
     summary: CellSummary,
     record: "SelectedRecord",
-    verifier: Any,
+    verifier: Verifier,
     request: OutlierRequest,
     source: Source,
     start: Mapping[str, Sequence[Any]] | None,
@@ -243,10 +244,10 @@ class OutlierRun:
 
     def __init__(
         self,
-        con: Any,
+        con: Rows,
         request: OutlierRequest,
         summary: CellSummary,
-        verifier: Any,
+        verifier: Verifier,
         records: Sequence[SelectedRecord],
         start: Mapping[str, Sequence[Any]] | None,
     ):
@@ -300,7 +301,7 @@ class OutlierRun:
         return lattice_moments(self.oracle(i))["n"]
 
 
-def verifier_label(verifier: Any) -> str:
+def verifier_label(verifier: Verifier) -> str:
     """`name(opt=value, ...)`: how a verifier is shown in outputs."""
     opts = verifier.options() if hasattr(verifier, "options") else {}
     inner = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in opts.items())

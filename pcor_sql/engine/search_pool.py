@@ -38,12 +38,15 @@ import os
 import pickle
 import signal
 import sys
-from typing import Any, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 from pcor_sql.core import work
 from pcor_sql.core.randomness import record_source
 from pcor_sql.core.verifiers.builtins import BUILTINS
 from pcor_sql.errors import InternalError, UserError, option_hint, option_name, register_spelling
+
+if TYPE_CHECKING:
+    from pcor_sql.engine.record_search import OutlierRun
 
 #: Verifiers whose checks run on the summary alone (compiled kernels, numpy): safe in a worker.
 #: The built-ins exactly (`core.verifiers.builtins`): a subclass or a user class may call back.
@@ -70,14 +73,14 @@ def check_workers(value: Any) -> int:
     return value
 
 
-def can_fork(prepared: Any) -> bool:
+def can_fork(prepared: OutlierRun) -> bool:
     """Whether `prepared`'s searches may run in forked workers: built-in verifiers only (no SQL,
     no caller's Python), on Linux (macOS has fork, but its system libraries are not safe in a
     forked child of a threaded process; Windows has none)."""
     return type(prepared.verifier) in SUMMARY_ONLY_VERIFIERS and sys.platform.startswith("linux")
 
 
-def release_all(prepared: Any, seed: int | None, indices: list[int], workers: int,
+def release_all(prepared: OutlierRun, seed: int | None, indices: list[int], workers: int,
                 on_done: Callable[[], None]) -> dict[int, Any]:
     """{i: RecordRelease, or the exception its search raised} for each record index in
     `indices`, searched by up to `workers` forked processes. `on_done()` is called as each
@@ -114,7 +117,7 @@ def release_all(prepared: Any, seed: int | None, indices: list[int], workers: in
 class _Pool:
     """Forked workers, one record at a time each, over pipes; see the module docstring."""
 
-    def __init__(self, prepared: Any, seed: int | None, cap: int | None, partition: Hashable, size: int):
+    def __init__(self, prepared: OutlierRun, seed: int | None, cap: int | None, partition: Hashable, size: int):
         self.task = (prepared, seed, cap, partition)
         self.context = multiprocessing.get_context("fork")
         self.workers: list[_Worker] = []
@@ -192,24 +195,31 @@ class _Worker:
         self.process, self.conn, self.record = process, conn, None
 
 
-def _serve(conn: Any, prepared: Any, seed: int | None, cap: int | None, partition: Hashable) -> None:
+def received(conn: multiprocessing.connection.Connection) -> Iterator[Any]:
+    """What a worker's owner sends it, one message at a time, until the owner says stop (None)
+    or its end of the pipe is gone: the loop of every search worker, pooled or kept."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        yield message
+
+
+def _serve(conn: Any, prepared: OutlierRun, seed: int | None, cap: int | None, partition: Hashable) -> None:
     """A worker's loop: record indices in, (index, pickled outcome, work used) out, until told
     to stop or its owner is gone. Ctrl-C is the owner's to handle: it ends the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_owner()
-    while True:
-        try:
-            i = conn.recv()
-        except (EOFError, OSError):
-            break
-        if i is None:
-            break
+    for i in received(conn):
         outcome, used = search_one(prepared, i, i, seed, cap, partition)
         conn.send((i, _pickled(outcome), used))
     os._exit(0)  # no atexit handlers, no flushing of buffers the owner also holds
 
 
-def search_one(run: Any, at: int, i: int, seed: int | None, cap: int | None, partition: Hashable) -> tuple[Any, int]:
+def search_one(run: OutlierRun, at: int, i: int, seed: int | None, cap: int | None, partition: Hashable) -> tuple[Any, int]:
     """(the RecordRelease of `run`'s record `at`, ready to pickle — or the exception its search
     raised — and the work it used), searched with record i's coins under `cap`, in the asker's
     cache `partition`: what a worker process does with one record."""

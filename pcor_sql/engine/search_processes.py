@@ -55,7 +55,7 @@ from typing import Any, Callable
 from pcor_sql.core import work
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.record_search import OutlierRun
-from pcor_sql.engine.search_pool import POLL_S, WorkerLost, _pickled, _unpickled, can_fork, search_one
+from pcor_sql.engine.search_pool import POLL_S, WorkerLost, _pickled, _unpickled, can_fork, received, search_one
 from pcor_sql.engine.shared_summary import SharedSummaries, SummaryFile, attach
 
 #: Summaries a child keeps mapped (with what its searches built on them); the oldest goes first.
@@ -220,13 +220,7 @@ def _serve(conn: Any) -> None:
     """The child's loop: tasks in, (pickled outcome, work used) out, until told to stop or its
     owner is gone."""
     kept: OrderedDict[str, Any] = OrderedDict()
-    while True:
-        try:
-            task = conn.recv()
-        except (EOFError, OSError):
-            break
-        if task is None:
-            break
+    for task in received(conn):
         used = 0
         outcome: Any = None
         try:

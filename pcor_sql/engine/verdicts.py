@@ -50,12 +50,13 @@ from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 from pcor_sql.core.work import partition
+from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 
 DEFAULT_MAX_ENTRIES = 1 << 19
 
 
-def cacheable(verifier: Any) -> bool:
+def cacheable(verifier: Verifier) -> bool:
     """True for verifiers whose verdict is a function of (data, V, options, context) alone."""
     return capabilities_of(verifier).deterministic
 
@@ -139,7 +140,7 @@ class VerdictCache:
         self.entries = 0
         self._groups: OrderedDict[Hashable, _Group] = OrderedDict()
 
-    def store(self, anchor_mask: int, v: float, verifier: Any) -> VerdictStore | None:
+    def store(self, anchor_mask: int, v: float, verifier: Verifier) -> VerdictStore | None:
         """The group of record (cell `anchor_mask`, value `v`) under `verifier`, most recently
         used from now on; None when the verifier is not known to be a pure function."""
         if not cacheable(verifier):

@@ -19,7 +19,7 @@ from pcor_sql.errors import UserError
 from pcor_sql.frontend.compact import parse_by
 from pcor_sql.frontend.select import SelectQuery, expand_star, parse_select
 from pcor_sql.frontend.start_predicate import parse_start_predicate
-from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec, request_options
+from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierChoice, VerifierSpec, request_options
 from pcor_sql.sqltext.connection import require_connection
 
 
@@ -81,7 +81,7 @@ def anomaly_from_select(
     )
 
 
-def verifier_spec(verifier: Any, options: Mapping[str, Any] | None = None) -> Any:
+def verifier_spec(verifier: str | VerifierChoice, options: Mapping[str, Any] | None = None) -> VerifierChoice:
     """A `VerifierSpec` from a name or a spec text such as `lof(k=5)`, with `options` merged
     in (an option given both ways is an error); a verifier object passes through unchanged."""
     if isinstance(verifier, VerifierSpec):

@@ -10,10 +10,19 @@ charged before, 'a' the analyst, 'q' a quota row; `store_interface.LedgerOps.cha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, ChargeState, UnitRow
+
+
+def by_tag(rows: Iterable[Sequence[Any]]) -> dict[str, list[tuple]]:
+    """The rows of the one read, each (tag, name, x, y, z, n, names), by tag and without it: what
+    `LedgerOps.charge_rows` hands back, whichever store ran the read."""
+    found: dict[str, list[tuple]] = {}
+    for tag, *rest in rows:
+        found.setdefault(tag, []).append(tuple(rest))
+    return found
 
 
 def read_state(ops: Any, units: tuple[str, ...], notion: str, ids: Sequence[str]) -> ChargeState:

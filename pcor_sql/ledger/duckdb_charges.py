@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pcor_sql.ledger.charge_reads import by_tag
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, Tables
 from pcor_sql.ledger.duckdb_leases import running_holders
 from pcor_sql.ledger.history_chain import FIELDS
@@ -52,10 +53,7 @@ def _quota_parts(t: Tables, analyst: str, datasets: str) -> tuple[str, str]:
 
 
 def _tagged(cur: Any, parts: Sequence[str], params: Sequence[object]) -> dict[str, list[tuple]]:
-    found: dict[str, list[tuple]] = {}
-    for tag, *rest in cur.execute(" UNION ALL ".join(parts), list(params)).fetchall():
-        found.setdefault(tag, []).append(tuple(rest))
-    return found
+    return by_tag(cur.execute(" UNION ALL ".join(parts), list(params)).fetchall())
 
 
 def _by_position(key: str, *columns: tuple[str, int, str]) -> str:

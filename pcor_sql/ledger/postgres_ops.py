@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pcor_sql.ledger.charge_reads import by_tag
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR
 from pcor_sql.ledger.store_interface import HISTORY_FIXED_COLUMNS, HISTORY_ROW_COLUMNS
 
@@ -53,10 +54,7 @@ def _quota_parts(analyst: str, datasets: str) -> tuple[str, str]:
 
 
 def _tagged(cur: Any, parts: Sequence[str], params: Sequence[object]) -> dict[str, list[tuple]]:
-    found: dict[str, list[tuple]] = {}
-    for tag, *rest in _all(cur, " UNION ALL ".join(parts), params):
-        found.setdefault(tag, []).append(tuple(rest))
-    return found
+    return by_tag(run(cur, " UNION ALL ".join(parts), params).fetchall())
 
 
 # The sums are taken in numeric: exact, so the check's slack only covers the totals' own rounding.

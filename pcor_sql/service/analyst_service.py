@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -30,13 +30,16 @@ from pcor_sql.service.request_schema import BadRequest, Limits, explain_schema, 
 from pcor_sql.service.worker_pool import WorkerPool
 from pcor_sql.session import Session
 
+if TYPE_CHECKING:
+    from pcor_sql.owner import Owner
+
 DEFAULT_MAX_WORK = pipeline.DEFAULT_MAX_WORK
 
 
 class Service:
     """The app's state: the owner's handle, the worker Sessions, the limits and the schemas."""
 
-    def __init__(self, owner: Any, *, min_epsilon: float, limits: Limits, workers: int, max_work: int | None,
+    def __init__(self, owner: Owner, *, min_epsilon: float, limits: Limits, workers: int, max_work: int | None,
                  audit: AuditLog | None = None):
         self.owner = owner
         self.ledger = owner.ledger

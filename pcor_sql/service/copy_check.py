@@ -7,15 +7,18 @@ as if it were not registered. Nothing left to serve: the service does not start.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcor_sql.backends.content import fingerprinter
 from pcor_sql.errors import UserError
 from pcor_sql.ledger.dataset_registry import list_datasets
 from pcor_sql.ledger.fingerprints import check_copy
 
+if TYPE_CHECKING:
+    from pcor_sql.owner import Owner
 
-def copy_check(owner: Any) -> dict[str, Any]:
+
+def copy_check(owner: Owner) -> dict[str, Any]:
     """The registered datasets this host's copy of the data may not serve, on a ledger that
     other hosts share (`ledger.fingerprints.check_copy`); none on a ledger kept in the data file
     (one file, one copy). Every one refused is a UserError: nothing left to serve."""

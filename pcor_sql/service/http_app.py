@@ -64,7 +64,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import anyio
 import anyio.to_thread
@@ -81,10 +81,13 @@ from pcor_sql.service.openapi_document import document
 from pcor_sql.service.owner_plane import AuditLog
 from pcor_sql.service.request_schema import Limits
 
+if TYPE_CHECKING:
+    from pcor_sql.owner import Owner
+
 __all__ = ["DEFAULT_MAX_WORK", "Service", "app"]
 
 
-def app(owner: Any, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
+def app(owner: Owner, *, min_epsilon: float = pipeline.DEFAULT_MIN_EPSILON, max_keys: int = 100,
         max_body: int = 64 * 1024, max_text: int = 1000, workers: int = 4, max_work: int | None = DEFAULT_MAX_WORK,
         warm: bool = True, audit: AuditLog | None = None, processes: bool | None = None,
         duckdb_threads: int | str | None = "auto") -> Starlette:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import anyio.to_thread
 from starlette.applications import Starlette
@@ -32,6 +32,9 @@ from pcor_sql.service.loopback import MISDIRECTED, loopback_host
 from pcor_sql.service.openapi_document import document
 from pcor_sql.service.owner_plane import OwnerPlane
 from pcor_sql.service.request_schema import BadRequest, check, parse_body
+
+if TYPE_CHECKING:
+    from pcor_sql.service.analyst_service import Service
 
 #: Runs an owner command of the CLI on the served file: argv → {exit_code, stdout, stderr, files}
 #: (`files`: pictures it drew, for the caller to write), and for the audit line `command` (its
@@ -185,7 +188,7 @@ OWNER_ENDPOINTS: tuple[Endpoint, ...] = (
 )
 
 
-def owner_app(service: Any, token: str, *, commands: Commands | None = None, console: bool = True) -> Starlette:
+def owner_app(service: Service, token: str, *, commands: Commands | None = None, console: bool = True) -> Starlette:
     """The owner's ASGI app over the analysts' `service` (`http_app.app(...).state.service`),
     opened by `token`. Serve it on loopback only (`listeners` does, for `pcor-sql serve`)."""
     from pcor_sql import __version__
@@ -243,7 +246,7 @@ class Listeners:
     port, from the socket itself — never from a header) go to the owner's app, every other to
     the analysts'. The analysts' port so serves no owner path, whatever the request says."""
 
-    def __init__(self, analysts: Any, owner: Any, owner_port: int):
+    def __init__(self, analysts: Starlette, owner: Starlette, owner_port: int):
         self.analysts, self.owner, self.owner_port = analysts, owner, owner_port
         self.state = analysts.state
 

@@ -40,13 +40,16 @@ import collections
 import contextvars
 import logging
 import threading
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import anyio
 import duckdb
 
 from pcor_sql.core.work import Stopping
 from pcor_sql.session import Session
+
+if TYPE_CHECKING:
+    from pcor_sql.owner import Owner
 
 _T = TypeVar("_T")
 LOG = logging.getLogger("pcor_sql.service")
@@ -86,7 +89,7 @@ class _Job:
 class WorkerPool:
     """`size` Sessions over `owner`'s data, each used by one thread of its own."""
 
-    def __init__(self, owner: Any, size: int):
+    def __init__(self, owner: Owner, size: int):
         if type(size) is not int or size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size

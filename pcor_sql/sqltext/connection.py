@@ -35,7 +35,7 @@ _CANDIDATES = re.compile(r"Candidate bindings:[ :]*(.*)")
 _VALUE_PLACE = re.compile(r"(?:=|<>|!=|<|>|\bLIKE|\bILIKE|\bIN\s*\([^()]*)\s*$", re.IGNORECASE)
 
 
-def require_connection(con: Any, who: str) -> duckdb.DuckDBPyConnection:
+def require_connection(con: object, who: str) -> duckdb.DuckDBPyConnection:
     """`con` itself if it is a DuckDB connection; else a UserError naming `who` took it."""
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise UserError(

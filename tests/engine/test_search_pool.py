@@ -200,3 +200,13 @@ def test_workers_die_with_their_owner_when_it_is_killed():
     while time.monotonic() < deadline and any(_state(p) not in ("Z", "gone") for p in workers):
         time.sleep(0.05)
     assert all(_state(p) in ("Z", "gone") for p in workers)
+
+
+def test_a_worker_reads_its_messages_until_told_to_stop_or_its_owners_end_is_gone():
+    ours, theirs = multiprocessing.Pipe()
+    for message in (3, ("search", 1), None, 4):
+        ours.send(message)
+    assert list(search_pool.received(theirs)) == [3, ("search", 1)]  # None: stop, whatever follows
+    ours.send(5)
+    ours.close()
+    assert list(search_pool.received(theirs)) == [4, 5]  # then the owner's end is gone

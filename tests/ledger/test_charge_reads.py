@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pcor_sql.core.accounting import OcdpCost
-from pcor_sql.ledger.charge_reads import read_state, read_state_with
+from pcor_sql.ledger.charge_reads import by_tag, read_state, read_state_with
 from pcor_sql.ledger.charge_rules import NEEDS_REPAIR, ChargeItem, UnitRow
 from pcor_sql.ledger.quota_rules import ALL_DATASETS, quota_datasets, quota_state
 from ledger_helpers import raw
@@ -63,3 +63,12 @@ def test_an_analysts_rows_in_the_same_read(ledger):
     _, found = read_for("ana")
     ana = quota_state("ana", "ocdp", found)
     assert (ana.exists, ana.revoked, ana.allowed) == (True, True, ("people",))
+
+
+def test_rows_of_either_store_group_by_their_tag_in_order():
+    # psycopg hands back tuples, DuckDB tuples or lists: the tag goes, the rest stays a tuple in read order
+    rows = [("b", "t", 1.0, 0.5, 0.0, 2, None), ["s", "default_limit_dp", 3.0, None, None, None, None],
+            ("b", "u", None, 0.0, 0.0, 0, None)]
+    assert by_tag(rows) == {"b": [("t", 1.0, 0.5, 0.0, 2, None), ("u", None, 0.0, 0.0, 0, None)],
+                            "s": [("default_limit_dp", 3.0, None, None, None, None)]}
+    assert by_tag([]) == {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -51,8 +51,11 @@ class Verifier(Protocol):
     """f(D_C, V). `capabilities` (a ClassVar, `core.verifiers.capabilities`) says what `check`
     reads of the population, whether the verdict is deterministic, and the verifier's label."""
 
-    name: str
-    capabilities: "Capabilities"
+    # Read-only: a built-in's is a frozen field, fixed to its label.
+    @property
+    def name(self) -> str: ...
+
+    capabilities: ClassVar["Capabilities"]
 
     def check(self, pop: Population) -> bool: ...
 
@@ -60,6 +63,20 @@ class Verifier(Protocol):
 
     # Optional: `certificate(pop) -> dict` — the statistic and its threshold (`certificate`),
     # shown to the data owner with a release (`owner_view`); a verifier without it shows none.
+
+
+class VectorizedVerifier(Verifier, Protocol):
+    """A verifier whose capabilities say `vectorized`: verdicts of many populations at once from
+    their moment arrays (`capabilities.Capabilities`)."""
+
+    def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray: ...
+
+
+class SqlVerifier(Verifier, Protocol):
+    """A verifier whose capabilities say it reads SQL: a boolean aggregate over the metric,
+    with V as a parameter (`registry`'s SQL verifiers, `ZScore`)."""
+
+    def sql_expression(self, metric_sql: str, v_param: str) -> str: ...
 
 
 def certificate(statistic: str, value: float, threshold: float, rule: str, pop: Population) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def builtin_list(serves: Iterable[Reads] | None = None) -> str:
     return one_of(names)
 
 
-def unserved(verifier: Any, serves: Iterable[Reads], engine: str) -> tuple[str, str] | None:
+def unserved(verifier: object, serves: Iterable[Reads], engine: str) -> tuple[str, str] | None:
     """(problem, fix) when an engine that serves `serves` cannot run `verifier`, else None."""
     caps = capabilities_of(verifier)
     if caps.reads in serves:

@@ -60,7 +60,7 @@ class Capabilities:
         return self.reads is Reads.SQL
 
 
-def capabilities_of(verifier: Any) -> Capabilities:
+def capabilities_of(verifier: object) -> Capabilities:
     """The verifier's declared capabilities (see the module doc for subclasses and older objects)."""
     cls = type(verifier)
     own = cls.__dict__.get("capabilities")

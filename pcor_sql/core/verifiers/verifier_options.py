@@ -12,6 +12,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from pcor_sql.core.option_spec import fold_word
+from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.errors import UserError
 
 
@@ -81,7 +82,7 @@ def fixed(value: Any) -> Field:
     return field(default=value, init=False, repr=False)
 
 
-def store_real(verifier: Any, option: str, **interval: Any) -> None:
+def store_real(verifier: Verifier, option: str, **interval: Any) -> None:
     """Check the frozen `verifier`'s real-valued `option` (`real_number` with `interval`) and
     store the checked float in place of what was given."""
     value = real_number(verifier.name, option, getattr(verifier, option), **interval)
