@@ -25,8 +25,13 @@ class Charged(Protocol):
     """A reserved charge (`reservation.Reservation`): the binding unit's total after it and its
     limit, and the outcome the run records — exactly one of these, once."""
 
-    spent: float | None
-    limit: float | None
+    # Read-only: a Reservation's `spent` is a float and its `limit` may be None; settable
+    # attributes would be invariant and a float field would not meet `float | None`.
+    @property
+    def spent(self) -> float | None: ...
+
+    @property
+    def limit(self) -> float | None: ...
 
     def failed(self, reason: str, *, refund: bool) -> bool: ...
 
