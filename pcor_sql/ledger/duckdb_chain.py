@@ -66,11 +66,13 @@ def chain_append(cur: Any, t: Tables, entries: Sequence[Sequence[Any]], heads: M
     if not entries:
         return
     guards = {pair: written.guard(pair) for pair in heads} if written is not None else {}
-    columns = list(zip(*entries))
     types = ("VARCHAR", "VARCHAR", "BIGINT", *["VARCHAR"] * 6)
-    select = ", ".join(f"unnest(${i + 1}::{kind}[])" for i, kind in enumerate(types))
-    cur.execute(f"INSERT INTO {t.history_chain} ({_ENTRY}, recorded_at) SELECT {select}, $10",
-                [*map(list, columns), now])
+    if len(entries) == 1:  # one entry (a lone request's charge or outcome): scalars, not 9 unnests (~1 ms less)
+        select, params = ", ".join(f"${i + 1}::{kind}" for i, kind in enumerate(types)), [*entries[0], now]
+    else:
+        select = ", ".join(f"unnest(${i + 1}::{kind}[])" for i, kind in enumerate(types))
+        params = [*map(list, zip(*entries)), now]
+    cur.execute(f"INSERT INTO {t.history_chain} ({_ENTRY}, recorded_at) SELECT {select}, $10", params)
     pairs = sorted(heads)
     if len(pairs) == 1 and pairs[0] in set(stored):  # the common case: a reservation of one unit
         (unit, notion), (link, head) = pairs[0], heads[pairs[0]]

@@ -29,6 +29,8 @@ from pcor_sql.ledger.transactions import utc_now
 
 _FIELDS = ", ".join(FIELDS)
 _UNIT, _NOTION, _EPSILON, _ANALYST = (FIELDS.index(n) for n in ("unit", "notion", "epsilon", "analyst"))
+#: The history's columns that a charge writes and that are not VARCHAR (`append_history`).
+_HISTORY_TYPES = {"seq": "BIGINT", "epsilon": "DOUBLE", "k": "BIGINT", "spent_after": "DOUBLE", "seeded": "BOOLEAN"}
 
 
 def _budget_parts(t: Tables) -> list[str]:
@@ -123,13 +125,19 @@ class DuckDBChargeOps:
 
     def append_history(self, fixed, columns):
         names = list(HISTORY_ROW_COLUMNS)
-        types = {"seq": "BIGINT", "epsilon": "DOUBLE", "k": "BIGINT", "spent_after": "DOUBLE", "seeded": "BOOLEAN"}
-        select = ", ".join(f"unnest(${i + 8}::{types.get(n, 'VARCHAR')}[])" for i, n in enumerate(names))
+        values = [columns[n] for n in names]
+        if len(values[0]) == 1:
+            # One row (a lone request of one unit: the service's common case): scalar parameters.
+            # Each unnest of a list parameter costs DuckDB ~0.1 ms (12 of them here), under the write lock.
+            shape, params = ", ".join(f"${i + 8}::{_HISTORY_TYPES.get(n, 'VARCHAR')}" for i, n in enumerate(names)), \
+                [*fixed, *(v[0] for v in values)]
+        else:
+            shape, params = ", ".join(f"unnest(${i + 8}::{_HISTORY_TYPES.get(n, 'VARCHAR')}[])"
+                                      for i, n in enumerate(names)), [*fixed, *values]
         # The rows as stored come back (RETURNING): the chain's append then reads nothing (`duckdb_chain_memory`).
         written = self.cur.execute(
             f"INSERT INTO {self.t.history} ({', '.join(HISTORY_FIXED_COLUMNS)}, {', '.join(names)})"
-            f" SELECT $1, $2, $3, $4, $5::BIGINT, $6, $7, {select} RETURNING {_FIELDS}",
-            [*fixed, *(columns[n] for n in names)]).fetchall()
+            f" SELECT $1, $2, $3, $4, $5::BIGINT, $6, $7, {shape} RETURNING {_FIELDS}", params).fetchall()
         if self.written is not None:
             self.written.note_rows(written)
 
