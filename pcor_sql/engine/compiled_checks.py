@@ -165,7 +165,7 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
 
     lengths = np.diff(starts)
     grid = grid_meta(layout.coords, lengths, tuple(space.offsets), tuple(len(attr.domain) for attr in space.attributes))
-    direct = None if grid is None else (*grid, *by_value(estart, ent, flat, wu.size), wu,
+    direct = None if grid is None else (*grid, by_value(estart, ent, flat, wu.size, space.m, space.t), wu,
                                         *ranked_cells(lengths, flat, layout.vmin, layout.vmax), window, v, rel)
 
     def histogram(mask: int) -> tuple[bool, int]:

@@ -221,7 +221,7 @@ class _WindowWalk:
                                                                        record.v)
         self.ends = (dv, left_end, right_end)
         self.rows_of = cell_rows(record.starts, estart)
-        self.by_value = by_value(estart, self.ent, self.flat, self.wu.size)
+        self.by_value = by_value(estart, self.ent, self.flat, self.wu.size, self.space.m, self.space.t)
         self.walk = WalkStates(self.summary.count.size, self.wu.size, dv, left_end, right_end, False, self.n_words,
                                self.space.full, (self.flat, self.index, self.rows_of, self.ent))
 
@@ -231,7 +231,7 @@ class _WindowWalk:
     def __call__(self, mask: int) -> tuple[bool, int]:
         if self.grid is not None:
             x, words = context_words(mask, self.n_words)
-            score, n, status = lof_direct(x, words, self.space.t, *self.grid, *self.by_value, self.wu, *self.ends,
+            score, n, status = lof_direct(x, words, self.space.t, *self.grid, self.by_value, self.wu, *self.ends,
                                           self.v, self.verifier.k, _rule(self.verifier.duplicates))
             if status != WALK:
                 return _decided(self.summary, self.space, self.verifier, self.v, mask, score, n, status)

@@ -67,17 +67,34 @@ def grid_meta(coords: np.ndarray, rows: np.ndarray, offsets: tuple[int, ...], si
     return meta, np.ascontiguousarray(tensor.ravel())
 
 
-def by_value(estart: np.ndarray, ent: np.ndarray, flat: np.ndarray, values: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(vstart (values + 1), bits (entries × width, int32), copies): the window's entries
-    (`window_counts.window_entries`, per cell) regrouped by value, each with its cell's bits."""
+def by_value(estart: np.ndarray, ent: np.ndarray, flat: np.ndarray, values: int, m: int, t: int
+             ) -> tuple[np.ndarray, ...]:
+    """The window's entries (`window_counts.window_entries`, per cell) regrouped for
+    `_value_rows`: (vstart (values + 1), bits (entries × width, int32), copies) by value, each
+    with its cell's bits; each value's rows in the whole table; and the same entries once per
+    attribute g grouped by (cell's bit of g, value): (bstart (t · values + 1), their bits and
+    copies, each bit's entries) — the complement's side."""
     cell = np.repeat(np.arange(estart.size - 1, dtype=np.int64), np.diff(estart))
     value = ent[0::2].astype(np.int64)
+    copies = ent[1::2].astype(np.int64)
     order = np.argsort(value, kind="stable")
     vstart = np.zeros(values + 1, dtype=np.int64)
     np.cumsum(np.bincount(value, minlength=values), out=vstart[1:])
     bits = np.ascontiguousarray(flat[cell[order]], dtype=np.int32)
-    return vstart, bits, np.ascontiguousarray(ent[1::2][order], dtype=np.int64)
+    total = np.bincount(value, weights=copies, minlength=values).astype(np.int64)
+    if t * values > MAX_TENSOR or m * value.size > MAX_TENSOR:  # no complement side: each bit costs more
+        none = np.zeros((0, flat.shape[1]), dtype=np.int32)
+        return (vstart, bits, np.ascontiguousarray(copies[order]), total, np.zeros(1, dtype=np.int64), none,
+                np.zeros(0, dtype=np.int64), np.full(t, value.size + 1, dtype=np.int64))
+    key = np.concatenate([flat[cell, g] * values + value for g in range(m)])
+    by_key = np.argsort(key, kind="stable")
+    bstart = np.zeros(t * values + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key, minlength=t * values), out=bstart[1:])
+    of = np.tile(cell, m)[by_key]
+    per_bit = np.diff(bstart[::values]) if values else np.zeros(t, dtype=np.int64)
+    return (vstart, bits, np.ascontiguousarray(copies[order]), total, bstart,
+            np.ascontiguousarray(flat[of], dtype=np.int32), np.ascontiguousarray(np.tile(copies, m)[by_key]),
+            np.ascontiguousarray(per_bit, dtype=np.int64))
 
 
 def ranked_cells(rows: np.ndarray, flat: np.ndarray, vmin: np.ndarray, vmax: np.ndarray
@@ -161,16 +178,48 @@ def context_rows(inside, meta, tensor, share, budget):
 
 
 @compiled_with(nogil=True)
-def _value_rows(d, inside, vstart, bits, copies):
-    """The context's rows equal to window value d: the copies of d's entries in member cells."""
+def _missing(inside, per_bit, meta):
+    """(the context's missing bits, ascending, as (bit, attribute) rows; whether counting the
+    complement's entries costs less than the context's: `_value_rows`' mode)."""
+    m = meta[0]
+    out = np.empty((inside.size, 2), dtype=np.int64)
+    k = 0
+    cost = 0
+    for j in range(m):
+        off = meta[1 + 2 * m + j]
+        for d in range(meta[1 + j]):
+            if not inside[off + d]:
+                out[k, 0], out[k, 1] = off + d, j
+                cost += per_bit[off + d]
+                k += 1
+    return out[:k], cost
+
+
+@compiled_with(nogil=True)
+def _value_rows(d, inside, vs, missing, complement):
+    """The context's rows equal to window value d (vs: `by_value`): the copies of d's entries
+    in member cells; or, with `complement`, d's rows in the table less those in cells missing
+    one of the context's values, each such cell counted at its first missing attribute."""
+    vstart, bits, copies, total, bstart, cbits, ccopies = vs[0], vs[1], vs[2], vs[3], vs[4], vs[5], vs[6]
+    if complement:
+        values = total.size
+        out = total[d]
+        for q in range(missing.shape[0]):
+            b, i = missing[q, 0], missing[q, 1]
+            for e in range(bstart[b * values + d], bstart[b * values + d + 1]):
+                ok = np.int64(1)
+                for g in range(i):
+                    ok &= inside[cbits[e, g]]
+                out -= ok * ccopies[e]
+        return out
     width = bits.shape[1]
-    total = 0
+    out = 0
     for e in range(vstart[d], vstart[d + 1]):
         ok = np.int64(1)
         for g in range(width):
             ok &= inside[bits[e, g]]
-        total += ok * copies[e]
-    return total
+        out += ok * copies[e]
+    return out
 
 
 @compiled_with(nogil=True)
@@ -187,16 +236,19 @@ def _member_first(inside, bits, budget):
 
 
 @compiled_with(nogil=True, error_model="numpy")
-def lof_direct(x, words, t, meta, tensor, vstart, bits, copies, wu, dv, left_end, right_end, v, k, rule):
+def lof_direct(x, words, t, meta, tensor, vs, wu, dv, left_end, right_end, v, k, rule):
     """(LOF(V), N, status) as `lof_window_walk` computes it for the context (x, words), or
     status WALK (the caller walks): counts read outwards from v until the verdict is reached."""
     inside = _inside(x, words, t)
     n = context_rows(inside, meta, tensor, DIRECT_SHARE, BUDGET)
     if n < 0:
         return np.nan, 0, WALK
+    vstart = vs[0]
+    missing, cost = _missing(inside, vs[7], meta)
+    complement = cost < vs[1].shape[0]
     cnt = np.zeros(wu.size, dtype=np.int64)
-    cnt[dv] = _value_rows(dv, inside, vstart, bits, copies)
-    spent = vstart[dv + 1] - vstart[dv]
+    cnt[dv] = _value_rows(dv, inside, vs, missing, complement)
+    spent = 0
     lo, hi = dv, dv + 1  # the counts known: cnt[lo:hi]
     want = 2 * k + 4  # non-zero values a side first (`lof_counts`' first fill), doubled on each retry
     while True:
@@ -205,10 +257,10 @@ def lof_direct(x, words, t, meta, tensor, vstart, bits, copies, wu, dv, left_end
             at = dv - 1 if side == 0 else dv + 1  # the values already known count, not read again
             while 0 <= at < wu.size and found < want:
                 if at < lo or at >= hi:
-                    spent += vstart[at + 1] - vstart[at]
+                    spent += 1 if complement else vstart[at + 1] - vstart[at]
                     if spent > BUDGET:
                         return np.nan, n, WALK
-                    cnt[at] = _value_rows(at, inside, vstart, bits, copies)
+                    cnt[at] = _value_rows(at, inside, vs, missing, complement)
                     if side == 0:
                         lo = at
                     else:
@@ -223,8 +275,7 @@ def lof_direct(x, words, t, meta, tensor, vstart, bits, copies, wu, dv, left_end
 
 
 @compiled_with(nogil=True)
-def histogram_direct(x, words, t, meta, tensor, vstart, bits, copies, wu, up_bits, up_min, down_bits, down_max,
-                     window, v, rel):
+def histogram_direct(x, words, t, meta, tensor, vs, wu, up_bits, up_min, down_bits, down_max, window, v, rel):
     """(code, N) as `histogram_walk` answers for the context (x, words), or (WALK, 0)."""
     inside = _inside(x, words, t)
     n = context_rows(inside, meta, tensor, DIRECT_SHARE, BUDGET)
@@ -243,9 +294,11 @@ def histogram_direct(x, words, t, meta, tensor, vstart, bits, copies, wu, up_bit
         return WALK, 0
     d0 = first_position(wu, 0, wu.size, left, False)
     d1 = first_position(wu, d0, wu.size, right, closed)
-    if vstart[d1] - vstart[d0] > BUDGET:
+    missing, cost = _missing(inside, vs[7], meta)
+    complement = cost < vs[1].shape[0]
+    if not complement and vs[0][d1] - vs[0][d0] > BUDGET:
         return WALK, 0
     inside_rows = 0
     for d in range(d0, d1):
-        inside_rows += _value_rows(d, inside, vstart, bits, copies)
+        inside_rows += _value_rows(d, inside, vs, missing, complement)
     return (TRUE if inside_rows < rel * n else FALSE), n

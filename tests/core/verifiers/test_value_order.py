@@ -48,6 +48,29 @@ def test_context_rows_is_the_sum_over_the_member_cells(births):  # noqa: F811
     assert answered == 200
 
 
+def test_both_ways_of_counting_a_window_value_agree_with_the_member_cells(births):  # noqa: F811
+    """Each window value's rows in the context, read off its entries in member cells and off the
+    table's total less the complement's (each cell counted at its first missing attribute)."""
+    summary, space = births
+    walk = compiled_check(summary, space, Lof(), 2.0)
+    runs, wu, vs = walk.runs, walk.wu, walk.by_value
+    member_of = np.asarray(walk.flat[:, : space.m])
+    rng = np.random.default_rng(4)
+    modes = set()
+    for mask in large(space, rng, 40) + [space.random_admissible(rng) for _ in range(20)]:
+        x, words = context_words(mask, walk.n_words)
+        inside = value_order._inside(x, words, space.t)
+        missing, cost = value_order._missing(inside, vs[7], walk.grid[0])
+        modes.add(bool(cost < vs[1].shape[0]))
+        cells = np.flatnonzero(inside[member_of].all(axis=1))
+        rows = np.concatenate([runs.cell_values(int(c)) for c in cells])
+        expected = np.searchsorted(np.sort(rows), wu, side="right") - np.searchsorted(np.sort(rows), wu, side="left")
+        for complement in (False, True):
+            got = [value_order._value_rows(d, inside, vs, missing, complement) for d in range(wu.size)]
+            assert got == expected.tolist(), (mask, complement)
+    assert modes == {False, True}  # either way the cheaper for some context
+
+
 @pytest.mark.parametrize("verifier", [Lof(), Lof(k=5), Lof(k=3, duplicates="plain"), Histogram(),
                                       Histogram(rel=0.05)], ids=repr)
 def test_large_contexts_checked_directly_agree_with_the_reference(births, verifier, monkeypatch):  # noqa: F811
