@@ -161,15 +161,16 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     # A large context's single check reads N, min, max and V's bin off the grid's sums, the
     # cells ranked by minimum and maximum and the window's entries by value (`value_order`).
     from pcor_sql.core.verifiers.node_counts import WALK
-    from pcor_sql.core.verifiers.value_order import by_value, grid_meta, histogram_direct, ranked_cells
+    from pcor_sql.core.verifiers.value_order import by_value, grid_meta, histogram_direct, ranked_cells, share_gate
 
-    lengths = np.diff(starts)
-    grid = grid_meta(layout.coords, lengths, tuple(space.offsets), tuple(len(attr.domain) for attr in space.attributes))
+    lengths, sizes = np.diff(starts), tuple(len(attr.domain) for attr in space.attributes)
+    grid = grid_meta(layout.coords, lengths, tuple(space.offsets), sizes)
+    large = share_gate(tuple(space.offsets), sizes)
     direct = None if grid is None else (*grid, by_value(estart, ent, flat, wu.size, space.m, space.t), wu,
                                         *ranked_cells(lengths, flat, layout.vmin, layout.vmax), window, v, rel)
 
     def histogram(mask: int) -> tuple[bool, int]:
-        if direct is not None:
+        if direct is not None and large(mask):
             x, words = context_words(mask, n_words)
             code, n = histogram_direct(x, words, space.t, *direct)
             if code != WALK:

@@ -36,7 +36,7 @@ from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, T
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
 from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
-from pcor_sql.core.verifiers.value_order import by_value, grid_meta, lof_direct
+from pcor_sql.core.verifiers.value_order import by_value, grid_meta, lof_direct, share_gate
 from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
@@ -205,8 +205,9 @@ class _WindowWalk:
         self.bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
         # A large context's single check reads N off the grid's sums and its counts near v off
         # the window's entries by value (`value_order`), not a walk's slab of cells.
-        self.grid = grid_meta(layout.coords, np.diff(layout.runs.starts), tuple(space.offsets),
-                              tuple(len(attr.domain) for attr in space.attributes))
+        sizes = tuple(len(attr.domain) for attr in space.attributes)
+        self.grid = grid_meta(layout.coords, np.diff(layout.runs.starts), tuple(space.offsets), sizes)
+        self.large = share_gate(tuple(space.offsets), sizes)
         self.widened = -1
         self._widen()
 
@@ -229,7 +230,8 @@ class _WindowWalk:
         return self.values, self.ints, self.floats, self.rows_of, self.ent, self.wu
 
     def __call__(self, mask: int) -> tuple[bool, int]:
-        if self.grid is not None:
+        # (A walk already at the context reads its counts without a move: cheaper still.)
+        if self.grid is not None and mask not in self.walk.last and self.large(mask):
             x, words = context_words(mask, self.n_words)
             score, n, status = lof_direct(x, words, self.space.t, *self.grid, self.by_value, self.wu, *self.ends,
                                           self.v, self.verifier.k, _rule(self.verifier.duplicates))

@@ -34,6 +34,7 @@ Privacy: verdicts only decide validity, which OCDP treats as public structure; n
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -48,6 +49,21 @@ DIRECT_SHARE = 0.25
 BUDGET = 1 << 14
 #: The most entries T may hold (int64): 32 MiB; a larger grid keeps the walk.
 MAX_TENSOR = 1 << 22
+
+
+def share_gate(offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Callable[[int], bool]:
+    """mask → whether the context's grid share reaches DIRECT_SHARE, in Python (a few popcounts):
+    a small context's check walks without the direct kernel's dispatch (~2 µs)."""
+    parts = [(off, (1 << size) - 1) for off, size in zip(offsets, sizes)]
+    grid = float(math.prod(sizes)) * DIRECT_SHARE
+
+    def large(mask: int) -> bool:
+        points = 1
+        for off, low in parts:
+            points *= ((mask >> off) & low).bit_count()
+        return points >= grid
+
+    return large
 
 
 def grid_meta(coords: np.ndarray, rows: np.ndarray, offsets: tuple[int, ...], sizes: tuple[int, ...]

@@ -94,4 +94,5 @@ def test_large_contexts_checked_directly_agree_with_the_reference(births, verifi
         for mask in masks:
             assert check(mask) == reference(summary, space, verifier, v, mask), (verifier, v, mask)
     assert sum(a != WALK for a in answers) > 20  # checked directly
-    assert WALK in answers  # and some through the walk (small, or past the window or the budget)
+    # and some through the walk: small (`share_gate`), or past the window or the budget (WALK)
+    assert sum(a != WALK for a in answers) < 2 * len(masks)
