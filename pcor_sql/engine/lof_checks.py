@@ -203,8 +203,7 @@ class _WindowWalk:
         self.flat = flat_bits(layout.coords, space.offsets, space.offsets[0] + space.anchor[0])
         self.index = cell_index(layout.coords, space.offsets, space.t)
         self.bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
-        # A large context's single check reads N off the grid's sums and its counts near v off
-        # the window's entries by value (`value_order`), not a walk's slab of cells.
+        # A large context's single check goes direct (`value_order`): no slab of cells walked.
         sizes = tuple(len(attr.domain) for attr in space.attributes)
         self.grid = grid_meta(layout.coords, np.diff(layout.runs.starts), tuple(space.offsets), sizes)
         self.large = share_gate(tuple(space.offsets), sizes)
@@ -230,7 +229,6 @@ class _WindowWalk:
         return self.values, self.ints, self.floats, self.rows_of, self.ent, self.wu
 
     def __call__(self, mask: int) -> tuple[bool, int]:
-        # (A walk already at the context reads its counts without a move: cheaper still.)
         if self.grid is not None and mask not in self.walk.last and self.large(mask):
             x, words = context_words(mask, self.n_words)
             score, n, status = lof_direct(x, words, self.space.t, *self.grid, self.by_value, self.wu, *self.ends,
