@@ -134,7 +134,7 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
     from pcor_sql.core.verifiers.lof_walk import record_positions
     from pcor_sql.core.verifiers.moment_kernel import TRUE
     from pcor_sql.core.verifiers.window_counts import cell_rows
-    from pcor_sql.core.jit import cell_index, flat_bits
+    from pcor_sql.core.jit import cell_index, context_words, flat_bits
     from pcor_sql.engine.grid_layout import grid_layout
     from pcor_sql.core.verifiers.walk_batches import words_of
     from pcor_sql.engine.lof_checks import WalkStates, node_of, node_pays, window_of, window_range
@@ -159,8 +159,24 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
                       (flat, index, rows_of, ent))
     window = np.array([a, b], dtype=np.float64)
     scratch = walk.scratch
+    # A large context's single check reads N, min, max and V's bin off the grid's sums, the
+    # cells ranked by minimum and maximum and the window's entries by value (`value_order`).
+    from pcor_sql.core.verifiers.node_counts import WALK
+    from pcor_sql.core.verifiers.value_order import by_value, grid_meta, histogram_direct, ranked_cells, share_gate
+
+    lengths, sizes = np.diff(starts), tuple(len(attr.domain) for attr in space.attributes)
+    grid = grid_meta(layout.coords, lengths, tuple(space.offsets), sizes)
+    large = share_gate(tuple(space.offsets), sizes)
+    direct = None if grid is None else (*grid, by_value(estart, ent, flat, wu.size, space.m, space.t), wu,
+                                        *ranked_cells(lengths, flat, layout.vmin, layout.vmax), window, v, rel)
 
     def histogram(mask: int) -> tuple[bool, int]:
+        if direct is not None and large(mask):
+            x, words = context_words(mask, n_words)
+            code, n = histogram_direct(x, words, space.t, *direct)
+            if code != WALK:
+                _nonempty(n)
+                return (code == TRUE if code != FALLBACK else reference(mask)), int(n)
         x, words, dx, dwords, state, member, cnt, bits = walk.step(mask)
         code, n = histogram_walk(x, words, dx, dwords, flat, index, rows_of, ent, wu, min_by_rank, max_by_rank,
                                  values, starts, state, member, cnt, bits, scratch, window, v, rel)

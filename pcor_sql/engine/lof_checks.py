@@ -37,6 +37,7 @@ from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, T
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
 from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
+from pcor_sql.core.verifiers.value_order import by_value, grid_meta, lof_direct, share_gate
 from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
@@ -204,6 +205,10 @@ class _WindowWalk:
         self.flat = flat_bits(layout.coords, space.offsets, space.offsets[0] + space.anchor[0])
         self.index = cell_index(layout.coords, space.offsets, space.t)
         self.bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
+        # A large context's single check goes direct (`value_order`): no slab of cells walked.
+        sizes = tuple(len(attr.domain) for attr in space.attributes)
+        self.grid = grid_meta(layout.coords, np.diff(layout.runs.starts), tuple(space.offsets), sizes)
+        self.large = share_gate(tuple(space.offsets), sizes)
         self.widened = -1
         self._widen()
 
@@ -218,6 +223,7 @@ class _WindowWalk:
                                                                        record.v)
         self.ends = (dv, left_end, right_end)
         self.rows_of = cell_rows(record.starts, estart)
+        self.by_value = by_value(estart, self.ent, self.flat, self.wu.size, self.space.m, self.space.t)
         self.walk = WalkStates(self.summary.count.size, self.wu.size, dv, left_end, right_end, False, self.n_words,
                                self.space.full, (self.flat, self.index, self.rows_of, self.ent))
 
@@ -225,6 +231,12 @@ class _WindowWalk:
         return self.values, self.ints, self.floats, self.rows_of, self.ent, self.wu
 
     def __call__(self, mask: int) -> tuple[bool, int]:
+        if self.grid is not None and mask not in self.walk.last and self.large(mask):
+            x, words = context_words(mask, self.n_words)
+            score, n, status = lof_direct(x, words, self.space.t, *self.grid, self.by_value, self.wu, *self.ends,
+                                          self.v, self.verifier.k, _rule(self.verifier.duplicates))
+            if status != WALK:
+                return _decided(self.summary, self.space, self.verifier, self.v, mask, score, n, status)
         while True:
             x, words, dx, dwords, state, member, cnt, bits = self.walk.step(mask)
             score, n, status = lof_window_walk(x, words, dx, dwords, *self._args(), state, member, cnt, bits,

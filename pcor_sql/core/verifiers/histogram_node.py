@@ -24,55 +24,7 @@ import numpy as np
 from pcor_sql.core.jit import compiled_with, first_position
 from pcor_sql.core.verifiers.histogram_kernel import COUNT, FALLBACK, bin_interval
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE
-from pcor_sql.core.verifiers.node_counts import WALK
-from pcor_sql.core.verifiers.window_counts import R_E0, R_ROWS
-
-
-@compiled_with(nogil=True)
-def node_slabs(words, flat, m, row_of_bit, rows_of, ent, vmin, vmax, marg_n, marg_cnt, cnt_p, lo_of, hi_of):
-    """`node_counts.slab_counts` (its N, returned, and its slabs' rows and window counts) and, in
-    the same pass, into lo_of[b], hi_of[b] the least minimum and greatest maximum over every bit
-    b's slab: the node's cells holding b when the node has b, else the cells missing b only
-    (±inf when empty)."""
-    t = row_of_bit.size
-    missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
-    for b in range(t):
-        missing[b] = 1 - ((words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1))
-    marg_n[:] = 0
-    marg_cnt[:, :] = 0
-    cnt_p[:] = 0
-    lo_of[:] = np.inf
-    hi_of[:] = -np.inf
-    n_p = 0
-    for c in range(flat.shape[0]):
-        miss = 0
-        which = 0
-        for g in range(m):
-            lack = missing[flat[c, g]]
-            miss += lack
-            which = g if lack else which
-        rows = rows_of[c, R_ROWS]
-        if miss > 1 or rows == 0:
-            continue
-        e0, e1 = rows_of[c, R_E0], rows_of[c + 1, R_E0]
-        if miss == 0:
-            n_p += rows
-            for e in range(e0, e1):
-                cnt_p[ent[2 * e]] += ent[2 * e + 1]
-            lo, hi = 0, m
-        else:
-            lo, hi = which, which + 1
-        for g in range(lo, hi):
-            b = flat[c, g]
-            lo_of[b] = min(lo_of[b], vmin[c])
-            hi_of[b] = max(hi_of[b], vmax[c])
-            r = row_of_bit[b]
-            if r < 0:
-                continue
-            marg_n[r] += rows
-            for e in range(e0, e1):
-                marg_cnt[r, ent[2 * e]] += ent[2 * e + 1]
-    return n_p
+from pcor_sql.core.verifiers.node_counts import WALK, slab_counts
 
 
 @compiled_with(nogil=True)
@@ -82,15 +34,8 @@ def histogram_node_many(words, flips, attr_of, offsets, flat, m, t, rows_of, ent
     flips[q] toggled (distinct bits; attr_of: each bit's attribute, offsets: each attribute's
     first bit, and t past the last); codes[q] WALK where V's bin leaves the window."""
     q_n = flips.size
-    row_of_bit = np.full(t, -1, dtype=np.int64)
-    for q in range(q_n):
-        row_of_bit[flips[q]] = q
-    marg_n = np.empty(q_n, dtype=np.int64)
-    marg_cnt = np.empty((q_n, wu.size), dtype=np.int64)
-    cnt_p = np.empty(wu.size, dtype=np.int64)
-    lo_of = np.empty(t)
-    hi_of = np.empty(t)
-    n_p = node_slabs(words, flat, m, row_of_bit, rows_of, ent, vmin, vmax, marg_n, marg_cnt, cnt_p, lo_of, hi_of)
+    n_p, marg_n, marg_cnt, cnt_p, lo_of, hi_of = slab_counts(words, flips, flat, m, t, rows_of, ent, wu.size, vmin,
+                                                             vmax, True)
     # The node's extremes: those of attribute 0's slabs in the node (they partition its cells).
     lo_p, hi_p = np.inf, -np.inf
     for b in range(offsets[0], offsets[1]):

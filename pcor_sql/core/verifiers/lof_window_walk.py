@@ -72,6 +72,36 @@ def _fill_window(side, target, st, bv, bc, center, cnt, wu):
     st[N_SIDE + side] = n
 
 
+@compiled_with(nogil=True, inline="always")
+def settled(n, cv, k, rule):
+    """(LOF, −1) where N and V's copies cv decide it before any value is read (N < 2, every row
+    v, or the plain rule's v with k' copies besides V), else (NaN, k': the neighbours counted)."""
+    if n < 2:
+        return np.nan, -1
+    if cv == n:  # every row is v
+        return (1.0 if rule == PLAIN_RULE else np.nan), -1
+    kk = min(k, n - 1) if rule == PLAIN_RULE else k
+    if rule == PLAIN_RULE and cv - 1 >= kk:
+        return 1.0, -1
+    return np.nan, kk
+
+
+@compiled_with(nogil=True, inline="always")
+def window_start(dv, left_end, right_end, v, cv, k):
+    """(state, values, counts, k-distances, center, first fill a side) of a read outwards from
+    window value dv (v, with cv copies), each side reading the window first."""
+    st = np.zeros(STATE_SLOTS, dtype=np.int64)
+    st[MODE], st[MODE + 1] = _WINDOW, _WINDOW
+    st[NEAR_AT], st[NEAR_AT + 1] = dv - 1, dv + 1
+    st[DONE], st[DONE + 1] = 2 * left_end, 2 * right_end  # 2: done once the window is read
+    center = 4 * k + 16
+    bv = np.empty(2 * center + 1)
+    bc = np.empty(2 * center + 1)
+    kd = np.full(2 * center + 1, np.nan)
+    bv[center], bc[center] = v, float(cv)
+    return st, bv, bc, kd, center, 2 * k + 4
+
+
 @compiled_with(nogil=True, error_model="numpy")
 def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu, state, member, cnt, bits, scratch):
     """(LOF(V), N, status) as `lof_kernel.lof_context` (same packed record, whose positions rows
@@ -82,30 +112,18 @@ def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu
     v, k, rule = floats[F_V], ints[I_K], ints[I_RULE]
     move(x, words, dx, dwords, flat, index, rows_of, ent, state, member, cnt, bits, scratch)
     n, cv = state[S_N], cnt[state[S_DV]]  # the window holds v: its count is V's copies
-    if n < 2:
-        return np.nan, n, _OK
-    if cv == n:  # every row is v
-        return (1.0 if rule == PLAIN_RULE else np.nan), n, _OK
-    kk = min(k, n - 1) if rule == PLAIN_RULE else k
-    if rule == PLAIN_RULE and cv - 1 >= kk:
-        return 1.0, n, _OK
-    st = np.zeros(STATE_SLOTS, dtype=np.int64)
+    score, kk = settled(n, cv, k, rule)
+    if kk < 0:
+        return score, n, _OK
+    st, bv, bc, kd, center, want_l = window_start(state[S_DV], state[S_LEND], state[S_REND], v, cv, k)
+    want_r = want_l
     st[FROM] = 2  # a heap starts just beyond the window
-    st[MODE], st[MODE + 1] = _WINDOW, _WINDOW
-    st[NEAR_AT], st[NEAR_AT + 1] = state[S_DV] - 1, state[S_DV] + 1
-    st[DONE], st[DONE + 1] = 2 * state[S_LEND], 2 * state[S_REND]  # 2: done once the window is read
     inside = scratch[cells + 1 : 2 * cells + 1]
     m = -1  # the member cells, listed when a heap first needs them
     m_cells = state[S_CELLS]
     hk = np.empty((2, 0))
     hc = np.empty((2, 0), dtype=np.int64)
     hp = np.empty((2, 0), dtype=np.int64)
-    center = 4 * k + 16
-    bv = np.empty(2 * center + 1)
-    bc = np.empty(2 * center + 1)
-    kd = np.full(2 * center + 1, np.nan)
-    bv[center], bc[center] = v, float(cv)
-    want_l = want_r = 2 * k + 4
     while True:
         for side in range(2):
             target = want_r if side else want_l

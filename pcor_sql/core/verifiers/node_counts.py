@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from pcor_sql.core.jit import compiled_with
-from pcor_sql.core.verifiers.lof_kernel import PLAIN_RULE, DISTINCT_RULE, _OK, _grown, _lof_buffered
-from pcor_sql.core.verifiers.lof_walk import DONE, MODE, NEAR_AT, N_SIDE, STATE_SLOTS
-from pcor_sql.core.verifiers.lof_window_walk import _WINDOW, _done_view, _fill_window
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, _OK, _grown, _lof_buffered
+from pcor_sql.core.verifiers.lof_walk import DONE, MODE, N_SIDE
+from pcor_sql.core.verifiers.lof_window_walk import _done_view, _fill_window, settled, window_start
 from pcor_sql.core.verifiers.window_counts import R_E0, R_ROWS
 
 #: status: the neighbour's LOF reads past the window where the table goes on — ask the walk.
@@ -41,19 +41,28 @@ def _has(words, b):
 
 
 @compiled_with(nogil=True)
-def slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_p):
-    """N of the node (words: its uint64 context words); into cnt_p its rows per window value, and
-    for each bit b with row_of_bit[b] = r ≥ 0 into marg_n[r], marg_cnt[r] the rows and rows per
-    window value of b's slab: the cells of value b whose other attributes' values are all the
-    node's. flat: `jit.flat_bits` (its first m columns: each cell's bit per attribute)."""
+def slab_counts(words, flips, flat, m, t, rows_of, ent, values, vmin, vmax, extremes):
+    """(N, marg_n, marg_cnt, cnt_p, lo_of, hi_of) of the node (words: its uint64 context words):
+    cnt_p its rows per window value (`values` of them), and for each neighbour q (the node with
+    bit flips[q] toggled) marg_n[q], marg_cnt[q] the rows and rows per window value of flips[q]'s
+    slab: the cells of that value whose other attributes' values are all the node's. flat:
+    `jit.flat_bits` (its first m columns: each cell's bit per attribute). With `extremes`, in the
+    same pass lo_of[b], hi_of[b]: the least minimum and greatest maximum (vmin, vmax: per cell)
+    over every bit b's slab — the node's cells holding b when the node has b, else the cells
+    missing b only (±inf when empty) — the histogram's (else both empty)."""
     cells = flat.shape[0]
-    t = row_of_bit.size
+    q_n = flips.size
+    row_of_bit = np.full(t, -1, dtype=np.int64)
+    for q in range(q_n):
+        row_of_bit[flips[q]] = q
+    marg_n = np.zeros(q_n, dtype=np.int64)
+    marg_cnt = np.zeros((q_n, values), dtype=np.int64)
+    cnt_p = np.zeros(values, dtype=np.int64)
+    lo_of = np.full(t if extremes else 0, np.inf)
+    hi_of = np.full(t if extremes else 0, -np.inf)
     missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
     for b in range(t):
         missing[b] = 1 - _has(words, b)
-    marg_n[:] = 0
-    marg_cnt[:, :] = 0
-    cnt_p[:] = 0
     n_p = 0
     for c in range(cells):
         miss = 0
@@ -62,9 +71,9 @@ def slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_
             lack = missing[flat[c, g]]
             miss += lack
             which = g if lack else which
-        if miss > 1:
-            continue
         rows = rows_of[c, R_ROWS]
+        if miss > 1 or rows == 0:  # an empty cell adds nothing, nor bounds the extremes
+            continue
         e0, e1 = rows_of[c, R_E0], rows_of[c + 1, R_E0]
         if miss == 0:
             n_p += rows
@@ -74,13 +83,17 @@ def slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_
         else:
             lo, hi = which, which + 1
         for g in range(lo, hi):
-            r = row_of_bit[flat[c, g]]
+            b = flat[c, g]
+            if extremes:
+                lo_of[b] = min(lo_of[b], vmin[c])
+                hi_of[b] = max(hi_of[b], vmax[c])
+            r = row_of_bit[b]
             if r < 0:
                 continue
             marg_n[r] += rows
             for e in range(e0, e1):
                 marg_cnt[r, ent[2 * e]] += ent[2 * e + 1]
-    return n_p
+    return n_p, marg_n, marg_cnt, cnt_p, lo_of, hi_of
 
 
 @compiled_with(nogil=True, error_model="numpy")
@@ -89,23 +102,11 @@ def lof_counts(cnt, n, dv, left_end, right_end, wu, v, k, rule):
     `lof_window_walk` computes it after its move; status WALK where that walk would go past the
     window through its heap (or widen it)."""
     cv = cnt[dv]
-    if n < 2:
-        return np.nan, _OK
-    if cv == n:  # every row is v
-        return (1.0 if rule == PLAIN_RULE else np.nan), _OK
-    kk = min(k, n - 1) if rule == PLAIN_RULE else k
-    if rule == PLAIN_RULE and cv - 1 >= kk:
-        return 1.0, _OK
-    st = np.zeros(STATE_SLOTS, dtype=np.int64)
-    st[MODE], st[MODE + 1] = _WINDOW, _WINDOW
-    st[NEAR_AT], st[NEAR_AT + 1] = dv - 1, dv + 1
-    st[DONE], st[DONE + 1] = 2 * left_end, 2 * right_end  # 2: done once the window is read
-    center = 4 * k + 16
-    bv = np.empty(2 * center + 1)
-    bc = np.empty(2 * center + 1)
-    kd = np.full(2 * center + 1, np.nan)
-    bv[center], bc[center] = v, float(cv)
-    want_l = want_r = 2 * k + 4
+    score, kk = settled(n, cv, k, rule)
+    if kk < 0:
+        return score, _OK
+    st, bv, bc, kd, center, want_l = window_start(dv, left_end, right_end, v, cv, k)
+    want_r = want_l
     while True:
         for side in range(2):
             if st[DONE + side] == 1:
@@ -130,13 +131,9 @@ def lof_node_many(words, flips, flat, m, t, rows_of, ent, wu, dv, left_end, righ
     """LOF of each neighbour q of the node (words): the node with bit flips[q] toggled (distinct
     bits); scores[q], codes[q] (`lof_counts`' status), ns[q] (its N)."""
     q_n = flips.size
-    row_of_bit = np.full(t, -1, dtype=np.int64)
-    for q in range(q_n):
-        row_of_bit[flips[q]] = q
-    marg_n = np.empty(q_n, dtype=np.int64)
-    marg_cnt = np.empty((q_n, wu.size), dtype=np.int64)
-    cnt_p = np.empty(wu.size, dtype=np.int64)
-    n_p = slab_counts(words, flat, m, row_of_bit, rows_of, ent, marg_n, marg_cnt, cnt_p)
+    none = np.empty(0)
+    n_p, marg_n, marg_cnt, cnt_p, _, _ = slab_counts(words, flips, flat, m, t, rows_of, ent, wu.size, none, none,
+                                                     False)
     cnt = np.empty(wu.size, dtype=np.int64)
     for q in range(q_n):
         sign = -1 if _has(words, flips[q]) else 1
