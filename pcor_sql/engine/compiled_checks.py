@@ -277,6 +277,7 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
         return zscore
     walk = _Walk(m)
     state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
+    grid = None  # `zscore_grid.grid_table`, built on the first batch (uniform's draws come in batches)
 
     def zscore_walked(mask: int) -> tuple[bool, int]:
         x, words, dx, dwords = walk.step(mask)
@@ -287,8 +288,13 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
     def zscore_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import zscore_many
 
+        nonlocal grid
+        if grid is None:
+            from pcor_sql.core.verifiers.zscore_grid import grid_table
+
+            grid = grid_table(stats, v, index)
         ctx, prev, codes, ns = walk.batch(masks, rows)
-        zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns)
+        zscore_many(ctx, prev, flat, index, stats, ws, grid, state_i, state_f, shift, v, z, codes, ns)
         if not ns.all():
             _nonempty(0)
         return list(zip((codes == TRUE).tolist(), ns.tolist()))

@@ -241,3 +241,27 @@ def test_serving_threads_are_raised_while_any_build_runs():
     with wide.building():
         assert duckdb_threads(con) == 4
     assert duckdb_threads(con) == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs=st.lists(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, float("nan"), float("inf"), -float("inf"),
+                                               5e-324, -5e-324, 1e300]) | st.floats(-9, 9) | st.integers(-3, 3),
+                              min_size=49, max_size=400), min_size=1, max_size=6),
+       longest=st.sampled_from([64, 400]))
+def test_long_runs_radix_sorted_as_numpy_sorts_them_or_left_to_it(runs, longest):
+    from pcor_sql.core.run_kernels import radix_sort_runs
+
+    values = np.array([float(x) for run in runs for x in run], dtype=np.float64)
+    starts = np.concatenate(([0], np.cumsum([len(r) for r in runs]))).astype(np.int64)
+    listed = np.arange(len(runs), dtype=np.int64)[::-1].copy()  # in any order
+    keys, spare = np.empty(longest, dtype=np.uint64), np.empty(longest, dtype=np.uint64)
+    left = np.empty(len(runs), dtype=np.int64)
+    k = radix_sort_runs(values, starts, listed, len(runs), keys, spare, np.zeros((8, 256), dtype=np.int64), left)
+    left = set(left[:k].tolist())
+    for c, run in enumerate(runs):
+        arr = np.array([float(x) for x in run], dtype=np.float64)
+        zero = arr == 0
+        ambiguous = np.isnan(arr).any() or (zero & np.signbit(arr)).any() and (zero & ~np.signbit(arr)).any()
+        assert (c in left) == (len(run) > longest or bool(ambiguous))
+        got = values[starts[c]: starts[c + 1]]
+        assert same_bits(got, arr if c in left else np.sort(arr))  # a run left is untouched

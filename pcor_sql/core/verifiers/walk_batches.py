@@ -20,7 +20,9 @@ import numpy as np
 from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.histogram_walk import histogram_walk
 from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
-from pcor_sql.core.verifiers.moment_walk import grubbs_walk, zscore_walk
+from pcor_sql.core.cell_moves import grid_size
+from pcor_sql.core.verifiers.moment_walk import _ALONE_SHARE, I_FRESH, grubbs_walk, zscore_walk
+from pcor_sql.core.verifiers.zscore_grid import zscore_grid
 
 
 @compiled
@@ -30,12 +32,27 @@ def _diff(row, last, d):
 
 
 @compiled
-def zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns):
-    """`moment_walk.zscore_walk` on each row of `ctx` in turn."""
+def zscore_many(ctx, prev, flat, index, stats, ws, grid, state_i, state_f, shift, v, z, codes, ns):
+    """`moment_walk.zscore_walk` on each row of `ctx` in turn; where the walk would sum the
+    context alone off the grid (its state fresh, the context at most 1/_ALONE_SHARE of the
+    cells in grid points: uniform's draws), `zscore_grid` instead — the same verdict and size
+    and the same kind of state left, in fewer operations a grid point (`grid`:
+    `zscore_grid.grid_table`, empty where it does not apply)."""
     d = np.empty(ctx.shape[1], dtype=np.uint64)
     last = prev.copy()
+    cells = flat.shape[0]
+    m, t = max(index[0], 0), max(index[1], 0)
+    sel, first, digit = np.empty(t, dtype=np.int64), np.empty(m + 1, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    out = np.zeros(4)
     for q in range(ctx.shape[0]):
         row = ctx[q]
+        if grid.shape[0] > 0 and state_i[I_FRESH] != 0:
+            size = grid_size(0, row, index)
+            if 0 <= size and size * _ALONE_SHARE <= cells:
+                codes[q], ns[q] = zscore_grid(row, flat, index, stats, grid, state_i, state_f, shift, v, z,
+                                              sel, first, digit, out)
+                last[:] = row
+                continue
         _diff(row, last, d)
         codes[q], ns[q] = zscore_walk(0, row, 0, d, flat, index, stats, ws, state_i, state_f, shift, v, z)
         last[:] = row
