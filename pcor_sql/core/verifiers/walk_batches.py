@@ -30,27 +30,32 @@ def _diff(row, last, d):
 
 
 @compiled
+def _moment_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, table, codes, ns):
+    """`moment_walk.grubbs_walk` (with `table`) or, for an empty `table`, `zscore_walk` (with `z`)
+    on each row of `ctx` in turn: the two walks share their state and their moves."""
+    d = np.empty(ctx.shape[1], dtype=np.uint64)
+    last = prev.copy()
+    for q in range(ctx.shape[0]):
+        row = ctx[q]
+        _diff(row, last, d)
+        if table.size:
+            codes[q], ns[q] = grubbs_walk(0, row, 0, d, flat, index, stats, ws, state_i, state_f, shift, v, table)
+        else:
+            codes[q], ns[q] = zscore_walk(0, row, 0, d, flat, index, stats, ws, state_i, state_f, shift, v, z)
+        last[:] = row
+
+
+_NO_TABLE = np.empty((2, 0), dtype=np.float64)  # `moment_kernel.table_rows`' shape: selects the z-score
+
+
 def zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns):
     """`moment_walk.zscore_walk` on each row of `ctx` in turn."""
-    d = np.empty(ctx.shape[1], dtype=np.uint64)
-    last = prev.copy()
-    for q in range(ctx.shape[0]):
-        row = ctx[q]
-        _diff(row, last, d)
-        codes[q], ns[q] = zscore_walk(0, row, 0, d, flat, index, stats, ws, state_i, state_f, shift, v, z)
-        last[:] = row
+    _moment_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, float(z), _NO_TABLE, codes, ns)
 
 
-@compiled
 def grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns):
-    """`moment_walk.grubbs_walk` on each row of `ctx` in turn."""
-    d = np.empty(ctx.shape[1], dtype=np.uint64)
-    last = prev.copy()
-    for q in range(ctx.shape[0]):
-        row = ctx[q]
-        _diff(row, last, d)
-        codes[q], ns[q] = grubbs_walk(0, row, 0, d, flat, index, stats, ws, state_i, state_f, shift, v, table)
-        last[:] = row
+    """`moment_walk.grubbs_walk` on each row of `ctx` in turn (`table`: `moment_kernel.table_rows`)."""
+    _moment_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, 0.0, table, codes, ns)
 
 
 @compiled
