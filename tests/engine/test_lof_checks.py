@@ -156,3 +156,28 @@ def test_a_metric_too_wide_for_distances_is_one_user_error():
         for mask in (case.space.v_mask, case.space.full):
             evaluator.is_valid(mask)
     con.close()
+
+
+def test_node_of_reads_rows_as_it_reads_masks():
+    # `node_of` from the masks' words (numpy) gives what it gives from the Python ints, on a
+    # node's neighbours (either rule of recognition) and on batches that are not one node's.
+    from pcor_sql.core.verifiers.walk_batches import context_matrix
+
+    rng = np.random.default_rng(7)
+    bits = 200
+    words = (bits + 63) // 64
+    for _ in range(60):
+        parent = int(rng.integers(0, 2 ** 62)) << int(rng.integers(0, 130))
+        flips = rng.choice(bits, size=int(rng.integers(2, 40)), replace=False).tolist()
+        masks = [parent ^ (1 << f) for f in flips]
+        kind = int(rng.integers(0, 3))
+        if kind == 1:  # one mask two bits from the node
+            extra = (int(flips[0]) + 1) % bits
+            masks[-1] ^= 1 << extra if extra not in flips[-1:] else 1 << ((extra + 1) % bits)
+        elif kind == 2:  # a mask twice
+            masks[-1] = masks[0]
+        rows = context_matrix(masks, words)
+        assert lof_checks_module.node_of(masks, rows) == lof_checks_module.node_of(masks)
+    parent = 1 << 150
+    masks = [parent ^ (1 << 3), parent ^ (1 << 140), parent ^ (1 << 199)]
+    assert lof_checks_module.node_of(masks, context_matrix(masks, words)) == (parent, [3, 140, 199])

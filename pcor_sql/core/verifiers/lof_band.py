@@ -79,14 +79,8 @@ class Widen(NamedTuple):
     """More than H distinct values tie within some used k-distance: widen the band."""
 
 
-def plain_window_lof(
-    w: np.ndarray,
-    v: float,
-    k: int,
-    h: int,
-    left_out: float,
-    right_out: float,
-) -> float | Grow | Widen:
+def plain_window_lof(w: np.ndarray, v: float, k: int, h: int, left_out: float, right_out: float
+                     ) -> float | Grow | Widen:
     """LOF(V) under the plain rule from window points `w` (sorted), or why the window cannot
     prove it. k-distances are read from the points (p's own copies count toward k').
 
@@ -102,15 +96,8 @@ def plain_window_lof(
     return _band_lof(w, sb, cb, v, k, h, lo_r, hi_r, left_out, right_out, lay, LRD_GUARD)
 
 
-def distinct_window_lof(
-    ud: np.ndarray,
-    cd: np.ndarray,
-    v: float,
-    k: int,
-    h: int,
-    left_out: float,
-    right_out: float,
-) -> float | Grow | Widen:
+def distinct_window_lof(ud: np.ndarray, cd: np.ndarray, v: float, k: int, h: int, left_out: float, right_out: float
+                        ) -> float | Grow | Widen:
     """LOF(V) under Breunig et al.'s rule for duplicates from the window's distinct values `ud`
     (ascending) and their multiplicities `cd` (float64), or why the window cannot prove it.
     k-distances are read from the distinct values, so p's own copies never count toward k' and
