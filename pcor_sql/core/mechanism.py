@@ -80,13 +80,31 @@ def em_cost(epsilon1: float, monotone: bool) -> float:
     return epsilon1 if monotone else 2.0 * epsilon1
 
 
-def _utilities(utilities: Sequence[float]) -> np.ndarray:
+def _utilities(utilities: Sequence[float]) -> tuple[np.ndarray, float, float]:
+    """(u as a flat float64 array, max u, min u), checked once per call: both extremes are
+    finite iff every utility is (a NaN makes max NaN)."""
     u = np.asarray(utilities, dtype=np.float64).reshape(-1)
     if u.size == 0:
         raise InternalError("exponential mechanism over an empty candidate set")
-    if not np.isfinite(u).all():
+    top, bottom = float(u.max()), float(u.min())
+    if not (math.isfinite(top) and math.isfinite(bottom)):
         raise InternalError("exponential mechanism over a non-finite utility")
-    return u
+    return u, top, bottom
+
+
+def _lowest_score(top: float, bottom: float, epsilon1: float, sensitivity: float) -> float:
+    """min x_c, the worst candidate's centred score, by the vector's own roundings on Python
+    floats (which overflow to ±inf without warnings, as `np.errstate(over="ignore")` does)."""
+    return float(epsilon1) * (bottom - top) / float(sensitivity)
+
+
+def _centred(u: np.ndarray, top: float, lowest: float, epsilon1: float, sensitivity: float) -> np.ndarray:
+    """x = ε1·(u − max u)/Δu for checked u. Rounding is monotone, so when the lowest score is
+    finite no entry overflows and the errstate guard (a few µs) is not needed."""
+    if math.isfinite(lowest):
+        return epsilon1 * (u - top) / sensitivity
+    with np.errstate(over="ignore"):
+        return epsilon1 * (u - top) / sensitivity
 
 
 def centred_scores(utilities: Sequence[float], epsilon1: float, sensitivity: float = 1.0) -> np.ndarray:
@@ -94,9 +112,8 @@ def centred_scores(utilities: Sequence[float], epsilon1: float, sensitivity: flo
 
     A gap too large for a double becomes −inf (weight 0), which is its limit.
     """
-    u = _utilities(utilities)
-    with np.errstate(over="ignore"):
-        return epsilon1 * (u - u.max()) / sensitivity
+    u, top, bottom = _utilities(utilities)
+    return _centred(u, top, _lowest_score(top, bottom, epsilon1, sensitivity), epsilon1, sensitivity)
 
 
 def em_probabilities(utilities: Sequence[float], epsilon1: float, sensitivity: float = 1.0) -> np.ndarray:
@@ -105,11 +122,11 @@ def em_probabilities(utilities: Sequence[float], epsilon1: float, sensitivity: f
     Probabilities below about 1e-308 of the best's underflow to 0 here; the sampler keeps them
     (`em_sampler_law` is the sampler's exact law).
     """
-    u = _utilities(utilities)
+    u, top, bottom = _utilities(utilities)
     if math.isinf(epsilon1):
-        best = u == u.max()
+        best = u == top
         return best / best.sum()
-    w = np.exp(centred_scores(u, epsilon1, sensitivity))
+    w = np.exp(_centred(u, top, _lowest_score(top, bottom, epsilon1, sensitivity), epsilon1, sensitivity))
     return w / w.sum()
 
 
@@ -134,11 +151,22 @@ def em_weights(utilities: Sequence[float], epsilon1: float, sensitivity: float =
     m_c ∈ [2⁵², 2⁵³), or 0 for a candidate beyond the cutoff; the best has m = 2⁵², e = −52,
     i.e. weight 1. See the module docstring for the error of w̃_c against e^{x_c}.
     """
-    u = _utilities(utilities)
+    u, top, bottom = _utilities(utilities)
     if u.size <= _SCALAR:
         pairs = _scalar_weights(u.tolist(), epsilon1, sensitivity)
         return np.array([m for m, _ in pairs], dtype=np.int64), np.array([e for _, e in pairs], dtype=np.int64)
-    x = centred_scores(u, epsilon1, sensitivity)
+    return _vector_weights(u, top, bottom, epsilon1, sensitivity)
+
+
+def _vector_weights(u: np.ndarray, top: float, bottom: float, epsilon1: float,
+                    sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
+    """`em_weights` of checked utilities (`_utilities`), numpy path."""
+    lowest = _lowest_score(top, bottom, epsilon1, sensitivity)
+    x = _centred(u, top, lowest, epsilon1, sensitivity)
+    if lowest >= -_CUT:  # every candidate kept: the clamp and the cut below change nothing
+        k = np.floor(x * _NEG_INV_LN2)
+        frac, e = np.frexp(np.exp(x + k * _LN2))
+        return (frac * 2.0**53).astype(np.int64), e.astype(np.int64) - 53 - k.astype(np.int64)
     xk = np.maximum(x, -_CUT - _LN2)  # finite, so k is an ordinary integer
     k = np.floor(xk * _NEG_INV_LN2)
     frac, e = np.frexp(np.exp(xk + k * _LN2))  # exp of a number in about [−ln 2, 0]
@@ -207,14 +235,14 @@ def exponential_mechanism(
             raise InternalError("exponential mechanism over a non-finite utility")
         # One candidate: the law is a point mass; no draw is needed (and none leaks anything).
         return 0 if len(u) == 1 else _pick_scalar(_scalar_weights(u, epsilon1, sensitivity), source)
-    u = _utilities(utilities)
+    u, top, bottom = _utilities(utilities)  # checked once: the helpers below take it as is
     if u.size == 1:
         return 0
     if math.isinf(epsilon1):
         # ε1 = ∞ is argmax with uniform tie-breaking (the limit law), for edge-case tests.
-        best = np.flatnonzero(u == u.max())
+        best = np.flatnonzero(u == top)
         return int(best[pick_by_cumulative(source, lambda j: j + 1, best.size)])
-    return _pick_vector(*em_weights(u, epsilon1, sensitivity), source)
+    return _pick_vector(*_vector_weights(u, top, bottom, epsilon1, sensitivity), source)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ per summary (a copy of the runs: 8 bytes a row, ~3 ms on 372,555 rows) and kept 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ from pcor_sql.engine.cellruns import CellRuns, gather_segments
 
 if TYPE_CHECKING:
     from pcor_sql.engine.summary import CellSummary
+
+_SCATTER_CELLS = 8  # rank by a scatter into the grid while the grid is ≤ this many × the cells
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,44 @@ def grid_layout(summary: CellSummary) -> GridLayout:
     if kept is not None:
         return kept
     coords = np.asarray(summary.coords)
-    perm = np.lexsort(coords.T) if coords.shape[1] else np.arange(coords.shape[0])  # last key primary
-    perm = perm.astype(np.int64)
-    lengths = np.diff(runs.starts)[perm]
+    perm = grid_order(coords)
+    # np.take, not fancy indexing: the same rows, contiguous, ~8× faster for the (cells, m)
+    # coordinates (0.15 against 1.2 ms on births, whose rows are 32 bytes)
+    begin = np.take(runs.starts, perm)
+    lengths = np.take(runs.starts, perm + 1) - begin
     starts = np.zeros(perm.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
-    values = gather_segments(runs.values, runs.starts[perm], runs.starts[perm + 1])
-    layout = GridLayout(perm, np.ascontiguousarray(coords[perm]), CellRuns(values, starts),
-                        np.ascontiguousarray(summary.vmin[perm]), np.ascontiguousarray(summary.vmax[perm]))
+    values = gather_segments(runs.values, begin, begin + lengths)
+    layout = GridLayout(perm, np.take(coords, perm, axis=0), CellRuns(values, starts),
+                        np.take(np.asarray(summary.vmin), perm), np.take(np.asarray(summary.vmax), perm))
     runs.layout = layout
     return layout
+
+
+def grid_order(coords: np.ndarray) -> np.ndarray:
+    """The cells' order with attribute 0 fastest (`np.lexsort(coords.T)`: last column primary).
+
+    The summary's cells are distinct coordinate tuples, so their grid keys Σ coords[:, i]·stride_i
+    are distinct and each order is the unique ascending one. When the grid is at most a few times
+    the cells (births: exactly 85,680) the keys are ranked by one scatter into the grid, O(grid),
+    instead of lexsort's m passes (~3× the time on births); else one stable argsort of the keys;
+    lexsort only where the grid's size does not fit an int64.
+    """
+    n, m = coords.shape
+    if m == 0 or n == 0:
+        return np.arange(n, dtype=np.int64)
+    sizes = [int(s) + 1 for s in coords.max(axis=0)]
+    if int(coords.min()) < 0 or math.prod(sizes) >= 1 << 62:
+        return np.lexsort(coords.T).astype(np.int64)
+    key = coords[:, m - 1].astype(np.int64)  # Horner, last attribute outermost
+    for i in range(m - 2, -1, -1):
+        key *= sizes[i]
+        key += coords[:, i]
+    grid = math.prod(sizes)
+    if grid <= _SCATTER_CELLS * n:
+        slots = np.full(grid, -1, dtype=np.int64)
+        slots[key] = np.arange(n, dtype=np.int64)
+        perm = slots[slots >= 0]
+        if perm.size == n:  # distinct keys (always, for a summary's cells)
+            return perm
+    return np.argsort(key, kind="stable").astype(np.int64)

