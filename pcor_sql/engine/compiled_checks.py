@@ -14,8 +14,9 @@ population's moments and the verdict in one call; on such a wide summary every c
 last context checked and pays only for the cells of the values that changed
 (`core.verifiers.moment_walk`; `core.verifiers.window_counts` for LOF and the histogram, which
 also carry the context's rows per value near v, so a check reads no member cell); the kernels' docstrings show why their verdicts are the reference's. When
-a kernel cannot decide exactly (Grubbs between two tabulated critical values, a histogram bin
-whose edges need the reference's bisection), the reference decides that context.
+a kernel cannot decide exactly (a histogram bin whose edges need the reference's bisection),
+the reference decides that context; Grubbs between two tabulated critical values compares the
+reference kernel's G with G_crit(α, N) itself (`grubbs_critical_one`).
 
 Measured with `python -m benchmarks per-check --rows 10000000 --contexts 3000`
 (1,200 cells, CPU µs per check, at load 6.4 on 2 cores): Grubbs 4.1 (reference 28.8), z-score
@@ -267,11 +268,17 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
         _nonempty(n)
         return code == TRUE, int(n)
 
+    from_node = _node_pass(m, ws, shift, 0, z, None)
+
     def zscore_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import zscore_many
 
-        ctx, prev, codes, ns = walk.batch(masks, rows)
-        zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns)
+        codes_ns = from_node(masks)
+        if codes_ns is not None:
+            codes, ns = codes_ns
+        else:
+            ctx, prev, codes, ns = walk.batch(masks, rows)
+            zscore_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, z, codes, ns)
         if not ns.all():
             _nonempty(0)
         return list(zip((codes == TRUE).tolist(), ns.tolist()))
@@ -284,18 +291,25 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
 def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: float) -> Check:
     from pcor_sql.core import jit
     from pcor_sql.core.jit import context_words
-    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_kernel, grubbs_table, table_rows
+    from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
+    from pcor_sql.core.verifiers.moment_kernel import (
+        TRUE, UNDECIDED, _moments, grubbs_kernel, grubbs_table, table_rows)
     from pcor_sql.core.verifiers.moment_walk import grubbs_walk
 
     m = _Moments(summary, space, verifier, v)
-    flat, index, stats, n_words, reference = m.flat, m.index, m.stats, m.n_words, m.reference
+    flat, index, stats, n_words = m.flat, m.index, m.stats, m.n_words
     shift = float(summary.shift)
     table = table_rows(grubbs_table(float(verifier.alpha), max(summary.n_rows, 3)))
 
+    alpha = float(verifier.alpha)
+
     def verdict(code: int, n: int, mask: int) -> tuple[bool, int]:
         _nonempty(n)
-        if code == UNDECIDED:
-            return reference(mask), int(n)
+        if code == UNDECIDED:  # G between two tabulated critical values: G_crit(α, N) itself
+            x, words = context_words(mask, n_words)
+            n2, g = _moments(x, words, flat, index, stats, shift, v, 3)
+            # `_moments` is the reference's G bit for bit, and this `Grubbs.check`'s own test.
+            return bool(g > 0 and g > grubbs_critical_one(alpha, int(n2))), int(n)
         return code == TRUE, int(n)
 
     if summary.count.size < jit.WALK_CELLS:
@@ -313,15 +327,50 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
         return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table),
                        mask)
 
+    from_node = _node_pass(m, ws, shift, 1, 0.0, table)
+
     def grubbs_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import grubbs_many
 
-        ctx, prev, codes, ns = walk.batch(masks, rows)
-        grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns)
+        codes_ns = from_node(masks)
+        if codes_ns is not None:
+            codes, ns = codes_ns
+        else:
+            ctx, prev, codes, ns = walk.batch(masks, rows)
+            grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns)
         return [verdict(code, n, mask) for code, n, mask in zip(codes.tolist(), ns.tolist(), masks)]
 
     grubbs_walked.many = grubbs_batch  # type: ignore[attr-defined]
     return grubbs_walked
+
+
+def _node_pass(m: _Moments, ws: Any, shift: float, grubbs: int, z: float, table: Any) -> Callable[[list[int]], Any]:
+    """(masks → (codes, ns), or None): a batch that is one BFS node's neighbours checked from
+    the node (`core.verifiers.moment_node`) where one pass over the cells costs less than the
+    walk's two slabs a neighbour (`lof_checks.node_pays` without window counts); the walk's
+    state is left where it was, so the next batch walks from the context it holds."""
+    import numpy as np
+
+    from pcor_sql.core.verifiers.walk_batches import words_of
+    from pcor_sql.engine.lof_checks import node_of, node_pays
+
+    space, cells = m.space, m.flat.shape[0]
+    bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
+    rows = np.zeros((2, 1), dtype=np.float64) if table is None else table  # z-score reads no critical values
+
+    def from_node(masks: list[int]) -> Any:
+        from pcor_sql.core.verifiers.moment_node import moment_node_many
+
+        node = node_of(masks)
+        if node is None or not node_pays(space, bit_attr, cells, 0, *node):
+            return None
+        parent, flips = node
+        codes, ns = np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
+        moment_node_many(words_of(parent, m.n_words), np.asarray(flips, dtype=np.int64), m.flat, space.m, m.index,
+                         m.stats, ws, shift, m.v, grubbs, z, rows, codes, ns)
+        return codes, ns
+
+    return from_node
 
 
 def _nonempty(n: int) -> int:
