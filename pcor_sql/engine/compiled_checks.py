@@ -346,9 +346,10 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
 
 def _node_pass(m: _Moments, ws: Any, shift: float, grubbs: int, z: float, table: Any) -> Callable[[list[int]], Any]:
     """(masks → (codes, ns), or None): a batch that is one BFS node's neighbours checked from
-    the node (`core.verifiers.moment_node`) where one pass over the cells costs less than the
-    walk's two slabs a neighbour (`lof_checks.node_pays` without window counts); the walk's
-    state is left where it was, so the next batch walks from the context it holds."""
+    the node (`core.verifiers.moment_node`) where that costs less than the walk's two slabs a
+    neighbour: off the grid, the node's points and the slabs of the values it lacks
+    (`_grid_pays`); else one pass over the cells (`lof_checks.node_pays` without window counts).
+    The walk's state is left where it was, so the next batch walks from the context it holds."""
     import numpy as np
 
     from pcor_sql.core.verifiers.walk_batches import words_of
@@ -357,12 +358,14 @@ def _node_pass(m: _Moments, ws: Any, shift: float, grubbs: int, z: float, table:
     space, cells = m.space, m.flat.shape[0]
     bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
     rows = np.zeros((2, 1), dtype=np.float64) if table is None else table  # z-score reads no critical values
+    gridded = ws.shape[0] > cells  # `walk_stats` kept the rows in grid order: the pass reads the node's points
 
     def from_node(masks: list[int]) -> Any:
         from pcor_sql.core.verifiers.moment_node import moment_node_many
 
         node = node_of(masks)
-        if node is None or not node_pays(space, bit_attr, cells, 0, *node):
+        if node is None or not (_grid_pays(space, bit_attr, *node) if gridded else
+                                node_pays(space, bit_attr, cells, 0, *node)):
             return None
         parent, flips = node
         codes, ns = np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
@@ -371,6 +374,22 @@ def _node_pass(m: _Moments, ws: Any, shift: float, grubbs: int, z: float, table:
         return codes, ns
 
     return from_node
+
+
+def _grid_pays(space: Any, bit_attr: list[int], parent: int, flips: list[int]) -> bool:
+    """Whether the node's grid points and the slabs of the asked-for values it lacks (the grid
+    node pass, each point also added to its values' slabs) cost less than the walk's two slabs
+    a neighbour."""
+    import math
+
+    sizes = [space.attribute_bits(parent, i).bit_count() for i in range(space.m)]
+    grid = math.prod(sizes)
+    slabs = absent = 0
+    for b in flips:
+        slab = grid // max(sizes[bit_attr[b]], 1)
+        slabs += slab
+        absent += 0 if parent >> b & 1 else slab
+    return grid + absent < 2 * slabs
 
 
 def _nonempty(n: int) -> int:

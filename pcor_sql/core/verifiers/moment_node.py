@@ -71,6 +71,75 @@ def node_slabs(words, flat, m, row_of_bit, ws, slab_i, slab_f):
 
 
 @compiled
+def grid_slabs(words, index, row_of_bit, ws, cells, slab_i, slab_f):
+    """`node_slabs` read off the grid of value combinations (`jit.cell_index`; `ws` with its
+    rows in grid order too, `walk_stats`): the node's grid points, each added to the node and to
+    the slab of each of its values asked for, then each asked-for value the node lacks × the
+    node's values elsewhere — O(the node's points + those slabs), not O(cells). The same cells
+    as `node_slabs`, summed in another order (the bound holds for any order). False, and
+    nothing summed, when an attribute has no value in the node."""
+    m = index[0]
+    t = index[1]
+    sel = np.empty(t + m, dtype=np.int64)  # per attribute its values' bits; room for one fixed value
+    first = np.empty(m + 1, dtype=np.int64)
+    stride = np.empty(m, dtype=np.int64)
+    pos = 0
+    s = 1
+    for j in range(m):
+        first[j] = pos
+        stride[j] = s
+        s *= index[3 + j] - index[2 + j]
+        for b in range(index[2 + j], index[3 + j]):
+            if (words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
+                sel[pos] = b
+                pos += 1
+        if pos == first[j]:
+            return False
+    first[m] = pos
+    slab_i[:, :] = 0
+    slab_f[:, :] = 0.0
+    node = slab_i.shape[0] - 1
+    _points(sel, first, -1, 0, index, stride, cells, row_of_bit, ws, node, slab_i, slab_f)
+    for i in range(m):
+        for b in range(index[2 + i], index[3 + i]):
+            r = row_of_bit[b]
+            if r >= 0 and not (words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
+                _points(sel, first, i, b, index, stride, cells, row_of_bit, ws, r, slab_i, slab_f)
+    return True
+
+
+@compiled
+def _points(sel, first, fixed, fixed_bit, index, stride, cells, row_of_bit, ws, target, slab_i, slab_f):
+    """Add the grid points of the node's values (attribute `fixed`, when ≥ 0, at `fixed_bit`
+    alone) to row `target`; without a fixed attribute (the node itself) each point also to the
+    slab of each of its values asked for."""
+    m = index[0]
+    digit = np.zeros(m, dtype=np.int64)
+    while True:
+        g = cells
+        for j in range(m):
+            b = fixed_bit if j == fixed else sel[first[j] + digit[j]]
+            g += (b - index[2 + j]) * stride[j]
+        if ws[g, 0] > 0.0:  # a grid point without a cell adds nothing
+            _add(target, g, ws, slab_i, slab_f)
+            if fixed < 0:
+                for j in range(m):
+                    r = row_of_bit[sel[first[j] + digit[j]]]
+                    if r >= 0:
+                        _add(r, g, ws, slab_i, slab_f)
+        j = 0
+        while j < m:
+            if j != fixed:
+                digit[j] += 1
+                if first[j] + digit[j] < first[j + 1]:
+                    break
+                digit[j] = 0
+            j += 1
+        if j == m:
+            return
+
+
+@compiled
 def _add(r, c, ws, slab_i, slab_f):
     count = ws[c, 0]
     s1 = ws[c, 1]
@@ -121,7 +190,9 @@ def moment_node_many(words, flips, flat, m, index, stats, ws, shift, v, grubbs, 
         row_of_bit[flips[q]] = q
     slab_i = np.empty((q_n + 1, 3), dtype=np.int64)
     slab_f = np.empty((q_n + 1, 4), dtype=np.float64)
-    node_slabs(words, flat, m, row_of_bit, ws, slab_i, slab_f)
+    cells = flat.shape[0]
+    if ws.shape[0] == cells or not grid_slabs(words, index, row_of_bit, ws, cells, slab_i, slab_f):
+        node_slabs(words, flat, m, row_of_bit, ws, slab_i, slab_f)
     state_i = np.zeros(I_HEAD, dtype=np.int64)
     state_f = np.zeros(F_SIZE, dtype=np.float64)
     nw = words.copy()

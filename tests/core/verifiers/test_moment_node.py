@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pcor_sql.core.verifiers import grubbs as grubbs_module
-from pcor_sql.core.verifiers import moment_kernel, moment_node
+from pcor_sql.core.verifiers import moment_kernel, moment_node, moment_walk
 from pcor_sql.core.verifiers.base import studentized_distance
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.zscore import ZScore
@@ -32,16 +32,25 @@ def _counting(monkeypatch) -> list[int]:
     return calls
 
 
+def _pass(monkeypatch, how: str) -> None:
+    """From the node off the grid (the births shape's default), from the node by one pass over
+    the cells (no rows in grid order, `node_pays` forced), or by walk."""
+    if how != "grid":
+        monkeypatch.setattr(moment_walk, "_GRID_SHARE", 0)
+        monkeypatch.setattr(lof_checks, "_CELL_COST", 0 if how == "cells" else 1e9)
+
+
 def _node_masks(space, rng, count):
     for node in [*nodes(space, rng, count), space.v_mask]:
         yield node, [m for m in space.neighbours(node) if space.is_admissible(m)]
 
 
+@pytest.mark.parametrize("how", ["grid", "cells"])
 @pytest.mark.parametrize("verifier", [Grubbs(), Grubbs(alpha=0.3), ZScore(z=0.5), ZScore(z=1.2)], ids=repr)
-def test_a_nodes_neighbours_agree_with_the_reference(births, verifier, monkeypatch):  # noqa: F811
+def test_a_nodes_neighbours_agree_with_the_reference(births, verifier, how, monkeypatch):  # noqa: F811
     summary, space = births
     calls = _counting(monkeypatch)
-    monkeypatch.setattr(lof_checks, "_CELL_COST", 0)  # every batch of neighbours from its node
+    _pass(monkeypatch, how)  # every batch of neighbours from its node
     own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
     ordinary = float(np.median(summary.runs().cell_values(own)))
     rng = np.random.default_rng(11)
@@ -58,12 +67,13 @@ def test_a_nodes_neighbours_agree_with_the_reference(births, verifier, monkeypat
     assert verdicts == {True, False}
 
 
-def test_a_statistic_too_near_the_threshold_is_summed_by_the_reference_kernel(births, monkeypatch):  # noqa: F811
+@pytest.mark.parametrize("how", ["grid", "cells"])
+def test_a_statistic_too_near_the_threshold_is_summed_by_the_reference_kernel(births, how, monkeypatch):  # noqa: F811
     """z at one neighbour's own G: its bound cannot decide, the reference kernel does (G > z is
     false), and its siblings keep their verdicts."""
     summary, space = births
     calls = _counting(monkeypatch)
-    monkeypatch.setattr(lof_checks, "_CELL_COST", 0)
+    _pass(monkeypatch, how)
     rng = np.random.default_rng(3)
     node = nodes(space, rng, 4)[2]
     masks = [m for m in space.neighbours(node) if space.is_admissible(m)]
@@ -73,7 +83,8 @@ def test_a_statistic_too_near_the_threshold_is_summed_by_the_reference_kernel(bi
     assert check.many(masks)[3][0] is False and len(calls) == 2
 
 
-def test_g_between_tabulated_critical_values_is_compared_with_g_crit_itself(births, monkeypatch):  # noqa: F811
+@pytest.mark.parametrize("how", ["grid", "cells", "walk"])
+def test_g_between_tabulated_critical_values_is_compared_with_g_crit_itself(births, how, monkeypatch):  # noqa: F811
     """A coarse table (nothing between N = 1,024 and the table's end) leaves many populations
     undecided (v = 2,000 rows: G of 3-7 where G_crit is 3.3-4.6): each is decided by its G against
     G_crit(α, N), as `Grubbs.check` does, by node and by walk."""
@@ -98,13 +109,14 @@ def test_g_between_tabulated_critical_values_is_compared_with_g_crit_itself(birt
 
     monkeypatch.setattr(grubbs_module, "grubbs_critical_one", critical)
     rng = np.random.default_rng(5)
-    for cost in (0, 1e9):  # from the node, then by walk
-        monkeypatch.setattr(lof_checks, "_CELL_COST", cost)
-        check = compiled_check(summary, space, Grubbs(alpha=0.3), 2000.0)
-        for node, masks in _node_masks(space, rng, 6):
-            want = [reference(summary, space, Grubbs(alpha=0.3), 2000.0, m) for m in masks]
-            counting[0] = True
-            got = check.many(masks)
-            counting[0] = False
-            assert got == want, (cost, node)
+    calls = _counting(monkeypatch)
+    _pass(monkeypatch, how)
+    check = compiled_check(summary, space, Grubbs(alpha=0.3), 2000.0)
+    for node, masks in _node_masks(space, rng, 6):
+        want = [reference(summary, space, Grubbs(alpha=0.3), 2000.0, m) for m in masks]
+        counting[0] = True
+        got = check.many(masks)
+        counting[0] = False
+        assert got == want, node
+    assert (len(calls) == 0) == (how == "walk")
     assert len(asked) > 0 and max(asked) > moment_kernel.EXACT_UP_TO
