@@ -34,6 +34,7 @@ from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.engine.moment_node_checks import NodeChecks
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
 
@@ -262,18 +263,22 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
     walk = _Walk(m)
     state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
 
+    nodes = NodeChecks(m, ws, shift, 0, z, None)
+
     def zscore_walked(mask: int) -> tuple[bool, int]:
-        x, words, dx, dwords = walk.step(mask)
-        code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, z)
+        known = nodes.single(mask)
+        if known is not None:
+            code, n = known
+        else:
+            x, words, dx, dwords = walk.step(mask)
+            code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, z)
         _nonempty(n)
         return code == TRUE, int(n)
-
-    from_node = _node_pass(m, ws, shift, 0, z, None)
 
     def zscore_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import zscore_many
 
-        codes_ns = from_node(masks)
+        codes_ns = nodes.batch(masks)
         if codes_ns is not None:
             codes, ns = codes_ns
         else:
@@ -322,17 +327,20 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
     walk = _Walk(m)
     state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
 
+    nodes = NodeChecks(m, ws, shift, 1, 0.0, table)
+
     def grubbs_walked(mask: int) -> tuple[bool, int]:
+        known = nodes.single(mask)
+        if known is not None:
+            return verdict(*known, mask)
         x, words, dx, dwords = walk.step(mask)
         return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table),
                        mask)
 
-    from_node = _node_pass(m, ws, shift, 1, 0.0, table)
-
     def grubbs_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import grubbs_many
 
-        codes_ns = from_node(masks)
+        codes_ns = nodes.batch(masks)
         if codes_ns is not None:
             codes, ns = codes_ns
         else:
@@ -342,54 +350,6 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
 
     grubbs_walked.many = grubbs_batch  # type: ignore[attr-defined]
     return grubbs_walked
-
-
-def _node_pass(m: _Moments, ws: Any, shift: float, grubbs: int, z: float, table: Any) -> Callable[[list[int]], Any]:
-    """(masks → (codes, ns), or None): a batch that is one BFS node's neighbours checked from
-    the node (`core.verifiers.moment_node`) where that costs less than the walk's two slabs a
-    neighbour: off the grid, the node's points and the slabs of the values it lacks
-    (`_grid_pays`); else one pass over the cells (`lof_checks.node_pays` without window counts).
-    The walk's state is left where it was, so the next batch walks from the context it holds."""
-    import numpy as np
-
-    from pcor_sql.core.verifiers.walk_batches import words_of
-    from pcor_sql.engine.lof_checks import node_of, node_pays
-
-    space, cells = m.space, m.flat.shape[0]
-    bit_attr = [i for i, attr in enumerate(space.attributes) for _ in attr.domain]
-    rows = np.zeros((2, 1), dtype=np.float64) if table is None else table  # z-score reads no critical values
-    gridded = ws.shape[0] > cells  # `walk_stats` kept the rows in grid order: the pass reads the node's points
-
-    def from_node(masks: list[int]) -> Any:
-        from pcor_sql.core.verifiers.moment_node import moment_node_many
-
-        node = node_of(masks)
-        if node is None or not (_grid_pays(space, bit_attr, *node) if gridded else
-                                node_pays(space, bit_attr, cells, 0, *node)):
-            return None
-        parent, flips = node
-        codes, ns = np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
-        moment_node_many(words_of(parent, m.n_words), np.asarray(flips, dtype=np.int64), m.flat, space.m, m.index,
-                         m.stats, ws, shift, m.v, grubbs, z, rows, codes, ns)
-        return codes, ns
-
-    return from_node
-
-
-def _grid_pays(space: Any, bit_attr: list[int], parent: int, flips: list[int]) -> bool:
-    """Whether the node's grid points and the slabs of the asked-for values it lacks (the grid
-    node pass, each point also added to its values' slabs) cost less than the walk's two slabs
-    a neighbour."""
-    import math
-
-    sizes = [space.attribute_bits(parent, i).bit_count() for i in range(space.m)]
-    grid = math.prod(sizes)
-    slabs = absent = 0
-    for b in flips:
-        slab = grid // max(sizes[bit_attr[b]], 1)
-        slabs += slab
-        absent += 0 if parent >> b & 1 else slab
-    return grid + absent < 2 * slabs
 
 
 def _nonempty(n: int) -> int:

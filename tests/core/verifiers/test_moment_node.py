@@ -120,3 +120,28 @@ def test_g_between_tabulated_critical_values_is_compared_with_g_crit_itself(birt
         assert got == want, node
     assert (len(calls) == 0) == (how == "walk")
     assert len(asked) > 0 and max(asked) > moment_kernel.EXACT_UP_TO
+
+
+@pytest.mark.parametrize("how", ["grid", "cells"])
+@pytest.mark.parametrize("verifier", [Grubbs(alpha=0.3), ZScore(z=0.5)], ids=repr)
+def test_single_checks_among_one_nodes_neighbours_are_answered_from_the_node(births, verifier, how,
+                                                                             monkeypatch):  # noqa: F811
+    """A node's neighbours asked one at a time (the start's sweep), with unrelated contexts and
+    other nodes' neighbours between them: from the third on, read off one node pass; each
+    answer the reference's, and the walk's state still that of the last context it walked."""
+    summary, space = births
+    calls = _counting(monkeypatch)
+    _pass(monkeypatch, how)
+    rng = np.random.default_rng(13)
+    own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
+    verdicts = set()
+    for v in (2.0, float(np.median(summary.runs().cell_values(own)))):
+        check = compiled_check(summary, space, verifier, v)
+        for node, masks in _node_masks(space, rng, 6):
+            order = [*masks[:2], space.random_admissible(rng), *masks]  # a jump after two siblings
+            for mask in order:
+                want = reference(summary, space, verifier, v, mask)
+                assert check(mask) == want, (node, mask)
+                verdicts.add(want[0])
+    assert len(calls) == 14  # one pass a node (each met three siblings in a row)
+    assert verdicts == {True, False}
