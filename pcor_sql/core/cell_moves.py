@@ -6,7 +6,7 @@ of those only the ones matching the rest of the context: the slice {value b of a
 (the selected values of every other attribute). `moved_cells` lists, per changed value, the
 cheaper of that slice (read off `jit.cell_index`'s grid of value combinations: exactly the
 cells that change, plus grid points without rows) and the value's whole cell list, then
-`moment_walk` and `window_counts.move` apply them against their member flags. A removed value's
+`moment_state` and `window_counts.move` apply them against their member flags. A removed value's
 slice is taken in the old context (its cells are members there: they all leave); an added
 value's in the new one (its cells all belong there: those not yet members enter). Cells listed
 twice (two changed values) are harmless: a walk enters or leaves a cell by its flag.

@@ -204,11 +204,11 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
 
 
 class _Walk:
-    """The last context checked and the state of its population (`moment_walk`): each check
+    """The last context checked and the state of its population (`moment_state`): each check
     passes the bits that differ from the last one, so its cost follows the change."""
 
     def __init__(self, m: _Moments):
-        from pcor_sql.core.verifiers.moment_walk import new_state, walk_stats
+        from pcor_sql.core.verifiers.moment_state import new_state, walk_stats
 
         self.n_words = m.n_words
         self.state_i, self.state_f = new_state(m.flat.shape[0])

@@ -1,6 +1,6 @@
 """A BFS node's neighbours checked by Grubbs or z-score from the node itself: one pass over the
 cells gives the node's sums and every neighbour's slab's, then each neighbour's moments are the
-node's ± its slab's, without moving the walk (`moment_walk`).
+node's ± its slab's, without moving the walk (`moment_state`).
 
 A neighbour of the node P is P with one value b (of attribute i) added or removed: its
 population is P's plus or minus the slab {b} × P's values of every other attribute. The walk
@@ -15,7 +15,7 @@ Why the verdicts are the reference's. N and the rows constant at v are sums of t
 integers as the walk's. Σs1 of a neighbour is P's plain-double sum ± its slab's: a summation
 tree of the k_P + k_S terms passed through, so it errs from the exact sum by at most
 γ_{k_P+k_S+1} times their absolute sum (Higham §4.2), which goes into the state's E exactly as
-`moment_walk._set_alone` puts a batch's — and Σ|s| of the neighbour (b_P − b_S for a removal)
+`moment_state._set_alone` puts a batch's — and Σ|s| of the neighbour (b_P − b_S for a removal)
 errs by no more. `moment_walk.statistic_bounds` then bounds the reference's statistic from that
 state as it does the walk's; where the bound cannot decide, the neighbour is summed by the
 reference kernel itself (`moment_kernel._moments`), as the walk does.
@@ -29,8 +29,24 @@ import numpy as np
 
 from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, _moments, grubbs_code
-from pcor_sql.core.verifiers.moment_walk import (
-    F_A1, F_A2, F_E1, F_E2, F_SIZE, F_T1, F_T2, F_W1, F_W2, I_EQ, I_HEAD, I_K, I_N, _REL, _U, statistic_bounds)
+from pcor_sql.core.verifiers.moment_state import (
+    _REL,
+    _U,
+    F_A1,
+    F_A2,
+    F_E1,
+    F_E2,
+    F_SIZE,
+    F_T1,
+    F_T2,
+    F_W1,
+    F_W2,
+    I_EQ,
+    I_HEAD,
+    I_K,
+    I_N,
+)
+from pcor_sql.core.verifiers.moment_walk import statistic_bounds
 
 # Per slab (and the node): count, rows constant at v, cells; Σs1, Σs2, Σ|s1|, Σ|s2|.
 S_N, S_EQ, S_K = 0, 1, 2
@@ -156,7 +172,7 @@ def _add(r, c, ws, slab_i, slab_f):
 
 @compiled
 def _neighbour_state(q, sign, slab_i, slab_f, state_i, state_f):
-    """The `moment_walk` state of the node ± slab q: exact counts, and the sums with their
+    """The `moment_state` state of the node ± slab q: exact counts, and the sums with their
     error bound E (γ_k of the terms passed through, k = the cells of both plus the addition)."""
     p = slab_i.shape[0] - 1
     state_i[I_N] = slab_i[p, S_N] + sign * slab_i[q, S_N]

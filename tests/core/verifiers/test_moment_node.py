@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pcor_sql.core.verifiers import grubbs as grubbs_module
-from pcor_sql.core.verifiers import moment_kernel, moment_node, moment_walk
+from pcor_sql.core.verifiers import moment_kernel, moment_node, moment_state
 from pcor_sql.core.verifiers.base import studentized_distance
 from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.zscore import ZScore
@@ -36,7 +36,7 @@ def _pass(monkeypatch, how: str) -> None:
     """From the node off the grid (the births shape's default), from the node by one pass over
     the cells (no rows in grid order, `node_pays` forced), or by walk."""
     if how != "grid":
-        monkeypatch.setattr(moment_walk, "_GRID_SHARE", 0)
+        monkeypatch.setattr(moment_state, "_GRID_SHARE", 0)
         monkeypatch.setattr(lof_checks, "_CELL_COST", 0 if how == "cells" else 1e9)
 
 
@@ -124,8 +124,8 @@ def test_g_between_tabulated_critical_values_is_compared_with_g_crit_itself(birt
 
 @pytest.mark.parametrize("how", ["grid", "cells"])
 @pytest.mark.parametrize("verifier", [Grubbs(alpha=0.3), ZScore(z=0.5)], ids=repr)
-def test_single_checks_among_one_nodes_neighbours_are_answered_from_the_node(births, verifier, how,
-                                                                             monkeypatch):  # noqa: F811
+def test_single_checks_among_one_nodes_neighbours_are_answered_from_the_node(
+        births, verifier, how, monkeypatch):  # noqa: F811
     """A node's neighbours asked one at a time (the start's sweep), with unrelated contexts and
     other nodes' neighbours between them: from the third on, read off one node pass; each
     answer the reference's, and the walk's state still that of the last context it walked."""
