@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.cell_moves import grid_members, grid_size, moved_cells
-from pcor_sql.core.jit import bit_of, compiled, member_cells_indexed
+from pcor_sql.core.cell_moves import (
+    grid_members,
+    grid_selection,
+    grid_size,
+    moved_cells,
+    next_digit,
+)
+from pcor_sql.core.jit import compiled, member_cells_indexed
 
 _REL = 1e-11  # relative widening per step (one rounding is ≤ 1.1e-16)
 _GAMMA = 128 * 2.0**-53 * 1.001  # pairwise summation's γ_L for L ≤ 128 (cells < 2^100)
@@ -218,23 +224,10 @@ def _grid_alone(x, words, index, ws, cells, state_i, state_f):
     counts, and sums of the same terms in another order, within the same bound (γ_k of their
     absolute sum, k the cells summed)."""
     m = index[0]
-    t = index[1]
-    sel = np.empty(t, dtype=np.int64)
-    first = np.empty(m + 1, dtype=np.int64)
-    pos = 0
-    stride = 1
-    for j in range(m):
-        first[j] = pos
-        lo, hi = index[2 + j], index[3 + j]
-        for b in range(lo, hi):
-            if bit_of(x, words, b):
-                sel[pos] = (b - lo) * stride
-                pos += 1
-        if pos == first[j]:  # no value of attribute j: an empty context
-            _set_alone(state_i, state_f, np.int64(0), np.int64(0), 0, 0.0, 0.0, 0.0, 0.0)
-            return
-        stride *= hi - lo
-    first[m] = pos
+    sel, first, some = grid_selection(x, words, index)
+    if not some:  # an attribute without a value: an empty context
+        _set_alone(state_i, state_f, np.int64(0), np.int64(0), 0, 0.0, 0.0, 0.0, 0.0)
+        return
     digit = np.zeros(m, dtype=np.int64)
     d1 = d2 = b1 = b2 = fn = feq = 0.0
     k = 0
@@ -256,14 +249,7 @@ def _grid_alone(x, words, index, ws, cells, state_i, state_f):
                 b1 += abs(s1)
                 b2 += abs(s2)
                 k += 1
-        j = 1
-        while j < m:
-            digit[j] += 1
-            if first[j] + digit[j] < first[j + 1]:
-                break
-            digit[j] = 0
-            j += 1
-        if j >= m:
+        if not next_digit(digit, first, 1, m):
             break
     _set_alone(state_i, state_f, np.int64(fn), np.int64(feq), k, d1, d2, b1, b2)
 
