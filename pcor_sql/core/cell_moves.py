@@ -6,7 +6,7 @@ of those only the ones matching the rest of the context: the slice {value b of a
 (the selected values of every other attribute). `moved_cells` lists, per changed value, the
 cheaper of that slice (read off `jit.cell_index`'s grid of value combinations: exactly the
 cells that change, plus grid points without rows) and the value's whole cell list, then
-`moment_walk` and `window_counts.move` apply them against their member flags. A removed value's
+`moment_state` and `window_counts.move` apply them against their member flags. A removed value's
 slice is taken in the old context (its cells are members there: they all leave); an added
 value's in the new one (its cells all belong there: those not yet members enter). Cells listed
 twice (two changed values) are harmless: a walk enters or leaves a cell by its flag.
@@ -78,14 +78,7 @@ def _slice(x, words, dx, dwords, old, index, at0, i, b, out, k):
         if c >= 0:
             out[k] = c
             k += 1
-        j = 0
-        while j < m:
-            digit[j] += 1
-            if first[j] + digit[j] < first[j + 1]:
-                break
-            digit[j] = 0
-            j += 1
-        if j == m:
+        if not next_digit(digit, first, 0, m):
             return k
 
 
@@ -182,21 +175,9 @@ def grid_members(x, words, index, out):
     s0 = 2 + m + 1
     c0 = s0 + t + 1
     at0 = c0 + index[s0 + t] + 1
-    sel = np.empty(t, dtype=np.int64)  # per attribute, the selected values' grid offsets
-    first = np.empty(m + 1, dtype=np.int64)
-    pos = 0
-    stride = 1
-    for j in range(m):
-        first[j] = pos
-        lo, hi = index[2 + j], index[3 + j]
-        for b in range(lo, hi):
-            if bit_of(x, words, b):
-                sel[pos] = (b - lo) * stride
-                pos += 1
-        if pos == first[j]:
-            return 0
-        stride *= hi - lo
-    first[m] = pos
+    sel, first, some = grid_selection(x, words, index)
+    if not some:
+        return 0
     # The outer attributes' offset, digit by digit; attribute 0's values in the innermost loop.
     digit = np.zeros(m, dtype=np.int64)
     k = 0
@@ -210,12 +191,42 @@ def grid_members(x, words, index, out):
             if c >= 0:
                 out[k] = c
                 k += 1
-        j = 1
-        while j < m:
-            digit[j] += 1
-            if first[j] + digit[j] < first[j + 1]:
-                break
-            digit[j] = 0
-            j += 1
-        if j >= m:
+        if not next_digit(digit, first, 1, m):
             return k
+
+
+@compiled
+def grid_selection(x, words, index):
+    """(sel, first, some): per attribute j, the context's values as grid offsets ((b − lo) ×
+    the attribute's stride in `jit.cell_index`'s grid, attribute 0 fastest) in
+    sel[first[j]:first[j + 1]]; some = False when an attribute has none (an empty context)."""
+    m = index[0]
+    sel = np.empty(index[1], dtype=np.int64)
+    first = np.empty(m + 1, dtype=np.int64)
+    pos = 0
+    stride = 1
+    for j in range(m):
+        first[j] = pos
+        lo, hi = index[2 + j], index[3 + j]
+        for b in range(lo, hi):
+            if bit_of(x, words, b):
+                sel[pos] = (b - lo) * stride
+                pos += 1
+        if pos == first[j]:
+            return sel, first, False
+        stride *= hi - lo
+    first[m] = pos
+    return sel, first, True
+
+
+@compiled
+def next_digit(digit, first, start, m):
+    """The next combination of an odometer over the attributes' selections (digit[j] indexes
+    sel[first[j]:first[j + 1]]; attribute `start` turns fastest, those below stay); False once
+    it has gone round."""
+    for j in range(start, m):
+        digit[j] += 1
+        if first[j] + digit[j] < first[j + 1]:
+            return True
+        digit[j] = 0
+    return False

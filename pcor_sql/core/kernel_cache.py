@@ -18,9 +18,10 @@ import os
 KERNEL_MODULES = ("jit.py", "cell_moves.py", "run_kernels.py", "verifiers/histogram_kernel.py",
                   "verifiers/histogram_node.py", "verifiers/histogram_walk.py",
                   "verifiers/lof_kernel.py", "verifiers/lof_kernel_walk.py", "verifiers/lof_walk.py",
-                  "verifiers/lof_window_walk.py", "verifiers/moment_kernel.py", "verifiers/moment_walk.py",
-                  "verifiers/node_counts.py", "verifiers/value_order.py", "verifiers/walk_batches.py",
-                  "verifiers/window_counts.py", "verifiers/zscore_grid.py")
+                  "verifiers/lof_window_walk.py", "verifiers/moment_kernel.py", "verifiers/moment_node.py",
+                  "verifiers/moment_state.py", "verifiers/moment_walk.py", "verifiers/node_counts.py",
+                  "verifiers/value_order.py", "verifiers/walk_batches.py", "verifiers/window_counts.py",
+                  "verifiers/zscore_grid.py")
 _STAMP = "pcor-sql-kernels.stamp"
 
 

@@ -14,8 +14,9 @@ population's moments and the verdict in one call; on such a wide summary every c
 last context checked and pays only for the cells of the values that changed
 (`core.verifiers.moment_walk`; `core.verifiers.window_counts` for LOF and the histogram, which
 also carry the context's rows per value near v, so a check reads no member cell); the kernels' docstrings show why their verdicts are the reference's. When
-a kernel cannot decide exactly (Grubbs between two tabulated critical values, a histogram bin
-whose edges need the reference's bisection), the reference decides that context.
+a kernel cannot decide exactly (a histogram bin whose edges need the reference's bisection),
+the reference decides that context; Grubbs between two tabulated critical values compares the
+reference kernel's G with G_crit(α, N) itself (`grubbs_critical_one`).
 
 Measured with `python -m benchmarks per-check --rows 10000000 --contexts 3000`
 (1,200 cells, CPU µs per check, at load 6.4 on 2 cores): Grubbs 4.1 (reference 28.8), z-score
@@ -34,6 +35,7 @@ from pcor_sql.core.verifiers.grubbs import Grubbs
 from pcor_sql.core.verifiers.histogram import Histogram
 from pcor_sql.core.verifiers.lof import Lof
 from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.engine.moment_node_checks import NodeChecks
 from pcor_sql.engine.summary import CellSummary
 from pcor_sql.errors import InternalError
 
@@ -219,11 +221,11 @@ def _histogram_walked(m: _Moments, runs: Any, rel: float) -> Check:
 
 
 class _Walk:
-    """The last context checked and the state of its population (`moment_walk`): each check
+    """The last context checked and the state of its population (`moment_state`): each check
     passes the bits that differ from the last one, so its cost follows the change."""
 
     def __init__(self, m: _Moments):
-        from pcor_sql.core.verifiers.moment_walk import new_state, walk_stats
+        from pcor_sql.core.verifiers.moment_state import new_state, walk_stats
 
         self.n_words = m.n_words
         self.state_i, self.state_f = new_state(m.flat.shape[0])
@@ -279,9 +281,15 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
     state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
     grid = None  # `zscore_grid.grid_table`, built on the first batch (uniform's draws come in batches)
 
+    nodes = NodeChecks(m, ws, shift, 0, z, None)
+
     def zscore_walked(mask: int) -> tuple[bool, int]:
-        x, words, dx, dwords = walk.step(mask)
-        code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, z)
+        known = nodes.single(mask)
+        if known is not None:
+            code, n = known
+        else:
+            x, words, dx, dwords = walk.step(mask)
+            code, n = zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, z)
         _nonempty(n)
         return code == TRUE, int(n)
 
@@ -289,12 +297,16 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
         from pcor_sql.core.verifiers.walk_batches import zscore_many
 
         nonlocal grid
-        if grid is None:
-            from pcor_sql.core.verifiers.zscore_grid import grid_table
+        codes_ns = nodes.batch(masks)
+        if codes_ns is not None:
+            codes, ns = codes_ns
+        else:
+            if grid is None:
+                from pcor_sql.core.verifiers.zscore_grid import grid_table
 
-            grid = grid_table(stats, v, index)
-        ctx, prev, codes, ns = walk.batch(masks, rows)
-        zscore_many(ctx, prev, flat, index, stats, ws, grid, state_i, state_f, shift, v, z, codes, ns)
+                grid = grid_table(stats, v, index)
+            ctx, prev, codes, ns = walk.batch(masks, rows)
+            zscore_many(ctx, prev, flat, index, stats, ws, grid, state_i, state_f, shift, v, z, codes, ns)
         if not ns.all():
             _nonempty(0)
         return list(zip((codes == TRUE).tolist(), ns.tolist()))
@@ -307,18 +319,25 @@ def _zscore(summary: CellSummary, space: ContextSpace, verifier: ZScore, v: floa
 def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: float) -> Check:
     from pcor_sql.core import jit
     from pcor_sql.core.jit import context_words
-    from pcor_sql.core.verifiers.moment_kernel import TRUE, UNDECIDED, grubbs_kernel, grubbs_table, table_rows
+    from pcor_sql.core.verifiers.grubbs import grubbs_critical_one
+    from pcor_sql.core.verifiers.moment_kernel import (
+        TRUE, UNDECIDED, _moments, grubbs_kernel, grubbs_table, table_rows)
     from pcor_sql.core.verifiers.moment_walk import grubbs_walk
 
     m = _Moments(summary, space, verifier, v)
-    flat, index, stats, n_words, reference = m.flat, m.index, m.stats, m.n_words, m.reference
+    flat, index, stats, n_words = m.flat, m.index, m.stats, m.n_words
     shift = float(summary.shift)
     table = table_rows(grubbs_table(float(verifier.alpha), max(summary.n_rows, 3)))
 
+    alpha = float(verifier.alpha)
+
     def verdict(code: int, n: int, mask: int) -> tuple[bool, int]:
         _nonempty(n)
-        if code == UNDECIDED:
-            return reference(mask), int(n)
+        if code == UNDECIDED:  # G between two tabulated critical values: G_crit(α, N) itself
+            x, words = context_words(mask, n_words)
+            n2, g = _moments(x, words, flat, index, stats, shift, v, 3)
+            # `_moments` is the reference's G bit for bit, and this `Grubbs.check`'s own test.
+            return bool(g > 0 and g > grubbs_critical_one(alpha, int(n2))), int(n)
         return code == TRUE, int(n)
 
     if summary.count.size < jit.WALK_CELLS:
@@ -331,7 +350,12 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
     walk = _Walk(m)
     state_i, state_f, ws = walk.state_i, walk.state_f, walk.ws
 
+    nodes = NodeChecks(m, ws, shift, 1, 0.0, table)
+
     def grubbs_walked(mask: int) -> tuple[bool, int]:
+        known = nodes.single(mask)
+        if known is not None:
+            return verdict(*known, mask)
         x, words, dx, dwords = walk.step(mask)
         return verdict(*grubbs_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, shift, v, table),
                        mask)
@@ -339,8 +363,12 @@ def _grubbs(summary: CellSummary, space: ContextSpace, verifier: Grubbs, v: floa
     def grubbs_batch(masks: list[int], rows: Any = None) -> list[tuple[bool, int]]:
         from pcor_sql.core.verifiers.walk_batches import grubbs_many
 
-        ctx, prev, codes, ns = walk.batch(masks, rows)
-        grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns)
+        codes_ns = nodes.batch(masks)
+        if codes_ns is not None:
+            codes, ns = codes_ns
+        else:
+            ctx, prev, codes, ns = walk.batch(masks, rows)
+            grubbs_many(ctx, prev, flat, index, stats, ws, state_i, state_f, shift, v, table, codes, ns)
         return [verdict(code, n, mask) for code, n, mask in zip(codes.tolist(), ns.tolist(), masks)]
 
     grubbs_walked.many = grubbs_batch  # type: ignore[attr-defined]

@@ -21,7 +21,8 @@ from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.histogram_walk import histogram_walk
 from pcor_sql.core.verifiers.lof_window_walk import lof_window_walk
 from pcor_sql.core.cell_moves import grid_size
-from pcor_sql.core.verifiers.moment_walk import _ALONE_SHARE, I_FRESH, grubbs_walk, zscore_walk
+from pcor_sql.core.verifiers.moment_state import _ALONE_SHARE, I_FRESH
+from pcor_sql.core.verifiers.moment_walk import grubbs_walk, zscore_walk
 from pcor_sql.core.verifiers.zscore_grid import zscore_grid
 
 

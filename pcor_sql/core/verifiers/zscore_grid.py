@@ -25,7 +25,8 @@ import numpy as np
 
 from pcor_sql.core.jit import bit_of, compiled
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, _moments
-from pcor_sql.core.verifiers.moment_walk import _GRID_SHARE, _grid_cells, _set_alone, statistic_bounds
+from pcor_sql.core.verifiers.moment_state import _GRID_SHARE, _grid_cells, _set_alone
+from pcor_sql.core.verifiers.moment_walk import statistic_bounds
 
 _CELL_BITS = 20  # the packed column: count · 2^20 + (1 if the cell is not constant at v)
 _PACK = float(1 << _CELL_BITS)
