@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.start import find_start
-from pcor_sql.core.verifiers.base import ArrayPopulation, Population, SqlVerifier, Verifier
+from pcor_sql.core.verifiers.base import ArrayPopulation, Population, SqlReadingVerifier, Verifier
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.engine.coe_enumeration import enumerate_coe
 from pcor_sql.engine.context_sql import context_predicate
@@ -222,7 +222,7 @@ class Evaluator:
         return bool(self.verifier.check(pop))
 
     def _verify_sql(self, mask: int) -> bool:
-        expr = cast(SqlVerifier, self.verifier).sql_expression(METRIC_ALIAS, "$1")  # its capabilities read SQL
+        expr = cast(SqlReadingVerifier, self.verifier).sql_expression(METRIC_ALIAS, "$1")  # its capabilities read SQL
         population = plain_population_sql(self.summary, self.space, mask)
         rows = self._rows(select_from(f"coalesce(({expr}), FALSE) AS verdict", f"({population})"), [self.v])
         return bool(rows.column(0)[0].as_py())

@@ -72,7 +72,7 @@ class VectorizedVerifier(Verifier, Protocol):
     def check_many(self, n: Any, mean: Any, m2: Any, v: Any) -> np.ndarray: ...
 
 
-class SqlVerifier(Verifier, Protocol):
+class SqlReadingVerifier(Verifier, Protocol):
     """A verifier whose capabilities say it reads SQL: a boolean aggregate over the metric,
     with V as a parameter (`registry`'s SQL verifiers, `ZScore`)."""
 
