@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pcor_sql.core.cell_moves import select_values
 from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, _moments, grubbs_code
 from pcor_sql.core.verifiers.moment_state import (
@@ -95,23 +96,15 @@ def grid_slabs(words, index, row_of_bit, ws, cells, slab_i, slab_f):
     as `node_slabs`, summed in another order (the bound holds for any order). False, and
     nothing summed, when an attribute has no value in the node."""
     m = index[0]
-    t = index[1]
-    sel = np.empty(t + m, dtype=np.int64)  # per attribute its values' bits; room for one fixed value
+    sel = np.empty(index[1], dtype=np.int64)  # per attribute the node's values (bits)
     first = np.empty(m + 1, dtype=np.int64)
+    if not select_values(0, words, index, -1, 0, sel, first):
+        return False
     stride = np.empty(m, dtype=np.int64)
-    pos = 0
     s = 1
     for j in range(m):
-        first[j] = pos
         stride[j] = s
         s *= index[3 + j] - index[2 + j]
-        for b in range(index[2 + j], index[3 + j]):
-            if (words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
-                sel[pos] = b
-                pos += 1
-        if pos == first[j]:
-            return False
-    first[m] = pos
     slab_i[:, :] = 0
     slab_f[:, :] = 0.0
     node = slab_i.shape[0] - 1
