@@ -10,6 +10,10 @@ cells that change, plus grid points without rows) and the value's whole cell lis
 slice is taken in the old context (its cells are members there: they all leave); an added
 value's in the new one (its cells all belong there: those not yet members enter). Cells listed
 twice (two changed values) are harmless: a walk enters or leaves a cell by its flag.
+
+A node pass (`node_counts`, `moment_node`) takes the moves of one value from a node P at once:
+`cell_lacks` says which of them each cell moves — none of P's values lacked, it is in P and in
+the slab of each of its own values; one, in that value's slab only; two or more, in none.
 """
 
 from __future__ import annotations
@@ -238,3 +242,26 @@ def next_digit(digit, first, start, m):
             return True
         digit[j] = 0
     return False
+
+
+@compiled
+def lacked_bits(words, t):
+    """missing[b] = 1 where the node (words: uint64 context words) lacks bit b < t, else 0: what
+    `cell_lacks` reads, a load per value instead of a shift."""
+    missing = np.empty(t, dtype=np.int64)
+    for b in range(t):
+        missing[b] = 1 - bit_of(0, words, b)
+    return missing
+
+
+@compiled
+def cell_lacks(missing, flat, c, m):
+    """(lacked, which): how many of cell c's m values (`flat`: `jit.flat_bits`) the node lacks
+    (`lacked_bits`), and the last attribute whose value it lacks (0 when none)."""
+    lacked = 0
+    which = 0
+    for g in range(m):
+        lack = missing[flat[c, g]]
+        lacked += lack
+        which = g if lack else which
+    return lacked, which

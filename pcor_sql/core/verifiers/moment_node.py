@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.cell_moves import select_values
+from pcor_sql.core.cell_moves import cell_lacks, lacked_bits, select_values
 from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, _moments, grubbs_code
 from pcor_sql.core.verifiers.moment_state import (
@@ -62,18 +62,11 @@ def node_slabs(words, flat, m, row_of_bit, ws, slab_i, slab_f):
     cells = flat.shape[0]
     t = row_of_bit.size
     node = slab_i.shape[0] - 1
-    missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
-    for b in range(t):
-        missing[b] = 1 - ((words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1))
+    missing = lacked_bits(words, t)
     slab_i[:, :] = 0
     slab_f[:, :] = 0.0
     for c in range(cells):
-        miss = 0
-        which = 0
-        for g in range(m):
-            lack = missing[flat[c, g]]
-            miss += lack
-            which = g if lack else which
+        miss, which = cell_lacks(missing, flat, c, m)
         if miss > 1:
             continue
         if miss == 0:
