@@ -10,6 +10,10 @@ cells that change, plus grid points without rows) and the value's whole cell lis
 slice is taken in the old context (its cells are members there: they all leave); an added
 value's in the new one (its cells all belong there: those not yet members enter). Cells listed
 twice (two changed values) are harmless: a walk enters or leaves a cell by its flag.
+
+A node pass (`node_counts`, `moment_node`) takes the moves of one value from a node P at once:
+`cell_lacks` says which of them each cell moves — none of P's values lacked, it is in P and in
+the slab of each of its own values; one, in that value's slab only; two or more, in none.
 """
 
 from __future__ import annotations
@@ -20,17 +24,28 @@ from pcor_sql.core.jit import bit_of, compiled, set_bits
 
 
 @compiled
-def _bit(x, words, dx, dwords, old, b):
-    """Bit b of the new context (x, words), or with `old` of the last one (new ^ diff)."""
-    bit = bit_of(x, words, b)
-    if old:
-        bit ^= bit_of(dx, dwords, b)
-    return bit
+def _before_and_after(x, words, changed, nch):
+    """The contexts before the move (row 0: the one after with the changed bits changed[:nch]
+    flipped back) and after it (row 1), as (xs, ws): a removed value's slice is taken in the
+    first, an added value's in the second."""
+    xs = np.empty(2, dtype=np.int64)
+    ws = np.empty((2, words.size), dtype=np.uint64)
+    xs[:] = x
+    ws[0, :] = words
+    ws[1, :] = words
+    for q in range(nch):
+        b = changed[q]
+        if words.size == 0:
+            xs[0] ^= np.int64(1) << b
+        else:
+            ws[0, b >> 6] ^= np.uint64(1) << np.uint64(b & 63)
+    return xs, ws
 
 
 @compiled
-def _slice_size(x, words, dx, dwords, old, index, i):
-    """How many grid points the slice of one value of attribute i holds in the context."""
+def _slice_size(x, words, index, i):
+    """How many grid points the slice of one value of attribute i holds in the context (with
+    i = −1, the context's own: `grid_size`)."""
     m = index[0]
     size = 1
     for j in range(m):
@@ -38,48 +53,19 @@ def _slice_size(x, words, dx, dwords, old, index, i):
             continue
         count = 0
         for b in range(index[2 + j], index[3 + j]):
-            count += _bit(x, words, dx, dwords, old, b)
+            count += bit_of(x, words, b)
         size *= count
     return size
 
 
 @compiled
-def _slice(x, words, dx, dwords, old, index, at0, i, b, out, k):
+def _slice(x, words, index, at0, i, b, out, k):
     """Append to out[k:] the cells of attribute i's value b × the context's values elsewhere."""
-    m = index[0]
-    t = index[1]
-    sel = np.empty(t, dtype=np.int64)  # per attribute, the selected values (local indices)
-    first = np.empty(m + 1, dtype=np.int64)
-    stride = np.empty(m, dtype=np.int64)
-    pos = 0
-    s = 1
-    for j in range(m):
-        first[j] = pos
-        stride[j] = s
-        lo, hi = index[2 + j], index[3 + j]
-        s *= hi - lo
-        if j == i:
-            sel[pos] = b - lo
-            pos += 1
-            continue
-        for bb in range(lo, hi):
-            if _bit(x, words, dx, dwords, old, bb):
-                sel[pos] = bb - lo
-                pos += 1
-        if pos == first[j]:
-            return k  # no value of attribute j: an empty slice
-    first[m] = pos
-    digit = np.zeros(m, dtype=np.int64)
-    while True:
-        key = 0
-        for j in range(m):
-            key += sel[first[j] + digit[j]] * stride[j]
-        c = index[at0 + key]
-        if c >= 0:
-            out[k] = c
-            k += 1
-        if not next_digit(digit, first, 0, m):
-            return k
+    sel = np.empty(index[1], dtype=np.int64)
+    first = np.empty(index[0] + 1, dtype=np.int64)
+    if not grid_offsets(x, words, index, i, b, sel, first):
+        return k  # an attribute without a value: an empty slice
+    return grid_cells(sel, first, index, at0, out, k)
 
 
 @compiled
@@ -104,13 +90,15 @@ def moved_cells(x, words, dx, dwords, flat, index, out):
         while changed[q] >= index[3 + i]:
             i += 1
         attr[q] = i
+    xs, ws = _before_and_after(x, words, changed, nch)
     # What each changed value costs, the cheaper way: its slice or its cell list.
     cost = 0
     for q in range(nch):
         b = changed[q]
         listed = index[s0 + b + 1] - index[s0 + b]
         if dense:
-            sliced = _slice_size(x, words, dx, dwords, not bit_of(x, words, b), index, attr[q])
+            side = bit_of(x, words, b)  # an added value's slice is in the context after the move
+            sliced = _slice_size(xs[side], ws[side], index, attr[q])
             cost += min(sliced, listed)
         else:
             cost += listed
@@ -124,10 +112,9 @@ def moved_cells(x, words, dx, dwords, flat, index, out):
             if bit_of(x, words, b) != adding:
                 continue
             i = attr[q]
-            old = adding == 0
             listed = index[s0 + b + 1] - index[s0 + b]
-            if dense and _slice_size(x, words, dx, dwords, old, index, i) < listed:
-                k = _slice(x, words, dx, dwords, old, index, g0 + 1, i, b, out, k)
+            if dense and _slice_size(xs[adding], ws[adding], index, i) < listed:
+                k = _slice(xs[adding], ws[adding], index, g0 + 1, i, b, out, k)
                 continue
             for j in range(index[s0 + b], index[s0 + b + 1]):
                 c = index[c0 + j]
@@ -155,13 +142,7 @@ def grid_size(x, words, index):
     g0 = c0 + index[s0 + t]
     if index[g0] == 0:
         return -1
-    size = 1
-    for j in range(m):
-        count = 0
-        for b in range(index[2 + j], index[3 + j]):
-            count += bit_of(x, words, b)
-        size *= count
-    return size
+    return _slice_size(x, words, index, -1)
 
 
 @compiled
@@ -178,9 +159,16 @@ def grid_members(x, words, index, out):
     sel, first, some = grid_selection(x, words, index)
     if not some:
         return 0
+    return grid_cells(sel, first, index, at0, out, 0)
+
+
+@compiled
+def grid_cells(sel, first, index, at0, out, k):
+    """Append to out[k:] the cells at the grid points of the selection (`grid_offsets`), in grid
+    order (attribute 0 fastest); the new end. `at0`: where `jit.cell_index`'s grid starts."""
+    m = index[0]
     # The outer attributes' offset, digit by digit; attribute 0's values in the innermost loop.
     digit = np.zeros(m, dtype=np.int64)
-    k = 0
     lo0, hi0 = first[0], first[1]
     while True:
         base = 0
@@ -197,26 +185,50 @@ def grid_members(x, words, index, out):
 
 @compiled
 def grid_selection(x, words, index):
-    """(sel, first, some): per attribute j, the context's values as grid offsets ((b − lo) ×
-    the attribute's stride in `jit.cell_index`'s grid, attribute 0 fastest) in
-    sel[first[j]:first[j + 1]]; some = False when an attribute has none (an empty context)."""
-    m = index[0]
+    """(sel, first, some): `grid_offsets` of the context (x, words) in new arrays."""
     sel = np.empty(index[1], dtype=np.int64)
-    first = np.empty(m + 1, dtype=np.int64)
-    pos = 0
+    first = np.empty(index[0] + 1, dtype=np.int64)
+    some = grid_offsets(x, words, index, -1, 0, sel, first)
+    return sel, first, some
+
+
+@compiled
+def grid_offsets(x, words, index, fixed, fixed_bit, sel, first):
+    """`select_values`, each value then as its grid offset ((b − lo) × the attribute's stride
+    in `jit.cell_index`'s grid, attribute 0 fastest): what the grid's readers add up."""
+    if not select_values(x, words, index, fixed, fixed_bit, sel, first):
+        return False
     stride = 1
+    for j in range(index[0]):
+        lo, hi = index[2 + j], index[3 + j]
+        for p in range(first[j], first[j + 1]):
+            sel[p] = (sel[p] - lo) * stride
+        stride *= hi - lo
+    return True
+
+
+@compiled
+def select_values(x, words, index, fixed, fixed_bit, sel, first):
+    """Per attribute j, the context's values (their bits, ascending) in sel[first[j]:first[j + 1]]
+    — attribute `fixed`, when ≥ 0, at fixed_bit alone (a slice); False when an attribute has
+    none (an empty context or slice; `first` is then partly written). `sel`: room for
+    `jit.cell_index`'s t values, `first` for m + 1."""
+    m = index[0]
+    pos = 0
     for j in range(m):
         first[j] = pos
-        lo, hi = index[2 + j], index[3 + j]
-        for b in range(lo, hi):
+        if j == fixed:
+            sel[pos] = fixed_bit
+            pos += 1
+            continue
+        for b in range(index[2 + j], index[3 + j]):
             if bit_of(x, words, b):
-                sel[pos] = (b - lo) * stride
+                sel[pos] = b
                 pos += 1
         if pos == first[j]:
-            return sel, first, False
-        stride *= hi - lo
+            return False
     first[m] = pos
-    return sel, first, True
+    return True
 
 
 @compiled
@@ -230,3 +242,26 @@ def next_digit(digit, first, start, m):
             return True
         digit[j] = 0
     return False
+
+
+@compiled
+def lacked_bits(words, t):
+    """missing[b] = 1 where the node (words: uint64 context words) lacks bit b < t, else 0: what
+    `cell_lacks` reads, a load per value instead of a shift."""
+    missing = np.empty(t, dtype=np.int64)
+    for b in range(t):
+        missing[b] = 1 - bit_of(0, words, b)
+    return missing
+
+
+@compiled
+def cell_lacks(missing, flat, c, m):
+    """(lacked, which): how many of cell c's m values (`flat`: `jit.flat_bits`) the node lacks
+    (`lacked_bits`), and the last attribute whose value it lacks (0 when none)."""
+    lacked = 0
+    which = 0
+    for g in range(m):
+        lack = missing[flat[c, g]]
+        lacked += lack
+        which = g if lack else which
+    return lacked, which

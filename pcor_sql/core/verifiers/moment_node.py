@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pcor_sql.core.cell_moves import cell_lacks, lacked_bits, select_values
 from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, _moments, grubbs_code
 from pcor_sql.core.verifiers.moment_state import (
@@ -61,18 +62,11 @@ def node_slabs(words, flat, m, row_of_bit, ws, slab_i, slab_f):
     cells = flat.shape[0]
     t = row_of_bit.size
     node = slab_i.shape[0] - 1
-    missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
-    for b in range(t):
-        missing[b] = 1 - ((words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1))
+    missing = lacked_bits(words, t)
     slab_i[:, :] = 0
     slab_f[:, :] = 0.0
     for c in range(cells):
-        miss = 0
-        which = 0
-        for g in range(m):
-            lack = missing[flat[c, g]]
-            miss += lack
-            which = g if lack else which
+        miss, which = cell_lacks(missing, flat, c, m)
         if miss > 1:
             continue
         if miss == 0:
@@ -95,23 +89,15 @@ def grid_slabs(words, index, row_of_bit, ws, cells, slab_i, slab_f):
     as `node_slabs`, summed in another order (the bound holds for any order). False, and
     nothing summed, when an attribute has no value in the node."""
     m = index[0]
-    t = index[1]
-    sel = np.empty(t + m, dtype=np.int64)  # per attribute its values' bits; room for one fixed value
+    sel = np.empty(index[1], dtype=np.int64)  # per attribute the node's values (bits)
     first = np.empty(m + 1, dtype=np.int64)
+    if not select_values(0, words, index, -1, 0, sel, first):
+        return False
     stride = np.empty(m, dtype=np.int64)
-    pos = 0
     s = 1
     for j in range(m):
-        first[j] = pos
         stride[j] = s
         s *= index[3 + j] - index[2 + j]
-        for b in range(index[2 + j], index[3 + j]):
-            if (words[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
-                sel[pos] = b
-                pos += 1
-        if pos == first[j]:
-            return False
-    first[m] = pos
     slab_i[:, :] = 0
     slab_f[:, :] = 0.0
     node = slab_i.shape[0] - 1

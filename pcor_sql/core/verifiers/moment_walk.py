@@ -104,6 +104,14 @@ def zscore_walk(x, words, dx, dwords, flat, index, stats, ws, state_i, state_f, 
     """(verdict, n) of `ZScore(z).check` on the context, as `moment_kernel.zscore_kernel`
     (`ws`: `walk_stats(stats, v)`)."""
     _walk(x, words, dx, dwords, flat, index, ws, state_i, state_f)
+    return zscore_verdict(x, words, flat, index, stats, state_i, state_f, shift, v, z)
+
+
+@compiled
+def zscore_verdict(x, words, flat, index, stats, state_i, state_f, shift, v, z):
+    """(verdict, n) of `ZScore(z).check` on the context (x, words) whose state is
+    (state_i, state_f), however it was summed (a walk's moves, `zscore_grid`'s grid): the
+    bounds' verdict where they decide, else the reference kernel's."""
     decided, n, g_lo, g_hi = statistic_bounds(state_i, state_f, shift, v, 2)
     if decided:
         if g_lo > z:

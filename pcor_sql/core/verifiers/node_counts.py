@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pcor_sql.core.cell_moves import cell_lacks, lacked_bits
 from pcor_sql.core.jit import compiled_with
 from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, _OK, _grown, _lof_buffered
 from pcor_sql.core.verifiers.lof_walk import DONE, MODE, N_SIDE
@@ -60,17 +61,10 @@ def slab_counts(words, flips, flat, m, t, rows_of, ent, values, vmin, vmax, extr
     cnt_p = np.zeros(values, dtype=np.int64)
     lo_of = np.full(t if extremes else 0, np.inf)
     hi_of = np.full(t if extremes else 0, -np.inf)
-    missing = np.empty(t, dtype=np.int64)  # 1 where the node lacks the bit: a byte load, not a shift
-    for b in range(t):
-        missing[b] = 1 - _has(words, b)
+    missing = lacked_bits(words, t)
     n_p = 0
     for c in range(cells):
-        miss = 0
-        which = 0
-        for g in range(m):
-            lack = missing[flat[c, g]]
-            miss += lack
-            which = g if lack else which
+        miss, which = cell_lacks(missing, flat, c, m)
         rows = rows_of[c, R_ROWS]
         if miss > 1 or rows == 0:  # an empty cell adds nothing, nor bounds the extremes
             continue

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcor_sql.core.jit import bit_of, compiled
-from pcor_sql.core.verifiers.moment_kernel import FALSE, TRUE, _moments
+from pcor_sql.core.cell_moves import grid_offsets
+from pcor_sql.core.jit import compiled
 from pcor_sql.core.verifiers.moment_state import _GRID_SHARE, _grid_cells, _set_alone
-from pcor_sql.core.verifiers.moment_walk import statistic_bounds
+from pcor_sql.core.verifiers.moment_walk import zscore_verdict
 
 _CELL_BITS = 20  # the packed column: count · 2^20 + (1 if the cell is not constant at v)
 _PACK = float(1 << _CELL_BITS)
@@ -61,21 +61,10 @@ def _grid_sums(words, index, grid, sel, first, digit, out):
     """The context's grid points summed: out[0] = Σ packed, out[1] = Σs1, out[2] = Σs2,
     out[3] = Σ|s1|; returns the grid points summed (0 for an empty context)."""
     m = index[0]
-    pos = 0
-    stride = 1
-    for j in range(m):
-        first[j] = pos
-        lo, hi = index[2 + j], index[3 + j]
-        for b in range(lo, hi):
-            if bit_of(0, words, b):
-                sel[pos] = (b - lo) * stride
-                pos += 1
-        if pos == first[j]:
-            for i in range(4):
-                out[i] = 0.0
-            return 0
-        stride *= hi - lo
-    first[m] = pos
+    if not grid_offsets(0, words, index, -1, 0, sel, first):
+        for i in range(4):
+            out[i] = 0.0
+        return 0
     for j in range(m):
         digit[j] = 0
     pk = d1 = d2 = b1 = 0.0
@@ -134,11 +123,4 @@ def zscore_grid(words, flat, index, stats, grid, state_i, state_f, shift, v, z, 
     n = total >> _CELL_BITS
     eq = n if (total & ((1 << _CELL_BITS) - 1)) == 0 else np.int64(-1)  # only eq == n is read
     _set_alone(state_i, state_f, n, eq, k, out[1], out[2], out[3], out[2])
-    decided, n, g_lo, g_hi = statistic_bounds(state_i, state_f, shift, v, 2)
-    if decided:
-        if g_lo > z:
-            return TRUE, n
-        if not g_hi > z:  # NaN (n < 2) included
-            return FALSE, n
-    n2, g = _moments(0, words, flat, index, stats, shift, v, 2)
-    return (TRUE if g > z else FALSE), n2
+    return zscore_verdict(0, words, flat, index, stats, state_i, state_f, shift, v, z)
