@@ -15,8 +15,8 @@ What keeps it the same as one transaction each:
 - The chains' heads: a group's bodies see each other's heads in order (`GroupHeads`, over the
   process's `HeadMemory`); a rolled back group clears the memory, as a failed transaction does.
 - Each body's `committed` callback runs once, after the group's COMMIT succeeded, in order.
-- Bounded: a group is its holder's transaction and what is already queued, at most `GROUP_SIZE`;
-  nobody waits for a group to fill.
+- Bounded: a group is its holder's transaction and what has queued by the time each of its
+  bodies ends, at most `GROUP_SIZE`; nobody waits for a group to fill.
 """
 
 from __future__ import annotations
@@ -132,22 +132,32 @@ class GroupCommit:
     def _take(self, mine: _Queued) -> list[_Queued]:
         with self._queue_lock:
             self._queue.remove(mine)
-            group = [mine]
-            while self._queue and len(group) < self._size:
-                group.append(self._queue.popleft())
+        group = [mine]
+        self._more(group)
         return group
 
+    def _more(self, group: list[_Queued]) -> None:
+        """Add to `group` what has queued meanwhile, up to its size; never waits for more."""
+        with self._queue_lock:
+            while self._queue and len(group) < self._size:
+                group.append(self._queue.popleft())
+
     def _run_group(self, group: list[_Queued]) -> None:
-        if len(group) == 1:
+        if self._size == 1:
             return self._run_alone(group[0])
         results: list[Any] = []
         cur = self._cursor()
         try:
             heads = GroupHeads(self._heads)
             cur.execute("BEGIN TRANSACTION")
-            for item in group:
+            # What queues while a body runs joins before the COMMIT: with two writers (the
+            # service's two workers) one always waits while the other runs, never two, so a
+            # group taken only at the start would always be one transaction.
+            while len(results) < len(group):
+                item = group[len(results)]
                 results.append(item.body(cur, heads))
                 heads.committed(item.written(), True)
+                self._more(group)
             cur.execute("COMMIT")
         except BaseException:
             rollback_quietly(cur)
