@@ -249,3 +249,26 @@ def test_a_group_takes_at_most_its_size():
     works = [lambda i=i: group.run(lambda cur, heads: i, lambda locked: None, lambda: _Written()) for i in range(7)]
     assert _queued_together(group, lock, works) == list(range(7))
     assert max(group.sizes) <= 3 and sum(n * c for n, c in group.sizes.items()) == 7
+
+
+def test_what_queues_while_a_body_runs_joins_the_group_before_its_commit():
+    """Two writers: one runs while the other queues, and the second rides on the first's COMMIT."""
+    log: list = []
+    group, _ = _fake_group(log, False)
+    queue = group._queue = _Counted()
+    second: list = []
+
+    def first_body(cur: Any, heads: Any) -> str:
+        thread = threading.Thread(target=lambda: second.append(group.run(
+            lambda cur, heads: (log.append("b"), "b")[1], lambda locked: log.append("committed b"), lambda: _Written())))
+        thread.start()
+        assert queue.joined.acquire(timeout=WAIT)  # b waits on the lock this thread holds
+        second.append(thread)
+        log.append("a")
+        return "a"
+
+    assert group.run(first_body, lambda locked: log.append("committed a"), lambda: _Written()) == "a"
+    second[0].join(timeout=WAIT)
+    assert second[1:] == ["b"]
+    assert group.sizes == {2: 1}
+    assert log.count("COMMIT") == 1 and log.index("b") < log.index("COMMIT") < log.index("committed b")
