@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.admission_memory import refuse_reads
-from pcor_sql.ledger.duckdb_chain_memory import HeadMemory, Pair, Head, Written
+from pcor_sql.ledger.duckdb_chain_memory import Head, HeadMemory, Pair, Written
 from pcor_sql.ledger.transactions import rollback_quietly
 
 _T = TypeVar("_T")
@@ -79,7 +79,7 @@ class _Queued(Generic[_T]):
     def settle(self, run: Callable[[], Any]) -> None:
         try:
             self.result = run()
-        except BaseException as exc:  # handed to its caller's thread (`outcome`)
+        except BaseException as exc:  # noqa: BLE001 - handed to its caller's thread (`outcome`)
             self.error = exc
         self.done = True
 
@@ -159,7 +159,7 @@ class GroupCommit:
                 heads.committed(item.written(), True)
                 self._more(group)
             cur.execute("COMMIT")
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - any failure: the group is rolled back, each body runs alone
             rollback_quietly(cur)
             self._heads.clear()
             results = []

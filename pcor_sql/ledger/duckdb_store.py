@@ -197,7 +197,7 @@ class DuckDBStore(LedgerStore):
                 heads.clear()
                 raise
 
-        committed = lambda locked: memory.committed(attempts[-1], locked)  # noqa: E731
+        committed = lambda locked: memory.committed(attempts[-1], locked)
         if not single and not beside:
             return self._group.run(attempt, committed, lambda: attempts[-1])
         return self._run(attempt, single=single, beside=beside, committed=committed)

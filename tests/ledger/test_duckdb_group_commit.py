@@ -62,7 +62,7 @@ def _queued_together(group: GroupCommit, lock: Any, works: list) -> list:
     def run(index: int) -> None:
         try:
             results[index] = works[index]()
-        except BaseException as exc:  # reported to the test below
+        except BaseException as exc:  # noqa: BLE001 - reported to the test below
             results[index] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(works))]
@@ -122,7 +122,7 @@ def test_threads_charging_freely_keep_the_totals_and_the_chain():
             start.wait(timeout=WAIT)
             for turn in range(5):
                 ledger.reserve("t", [_item(f"{index}-{turn}")]).answered()
-        except BaseException as exc:  # reported below
+        except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
@@ -132,7 +132,7 @@ def test_threads_charging_freely_keep_the_totals_and_the_chain():
         thread.join(timeout=WAIT)
     assert errors == []
     assert ledger.status("t").spent == pytest.approx(3.0)
-    budget, history, _, links = _state(ledger)
+    _, history, _, links = _state(ledger)
     assert len(history) == 30 and {r[3] for r in history} == {"answered"}
     assert links == [("t", 60, 60)]  # 30 charges and 30 outcomes, no link twice, none skipped
     assert ledger.verify() == []
