@@ -9,6 +9,9 @@ Why it cannot be overspent.
   second of two transactions that write one row ("Conflict on update"), or insert one key; the
   loser is rolled back and retried from a fresh snapshot, where it sees the winner's charge.
   So every committed charge was checked against every charge committed before it.
+- This process's charges take turns on the write lock; those that queue on it share one
+  transaction and COMMIT (`duckdb_group_commit`), each body reading what the bodies before it
+  wrote — still checked against every charge before it; any failure reruns each alone.
 - Across processes, DuckDB lets one process at a time open a database file read-write (a file
   lock); `connect_with_retry` waits for the lock, so processes take turns.
 """
