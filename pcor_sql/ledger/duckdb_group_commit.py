@@ -146,8 +146,9 @@ class GroupCommit:
         if self._size == 1:
             return self._run_alone(group[0])
         results: list[Any] = []
-        cur = self._cursor()
+        cur, stopped = None, None
         try:
+            cur = self._cursor()
             heads = GroupHeads(self._heads)
             cur.execute("BEGIN TRANSACTION")
             # What queues while a body runs joins before the COMMIT: with two writers (the
@@ -155,19 +156,28 @@ class GroupCommit:
             # group taken only at the start would always be one transaction.
             while len(results) < len(group):
                 item = group[len(results)]
-                results.append(item.body(cur, heads))
+                try:
+                    results.append(item.body(cur, heads))
+                except BaseException as exc:
+                    if not isinstance(exc, Exception):  # an interrupt: its caller gets it, not a rerun
+                        stopped = item
+                        item.error, item.done = exc, True
+                    raise
                 heads.committed(item.written(), True)
                 self._more(group)
             cur.execute("COMMIT")
         except BaseException:  # noqa: BLE001 - any failure: the group is rolled back, each body runs alone
-            rollback_quietly(cur)
+            if cur is not None:
+                rollback_quietly(cur)
             self._heads.clear()
             results = []
         finally:
-            cur.close()
+            if cur is not None:
+                cur.close()
         if not results:  # rolled back: each alone, exactly as without grouping
             for item in group:
-                self._run_alone(item)
+                if item is not stopped:
+                    self._run_alone(item)
             return
         self.sizes[len(group)] = self.sizes.get(len(group), 0) + 1
         for item, result in zip(group, results):

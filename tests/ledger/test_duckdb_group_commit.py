@@ -272,3 +272,20 @@ def test_what_queues_while_a_body_runs_joins_the_group_before_its_commit():
     assert second[1:] == ["b"]
     assert group.sizes == {2: 1}
     assert log.count("COMMIT") == 1 and log.index("b") < log.index("COMMIT") < log.index("committed b")
+
+
+def test_an_interrupt_in_a_group_reaches_its_caller_and_the_others_run_alone():
+    log: list = []
+    group, lock = _fake_group(log, False)
+
+    def interrupted(cur: Any, heads: Any) -> None:
+        log.append("interrupted")
+        raise KeyboardInterrupt
+
+    works = [lambda: group.run(lambda cur, heads: "a", lambda locked: log.append("committed a"), lambda: _Written()),
+             lambda: group.run(interrupted, lambda locked: log.append("committed x"), lambda: _Written()),
+             lambda: group.run(lambda cur, heads: "c", lambda locked: log.append("committed c"), lambda: _Written())]
+    results = _queued_together(group, lock, works)
+    assert results[0] == "a" and results[2] == "c" and isinstance(results[1], KeyboardInterrupt)
+    assert log.count("interrupted") == 1 and "committed x" not in log  # not run again
+    assert log.count("alone") == 2 and "COMMIT" not in log[:log.index("ROLLBACK")]
