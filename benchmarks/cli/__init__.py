@@ -6,7 +6,7 @@ error rates), `scale` (large tables, wide spaces), `verifiers` (rows each verifi
 all rows), `service` (concurrent analysts over HTTP), `batch` (explain_outliers with workers=1, 2),
 `ledger-services` (services sharing a PostgreSQL ledger against one on the embedded ledger),
 and the studies of one part (`benchmarks/cli/studies.py`: per-check, width-checks, summary-threads,
-duckdb-threads, request-statements, ledger-history, handoff, profile-release, seeded-outputs),
+duckdb-threads, request-statements, ledger-lock, ledger-history, handoff, profile-release, seeded-outputs),
 which parse their own options. Errors behave as in `pcor-sql` — one
 `error: <problem> — <fix>` line on stderr, exit code 2 (bad input) or 1 —
 because the app runs on pcor-sql's own command group.

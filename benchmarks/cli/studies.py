@@ -24,6 +24,8 @@ STUDIES = (
      "An analyst's light request under each DuckDB threads setting, against the first."),
     ("request-statements", "benchmarks.request_statements",
      "The DuckDB statements one analyst request costs the service, from DuckDB's query log."),
+    ("ledger-lock", "benchmarks.ledger_lock",
+     "The embedded ledger's write lock held per request, with group commit and without it."),
     ("ledger-history", "benchmarks.ledger_history",
      "An explain request as the ledger's history grows, with and without the release_id index."),
     ("handoff", "benchmarks.handoff",

@@ -9,6 +9,9 @@ Why it cannot be overspent.
   second of two transactions that write one row ("Conflict on update"), or insert one key; the
   loser is rolled back and retried from a fresh snapshot, where it sees the winner's charge.
   So every committed charge was checked against every charge committed before it.
+- This process's charges take turns on the write lock; those that queue on it share one
+  transaction and COMMIT (`duckdb_group_commit`), each body reading what the bodies before it
+  wrote — still checked against every charge before it; any failure reruns each alone.
 - Across processes, DuckDB lets one process at a time open a database file read-write (a file
   lock); `connect_with_retry` waits for the lock, so processes take turns.
 """
@@ -29,6 +32,7 @@ from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.charge_rules import Tables
 from pcor_sql.ledger.duckdb_chain_memory import HeadMemory, Written
 from pcor_sql.ledger.duckdb_charges import DuckDBChargeOps
+from pcor_sql.ledger.duckdb_group_commit import GroupCommit
 from pcor_sql.ledger.duckdb_registry import DuckDBRegistryOps
 from pcor_sql.ledger.duckdb_sharing import DuckDBSharingOps
 from pcor_sql.ledger.layout import COLUMNS_SQL, LOCATION_SQL, Layout
@@ -121,6 +125,10 @@ class DuckDBStore(LedgerStore):
         self._write_lock = threading.RLock()
         # Each chain's head as this process committed it (DESIGN.md §11: one writer process a file).
         self._heads = HeadMemory()
+        # The write transactions that queue on the lock commit together (DESIGN.md §11;
+        # `duckdb_group_commit`): one COMMIT for what waited, not one each.
+        self._group = GroupCommit(self._write_lock, self._heads, self._cursor,
+                                  lambda body, committed: self._run(body, committed=committed))
         # Jitter for retry sleeps only (spreads colliding writers apart); it never touches a
         # release, so it need not come from the release's randomness source.
         self._jitter = random.Random()
@@ -175,22 +183,27 @@ class DuckDBStore(LedgerStore):
         snapshot (bounded exponential backoff with jitter). `single`: one statement, committed
         on its own (no BEGIN, no COMMIT). `beside`: it writes only rows no other writer writes
         (an outcome: its own reservation's history rows), so it runs beside this process's
-        other write transactions, not after them (a conflict, should DuckDB see one, is retried)."""
+        other write transactions, not after them (a conflict, should DuckDB see one, is retried).
+        The others (neither) may share one transaction and COMMIT with those that queued with
+        them on the write lock (`duckdb_group_commit`), each with its own result."""
         tables, memory = self.tables, self._heads
         attempts: list[Written] = []
 
-        def attempt(cur: Any) -> _T:
+        def attempt(cur: Any, heads: HeadMemory = memory) -> _T:
+            # `heads`: the process's memory, or a group's view of it (`duckdb_group_commit`).
             if attempts:  # a retry (a conflict, perhaps with what was kept): read everything afresh
                 memory.clear()
-            attempts.append(Written(memory))
+            attempts.append(Written(heads))
             try:
                 return body(DuckDBOps(cur, tables, attempts[-1]))
             except BaseException:
-                memory.clear()
+                heads.clear()
                 raise
 
-        return self._run(attempt, single=single, beside=beside,
-                         committed=lambda locked: memory.committed(attempts[-1], locked))
+        committed = lambda locked: memory.committed(attempts[-1], locked)
+        if not single and not beside:
+            return self._group.run(attempt, committed, lambda: attempts[-1])
+        return self._run(attempt, single=single, beside=beside, committed=committed)
 
     def _run(self, body: Callable[[Any], _T], *, single: bool = False, beside: bool = False,
              committed: Callable[[bool], None] | None = None) -> _T:

@@ -19,7 +19,7 @@ STORE_MODULES = {
     "ledger/postgres_store.py", "ledger/postgres_ops.py", "ledger/postgres_sql.py", "ledger/postgres_registry.py",
     "ledger/registry_statements.py",
     "ledger/duckdb_chain.py", "ledger/duckdb_chain_memory.py", "ledger/duckdb_leases.py", "ledger/postgres_chain.py",
-    "ledger/duckdb_sharing.py", "ledger/postgres_sharing.py",
+    "ledger/duckdb_sharing.py", "ledger/postgres_sharing.py", "ledger/duckdb_group_commit.py",
 }
 RULE_MODULES = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "ledger").glob("*.py")
                       if p.relative_to(PACKAGE).as_posix() not in STORE_MODULES)
