@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+import duckdb
+
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.admission_memory import refuse_reads
 from pcor_sql.ledger.duckdb_chain_memory import Head, HeadMemory, Pair, Written
@@ -146,7 +148,7 @@ class GroupCommit:
         if self._size == 1:
             return self._run_alone(group[0])
         results: list[Any] = []
-        cur, stopped = None, None
+        cur, stopped, raised = None, None, None
         try:
             cur = self._cursor()
             heads = GroupHeads(self._heads)
@@ -162,6 +164,7 @@ class GroupCommit:
                     if not isinstance(exc, Exception):  # an interrupt: its caller gets it, not a rerun
                         stopped = item
                         item.error, item.done = exc, True
+                    raised = exc
                     raise
                 heads.committed(item.written(), True)
                 self._more(group)
@@ -174,6 +177,13 @@ class GroupCommit:
         finally:
             if cur is not None:
                 cur.close()
+        if not results and len(group) == 1 and stopped is None and isinstance(raised, Exception) \
+                and not isinstance(raised, duckdb.Error):
+            # A group of one whose own body raised (a refusal, a rule): rolled back, it is already
+            # what running it alone gives — running it again would repeat its reads for nothing.
+            # A database error still goes alone, for the store's retry on conflicts and its words.
+            group[0].error, group[0].done = raised, True
+            return
         if not results:  # rolled back: each alone, exactly as without grouping
             for item in group:
                 if item is not stopped:

@@ -289,3 +289,34 @@ def test_an_interrupt_in_a_group_reaches_its_caller_and_the_others_run_alone():
     assert results[0] == "a" and results[2] == "c" and isinstance(results[1], KeyboardInterrupt)
     assert log.count("interrupted") == 1 and "committed x" not in log  # not run again
     assert log.count("alone") == 2 and "COMMIT" not in log[:log.index("ROLLBACK")]
+
+
+def test_a_lone_body_that_refuses_runs_once_and_its_caller_gets_the_refusal():
+    """Alone in its group, a body's own refusal is rolled back and handed over: running it again
+    alone would give the same, after repeating its reads."""
+    log: list = []
+    group, _ = _fake_group(log, False)
+
+    def refusing(cur: Any, heads: Any) -> None:
+        log.append("refusing")
+        raise BudgetExceeded("the budget is spent", "ask the owner for more")
+
+    with pytest.raises(BudgetExceeded):
+        group.run(refusing, lambda locked: log.append("committed"), lambda: _Written())
+    assert log.count("refusing") == 1 and "alone" not in log and "committed" not in log
+    assert "ROLLBACK" in log and "COMMIT" not in log
+
+
+def test_a_lone_body_with_a_database_error_still_runs_alone_for_the_stores_retry():
+    log: list = []
+    group, _ = _fake_group(log, False)
+    tries: list = []
+
+    def conflicting(cur: Any, heads: Any) -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            raise duckdb.TransactionException("Conflict on update (injected)")
+        return "done"
+
+    assert group.run(conflicting, lambda locked: log.append("committed"), lambda: _Written()) == "done"
+    assert len(tries) == 2 and log.count("alone") == 1 and "committed" in log
