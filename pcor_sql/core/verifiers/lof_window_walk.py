@@ -19,7 +19,7 @@ the window: on the births shape the whole table's are ~4.3 a cell, a window near
 tenths).
 
 Costs per check: the move (its slab of cells and their window entries), the window values read
-(about 2k'–3k' non-zero ones a side, zeros skipped at ~0.3 ns), O(k'²) arithmetic; the heap only
+(3k' + 4 non-zero ones a side first, rarely more, zeros skipped at ~0.3 ns), O(k'²) arithmetic; the heap only
 as above. The record's window: `engine.lof_checks.window_range`.
 
 Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
@@ -42,6 +42,7 @@ _WINDOW = 2  # MODE: the side reads the window counts (then 1: the heap, as `lof
 #: (`engine.lof_checks`), where listing those cells for the heap would cost O(member cells).
 WIDER = 5
 HEAP_CELLS = 2048
+FIRST_FILL = 3  # values a side first read: FIRST_FILL · k + 4
 
 
 @compiled_with(nogil=True)
@@ -115,8 +116,10 @@ def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu
     score, kk = settled(n, cv, k, rule)
     if kk < 0:
         return score, n, _OK
-    st, bv, bc, kd, center, want_l = window_start(state[S_DV], state[S_LEND], state[S_REND], v, cv, k)
-    want_r = want_l
+    st, bv, bc, kd, center, _ = window_start(state[S_DV], state[S_LEND], state[S_REND], v, cv, k)
+    # A continuous metric's arithmetic reads ~3k values a side: 2k + 4 ran it twice in 75% of
+    # the wide5000 checks, 3k + 4 once in all (11% less CPU a check; the score is the same).
+    want_l = want_r = FIRST_FILL * k + 4
     st[FROM] = 2  # a heap starts just beyond the window
     inside = scratch[cells + 1 : 2 * cells + 1]
     m = -1  # the member cells, listed when a heap first needs them
