@@ -19,7 +19,7 @@ the window: on the births shape the whole table's are ~4.3 a cell, a window near
 tenths).
 
 Costs per check: the move (its slab of cells and their window entries), the window values read
-(3k' + 4 non-zero ones a side first, rarely more, zeros skipped at ~0.3 ns), O(k'²) arithmetic; the heap only
+(3k' + 4 non-zero ones a side first, rarely more, zeros skipped eight at a time: `_next_nonzero`), O(k'²) arithmetic; the heap only
 as above. The record's window: `engine.lof_checks.window_range`.
 
 Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
@@ -56,8 +56,7 @@ def _fill_window(side, target, st, bv, bc, center, cnt, wu):
     at = st[NEAR_AT + side]
     step = -1 if side == 0 else 1
     while n < target and n < cap:
-        while 0 <= at < cnt.size and cnt[at] == 0:
-            at += step
+        at = _next_nonzero(cnt, at, step)
         if not 0 <= at < cnt.size:
             if st[DONE + side] != 0:
                 st[DONE + side] = 1
@@ -71,6 +70,27 @@ def _fill_window(side, target, st, bv, bc, center, cnt, wu):
         n += 1
     st[NEAR_AT + side] = at
     st[N_SIDE + side] = n
+
+
+@compiled_with(nogil=True, inline="always")
+def _next_nonzero(cnt, at, step):
+    """The first index from `at` on, in direction `step` (±1), whose count is not zero, or the
+    first out of range: eight counts at a time, OR-ed without a branch between them — a
+    wide5000 context holds ~4% of the window's rows, so a check passes ~2,000 zero counts to read
+    ~90 values (1.2 µs one at a time)."""
+    if step > 0:
+        while at + 8 <= cnt.size and (cnt[at] | cnt[at + 1] | cnt[at + 2] | cnt[at + 3] | cnt[at + 4] | cnt[at + 5]
+                                      | cnt[at + 6] | cnt[at + 7]) == 0:
+            at += 8
+        while at < cnt.size and cnt[at] == 0:
+            at += 1
+    else:
+        while at >= 7 and (cnt[at] | cnt[at - 1] | cnt[at - 2] | cnt[at - 3] | cnt[at - 4] | cnt[at - 5]
+                           | cnt[at - 6] | cnt[at - 7]) == 0:
+            at -= 8
+        while at >= 0 and cnt[at] == 0:
+            at -= 1
+    return at
 
 
 @compiled_with(nogil=True, inline="always")
