@@ -136,14 +136,15 @@ WIDEN = 4
 
 
 def lof_window(sample: np.ndarray, rows: int, v: float, k: int, widened: int = 0) -> tuple[float, float]:
-    """The window a LOF walk counts: at least 4·(2k + 4) distinct values a side (four times the
-    first fetch; a tied metric's 4,096 rows hold ~20 distinct values) besides the _NEAR rows
-    (`window_range`), each times WIDEN^widened — the walk widens it when a context of many cells
-    reads past it (`lof_window_walk.WIDER`: the births shape's record, v = 2 in a state averaging
-    ~900, in a context of large states only). Narrow, because a move pays its slab's entries in
-    the window: the whole table's (~4.3 a cell on the births shape) doubled a check after a
-    move of the full context (`python -m benchmarks.per_check_cells`). Any window is correct:
-    its size only sets how often a check reads past it."""
+    """The window a LOF walk counts: at least 4·(2k + 4) distinct values a side (over twice
+    the walk's first read, `lof_window_walk.FIRST_FILL`; a tied metric's 4,096 rows hold ~20
+    distinct values) besides the _NEAR rows (`window_range`), each times WIDEN^widened — the
+    walk widens it when a context of many cells reads past it (`lof_window_walk.WIDER`: the
+    births shape's record, v = 2 in a state averaging ~900, in a context of large states only).
+    Narrow, because a move pays its slab's entries in the window: the whole table's (~4.3 a cell
+    on the births shape) doubled a check after a move of the full context (`python -m
+    benchmarks.per_check_cells`). Any window is correct: its size only sets how often a check
+    reads past it."""
     grow = WIDEN ** widened
     return window_range(sample, rows, v, 4 * (2 * k + 4) * grow, _NEAR * grow)
 
