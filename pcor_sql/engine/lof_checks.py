@@ -33,16 +33,19 @@ import numpy as np
 from pcor_sql.core.jit import NO_INDEX, NO_WORDS, WALK_CELLS, cell_index, context_words, flat_bits
 from pcor_sql.core.space import ContextSpace
 from pcor_sql.core.verifiers.lof import DISTINCT, Lof
-from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record
+from pcor_sql.core.verifiers.lof_kernel import (
+    DISTINCT_RULE, FAR, PLAIN_RULE, TOO_WIDE, lof_context, lof_score, pack_record, repack_positions,
+)
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
 from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
 from pcor_sql.core.verifiers.value_order import by_value, grid_meta, lof_direct, share_gate
-from pcor_sql.core.verifiers.walk_batches import context_matrix, lof_many, words_of
-from pcor_sql.core.verifiers.window_counts import cell_rows, move, new_walk, window_entries
+from pcor_sql.core.verifiers.walk_batches import lof_many, words_of
+from pcor_sql.core.verifiers.window_counts import cell_rows, window_entries
 from pcor_sql.engine.cellruns import CellRuns, gather_segments
 from pcor_sql.engine.grid_layout import grid_layout
 from pcor_sql.engine.summary import CellSummary
+from pcor_sql.engine.walk_states import WalkStates
 from pcor_sql.errors import InternalError
 
 _NEAR = 4096  # rows of the whole table per side of v in the merged neighbourhood
@@ -133,14 +136,15 @@ WIDEN = 4
 
 
 def lof_window(sample: np.ndarray, rows: int, v: float, k: int, widened: int = 0) -> tuple[float, float]:
-    """The window a LOF walk counts: at least 4·(2k + 4) distinct values a side (four times the
-    first fetch; a tied metric's 4,096 rows hold ~20 distinct values) besides the _NEAR rows
-    (`window_range`), each times WIDEN^widened — the walk widens it when a context of many cells
-    reads past it (`lof_window_walk.WIDER`: the births shape's record, v = 2 in a state averaging
-    ~900, in a context of large states only). Narrow, because a move pays its slab's entries in
-    the window: the whole table's (~4.3 a cell on the births shape) doubled a check after a
-    move of the full context (`python -m benchmarks.per_check_cells`). Any window is correct:
-    its size only sets how often a check reads past it."""
+    """The window a LOF walk counts: at least 4·(2k + 4) distinct values a side (over twice
+    the walk's first read, `lof_window_walk.FIRST_FILL`; a tied metric's 4,096 rows hold ~20
+    distinct values) besides the _NEAR rows (`window_range`), each times WIDEN^widened — the
+    walk widens it when a context of many cells reads past it (`lof_window_walk.WIDER`: the
+    births shape's record, v = 2 in a state averaging ~900, in a context of large states only).
+    Narrow, because a move pays its slab's entries in the window: the whole table's (~4.3 a cell
+    on the births shape) doubled a check after a move of the full context (`python -m
+    benchmarks.per_check_cells`). Any window is correct: its size only sets how often a check
+    reads past it."""
     grow = WIDEN ** widened
     return window_range(sample, rows, v, 4 * (2 * k + 4) * grow, _NEAR * grow)
 
@@ -218,14 +222,25 @@ class _WindowWalk:
         near = lof_window(runs.sample(), runs.values.size, self.v, verifier.k, self.widened)
         record = LofRecord(runs, self.v, near, merged=False)
         self.values = record.values
-        self.ints, self.floats = record.packed(verifier.k, verifier.duplicates, self.flat, self.index)
+        if self.widened == 0:
+            self.ints, self.floats = record.packed(verifier.k, verifier.duplicates, self.flat, self.index)
+        else:  # only the window's edges moved: a repack of the bits and index cost ~0.14 s on flights
+            repack_positions(self.ints, self.floats, record.pos, record.keys)
         self.wu, estart, self.ent, dv, left_end, right_end = window_of(record.values, record.starts, record.pos,
                                                                        record.v)
         self.ends = (dv, left_end, right_end)
         self.rows_of = cell_rows(record.starts, estart)
-        self.by_value = by_value(estart, self.ent, self.flat, self.wu.size, self.space.m, self.space.t)
+        self.estart, self._by_value = estart, None  # built when a direct check first needs it
         self.walk = WalkStates(self.summary.count.size, self.wu.size, dv, left_end, right_end, False, self.n_words,
                                self.space.full, (self.flat, self.index, self.rows_of, self.ent))
+
+    @property
+    def by_value(self) -> tuple[np.ndarray, ...]:
+        """The window's entries by value (`value_order.by_value`), O(entries · log) once a
+        window: a release whose contexts are all small never needs them (flights: 0.24 s)."""
+        if self._by_value is None:
+            self._by_value = by_value(self.estart, self.ent, self.flat, self.wu.size, self.space.m, self.space.t)
+        return self._by_value
 
     def _args(self) -> tuple[Any, ...]:
         return self.values, self.ints, self.floats, self.rows_of, self.ent, self.wu
@@ -348,75 +363,6 @@ def _toggled_rows(rows: np.ndarray, parent: int) -> list[int] | None:
     one = d[np.arange(d.shape[0]), word]
     _, exponent = np.frexp(one.astype(np.float64))  # a power of two 2^b (exact in float64): b + 1
     return (64 * word + exponent - 1).tolist()
-
-
-_NEAR_VALUES = 4  # values apart: the moves between two contexts stay cheap (a few slabs)
-
-
-class WalkStates:
-    """A window walk's states (`window_counts.new_walk`), WALKS of them, and a snapshot of the
-    full context's: each check moves the state whose last context differs from it in the fewest
-    values, or — when the full context is nearer — the least recently used one, restored from
-    the snapshot (a copy of the flags and counts, ~10 µs). A search that alternates between
-    regions of the lattice (the start's lockstep of a sweep up from V's cell and a breadth-first
-    sweep down from the full context, whose consecutive contexts lie a few values apart) would
-    otherwise recount afresh, O(cells), at most of its checks."""
-
-    WALKS = 2
-
-    def __init__(self, cells: int, window: int, dv: int, left_end: bool, right_end: bool, ranks: bool, n_words: int,
-                 full: int, moves: tuple[Any, ...]):
-        self.walks = [new_walk(cells, window, dv, left_end, right_end, ranks)[:4] for _ in range(self.WALKS)]
-        self.scratch = np.empty(2 * cells + 2, dtype=np.int64)  # shared: a check uses it only while it runs
-        self.last: list[int | None] = [None] * self.WALKS
-        self.previous: int | None = None  # what `step` found in the state it chose (`current`)
-        self.current = 0
-        self.used = list(range(self.WALKS))  # least recently used first
-        self.n_words, self.full, self.moves = n_words, full, moves  # moves: (flat, index, rows_of, ent)
-        self.snapshot: tuple[np.ndarray, ...] | None = None
-        self._fresh = new_walk(cells, window, dv, left_end, right_end, ranks)[:4]
-
-    def step(self, mask: int) -> tuple[Any, ...]:
-        """(x, words, dx, dwords, state, member, cnt, bits) of the context `mask` and its
-        difference from the chosen state's last context."""
-        best, far = 0, -1
-        for i, last in enumerate(self.last):
-            if last is None:  # unused: taken when the nearest used one is more than a few values away
-                if far < 0 or far > _NEAR_VALUES:
-                    best, far = i, _NEAR_VALUES
-                break
-            far_i = (mask ^ last).bit_count()
-            if far < 0 or far_i < far:
-                best, far = i, far_i
-        if far > _NEAR_VALUES and (self.full ^ mask).bit_count() < far:
-            best = self.used[0]
-            self._restore(best)
-        self.used.remove(best)
-        self.used.append(best)
-        last, self.last[best] = self.last[best], mask
-        self.previous, self.current = last, best
-        x, words = context_words(mask, self.n_words)
-        dx, dwords = context_words(mask ^ last, self.n_words) if last is not None else (0, NO_WORDS)
-        return (x, words, dx, dwords, *self.walks[best])
-
-    def batch(self, masks: list[int], rows: Any = None) -> tuple[Any, ...]:
-        """(contexts, the chosen state's last context's words, (state, member, cnt, bits), codes,
-        ns) for a `walk_batches` driver over `masks`: the state `step` chooses for the first,
-        left at the last. `rows`, when given, are the masks' words (`core.neighbour_rows`)."""
-        state = self.step(masks[0])[4:]
-        self.last[self.current] = masks[-1]
-        ctx = context_matrix(masks, self.n_words) if rows is None else rows
-        return (ctx, words_of(self.previous, self.n_words), state,
-                np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64))
-
-    def _restore(self, i: int) -> None:
-        if self.snapshot is None:
-            x, words = context_words(self.full, self.n_words)
-            move(x, words, 0, NO_WORDS, *self.moves, *self._fresh, self.scratch)
-            self.snapshot = self._fresh
-        for kept, into in zip(self.snapshot, self.walks[i]):
-            into[:] = kept
-        self.last[i] = self.full
 
 
 def _walks(summary: CellSummary, space: ContextSpace, runs: CellRuns, v: float) -> bool:

@@ -301,6 +301,16 @@ def pack_record(starts, pos, keys, near_v, near_c, v, near_below, near_upto, nea
     return np.ascontiguousarray(ints), np.ascontiguousarray(floats)
 
 
+def repack_positions(ints, floats, pos, keys):
+    """Overwrite, in place, the positions and keys of a record packed without merged rows (a
+    widened window walk's: the context bits and cell index, most of the arrays, stay as packed)."""
+    cells = ints[I_CELLS]
+    if ints[I_NEAR] != 0 or pos.shape != (4, cells) or keys.shape != (6, cells):
+        raise ValueError("repack_positions: the record has merged rows or another shape; pack it afresh")
+    ints[I_HEAD + cells + 1 : I_HEAD + 5 * cells + 1] = pos.ravel()
+    floats[F_HEAD : F_HEAD + 6 * cells] = keys.ravel()
+
+
 # Inlined into its two callers (numba IR): compiled as a function of its own, its machine code
 # would be optimized once alone and again inside `lof_context` (+4 s of a cold compile).
 @compiled_with(nogil=True, error_model="numpy", inline="always")

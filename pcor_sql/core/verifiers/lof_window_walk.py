@@ -19,7 +19,7 @@ the window: on the births shape the whole table's are ~4.3 a cell, a window near
 tenths).
 
 Costs per check: the move (its slab of cells and their window entries), the window values read
-(about 2k'–3k' non-zero ones a side, zeros skipped at ~0.3 ns), O(k'²) arithmetic; the heap only
+(3k' + 4 non-zero ones a side first, rarely more, zeros skipped eight at a time: `_next_nonzero`), O(k'²) arithmetic; the heap only
 as above. The record's window: `engine.lof_checks.window_range`.
 
 Privacy: verdicts only decide validity, which OCDP treats as public structure; no cost here.
@@ -42,6 +42,7 @@ _WINDOW = 2  # MODE: the side reads the window counts (then 1: the heap, as `lof
 #: (`engine.lof_checks`), where listing those cells for the heap would cost O(member cells).
 WIDER = 5
 HEAP_CELLS = 2048
+FIRST_FILL = 3  # values a side first read: FIRST_FILL · k + 4
 
 
 @compiled_with(nogil=True)
@@ -55,8 +56,7 @@ def _fill_window(side, target, st, bv, bc, center, cnt, wu):
     at = st[NEAR_AT + side]
     step = -1 if side == 0 else 1
     while n < target and n < cap:
-        while 0 <= at < cnt.size and cnt[at] == 0:
-            at += step
+        at = _next_nonzero(cnt, at, step)
         if not 0 <= at < cnt.size:
             if st[DONE + side] != 0:
                 st[DONE + side] = 1
@@ -70,6 +70,27 @@ def _fill_window(side, target, st, bv, bc, center, cnt, wu):
         n += 1
     st[NEAR_AT + side] = at
     st[N_SIDE + side] = n
+
+
+@compiled_with(nogil=True, inline="always")
+def _next_nonzero(cnt, at, step):
+    """The first index from `at` on, in direction `step` (±1), whose count is not zero, or the
+    first out of range: eight counts at a time, OR-ed without a branch between them — a
+    wide5000 context holds ~4% of the window's rows, so a check passes ~2,000 zero counts to read
+    ~90 values (1.2 µs one at a time)."""
+    if step > 0:
+        while at + 8 <= cnt.size and (cnt[at] | cnt[at + 1] | cnt[at + 2] | cnt[at + 3] | cnt[at + 4] | cnt[at + 5]
+                                      | cnt[at + 6] | cnt[at + 7]) == 0:
+            at += 8
+        while at < cnt.size and cnt[at] == 0:
+            at += 1
+    else:
+        while at >= 7 and (cnt[at] | cnt[at - 1] | cnt[at - 2] | cnt[at - 3] | cnt[at - 4] | cnt[at - 5]
+                           | cnt[at - 6] | cnt[at - 7]) == 0:
+            at -= 8
+        while at >= 0 and cnt[at] == 0:
+            at -= 1
+    return at
 
 
 @compiled_with(nogil=True, inline="always")
@@ -115,8 +136,10 @@ def lof_window_walk(x, words, dx, dwords, values, ints, floats, rows_of, ent, wu
     score, kk = settled(n, cv, k, rule)
     if kk < 0:
         return score, n, _OK
-    st, bv, bc, kd, center, want_l = window_start(state[S_DV], state[S_LEND], state[S_REND], v, cv, k)
-    want_r = want_l
+    st, bv, bc, kd, center, _ = window_start(state[S_DV], state[S_LEND], state[S_REND], v, cv, k)
+    # A continuous metric's arithmetic reads ~3k values a side: 2k + 4 ran it twice in 75% of
+    # the wide5000 checks, 3k + 4 once in all (11% less CPU a check; the score is the same).
+    want_l = want_r = FIRST_FILL * k + 4
     st[FROM] = 2  # a heap starts just beyond the window
     inside = scratch[cells + 1 : 2 * cells + 1]
     m = -1  # the member cells, listed when a heap first needs them

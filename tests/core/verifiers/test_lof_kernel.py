@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.base import ArrayPopulation
 from pcor_sql.core.verifiers.lof import local_outlier_factor
-from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score
+from pcor_sql.core.verifiers.lof_kernel import DISTINCT_RULE, PLAIN_RULE, TOO_WIDE, lof_score, pack_record, repack_positions
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from tests.core.verifiers.lof_reference import RULES, assert_same, brute_lof, duplicate_heavy
 
@@ -188,3 +188,30 @@ def test_a_span_too_wide_for_distances_is_reported():
     # The caller then raises lof's UserError (tests/engine/test_lof_checks.py).
     assert runs.score([True, True], 20, "distinct")[2] == TOO_WIDE
     assert runs.score([True, True], 20, "plain")[2] == TOO_WIDE
+
+
+def test_a_repacked_window_equals_one_packed_afresh():
+    # A widened window walk overwrites only the positions and keys (`repack_positions`).
+    rng = np.random.default_rng(5)
+    cells = [rng.integers(0, 9, size=rng.integers(0, 30)).tolist() for _ in range(7)]
+    flat = rng.integers(0, 2**40, size=(7, 2))
+    index = rng.integers(0, 7, size=11)
+    empty_v, empty_c = np.empty(0), np.empty(0, dtype=np.int32)
+
+    def packed(runs):
+        return pack_record(runs.starts, runs.pos, runs.keys, empty_v, empty_c, runs.v, 0, 0, 0.05, 3, PLAIN_RULE,
+                           flat, index)
+
+    narrow, wide = Runs(cells, 4.0, 3.0, 5.0), Runs(cells, 4.0, 1.0, 8.0)
+    assert not np.array_equal(narrow.pos, wide.pos)
+    ints, floats = packed(narrow)
+    repack_positions(ints, floats, wide.pos, wide.keys)
+    want_ints, want_floats = packed(wide)
+    np.testing.assert_array_equal(ints, want_ints)
+    np.testing.assert_array_equal(floats, want_floats)
+    merged = Runs(cells, 4.0, 3.0, 5.0)
+    with_rows = pack_record(merged.starts, merged.pos, merged.keys, merged.near_v, merged.near_c, merged.v,
+                            merged.below, merged.upto, 0.05, 3, PLAIN_RULE, flat, index)
+    assert merged.near_v.size
+    with pytest.raises(ValueError, match="merged rows"):
+        repack_positions(*with_rows, wide.pos, wide.keys)
