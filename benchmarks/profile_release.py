@@ -4,7 +4,7 @@
     python -m benchmarks profile-release flights 300000 grubbs --seeds 3 --no-profile
     python -m benchmarks profile-release births 0 zscore --search uniform --epsilon 0.5 --seeds 1
 
-Generates the table as `python -m benchmarks scale` does (kept under /tmp/pcor-scale), warms
+Generates the table as `python -m benchmarks scale` does (kept under --workdir, /tmp/pcor-scale by default), warms
 the imports, then runs seeded fresh releases (seeds 1, 2, ...; a new Session each), each right
 after DuckDB's sort of the metric, the first under cProfile unless --no-profile; prints each
 one's time, the sort's, their ratio, the 1-minute load, contexts verified and the released
@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-profile", action="store_true", help="time every release, none under cProfile")
     parser.add_argument("--search", default="bfs", help="bfs (n = 50), uniform, explore, ...")
     parser.add_argument("--epsilon", type=float, default=0.2)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/pcor-scale"),
+                        help="where the table is kept (a private one when others benchmark alongside)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # the in-memory ledger
 
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.scale_tables import RECORD_QUERY, ensure_table, shape_rows
     from pcor_sql.errors import NoValidContext
 
-    info = ensure_table(Path("/tmp/pcor-scale"), args.shape, shape_rows(args.shape, args.rows), print)
+    info = ensure_table(args.workdir, args.shape, shape_rows(args.shape, args.rows), print)
     _warm_imports()
     con = _connect(info["path"])
     options = dict(search=args.search, verifier=args.verifier, epsilon=args.epsilon, owner_view=True)

@@ -38,7 +38,7 @@ from pcor_sql.core.verifiers.lof_kernel import (
 )
 from pcor_sql.core.verifiers.lof_walk import record_keys, record_positions
 from pcor_sql.core.verifiers.lof_window_walk import WIDER, lof_window_walk
-from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
+from pcor_sql.core.verifiers.node_counts import WALK, NodeSlabs, fits, lof_from_slabs, lof_node_many
 from pcor_sql.core.verifiers.value_order import by_value, grid_meta, lof_direct, share_gate
 from pcor_sql.core.verifiers.walk_batches import lof_many, words_of
 from pcor_sql.core.verifiers.window_counts import cell_rows, window_entries
@@ -231,6 +231,7 @@ class _WindowWalk:
         self.ends = (dv, left_end, right_end)
         self.rows_of = cell_rows(record.starts, estart)
         self.estart, self._by_value = estart, None  # built when a direct check first needs it
+        self.slabs: NodeSlabs | None = None  # the last node's slabs (`_from_node`), over this window
         self.walk = WalkStates(self.summary.count.size, self.wu.size, dv, left_end, right_end, False, self.n_words,
                                self.space.full, (self.flat, self.index, self.rows_of, self.ent))
 
@@ -294,9 +295,18 @@ class _WindowWalk:
     def _from_node(self, masks: list[int], parent: int, flips: list[int]) -> list[tuple[bool, int]]:
         scores, codes, ns = np.empty(len(masks)), np.empty(len(masks), dtype=np.int64), np.empty(len(masks), dtype=np.int64)
         dv, left_end, right_end = self.ends
-        lof_node_many(words_of(parent, self.n_words), np.asarray(flips, dtype=np.int64), self.flat, self.space.m,
-                      self.space.t, self.rows_of, self.ent, self.wu, dv, left_end, right_end, self.v, self.verifier.k,
-                      _rule(self.verifier.duplicates), scores, codes, ns)
+        words, bits, k, rule = words_of(parent, self.n_words), np.asarray(flips, dtype=np.int64), self.verifier.k, \
+            _rule(self.verifier.duplicates)
+        if fits(self.space.t, self.wu.size, _MAX_WINDOW):  # carried from the last node (`NodeSlabs`)
+            if self.slabs is None:
+                self.slabs = NodeSlabs(self.flat, self.space.m, self.space.t, self.index, self.rows_of, self.ent,
+                                       self.wu.size)
+            at = self.slabs.at(parent, words)
+            lof_from_slabs(words, bits, at.n_p, at.cnt_p, at.slab_n, at.slab_cnt, self.wu, dv, left_end, right_end,
+                           self.v, k, rule, scores, codes, ns)
+        else:
+            lof_node_many(words, bits, self.flat, self.space.m, self.space.t, self.rows_of, self.ent, self.wu, dv,
+                          left_end, right_end, self.v, k, rule, scores, codes, ns)
         return self._answers(masks, scores, ns, codes, codes == WALK)
 
 

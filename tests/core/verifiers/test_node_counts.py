@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcor_sql.core.verifiers.lof import Lof
-from pcor_sql.core.verifiers.node_counts import WALK, lof_node_many
+from pcor_sql.core.verifiers import node_counts
+from pcor_sql.core.verifiers.node_counts import WALK, NodeSlabs, lof_from_slabs, lof_node_many, slab_counts
+from pcor_sql.core.verifiers.walk_batches import words_of
 from pcor_sql.engine import lof_checks
 from pcor_sql.engine.compiled_checks import compiled_check
 from tests.engine.test_wide_checks import births, reference  # noqa: F401 (the fixture)
@@ -35,14 +37,16 @@ def nodes(space, rng: np.random.Generator, count: int) -> list[int]:
 def test_a_nodes_neighbours_agree_with_the_reference(births, verifier, monkeypatch):  # noqa: F811
     summary, space = births
     from_node, walked = [], []
-    original = lof_checks.lof_node_many
 
-    def counting(*args):
-        original(*args)
-        from_node.append(1)
-        walked.append(int((args[-2] == WALK).sum()))  # codes
+    def counting(original):
+        def kernel(*args):
+            original(*args)
+            from_node.append(1)
+            walked.append(int((args[-2] == WALK).sum()))  # codes
+        return kernel
 
-    monkeypatch.setattr(lof_checks, "lof_node_many", counting)
+    monkeypatch.setattr(lof_checks, "lof_node_many", counting(lof_node_many))
+    monkeypatch.setattr(lof_checks, "lof_from_slabs", counting(lof_from_slabs))
     monkeypatch.setattr(lof_checks, "_CELL_COST", 0)  # every batch of neighbours from its node
     monkeypatch.setattr(lof_checks, "_WINDOW_COST", 0)
     own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
@@ -64,6 +68,7 @@ def test_the_walk_is_kept_where_the_node_pass_costs_more(births, monkeypatch):  
     summary, space = births
     called = []
     monkeypatch.setattr(lof_checks, "lof_node_many", lambda *a: called.append(a))
+    monkeypatch.setattr(lof_checks, "lof_from_slabs", lambda *a: called.append(a))
     check = compiled_check(summary, space, Lof(), 2.0)
     small = space.v_mask
     masks = [m for m in space.neighbours(small) if space.is_admissible(m)]
@@ -100,8 +105,67 @@ def test_a_window_too_wide_to_hold_per_neighbour_keeps_the_walk(births, monkeypa
     for cap, from_node in ((lof_checks._MAX_WINDOW, True), (0, False)):
         called = []
         monkeypatch.setattr(lof_checks, "lof_node_many", lambda *a: called.append(a) or lof_node_many(*a))
+        monkeypatch.setattr(lof_checks, "lof_from_slabs", lambda *a: called.append(a) or lof_from_slabs(*a))
         monkeypatch.setattr(lof_checks, "_MAX_WINDOW", cap)
         check = compiled_check(summary, space, Lof(), 2.0)
         got = check.many(masks)
         assert bool(called) == from_node
         assert len(got) == len(masks)
+
+
+def bfs_nodes(space, rng: np.random.Generator, count: int) -> list[int]:
+    """Nodes in the order a BFS could expand them: each an admissible context one to three bits
+    from the last (the births release: the full context less one value, then less another),
+    with an occasional jump far away."""
+    out, mask = [space.full], space.full
+    while len(out) < count:
+        if rng.random() < 0.1:
+            mask = space.random_admissible(rng)
+        else:
+            for _ in range(int(rng.integers(1, 4))):
+                moves = [m for m in space.neighbours(mask) if space.is_admissible(m)]
+                mask = moves[int(rng.integers(len(moves)))]
+        out.append(mask)
+    return out
+
+
+def test_slabs_carried_from_node_to_node_equal_a_fresh_pass(births, monkeypatch):  # noqa: F811
+    """`NodeSlabs.at` moved by a few bits (`toggle_slab`) holds exactly the counts that one pass
+    over the cells at the node (`slab_counts`, every bit a flip) sums; a far move is a fresh pass."""
+    summary, space = births
+    check = compiled_check(summary, space, Lof(), 2.0)
+    toggled, toggle = [], node_counts.toggle_slab
+    monkeypatch.setattr(node_counts, "toggle_slab", lambda *a: toggled.append(a[0]) or toggle(*a))
+    slabs = NodeSlabs(check.flat, space.m, space.t, check.index, check.rows_of, check.ent, check.wu.size)
+    every, none = np.arange(space.t, dtype=np.int64), np.empty(0)
+    for node in bfs_nodes(space, np.random.default_rng(3), 60):
+        words = words_of(node, check.n_words)
+        n_p, marg_n, marg_cnt, cnt_p, _, _ = slab_counts(words, every, check.flat, space.m, space.t, check.rows_of,
+                                                         check.ent, check.wu.size, none, none, False)
+        at = slabs.at(node, words)
+        assert at.n_p == n_p
+        assert (at.cnt_p == cnt_p).all() and (at.slab_n == marg_n).all() and (at.slab_cnt == marg_cnt).all()
+        assert (at.words == words).all()
+    assert len(toggled) > 50  # most moves carried, not passed afresh
+
+
+@pytest.mark.parametrize("verifier", [Lof(), Lof(k=3, duplicates="plain")], ids=repr)
+def test_neighbours_of_nodes_in_bfs_order_agree_with_the_reference(births, verifier, monkeypatch):  # noqa: F811
+    """Thousands of neighbours, of nodes met as a BFS meets them (the slabs carried from node to
+    node), verdict and N as the reference's, on the tied metric, V planted low and ordinary."""
+    summary, space = births
+    carried = []
+    monkeypatch.setattr(lof_checks, "lof_from_slabs", lambda *a: carried.append(1) or lof_from_slabs(*a))
+    monkeypatch.setattr(lof_checks, "_CELL_COST", 0)  # every batch of neighbours from its node
+    monkeypatch.setattr(lof_checks, "_WINDOW_COST", 0)
+    own = int(np.flatnonzero((summary.coords == np.array(space.anchor)).all(axis=1))[0])
+    ordinary = float(np.median(summary.runs().cell_values(own)))
+    rng = np.random.default_rng(17)
+    asked = 0
+    for v in (2.0, ordinary):
+        check = compiled_check(summary, space, verifier, v)
+        for node in bfs_nodes(space, rng, 30):
+            masks = [m for m in space.neighbours(node) if space.is_admissible(m)]
+            assert check.many(masks) == [reference(summary, space, verifier, v, m) for m in masks], (v, node)
+            asked += len(masks)
+    assert asked > 2000 and len(carried) == 60
