@@ -27,7 +27,10 @@ The runs are each cell's values, sorted: the same as the GROUP BY path gives, so
 population, window and verdict is the same; cells come in key order (domain indices,
 lexicographic) instead of the hash table's. It applies where the keys are small: `read_cells`
 returns None (the caller keeps the GROUP BY, nothing read) when an attribute is not an ENUM
-(other types come as values, not codes) or there are 2^16 possible cells or more.
+(other types come as values, not codes) or there are `MAX_KEYS` possible cells or more. Keys
+are 16 bits up to 2^16 − 1 cells and 32 bits past that: the births shape's 85,680 cells took
+the GROUP BY before, whose lists cost 2.3× the counting sort's build (128 against 48 ms at load 7,
+against a 40 ms sort of the metric; `python -m benchmarks scale --cases births`).
 
 Measured: `python -m benchmarks scale` (against the GROUP BY) and `python -m benchmarks summary-threads`
 (the old build against this one at threads = 1, 2, 16); figures in BENCHMARKS.md.
@@ -50,7 +53,12 @@ from pcor_sql.engine.run_sorting import sorted_runs
 from pcor_sql.engine.schema import Schema
 from pcor_sql.sqltext.build import METRIC_ALIAS, as_double, quoted, select_from
 
-MAX_KEYS = (1 << 16) - 1  # cells; one more key stands for "a NULL attribute"
+#: The most possible cells (one more key stands for "a NULL attribute"): the per-key counts
+#: are O(cells) per block, so a product of domains far past the rows is left to the GROUP BY.
+MAX_KEYS = (1 << 20) - 1
+_SHORT_KEYS = (1 << 16) - 1  # up to this many cells a key is 16 bits (half the memory of 32)
+#: The most per-key counts of all blocks together (int64s: 32 MiB), whatever the threads.
+_COUNTS = 1 << 22
 
 
 @dataclass
@@ -59,7 +67,7 @@ class CellRows:
     metric value, in blocks of DuckDB's record batches with each block's count of rows per key;
     and what the checks need."""
 
-    key: np.ndarray  # uint16, every row
+    key: np.ndarray  # uint16 (uint32 past 2^16 − 1 cells), every row
     values: list[np.ndarray]  # float64, batch by batch (views of the scanned Arrow buffers)
     blocks: list[tuple[int, int]]  # [first, last) batches of each block
     block_counts: np.ndarray  # (blocks, n_keys + 1) rows per key in each block
@@ -95,7 +103,7 @@ class CellRows:
                 scatter_rows(self.key[row_starts[j] : row_starts[j + 1]], self.values[j], cursor, n_keys, out)
 
         in_threads(scatter, range(len(self.blocks)), threads)
-        self.values, self.key = [], np.empty(0, dtype=np.uint16)
+        self.values, self.key = [], np.empty(0, dtype=self.key.dtype)
         present = np.flatnonzero(counts[:n_keys])
         runs, moments = sorted_runs(out, counts[present], np.arange(present.size), threads)
         return present, runs, moments
@@ -127,7 +135,7 @@ def read_cells(con: duckdb.DuckDBPyConnection, schema: Schema, threads: int = 1)
     batches = con.sql(scan_sql(schema)).to_arrow_table().to_batches()
     m = len(schema.attributes)
     row_starts = np.cumsum([0] + [b.num_rows for b in batches])
-    key = np.zeros(int(row_starts[-1]), dtype=np.uint16)
+    key = np.zeros(int(row_starts[-1]), dtype=np.uint16 if n_keys <= _SHORT_KEYS else np.uint32)
     blocks = even_blocks(row_starts, _blocks(threads, len(batches), n_keys))
     block_counts = np.zeros((len(blocks), n_keys + 1), dtype=np.int64)
     lookups = [_Lookup(a.domain, dict(t.children)["values"]) for a, t in zip(schema.attributes, types)]
@@ -169,10 +177,11 @@ def scan_sql(schema: Schema) -> str:
 
 def _blocks(threads: int, batches: int, n_keys: int) -> int:
     """How many blocks of batches: a few per thread (a thread slowed by other work leaves its
-    last blocks to the others), fewer where each block's counts per key would pass 16 MiB in all."""
+    last blocks to the others), fewer where each block's counts per key would pass 16 MiB in all,
+    and fewer than the threads where even one per thread would pass `_COUNTS` (many cells)."""
     if threads <= 1:
         return 1
-    return max(1, min(batches, 4 * threads, max(threads, (1 << 21) // (n_keys + 1))))
+    return max(1, min(batches, 4 * threads, max(min(threads, _COUNTS // (n_keys + 1)), (1 << 21) // (n_keys + 1))))
 
 
 class _Lookup:
@@ -200,7 +209,7 @@ def _add_codes(key: np.ndarray, null: np.ndarray, codes: pa.Array, lookup: _Look
         return None
     mapped = lookup.table[raw]
     null |= mapped == -2
-    key += np.maximum(mapped, 0).astype(np.uint16)
+    key += np.maximum(mapped, 0).astype(key.dtype)
     bad = np.flatnonzero(mapped == -1)
     return lookup.labels[int(raw[bad[0]])] if bad.size else None
 

@@ -1,6 +1,7 @@
 """The counting-sort summary (`engine.counting_runs`) against the GROUP BY that lists each
 cell's values: the same cells, the same sorted runs and per-cell moments bit for bit, the same
-errors, on ENUM tables of one batch and of several; other attribute types keep the GROUP BY."""
+errors, on ENUM tables of one batch and of several, and past 16-bit keys (90,000 cells) the same
+verdicts on thousands of contexts; other attribute types keep the GROUP BY."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pcor_sql.engine.summary as summary_module
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.grubbs import Grubbs
+from pcor_sql.core.verifiers.histogram import Histogram
+from pcor_sql.core.verifiers.lof import Lof
+from pcor_sql.core.verifiers.zscore import ZScore
+from pcor_sql.engine.compiled_checks import compiled_check
 from pcor_sql.engine.counting_runs import MAX_KEYS, read_cells
 from pcor_sql.engine.schema import resolve_schema
-from pcor_sql.engine.summary import build_summary
+from pcor_sql.engine.summary import build_summary, record_cell
 from pcor_sql.errors import UserError
 
 
@@ -135,11 +142,69 @@ def test_other_attribute_types_and_many_cells_keep_the_group_by():
     assert read_cells(con, resolve_schema(con, "v", "x", domains={"g": ["a", "b"]})) is None
     labels = ", ".join(f"'l{i}'" for i in range(300))
     con.execute(f"CREATE TYPE wide AS ENUM ({labels})")
-    con.execute("CREATE TABLE w(a wide, b wide, x DOUBLE)")
-    con.execute("INSERT INTO w VALUES ('l1', 'l2', 1.0)")
+    con.execute("CREATE TABLE w(a wide, b wide, c wide, x DOUBLE)")
+    con.execute("INSERT INTO w VALUES ('l1', 'l2', 'l3', 1.0)")
     schema = resolve_schema(con, "w", "x")
-    assert 300 * 300 > MAX_KEYS and read_cells(con, schema) is None
+    assert 300**3 > MAX_KEYS and read_cells(con, schema) is None
     assert build_summary(con, schema, with_values=True).runs().values.tolist() == [1.0]
+
+
+WIDE = (("a", 300), ("b", 15), ("c", 20))  # 90,000 cells: past 16-bit keys, as the births shape's 85,680
+
+
+@pytest.fixture(scope="module")
+def past_16_bits(shared_con):
+    """Both summaries of an ENUM table of `WIDE` cells (rows in several record batches, a NULL
+    `a` every 101st row, an integer metric full of ties, id 0 far out) and the record's space."""
+    con = shared_con
+    for name, size in WIDE:
+        con.execute(f"CREATE TYPE {name}_w AS ENUM ({', '.join(repr(f'{name}{j}') for j in range(size))})")
+    con.execute("CREATE TABLE pw AS SELECT i AS id, CASE WHEN i % 101 = 1 THEN NULL ELSE ('a' || hash(i) % 300)::a_w END"
+                " AS a, ('b' || hash(i * 3) % 15)::b_w AS b, ('c' || hash(i * 7) % 20)::c_w AS c,"
+                " CASE WHEN i = 0 THEN 500.0 ELSE (hash(i * 11) % 40 + hash(i) % 300 // 30)::DOUBLE END AS x"
+                " FROM range(200000) t(i)")
+    con.execute("UPDATE pw SET a = 'a0', b = 'b0', c = 'c0' WHERE id = 0")
+    schema = resolve_schema(con, "pw", "x")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        grouped = grouped_summary(con, schema, monkeypatch)
+    rows = read_cells(con, schema, 2)
+    assert rows is not None and rows.key.dtype == np.uint32 and len(rows.values) >= 2
+    counted = build_summary(con, schema, with_values=True)
+    space = ContextSpace(schema.attributes, record_cell(schema, {"a": "a0", "b": "b0", "c": "c0"}))
+    return counted, grouped, space
+
+
+def test_past_16_bit_keys_the_same_runs_and_moments_as_the_group_by(past_16_bits):
+    counted, grouped, _ = past_16_bits
+    assert 300 * 15 * 20 > (1 << 16) and len(counted.count) > 50_000
+    assert counted.n_rows == 200000 - len(range(1, 200000, 101))  # rows with a NULL attribute left out
+    assert by_cell(counted) == by_cell(grouped)
+    mc, mg = moments_by_cell(counted), moments_by_cell(grouped)
+    assert all(mc[c][0] == mg[c][0] and mc[c][1] == pytest.approx(mg[c][1], rel=1e-12, abs=1e-9) for c in mg)
+    assert counted.coords.tolist() == sorted(counted.coords.tolist())
+
+
+@pytest.mark.parametrize("verifier", [Lof(), Histogram(), Grubbs(), ZScore()], ids=repr)
+def test_past_16_bit_keys_the_same_verdicts_on_thousands_of_contexts(past_16_bits, verifier):
+    """The summary a release reads is the one the GROUP BY built, as far as any check can tell:
+    the compiled check's verdict and population size on each of them, over random contexts and
+    descents from the full context, for the planted value and an ordinary, much-tied one."""
+    counted, grouped, space = past_16_bits
+    rng = np.random.default_rng(3)
+    masks = [space.random_admissible(rng) for _ in range(1500)]
+    mask = space.full
+    while space.shrink_bits(mask):  # one value less each step, down to V's cell
+        masks.append(mask)
+        removable = space.shrink_bits(mask)
+        mask &= ~(1 << removable[int(rng.integers(len(removable)))])
+    verdicts = []
+    for v in (500.0, 20.0):
+        got, want = compiled_check(counted, space, verifier, v), compiled_check(grouped, space, verifier, v)
+        for mask in masks:
+            verdict = got(mask)
+            assert verdict == want(mask), (verifier, v, mask)
+            verdicts.append(verdict[0])
+    assert any(verdicts) and not all(verdicts)
 
 
 def test_runs_read_later_for_a_moments_summary_come_in_its_cell_order(monkeypatch):
