@@ -182,11 +182,14 @@ class Evaluator:
         spend(len(masks))
         known, store = self._valid, self._store
         out = list(map(known.get, keys))
-        if store is not None and None in out:
-            for i, k in enumerate(keys):
-                if out[i] is None and (verdict := store.get(k)) is not None:
-                    out[i] = known[k] = verdict
         todo = [i for i, verdict in enumerate(out) if verdict is None]
+        if store is not None and todo:
+            kept = store.get_many([keys[i] for i in todo])
+            if kept.count(None) < len(kept):
+                for i, verdict in zip(todo, kept):
+                    if verdict is not None:
+                        out[i] = known[keys[i]] = verdict
+                todo = [i for i, verdict in zip(todo, kept) if verdict is None]
         if todo:
             if self._compiled is ... and not self._reads_sql:
                 self._compiled = compiled_check(self.summary, self.space, self.verifier, self.v)
@@ -198,11 +201,15 @@ class Evaluator:
             else:
                 answers = many([masks[i] for i in todo], rows if len(todo) == len(masks) else rows[todo])
             asked = [keys[i] for i in todo]
-            verdicts = [verdict for verdict, _ in answers]
-            self._count.update((k, n) for k, (_, n) in zip(asked, answers) if n is not None)
-            known.update(zip(asked, verdicts))
+            verdicts, sizes = map(list, zip(*answers))
+            if None in sizes:
+                self._count.update((k, n) for k, n in zip(asked, sizes) if n is not None)
+            else:
+                self._count.update(zip(asked, sizes))
+            fresh = dict(zip(asked, verdicts))  # one dict, copied into both (stored hashes, no rehash)
+            known.update(fresh)
             if store is not None:
-                store.put_many(dict(zip(asked, verdicts)))
+                store.put_many(fresh)
             for i, verdict in zip(todo, verdicts):
                 out[i] = verdict
         return out  # type: ignore[return-value]
@@ -237,14 +244,15 @@ class Evaluator:
         spend(len(masks))
         count, store = self._count, self._store
         sizes = list(map(count.get, keys))
-        for i, n in enumerate(sizes):
-            if n is None:  # as `population_size`, stored below with the others
-                k = keys[i]
-                n = store.size(k) if store is not None else None
-                if n is None:
-                    n = self.population(masks[i]).n if self.plain else \
-                        int(self.summary.count[self.summary.member(self.space, masks[i])].sum())
-                sizes[i] = count[k] = n
+        # The misses, as `population_size` (stored below with the others); a BFS node's joiners
+        # were checked, so their sizes are known: one scan for None, not a Python step a size.
+        for i in ([i for i, n in enumerate(sizes) if n is None] if None in sizes else ()):
+            k = keys[i]
+            n = store.size(k) if store is not None else None
+            if n is None:
+                n = self.population(masks[i]).n if self.plain else \
+                    int(self.summary.count[self.summary.member(self.space, masks[i])].sum())
+            sizes[i] = count[k] = n
         if store is not None:
             store.put_sizes(dict(zip(keys, sizes)))
         return [float(n) for n in sizes]

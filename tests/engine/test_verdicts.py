@@ -3,6 +3,7 @@ dropped with the summary (pcor_sql/engine/verdicts.py)."""
 
 from __future__ import annotations
 
+import random
 import tracemalloc
 import warnings
 
@@ -209,5 +210,34 @@ def test_put_many_and_put_sizes_leave_what_one_put_after_the_other_leaves(bound)
                 s.put_size(m, n)
         return (len(cache), [s.get(m) for m in range(12)], [s.size(m) for m in range(8)],
                 [other.get(m) for m in range(5)])
+
+    assert fill(True) == fill(False)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batched_puts_match_single_puts_over_random_batches(seed):
+    """Random batches (overlapping keys, differing values, a second group or none, bounds that
+    fill up): `put_many` / `put_sizes` leave what one `put` after the other leaves, the fast
+    paths (all fit and none known; the group alone and full) included."""
+    rng = random.Random(seed)
+    bound, others = rng.randint(1, 60), rng.randint(0, 2)
+    batches = [(rng.random() < 0.6, {rng.randint(0, 80): rng.random() < 0.5 for _ in range(rng.randint(0, 25))})
+                for _ in range(8)]
+
+    def fill(batched: bool) -> tuple:
+        cache = VerdictCache(max_entries=bound)
+        olds = [cache.store(10 + j, 1.0, Lof()) for j in range(others)]
+        for j, old in enumerate(olds):
+            for m in range(j + 3):
+                old.put(m, True)
+        s = cache.store(1, 1.0, Lof())
+        for is_verdicts, items in batches:
+            if batched:
+                (s.put_many if is_verdicts else s.put_sizes)(items)
+            else:
+                for m, x in items.items():
+                    (s.put if is_verdicts else s.put_size)(m, x)
+        return (len(cache), [s.get(m) for m in range(81)], [s.size(m) for m in range(81)],
+                [[old.get(m) for m in range(5)] for old in olds], list(cache._groups))
 
     assert fill(True) == fill(False)
