@@ -11,12 +11,14 @@ class AnomalyWords:
     """`summary` and `privacy_summary` of an anomaly answer: a mixin over the fields below,
     which each result declares as its own dataclass fields."""
 
+    # What `summary` reads: the released bit and the (β, r) it answers.
     anomaly: bool
+    beta: float
+    radius: float
+    # What `privacy_summary` reads: the privacy parameters.
     epsilon: float
     privacy: str
     k: int | None
-    beta: float
-    radius: float
 
     @property
     def summary(self) -> str:
