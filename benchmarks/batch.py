@@ -106,12 +106,13 @@ def measure(path: str, records: int, workers: int, seed: int) -> dict[str, Any]:
     process: run it in a fresh one, `main`)."""
     import pcor_sql
     from benchmarks.measure import peak_rss_bytes
-    from benchmarks.scale import _connect, _warm_imports, load_now, other_records
+    from benchmarks.scale import other_records
+    from benchmarks.scale_measure import connect_table, load_now, warm_imports
     from benchmarks.scale_tables import TABLE
 
     warnings.simplefilter("ignore")  # the seeded run's PrivacyWarning
-    _warm_imports()
-    con = _connect(path)
+    warm_imports()
+    con = connect_table(path)
     ids = other_records(con, records)
     query = f"SELECT v FROM {TABLE} WHERE id IN ({', '.join(map(str, ids))})"
     session = pcor_sql.Session(con, allow_seeded=True)

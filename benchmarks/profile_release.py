@@ -38,19 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")  # the in-memory ledger
 
     import pcor_sql
-    from benchmarks.scale import _connect, _reference, _warm_imports, load_now
+    from benchmarks.scale_measure import connect_table, load_now, reference_sort, warm_imports
     from benchmarks.scale_tables import RECORD_QUERY, ensure_table, shape_rows
     from pcor_sql.errors import NoValidContext
 
     info = ensure_table(args.workdir, args.shape, shape_rows(args.shape, args.rows), print)
-    _warm_imports()
-    con = _connect(info["path"])
+    warm_imports()
+    con = connect_table(info["path"])
     options = dict(search=args.search, verifier=args.verifier, epsilon=args.epsilon, owner_view=True)
     if args.search == "bfs":
         options["samples"] = 50
     for seed in range(1, args.seeds + 1):
         started = time.perf_counter()
-        _reference(con)
+        reference_sort(con)
         ref = time.perf_counter() - started
         load = load_now()
         session = pcor_sql.Session(con, allow_seeded=True)

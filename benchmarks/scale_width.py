@@ -31,7 +31,7 @@ def _case(result: dict[str, Any], name: str, verifier: str, search: str = "bfs")
 
 def width_targets(result: dict[str, Any]) -> list[Any]:
     """The goals of the default release at width, each with its figure (or not measured)."""
-    from benchmarks.scale import _ratio, load_text, ratio_loads
+    from benchmarks.scale_goals import load_text, median_ratio, ratio_loads
     from benchmarks.targets import at_most
 
     x = lambda v: f"{v:.1f}× the sort"  # noqa: E731
@@ -39,7 +39,7 @@ def width_targets(result: dict[str, Any]) -> list[Any]:
     us = lambda v: f"{v:.1f} µs"  # noqa: E731
 
     def ratio(name: str, case: dict[str, Any] | None, limit: float = RATIO) -> Any:
-        t = at_most(name, _ratio(case, "fresh_s") if case else None, limit, x)
+        t = at_most(name, median_ratio(case, "fresh_s") if case else None, limit, x)
         return t if t.met is None else replace(t, measured=f"{t.measured} ({load_text(ratio_loads(case, 'fresh_s'))})")
 
     def seconds(name: str, case: dict[str, Any] | None, limit: float) -> Any:

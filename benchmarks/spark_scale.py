@@ -131,7 +131,7 @@ def run(sizes: Sequence[int], verifiers: Sequence[str], directory: Path, master:
         files[rows] = (path, generate(path, rows, values))
     report(f"starting Spark on {master}")
     spark, spark_start = start_spark(master)
-    from benchmarks.scale import load_now
+    from benchmarks.scale_measure import load_now
 
     runs = []
     for rows in sizes:

@@ -286,7 +286,7 @@ class Analyst:
         return self._run(AnswerJob(request, registered.name, registered.units), keyed, lambda key, a: AnalystAnswer.of(
             a, registered.name, key, keyed.columns))
 
-    def _run(self, job: Any, keyed: KeyedSelect, make: Callable[[Any, Any], Any]) -> list[Any]:
+    def _run(self, job: ReleaseJob | AnswerJob, keyed: KeyedSelect, make: Callable[[Any, Any], Any]) -> list[Any]:
         """The pipeline under the analyst policy; `make(key, result)` for each key, in the order the
         analyst gave them — never in an order the rows or the storage decide. The pairing and the
         making run inside the charged part, so a failure there is recorded as failed, never as
@@ -304,7 +304,7 @@ class Analyst:
 
         return self._paid(job, [shown(k) for k in keyed.keys], shape)
 
-    def _paid(self, job: Any, keys: list[str], shape: Callable[[list], Any] | None = None) -> Any:
+    def _paid(self, job: pipeline.Measurement, keys: list[str], shape: Callable[[list], Any] | None = None) -> Any:
         """The pipeline under the analyst policy — or, for `cost`, only its part before the
         reservation (then nothing is charged and no result exists)."""
         if self._quoting == "admit":

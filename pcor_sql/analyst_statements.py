@@ -8,13 +8,16 @@ parser for a SELECT, the tokenizer alone for a value statement."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcor_sql.analyst_inputs import plain_data
 from pcor_sql.errors import Refused, UserError
 from pcor_sql.frontend.keyed import KeyedSelect, parse_keyed_select
 from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, parse_statement
 from pcor_sql.frontend.value_statement import is_value_statement, parse_value_statement
+
+if TYPE_CHECKING:  # annotations only: the analyst's statements are parsed on the Session's parser
+    from pcor_sql.pipeline import ReleaseSession
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class AnalystStatement:
     point: dict[str, float] | None = None
 
 
-def parse_analyst_statement(session: Any, text: str) -> AnalystStatement:
+def parse_analyst_statement(session: ReleaseSession, text: str) -> AnalystStatement:
     """`text` as the call it means, or the refusal of anything an analyst may not send. The
     session's parser is touched only for a SELECT (a value statement is tokenized alone)."""
     plain_data(text, "the statement")
@@ -58,6 +61,6 @@ def parse_analyst_statement(session: Any, text: str) -> AnalystStatement:
                   "ask the data owner for anything else")
 
 
-def statement_dataset(session: Any, text: str) -> str:
+def statement_dataset(session: ReleaseSession, text: str) -> str:
     """The registered dataset `text` names (what the service checks this analyst may use)."""
     return parse_analyst_statement(session, text).dataset

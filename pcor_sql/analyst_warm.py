@@ -3,14 +3,17 @@ registered dataset's summary built before the first request, uncharged and for a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pcor_sql.ledger.dataset_registry import RegisteredDataset
 from pcor_sql.request_values import OutlierRequest, VerifierSpec
 from pcor_sql.sqltext.quoting import quote_identifier
 
+if TYPE_CHECKING:  # annotations only
+    from pcor_sql.pipeline import ReleaseSession
 
-def warm_session(session: Any, registered: RegisteredDataset) -> None:
+
+def warm_session(session: ReleaseSession, registered: RegisteredDataset) -> None:
     """Build on `session` the per-cell summary every request on `registered` reads (its
     registered attributes and frozen domains, each metric, with the sorted values LOF and the
     histogram need), uncharged: it reads the whole relation — no key, no analyst's choice — so

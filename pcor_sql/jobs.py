@@ -13,27 +13,30 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from pcor_sql.core import compile_notice
-from pcor_sql.core.work import WorkCapReached
-from pcor_sql.errors import InternalError
-from pcor_sql.core.randomness import make_source, record_source
+from pcor_sql.core.accounting import Cost
+from pcor_sql.core.randomness import make_source
 from pcor_sql.core.selection import resolve_selection
-from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.progress import report_phase
-from pcor_sql.engine import search_pool, search_processes
-from pcor_sql.engine.record_search import OutlierRun, released_predicate
+from pcor_sql.engine.record_search import SelectedRecord
+from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_rules import ChargeItem
 from pcor_sql.ledger.records import new_release_id
 from pcor_sql.ledger.seams import Charged
-from pcor_sql.pipeline import Policy, RecordFailure, ReleaseSession, failed, failure_reason
+from pcor_sql.pipeline import Policy, Progress, RecordFailure, ReleaseSession, failed
+from pcor_sql.release_searches import shape_releases
 from pcor_sql.request_values import AnomalyRequest, OutlierRequest
 from pcor_sql.results import AnomalyResult, Charge, Explanation, NotReleased
-from pcor_sql.sqltext.build import over_context, quoted, select_from
+from pcor_sql.sqltext.build import quoted, select_from
 from pcor_sql.sqltext.quoting import quote_identifier, quote_literal
 
-Progress = Callable[[int, int], None]
+if TYPE_CHECKING:  # annotations only: `anomaly.batch` is imported where a job reads
+    from pcor_sql.anomaly.batch import AnomalyAnswer, AnomalyBatch
+    from pcor_sql.engine.schema import Schema
+
+#: What a release reads per record: the record, or why it could not be read (an analyst's key).
+ReadRecord = SelectedRecord | RecordFailure
 
 
 def release_mechanism(request: OutlierRequest) -> str:
@@ -50,11 +53,11 @@ class _PerRecord(abc.ABC):
     """What both jobs share: one charge per record, each of the job's declared cost (each job is
     a `pipeline.Measurement`: that Protocol is what the pipeline asks of it)."""
 
-    request: Any
+    request: OutlierRequest | AnomalyRequest
     label: str | None
 
     @abc.abstractmethod
-    def cost(self) -> Any:
+    def cost(self) -> Cost:
         """The typed privacy cost of one record's output (its notion and ε)."""
 
     @abc.abstractmethod
@@ -100,7 +103,7 @@ class ReleaseJob(_PerRecord):
     #: Worker processes for the searches of a batch (`engine.search_pool`; 1: this process).
     workers: int = 1
 
-    def cost(self) -> Any:
+    def cost(self) -> Cost:
         return self.request.budget.cost
 
     def mechanism(self) -> str:
@@ -133,7 +136,7 @@ class ReleaseJob(_PerRecord):
             options["seed"] = r.seed
         return text + _with(options)
 
-    def read(self, session: ReleaseSession, progress: Progress | None) -> Any:
+    def read(self, session: ReleaseSession, progress: Progress | None) -> tuple[ReadRecord, ...]:
         r = self.request
         session.verifier(r.verifier)  # an unknown verifier, a bad schema or start: the request's fault
         start_selection(r, session.schema(r))
@@ -141,15 +144,15 @@ class ReleaseJob(_PerRecord):
             return session.access.records(r.relation, r.metric, r.selector)
         return tuple(_keyed_record(session, r, key, selector) for key, selector in self.keyed)
 
-    def count(self, records: Any) -> int:
+    def count(self, records: Sequence[ReadRecord]) -> int:
         return len(records)
 
-    def run(self, session: ReleaseSession, records: Any, charge: Charged, units: tuple[str, ...],
+    def run(self, session: ReleaseSession, records: Sequence[ReadRecord], charge: Charged, units: tuple[str, ...],
             progress: Progress | None) -> list[Explanation | RecordFailure]:
         """One result per record, in the records' order: an Explanation, or the RecordFailure
         of a record that was missing or whose search failed (the others are still released)."""
         found = [rec for rec in records if not isinstance(rec, RecordFailure)]
-        shaped: Any = iter(())
+        shaped: Iterator[Explanation | RecordFailure] = iter(())
         if found:
             prepared = session.prepare_records(self.request, found, progress)
             shaped = iter(shape_releases(session, prepared, Charge(units, self.label, *_spent(charge)), progress,
@@ -157,7 +160,7 @@ class ReleaseJob(_PerRecord):
         return [rec if isinstance(rec, RecordFailure) else next(shaped) for rec in records]
 
 
-def _keyed_record(session: ReleaseSession, request: OutlierRequest, key: Any, selector: str) -> Any:
+def _keyed_record(session: ReleaseSession, request: OutlierRequest, key: Any, selector: str) -> ReadRecord:
     """The one row of an analyst's key, or the RecordFailure saying why there is none."""
     from pcor_sql.errors import NoRecord, UserError
 
@@ -172,41 +175,6 @@ def _keyed_record(session: ReleaseSession, request: OutlierRequest, key: Any, se
     return rows[0]
 
 
-def shape_releases(session: ReleaseSession, prepared: OutlierRun, charge: Charge, progress: Progress | None,
-                   workers: int = 1) -> list[Explanation]:
-    """Run the (already paid for) searches of `prepared`, in up to `workers` processes, and
-    shape what they release."""
-    request = prepared.request
-    seeded = request.seed is not None
-    runs = _release_all(prepared, progress, workers, session.searches)
-    out: list[Explanation | RecordFailure] = []
-    for rec, run in zip(prepared.records, runs):
-        if isinstance(run, RecordFailure):
-            out.append(run)
-            continue
-        predicate = released_predicate(prepared.summary, run.space, run.mask)
-        out.append(Explanation(
-            request=request, record=rec.record, context=run.space.values(run.mask),
-            predicate=session.access.render(predicate),
-            explanation_sql=session.access.render(over_context(request.select_list, request.relation, predicate)),
-            em_calls=run.trace.n_em_calls, verifier=prepared.verifier_label, start_source=run.start_source,
-            seeded=seeded, charge=charge, full_attributes=_whole(run.space, run.mask), ranges=run.space.ranges(run.mask),
-            owner=run.owner if request.owner_view else None, values=_values(session.access, request, predicate),
-        ))
-    return out
-
-
-def _values(access: Any, request: OutlierRequest, predicate: str) -> Callable[[], tuple[list[Any], list[Any]]]:
-    """The data behind `Explanation.plot()`, read only when asked: the metric over the released
-    context and over the whole relation (the owner's view; nothing of it is released)."""
-    def read() -> tuple[list[Any], list[Any]]:
-        column = f"{request.metric} AS v"
-        context = access.arrow(over_context(column, request.relation, predicate)).column(0).to_pylist()
-        return context, access.arrow(select_from(column, request.relation)).column(0).to_pylist()
-
-    return read
-
-
 @dataclass
 class AnswerJob(_PerRecord):
     """Anomaly answers of `request` (one per selected record), each costing ε under ε-DP or
@@ -216,7 +184,7 @@ class AnswerJob(_PerRecord):
     label: str | None = None
     extra_units: tuple[str, ...] = ()
 
-    def cost(self) -> Any:
+    def cost(self) -> Cost:
         # Asked of the mechanism that runs (`read` runs this same object): DESIGN.md §6.
         return self.request.mechanism.answer_cost()
 
@@ -246,7 +214,7 @@ class AnswerJob(_PerRecord):
             options["seed"] = r.seed
         return text + _with(options)
 
-    def read(self, session: ReleaseSession, progress: Progress | None) -> Any:
+    def read(self, session: ReleaseSession, progress: Progress | None) -> AnomalyBatch:
         from pcor_sql.anomaly.batch import anomaly_batch
 
         r = self.request
@@ -254,10 +222,10 @@ class AnswerJob(_PerRecord):
             return anomaly_batch(None, r.relation, r.columns, r.selector, r.mechanism, r.norm,
                                  counts=session.access.ball_counts)
 
-    def count(self, batch: Any) -> int:
+    def count(self, batch: AnomalyBatch) -> int:
         return batch.size
 
-    def run(self, session: ReleaseSession, batch: Any, charge: Charged, units: tuple[str, ...],
+    def run(self, session: ReleaseSession, batch: AnomalyBatch, charge: Charged, units: tuple[str, ...],
             progress: Progress | None) -> list[AnomalyResult]:
         request = self.request
         report_phase(progress, "drawing the answers")
@@ -290,7 +258,7 @@ class PointAnswerJob(AnswerJob):
     def key_label(self) -> str:
         return "value (" + ", ".join(f"{c} = {float.__repr__(v)}" for c, v in self.point) + ")"
 
-    def read(self, session: ReleaseSession, progress: Progress | None) -> Any:
+    def read(self, session: ReleaseSession, progress: Progress | None) -> AnomalyBatch:
         from pcor_sql.anomaly.batch import point_batch
 
         r = self.request
@@ -306,7 +274,8 @@ def _with(options: dict[str, Any]) -> str:
     return f" WITH ({', '.join(shown)})"
 
 
-def start_selection(request: OutlierRequest, schema: Any) -> Any:
+def start_selection(request: OutlierRequest, schema: Schema) -> dict[str, list[Any]] | None:
+    """The request's start context keyed as the schema spells its attributes (None: no start)."""
     return None if request.start is None else resolve_selection(dict(request.start), schema.names, "the start context")
 
 
@@ -315,82 +284,7 @@ def _spent(charge: Charged) -> tuple[float | None, float | None]:
     return (spent if limit is not None else None), limit
 
 
-def _release_all(prepared: OutlierRun, progress: Progress | None, workers: int = 1,
-                 searches: Any = None) -> list[Any]:
-    """Every selected record's search, record i with the coins `record_source(seed, i)`: one
-    record reports its search's own progress; a batch reports records done. Where it is safe,
-    a service's search process takes every search (`searches`, `engine.search_processes`), and
-    with `workers` > 1 forked workers take the records after the first (`engine.search_pool`),
-    which runs here to load the kernels they inherit."""
-    n = len(prepared.records)
-    label = "searching" if n == 1 else "releasing records"
-    if searches is not None and search_processes.accepts(prepared):
-        report_phase(progress, label)
-        done = [0]
-
-        def advance() -> None:
-            done[0] += 1
-            if progress is not None and n > 1:
-                progress(done[0], n)
-
-        outcomes = searches.release_all(prepared, prepared.request.seed, list(range(n)), advance)
-        return [_outcome(prepared, i, outcomes[i]) for i in range(n)]
-
-    def compiling(begins: bool) -> None:
-        report_phase(progress, COMPILING if begins else label)
-
-    report_phase(progress, label)
-    with compile_notice.listening(compiling):
-        if n == 1:
-            return [_one_release(prepared, 0, progress)]
-        runs: list[Any] = [_one_release(prepared, 0, None)]
-        done = [1]
-
-        def tick() -> None:
-            if progress is not None:
-                progress(done[0], n)
-            done[0] += 1
-
-        tick()
-        if workers > 1 and search_pool.can_fork(prepared):
-            outcomes = search_pool.release_all(prepared, prepared.request.seed, list(range(1, n)), workers, tick)
-            return runs + [_outcome(prepared, i, outcomes[i]) for i in range(1, n)]
-        for i in range(1, n):
-            runs.append(_one_release(prepared, i, None))
-            tick()
-        return runs
-
-
-def _one_release(prepared: OutlierRun, i: int, progress: Progress | None) -> Any:
-    """Record i's search, or the RecordFailure of a search that failed: one record without a
-    valid context does not sink the batch (the pipeline records each record's outcome)."""
-    try:
-        return prepared.release(i, record_source(prepared.request.seed, i), progress=progress)
-    except WorkCapReached:  # the request's cap, not this record's: the whole request stops
-        raise
-    except Exception as exc:
-        return _outcome(prepared, i, exc)
-
-
-def _outcome(prepared: OutlierRun, i: int, outcome: Any) -> Any:
-    """A worker's outcome of record i as `_one_release` gives it: the release, or its failure."""
-    if isinstance(outcome, WorkCapReached):
-        raise outcome
-    if isinstance(outcome, BaseException):
-        return RecordFailure(outcome, failure_reason(outcome), record=prepared.records[i].record)
-    return outcome
-
-
-#: What a progress display says while numba compiles the checks (first run on a machine).
-COMPILING = "compiling the validity checks for this machine (once: later runs load them from numba's cache)"
-
-
-def _whole(space: ContextSpace, mask: int) -> tuple[str, ...]:
-    """The attributes a released context keeps whole (for the plain-words summary)."""
-    return tuple(a.name for i, a in enumerate(space.attributes) if space.is_full(mask, i))
-
-
-def _anomaly_owner(answer: Any) -> dict[str, Any]:
+def _anomaly_owner(answer: AnomalyAnswer) -> dict[str, Any]:
     return {
         "not_for_release": True,
         "true_answer": answer.true_answer,

@@ -16,7 +16,7 @@ path — or a registered dataset's name, and resolves it.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from pcor_sql import api, owner_content
 from pcor_sql.core.bins import declared_bins, edge_text
@@ -41,6 +41,12 @@ from pcor_sql.session import Session, Warn
 from pcor_sql.sqltext.quoting import quote_identifier
 from pcor_sql.backends.base import Engine
 from pcor_sql.registration import absent_keys_note, below_spent_warning, limits_by_notion, names_of, releasable_keys
+from pcor_sql.results import AnomalyResult, CoeResult, Explanation
+
+if TYPE_CHECKING:  # annotations only: each is imported where it is used
+    from pcor_sql.analyst import Analyst
+    from pcor_sql.ledger.analysts import AnalystInfo
+    from pcor_sql.ledger.migration import MigrationReport
 
 
 class Owner:
@@ -224,25 +230,25 @@ class Owner:
 
     # ---- the jobs ------------------------------------------------------------------------
 
-    def analyst(self) -> "Any":
+    def analyst(self) -> Analyst:
         """A restricted handle for apps that serve analysts (see `pcor_sql.analyst.Analyst`)."""
         from pcor_sql.analyst import Analyst
 
         return Analyst(self)
 
-    def explain_outlier(self, query: str, **options: Any) -> Any:
+    def explain_outlier(self, query: str, **options: Any) -> Explanation:
         return api.explain_outlier(None, query, session=self.session, **options)
 
-    def explain_outliers(self, query: str, **options: Any) -> Any:
+    def explain_outliers(self, query: str, **options: Any) -> list[Explanation]:
         return api.explain_outliers(None, query, session=self.session, **options)
 
-    def coe(self, query: str, **options: Any) -> Any:
+    def coe(self, query: str, **options: Any) -> list[CoeResult]:
         return api.coe(None, query, session=self.session, **options)
 
-    def identify_anomaly(self, query: str, **options: Any) -> Any:
+    def identify_anomaly(self, query: str, **options: Any) -> AnomalyResult:
         return api.identify_anomaly(None, query, session=self.session, **options)
 
-    def identify_anomalies(self, query: str, **options: Any) -> Any:
+    def identify_anomalies(self, query: str, **options: Any) -> list[AnomalyResult]:
         return api.identify_anomalies(None, query, session=self.session, **options)
 
     def sql(self, text: str, **defaults: Any) -> Any:
@@ -262,13 +268,13 @@ class Owner:
 
         return add_analyst(self.ledger, name, quota=quota, notion=notion, datasets=datasets)
 
-    def analysts(self) -> tuple[Any, ...]:
+    def analysts(self) -> tuple[AnalystInfo, ...]:
         """Every analyst (`AnalystInfo`: name, created, revoked, datasets, quota usage per notion)."""
         from pcor_sql.ledger.analysts import list_analysts
 
         return list_analysts(self.ledger)
 
-    def revoke_analyst(self, name: str) -> Any:
+    def revoke_analyst(self, name: str) -> AnalystInfo:
         """Stop `name`'s token at once (their history and spent stay)."""
         from pcor_sql.ledger.analysts import revoke_analyst
 
@@ -322,7 +328,7 @@ class Owner:
         history and lift the refusal of releases; returns what differed."""
         return tuple(self.ledger.repair())
 
-    def migrate_ledger(self) -> Any:
+    def migrate_ledger(self) -> MigrationReport:
         """Bring a ledger in an older layout to the current one, keeping spent ε, limits and
         history (`MigrationReport`). A pre-`pcor` ledger's budgets were kept per name: each name
         that spells a unit here (a table, a file, a registered dataset, or the relation a key

@@ -29,7 +29,7 @@ import math
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Protocol, Sequence
 
 from pcor_sql.core.option_spec import Who
 from pcor_sql.core.verifiers.base import Verifier
@@ -50,8 +50,9 @@ from pcor_sql.errors import (
 Progress = Callable[[int, int], None]
 if TYPE_CHECKING:  # annotations only: the CLI imports this module's constants, and these import DuckDB
     from pcor_sql.backends.base import DataAccess
-    from pcor_sql.engine.record_search import OutlierRun
+    from pcor_sql.engine.record_search import OutlierRun, SelectedRecord
     from pcor_sql.engine.schema import Schema
+    from pcor_sql.engine.search_processes import SearchProcess
     from pcor_sql.ledger.admission_memory import AdmissionMemory
     from pcor_sql.ledger.charge_rules import ChargeItem
     from pcor_sql.ledger.seams import Charged, ChargingLedger
@@ -84,7 +85,7 @@ class Policy:
     stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
     @property
-    def cache_partition(self) -> Any:
+    def cache_partition(self) -> Hashable:
         """Whose caches this request may read and fill (`core.work.partition`)."""
         return "owner" if self.is_owner else ("analyst", self.analyst)
 
@@ -176,7 +177,7 @@ class ReleaseSession(Protocol):
     #: Where a privacy warning goes (None: Python's warnings).
     warn: Callable[[str], None] | None
     #: A service's search process for this session's releases (`engine.search_processes`), or None.
-    searches: Any
+    searches: SearchProcess | None
 
     def units(self, relation: str) -> tuple[str, ...]: ...
 
@@ -186,7 +187,17 @@ class ReleaseSession(Protocol):
 
     def schema(self, request: Any) -> Schema: ...
 
-    def prepare_records(self, request: Any, records: Any, progress: Progress | None = None) -> OutlierRun: ...
+    def prepare_records(self, request: Any, records: Sequence[SelectedRecord],
+                        progress: Progress | None = None) -> OutlierRun: ...
+
+
+class PricedRequest(Protocol):
+    """What the pipeline reads of a job's request (`request_values.OutlierRequest`,
+    `AnomalyRequest`): its ε per record, for the early checks and the privacy warning (the
+    typed cost the ledger checks is the job's `items`)."""
+
+    @property
+    def epsilon(self) -> float: ...
 
 
 class Measurement(Protocol):
@@ -194,7 +205,7 @@ class Measurement(Protocol):
     record, and its steps — read, then run once paid for."""
 
     extra_units: tuple[str, ...]
-    request: Any
+    request: PricedRequest
 
     def units_sql(self) -> str: ...
 
@@ -330,7 +341,7 @@ class RecordFailure:
     error: BaseException
     reason: str
     key: Any = None
-    record: Any = None
+    record: dict[str, Any] | None = None
 
 
 def admit(session: ReleaseSession, job: Measurement, policy: Policy, *, keys: Sequence[str],

@@ -13,11 +13,10 @@ from typing import Any, Callable, ClassVar, Iterator
 import numpy as np
 
 from pcor_sql import notebook
+from pcor_sql.anomaly_words import AnomalyWords
 from pcor_sql.engine.record_search import OwnerView
 from pcor_sql.request_values import OutlierRequest
 from pcor_sql.readable import (
-    anomaly_privacy_sentence,
-    anomaly_sentence,
     outlier_privacy_sentence,
     key_words,
     outlier_sentence,
@@ -281,30 +280,8 @@ class CoeResult(_Shown):
         return ValidContext(self._space.values(mask), self._predicate(mask), utility, self._space.ranges(mask))
 
 
-class _AnomalyWords:
-    """The words of an anomaly answer, the owner's (`AnomalyResult`) or an analyst's
-    (`AnalystAnswer`): both from the released bit and parameters alone."""
-
-    anomaly: bool
-    epsilon: float
-    privacy: str
-    k: int | None
-    beta: float
-    radius: float
-
-    @property
-    def summary(self) -> str:
-        """The answer in plain words: `anomaly: at most β = 5 records (itself included) lie
-        within r = 1 of it (a randomized answer)`."""
-        return anomaly_sentence(self.anomaly, self.beta, self.radius)
-
-    @property
-    def privacy_summary(self) -> str:
-        return anomaly_privacy_sentence(self.epsilon, self.privacy, self.k)
-
-
 @dataclass(frozen=True)
-class AnomalyResult(_AnomalyWords, _Shown):
+class AnomalyResult(AnomalyWords, _Shown):
     """One private answer to "is this record a (β, r)-anomaly?" (DESIGN.md §3)."""
 
     record: dict[str, Any]
@@ -375,7 +352,7 @@ class AnalystExplanation:
 
 
 @dataclass(frozen=True)
-class AnalystAnswer(_AnomalyWords):
+class AnalystAnswer(AnomalyWords):
     """What an analyst receives for one anomaly question: the key they gave, the noisy bit and
     the privacy parameters — nothing else."""
 

@@ -19,16 +19,18 @@ from __future__ import annotations
 import contextlib
 import copy
 import warnings
-from typing import Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from pcor_sql import pipeline
 from pcor_sql.backends import open_access
+from pcor_sql.core.space import ContextSpace
+from pcor_sql.core.verifiers.base import Verifier
 from pcor_sql.core.verifiers.builtins import unserved
 from pcor_sql.core.verifiers.capabilities import capabilities_of
 from pcor_sql.core.verifiers.registry import VerifierRegistry, default_registry
 from pcor_sql.engine.context_sql import context_predicate
 from pcor_sql.engine.progress import report_phase
-from pcor_sql.engine.record_search import OutlierRun
+from pcor_sql.engine.record_search import OutlierRun, SelectedRecord
 from pcor_sql.engine.schema import Schema
 from pcor_sql.engine.search_pool import check_workers
 from pcor_sql.engine.summary import CellSummary
@@ -40,7 +42,11 @@ from pcor_sql.ledger.store import Ledger
 from pcor_sql.request_values import AnomalyRequest, OutlierRequest, VerifierSpec
 from pcor_sql.readable import uniform_choice_warning
 from pcor_sql.results import AnomalyResult, CoeResult, Explanation, Results
-from pcor_sql.backends.base import Engine
+from pcor_sql.backends.base import DataAccess, Engine
+
+if TYPE_CHECKING:  # annotations only: each is imported where it runs
+    from pcor_sql.anomaly.batch import AnomalyBatch
+    from pcor_sql.engine.search_processes import SearchProcess
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -86,7 +92,7 @@ class Session:
         self._ledger: Ledger | None = None
         #: A service's search process for this Session's requests (`engine.search_processes`),
         #: set by the service's worker pool; None: searches run in this thread.
-        self.searches: Any = None
+        self.searches: SearchProcess | None = None
 
     # ---- the jobs ------------------------------------------------------------------------
 
@@ -107,7 +113,8 @@ class Session:
         return Results(pipeline.run(self, job, pipeline.OWNER, single="explain_outlier" if single else None,
                                     max_records=max_records, progress=progress))
 
-    def prepare_records(self, request: OutlierRequest, records: Any, progress: Progress | None = None) -> OutlierRun:
+    def prepare_records(self, request: OutlierRequest, records: Sequence[SelectedRecord],
+                        progress: Progress | None = None) -> OutlierRun:
         """What the releases of `request` read for the given selected `records`: the schema,
         the verifier, the start selection and the per-cell summary."""
         verifier = self.verifier(request.verifier)
@@ -134,7 +141,7 @@ class Session:
             masks, utilities = oracle.coe(limit, progress)
             space = oracle.space
 
-            def predicate(mask: int, space: Any = space) -> str:
+            def predicate(mask: int, space: ContextSpace = space) -> str:
                 return context_predicate(space, mask, cast_varchar=schema.cast_varchar, not_null=schema.not_null)
 
             out.append(
@@ -161,7 +168,7 @@ class Session:
         job = AnswerJob(request, self.dataset_label(request.dataset))
         self.check_seed(request.seed)
 
-        def announce(count: int, batch: Any) -> None:
+        def announce(count: int, batch: AnomalyBatch | None) -> None:
             if count > 1 and batch is not None:
                 cost = batch.cost
                 warn_privacy(f"answering {count:,} records costs {count:,} × ε = {cost.epsilon_total:g} in total "
@@ -217,7 +224,7 @@ class Session:
         records = self.access.records(request.relation, request.metric, request.selector)
         return self.prepare_records(request, records, progress)
 
-    def verifier(self, spec: Any) -> Any:
+    def verifier(self, spec: VerifierSpec | Verifier) -> Verifier:
         """The verifier a request names, made by this session's registry (or the object given);
         a UserError when this session's engine cannot serve what it reads. Every job asks for
         its verifier here before the reservation, so such a request is refused uncharged."""
@@ -295,7 +302,7 @@ def session_for(con: Any, session: Session | None = None, warn: Warn | None = No
     return Session(con, warn=warn, **kwargs)
 
 
-def _expect(request: Any, cls: type, method: str) -> None:
+def _expect(request: object, cls: type, method: str) -> None:
     if not isinstance(request, cls):
         raise UserError(
             f"Session.{method} takes an {cls.__name__}, got {type(request).__name__}",
@@ -307,7 +314,7 @@ class _ReadsNothing:
     """A data access that says what its engine is and serves (constants: checking a verifier
     needs them) and refuses every other use (`Session.reading_nothing`)."""
 
-    def __init__(self, real: Any):
+    def __init__(self, real: DataAccess):
         self.engine, self.serves = real.engine, real.serves
 
     def __getattr__(self, name: str) -> Any:

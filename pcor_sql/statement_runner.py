@@ -33,6 +33,7 @@ from pcor_sql.core.option_spec import StrEnum
 from pcor_sql.errors import SQL, InternalError, UserError, caller
 
 if TYPE_CHECKING:  # imported late at run time: a statement's Session is made only when one runs
+    from pcor_sql.frontend.statement_parser import ExplainOutlier, IdentifyAnomaly, Passthrough
     from pcor_sql.session import Session
 
 Warn = Callable[[str], None]
@@ -63,7 +64,7 @@ class StatementResult:
     text: str
     kind: str
     value: Any
-    statement: Any = None
+    statement: ExplainOutlier | IdentifyAnomaly | Passthrough | None = None
 
 
 def sql(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Session | None = None, warn: Warn | None = None,
@@ -131,7 +132,7 @@ def run_script(con: duckdb.DuckDBPyConnection | None, text: str, *, session: Ses
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection, statement: Any, session: Session, defaults: dict[str, Any], progress: Progress | None
+    con: duckdb.DuckDBPyConnection, statement: ExplainOutlier | IdentifyAnomaly | Passthrough, session: Session, defaults: dict[str, Any], progress: Progress | None
 ) -> tuple[str, Any]:
     """A statement's kind and result: ours as requests on `session`, anything else DuckDB's."""
     from pcor_sql.frontend.request_builders import anomaly_from_select, outlier_from_select

@@ -66,9 +66,9 @@ def test_an_in_list_batch_comes_back_in_the_lists_order(con):
 
 
 def test_off_a_terminal_the_compile_is_said_once_on_stderr(monkeypatch):
-    import pcor_sql.jobs as jobs
+    import pcor_sql.release_searches as release_searches
 
-    original = jobs._release_all
+    original = release_searches._release_all
 
     def compiling(*args, **kwargs):
         for _ in range(2):  # two compiles: one line
@@ -76,7 +76,7 @@ def test_off_a_terminal_the_compile_is_said_once_on_stderr(monkeypatch):
             compile_notice.ended()
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jobs, "_release_all", compiling)
+    monkeypatch.setattr(release_searches, "_release_all", compiling)
     result = invoke("explain-outlier", QUERY, "--verifier", "grubbs", "--seed", "1", "--ledger", ":memory:")
     assert result.exit_code == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "compiling the validity checks" in line]

@@ -15,7 +15,7 @@ import pytest
 
 from pcor_sql import jobs, pipeline
 from pcor_sql.backends import base as backends_base
-from pcor_sql.engine import record_search, schema
+from pcor_sql.engine import record_search, schema, search_processes
 from pcor_sql.ledger import admission_memory, charge_rules, seams
 from pcor_sql.ledger.reservation import Reservation
 from pcor_sql.ledger.store import Ledger
@@ -26,7 +26,7 @@ PKG = pathlib.Path(__file__).resolve().parents[1] / "pcor_sql"
 
 def _members(protocol: type) -> dict[str, object]:
     own = {k: v for k, v in vars(protocol).items() if not k.startswith("_")}
-    return {**own, **{k: None for k in typing.get_type_hints(protocol, vars(pipeline) | vars(seams) | vars(backends_base) | vars(record_search) | vars(schema) | vars(charge_rules) | vars(admission_memory)) if k not in own}}
+    return {**own, **{k: None for k in typing.get_type_hints(protocol, vars(pipeline) | vars(seams) | vars(backends_base) | vars(record_search) | vars(schema) | vars(search_processes) | vars(charge_rules) | vars(admission_memory)) if k not in own}}
 
 
 def _parameters(fn: object) -> tuple[int, list[str]]:
@@ -60,7 +60,8 @@ def _hints(fn) -> dict:
     """`fn`'s annotations resolved, with the names pipeline imports only for type checkers (it
     imports no DuckDB module at run time: the light CLI imports its constants)."""
     return typing.get_type_hints(fn, vars(pipeline) | vars(seams) | vars(backends_base) | vars(record_search)
-                                 | vars(schema) | vars(charge_rules) | vars(admission_memory) | vars(jobs))
+                                 | vars(schema) | vars(search_processes) | vars(charge_rules) | vars(admission_memory)
+                                 | vars(jobs))
 
 
 def test_the_release_path_is_typed_through_its_seams():

@@ -68,7 +68,9 @@ def scale(
     to write BENCHMARKS.md when the load exceeds 1.5 (before measuring, and if it did during the
     run) unless --force, and a forced section says so.
     """
-    from benchmarks.scale import CASE_NAMES, MAX_LOAD, ScaleConfig, busiest_load, load_now, run_scale
+    from benchmarks.scale import CASE_NAMES, ScaleConfig, run_scale
+    from benchmarks.scale_goals import MAX_LOAD, busiest_load
+    from benchmarks.scale_measure import load_now
 
     section = section_name(benchmarks_section)
     for value, flag in ((rows, "--rows"), (repeats, "--repeats"), (wide_repeats, "--wide-repeats"),
@@ -116,7 +118,7 @@ def scale(
 def width_tables(result: dict[str, Any]) -> list[Any]:
     """The goals at width (births, flights, 5,000 values) and the per-check table by member cells."""
     from benchmarks.report import target_table
-    from benchmarks.scale import width_targets
+    from benchmarks.scale_width import width_targets
     from benchmarks.scale_width import per_check_table
 
     goals = result.get("width_targets")
@@ -132,7 +134,7 @@ def width_tables(result: dict[str, Any]) -> list[Any]:
 
 def scale_tables(result: dict[str, Any]) -> list[Any]:
     from benchmarks.report import target_table
-    from benchmarks.scale import load_text, median, ratio_loads
+    from benchmarks.scale_goals import load_text, median, ratio_loads
     from benchmarks.tables import make_table, mib, seconds
 
     def t(xs: list[float]) -> str:

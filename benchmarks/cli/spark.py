@@ -95,7 +95,7 @@ def _laid_out(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _table(result: dict[str, Any]) -> Any:
-    from benchmarks.scale import load_text
+    from benchmarks.scale_goals import load_text
     from benchmarks.tables import make_table, seconds
 
     def versus_sort(r: dict[str, Any]) -> str:

@@ -14,8 +14,12 @@ from pcor_sql.cli import parameters as o
 from pcor_sql.errors import UserError
 from pcor_sql.pipeline import DEFAULT_MAX_WORK, DEFAULT_MIN_EPSILON
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the light CLI imports no service module until it serves
+    from types import ModuleType
+    from typing import Callable
+
     from pcor_sql.owner import Owner
+    from pcor_sql.service.owner_plane import AuditLog
 
 #: Seconds a stop waits for open connections before it closes them (running searches stop at once).
 GRACE_S = 3
@@ -130,11 +134,11 @@ def serve(
             runtime_file.remove(db)
 
 
-def _serve(ctx: Any, db: Any, ledger: Any, engine: Any, spark_master: str, token: str, audit: Any,
-           sockets: list, uvicorn: Any, app: Any, *, analyst_url: str, owner_url: str,
-           owner_port: int,
-           min_epsilon: float, max_keys: int, workers: int, max_work: int, ssl_keyfile: Any,
-           ssl_certfile: Any, processes: bool | None, duckdb_threads: int | str) -> None:
+def _serve(ctx: typer.Context, db: Path | None, ledger: str | None, engine: o.Engine, spark_master: str, token: str,
+           audit: AuditLog, sockets: list[socket.socket], uvicorn: ModuleType, app: Callable[..., Any], *,
+           analyst_url: str, owner_url: str, owner_port: int,
+           min_epsilon: float, max_keys: int, workers: int, max_work: int, ssl_keyfile: str | None,
+           ssl_certfile: str | None, processes: bool | None, duckdb_threads: int | str) -> None:
     from pcor_sql.cli.database import open_owner
     from pcor_sql.service import runtime_file
     from pcor_sql.service.owner_app import Listeners, owner_app

@@ -28,7 +28,8 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import replace
-from typing import Any, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, TypeVar
 
 from pcor_sql.errors import InternalError
 from pcor_sql.ledger.charge_reads import read_state, read_state_with, settings_of, unit_rows
@@ -57,16 +58,21 @@ from pcor_sql.ledger.quota_rules import (
     quota_state,
     write_quotas,
 )
+from pcor_sql.ledger.store_interface import LedgerOps
 from pcor_sql.ledger.transactions import LedgerAccess
 
+if TYPE_CHECKING:  # annotations only
+    from pcor_sql.ledger.admission_memory import AdmissionMemory
 
-def reserve_body(units: tuple[str, ...], batch: tuple[ChargeItem, ...], analyst: str | None) -> Any:
+
+def reserve_body(units: tuple[str, ...], batch: tuple[ChargeItem, ...],
+                 analyst: str | None) -> Callable[[LedgerOps], tuple[UnitTotal, ...]]:
     """The body of the reservation's transaction; returns the units' totals after it."""
     notion = batch[0].notion
     provenance = Provenance("running", analyst, current_process())
     datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
-    def body(ops: Any) -> tuple[UnitTotal, ...]:
+    def body(ops: LedgerOps) -> tuple[UnitTotal, ...]:
         ids = [i.release_id for i in batch]
         quota, quotas = None, ()
         if analyst is None:
@@ -88,8 +94,20 @@ def reserve_body(units: tuple[str, ...], batch: tuple[ChargeItem, ...], analyst:
     return body
 
 
-def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None,
-              memory: Any = None) -> None:
+_T = TypeVar("_T")
+
+
+class FitReads(Protocol):
+    """What `check_fit` asks of its ledger (`store.Ledger`, which this module cannot import:
+    it imports this one): writable, and one read outside any transaction."""
+
+    def ensure_writable(self) -> None: ...
+
+    def read_with(self, body: Callable[[LedgerOps], _T]) -> _T: ...
+
+
+def check_fit(ledger: FitReads, units: Sequence[str], items: Sequence[ChargeItem], analyst: str | None,
+              memory: AdmissionMemory | None = None) -> None:
     """Refuse early and cheaply when `ledger.reserve(units, items, analyst=analyst)` would refuse
     for a limit: a unit's (its own or the notion's default) or the analyst's quota would be
     passed (BudgetExceeded, with the reservation's own arithmetic and words: `check_limits`,
@@ -109,7 +127,7 @@ def check_fit(ledger: Any, units: Sequence[str], items: Sequence[ChargeItem], an
     notion = batch[0].notion
     datasets = sorted({i.dataset for i in batch if i.dataset is not None})
 
-    def read(ops: Any) -> dict[str, list[tuple]]:
+    def read(ops: LedgerOps) -> dict[str, list[tuple]]:
         return ops.fit_rows(list(names), notion, analyst, quota_datasets(datasets))
 
     def judge(found: dict[str, list[tuple]], raised: float) -> None:
@@ -198,7 +216,7 @@ class Reservation:
         ids = self.release_ids
         groups = groups if groups is not None else {(outcome, reason): ids}
 
-        def body(ops: Any) -> int:
+        def body(ops: LedgerOps) -> int:
             changed = sum(record_outcome(ops, rows, what, why, refund and what != "answered")
                           for (what, why), rows in groups.items())
             if refund and changed:
@@ -219,7 +237,8 @@ class Reservation:
     def __enter__(self) -> "Reservation":
         return self
 
-    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
         """A block left without an outcome records one, never refunding: an interrupt as
         'interrupted', anything else as 'failed' with reason 'internal'."""
         if self.outcome is None:

@@ -13,6 +13,8 @@ from starlette.requests import Request
 
 from pcor_sql import analyst_account
 from pcor_sql.jsonable import jsonable
+from pcor_sql.results import AnalystAnswer
+from pcor_sql.session import Session
 from pcor_sql.service.analyst_identity import Identity
 from pcor_sql.service.analyst_service import Service
 from pcor_sql.analyst_statements import statement_dataset
@@ -63,7 +65,7 @@ async def sql(service: Service, request: Request, identity: Identity, params: di
     text = body["sql"]
     asked = request.state.asked = {"dataset": None, "epsilon": None, "keys": None}
 
-    def dataset(session: Any) -> str:
+    def dataset(session: Session) -> str:
         asked["dataset"] = statement_dataset(session, text)
         return asked["dataset"]
 
@@ -72,7 +74,7 @@ async def sql(service: Service, request: Request, identity: Identity, params: di
     return {"results": [_point_answer(r) if type(r.key) is dict else jsonable(r.as_dict()) for r in results]}
 
 
-def _point_answer(answer: Any) -> Any:
+def _point_answer(answer: AnalystAnswer) -> dict[str, Any]:
     """An answer about a point, as `/v1/identify` names it: the point is `value` (and `key`, as
     in-process, where `AnalystAnswer.key` is the point)."""
     shown = jsonable(answer.as_dict())

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 import benchmarks.scale as scale
+import benchmarks.scale_goals as goals
+import benchmarks.scale_measure as measure
 from benchmarks.measure import machine
 from benchmarks.scale_tables import ensure_table
 from tests.benchmarks.app_helpers import assert_error, invoke
@@ -32,7 +34,7 @@ def saved_result(tmp_path: Path, loads: list[float]) -> Path:
     result = {"config": {}, "machine": machine(), "started": "2026-01-01T00:00:00+00:00", "wall_s": 1.0,
               "load": {"start": [loads[0], 1.0, 1.0], "end": [loads[-1], 1.0, 1.0]}, "tables": {},
               "cases": [case], "lattice": [], "command": "python -m benchmarks scale"}
-    result["targets"] = [t.as_dict() for t in scale.targets(result)]
+    result["targets"] = [t.as_dict() for t in goals.targets(result)]
     path = tmp_path / "scale.json"
     path.write_text(json.dumps(result), encoding="utf-8")
     return path
@@ -40,19 +42,19 @@ def saved_result(tmp_path: Path, loads: list[float]) -> Path:
 
 def test_ratios_carry_the_load_of_their_samples():
     case = {"fresh_load": [0.9, 1.3], "reference_load": [0.7, None]}
-    assert scale.ratio_loads(case, "fresh_s") == (0.7, 1.3)
-    assert scale.load_text((0.7, 1.3)) == "load 0.7–1.3" and scale.load_text((1.0, 1.04)) == "load 1.0"
-    assert scale.load_text(None) == "load ?"
-    assert scale.ratio_loads({"fresh_load": [2.0]}, "fresh_s", {"reference_load": [0.5]}) == (0.5, 2.0)
+    assert goals.ratio_loads(case, "fresh_s") == (0.7, 1.3)
+    assert goals.load_text((0.7, 1.3)) == "load 0.7–1.3" and goals.load_text((1.0, 1.04)) == "load 1.0"
+    assert goals.load_text(None) == "load ?"
+    assert goals.ratio_loads({"fresh_load": [2.0]}, "fresh_s", {"reference_load": [0.5]}) == (0.5, 2.0)
     result = {"cases": [case, {"warm_load": [4.2]}], "load": {"start": [0.4, 1, 1], "end": [1.1, 1, 1]}}
-    assert scale.busiest_load(result) == 4.2
-    assert scale.busiest_load({"cases": [], "load": {}}) is None
+    assert goals.busiest_load(result) == 4.2
+    assert goals.busiest_load({"cases": [], "load": {}}) is None
 
 
 def test_the_child_records_a_load_beside_every_timed_sample(tmp_path):
     table = ensure_table(tmp_path, "base", 2_000, lambda _m: None)
-    out = scale.measure(table["path"], "grubbs", fresh=1, warm=1, seed=1, reference=2)
-    for key in scale.TIMED:
+    out = measure.measure(table["path"], "grubbs", fresh=1, warm=1, seed=1, reference=2)
+    for key in measure.TIMED:
         loads = out[key.removesuffix("_s") + "_load"]
         assert len(loads) == len(out[key]) >= 1
         assert all(x is None or x >= 0 for x in loads)
@@ -63,13 +65,13 @@ def test_the_child_times_the_summary_build_at_threads_1_and_2_and_resets_the_set
     import duckdb
 
     table = ensure_table(tmp_path, "base", 2_000, lambda _m: None)
-    out = scale.measure(table["path"], "lof", fresh=2, warm=0, seed=1, reference=0)
+    out = measure.measure(table["path"], "lof", fresh=2, warm=0, seed=1, reference=0)
     assert sorted(out["summary_threads_s"]) == ["1", "2"]
     assert all(len(xs) == 2 and all(x > 0 for x in xs) for xs in out["summary_threads_s"].values())
     con = duckdb.connect(table["path"])
     default = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     con.execute("SET threads = 1")
-    scale.summary_at_threads(con, "lof", 1)
+    measure.summary_at_threads(con, "lof", 1)
     assert con.execute("SELECT current_setting('threads')").fetchall()[0][0] == default
 
 
@@ -101,7 +103,7 @@ def test_a_busy_run_is_refused_unless_forced_and_then_says_so(tmp_path):
 
 
 def test_a_busy_machine_is_refused_before_measuring(tmp_path, monkeypatch):
-    monkeypatch.setattr(scale, "load_now", lambda: 3.25)
+    monkeypatch.setattr(measure, "load_now", lambda: 3.25)
 
     def no_run(*_a, **_k):
         pytest.fail("measured on a busy machine")

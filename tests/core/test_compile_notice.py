@@ -43,7 +43,7 @@ def test_a_release_shows_the_compiling_phase_and_goes_back_to_searching(monkeypa
 
     import pcor_sql
     from pcor_sql.engine import evaluator
-    from pcor_sql.jobs import COMPILING
+    from pcor_sql.release_searches import COMPILING
 
     real = evaluator.compiled_check
 

@@ -39,8 +39,10 @@ class _Ledger:
 
     def __init__(self) -> None:
         self.value: object = 0
+        self.reads = 0  # how many times the watch has looked
 
     def read(self, body, empty):
+        self.reads += 1
         if isinstance(self.value, Exception):
             raise self.value
         return self.value
@@ -53,17 +55,25 @@ def _wait(condition, timeout=5.0) -> None:
         time.sleep(0.005)
 
 
+def _looked(ledger: _Ledger, times: int) -> None:
+    """Until the watch has read the generation `times` more times: a negative ("no call back")
+    is asserted after reads that could have made one, not after a sleep that a loaded machine
+    may pass without any."""
+    seen = ledger.reads
+    _wait(lambda: ledger.reads >= seen + times)
+
+
 def test_the_watch_calls_back_when_the_generation_moves_or_cannot_be_read():
     ledger, calls = _Ledger(), []
     watch = IdentityWatch(ledger, lambda: calls.append(1), interval=0.01)
     assert watch.start()
     try:
-        time.sleep(0.05)
-        assert calls == []  # standing still: nothing invalidated
+        _looked(ledger, 3)
+        assert calls == []  # standing still (three reads of the same generation): nothing invalidated
         ledger.value = 1
         _wait(lambda: len(calls) == 1)
-        time.sleep(0.05)
-        assert len(calls) == 1
+        _looked(ledger, 3)
+        assert len(calls) == 1  # and once moved, three more reads of it: invalidated once
         ledger.value = LedgerUnreachable("gone", "retry")
         _wait(lambda: len(calls) >= 3)  # every failed read invalidates again
     finally:
