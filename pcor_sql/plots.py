@@ -10,7 +10,11 @@ against its limit.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import os
+from typing import Any, BinaryIO, Sequence, Union
+
+#: Where a picture is saved: a path (its suffix names the format: .png, .svg, ...) or an open file.
+SavePath = Union[str, "os.PathLike[str]", BinaryIO]
 
 NOT_FOR_RELEASE = "NOT FOR RELEASE — owner only: shows the data"
 #: Pixels of a saved picture: 10 × 5 inches at 100 dpi.
@@ -83,7 +87,7 @@ def _floor(*arrays: Any) -> float | None:
 
 
 def explanation_figure(metric: str, value: float, context_values: Sequence[Any], all_values: Sequence[Any],
-                       title: str, path: Any = None) -> Any:
+                       title: str, path: SavePath | None = None) -> Picture:
     """The record's `value` in its released context (left: the context's histogram on an axis
     zoomed to the context and the record, as a share of its rows, the whole table's over the same
     bins as a faint outline) and in the whole table (right: where the context's range and the
@@ -128,7 +132,7 @@ def explanation_figure(metric: str, value: float, context_values: Sequence[Any],
     return _saved(fig, path)
 
 
-def budget_figure(rows: Sequence[dict[str, Any]], path: Any = None) -> Any:
+def budget_figure(rows: Sequence[dict[str, Any]], path: SavePath | None = None) -> Picture:
     """A bar per unit and notion: ε spent, and its limit (a bar's outline) where one is set;
     the legend names only what is drawn."""
     require_pyplot()
@@ -170,7 +174,7 @@ def _mark(fig: Any) -> None:
     fig.text(0.5, 0.012, NOT_FOR_RELEASE, ha="center", va="bottom", color="#d62728", fontsize=12, weight="bold")
 
 
-def _saved(fig: Any, path: Any) -> Picture:
+def _saved(fig: Any, path: SavePath | None) -> Picture:
     if path is not None:
         fig.savefig(path, dpi=DPI)
     return Picture(fig)

@@ -14,7 +14,9 @@ import numpy as np
 
 from pcor_sql import notebook
 from pcor_sql.anomaly_words import AnomalyWords
+from pcor_sql.core.space import ContextSpace
 from pcor_sql.engine.record_search import OwnerView
+from pcor_sql.plots import Picture, SavePath
 from pcor_sql.request_values import OutlierRequest
 from pcor_sql.readable import (
     outlier_privacy_sentence,
@@ -132,7 +134,7 @@ class Explanation(_Shown):
             out["owner"] = self.owner.as_dict()
         return out
 
-    def plot(self, path: Any = None) -> Any:
+    def plot(self, path: SavePath | None = None) -> Picture:
         """The record's value against the distribution of its released context and of the whole
         table (matplotlib: the `plot` extra). Owner only: it reads and shows the data, and the
         picture says "NOT FOR RELEASE". Saved to `path` (PNG, ...) when given; returns a
@@ -209,7 +211,7 @@ EXPLANATION_KEYS = (
 )
 
 
-def _released(result: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+def _released(result: AnomalyResult, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """A result's public fields in declaration order (the JSON keys), the seeded-run label."""
     out = {f.name: getattr(result, f.name) for f in fields(result) if f.name != "owner" and f.name not in exclude}
     if "units" in out:
@@ -240,9 +242,10 @@ class CoeResult(_Shown):
     admissible: int
     size: int
     max_utility: float | None
-    _space: Any = field(repr=False)
-    _masks: Any = field(repr=False)
-    _utilities: Any = field(repr=False)
+    _space: ContextSpace = field(repr=False)
+    #: The valid contexts' masks and their utilities, in enumeration order (`Evaluator.coe`).
+    _masks: np.ndarray = field(repr=False)
+    _utilities: np.ndarray = field(repr=False)
     _predicate: Callable[[int], str] = field(repr=False)
 
     def __iter__(self) -> Iterator[ValidContext]:

@@ -1,6 +1,7 @@
 """`python -m benchmarks scale`: releases on 10M–100M-row tables and on context spaces past 64
 free bits, each next to DuckDB sorting the metric into numpy on the same table.
-The work is in `benchmarks.scale`; this module parses options, prints and writes tables."""
+The work is in `benchmarks.scale` (the plan and the run), `scale_measure` (what one case's process
+measures) and `scale_goals`; this module parses options, prints and writes tables."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from pcor_sql.ledger.dataset_registry import find_dataset
 from pcor_sql.ledger.input_checks import NOTIONS, check_notion, check_positive
 from pcor_sql.ledger.quota_rules import ALL_DATASETS
 from pcor_sql.ledger.store import Ledger
+from pcor_sql.ledger.store_interface import LedgerOps
 from pcor_sql.ledger.transactions import utc_now
 
 TOKEN_PREFIX = "pcor_"
@@ -129,7 +130,7 @@ def add_analyst(ledger: Ledger, name: str, quota: float | None = None, notion: s
     allowed = None if datasets is None else _registered(ledger, datasets)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
 
-    def body(ops: Any) -> None:
+    def body(ops: LedgerOps) -> None:
         taken = ops.analyst_row(name)
         if taken:
             state = "revoked" if taken[1] is not None else "active"
@@ -154,7 +155,7 @@ def set_quota(ledger: Ledger, name: str, epsilon: float | None, *, notion: str |
     limit = None if epsilon is None else check_positive(epsilon, "quota")
     key = ALL_DATASETS if dataset is None else _registered(ledger, [dataset])[0]
 
-    def body(ops: Any) -> None:
+    def body(ops: LedgerOps) -> None:
         _require(ops, name)
         ops.set_quota_limits(name, notions, key, limit, False, utc_now())
 
@@ -166,7 +167,7 @@ def revoke_analyst(ledger: Ledger, name: str) -> AnalystInfo:
     reservation in flight conflicts with this and is re-checked — and refused."""
     ledger.ensure_writable()
 
-    def body(ops: Any) -> None:
+    def body(ops: LedgerOps) -> None:
         _require(ops, name)
         now = utc_now()
         ops.revoke_analyst(name, now)
@@ -186,7 +187,7 @@ def rotate_analyst(ledger: Ledger, name: str) -> str:
     ledger.ensure_writable()
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
 
-    def body(ops: Any) -> None:
+    def body(ops: LedgerOps) -> None:
         _require(ops, name)
         ops.set_token(name, token_hash(token))
         ops.set_quota_limits(name, NOTIONS, ALL_DATASETS, None, True, utc_now())
@@ -255,7 +256,7 @@ def _registered(ledger: Ledger, datasets: Sequence[str]) -> list[str]:
     return sorted(set(names))
 
 
-def _require(ops: Any, name: str) -> None:
+def _require(ops: LedgerOps, name: str) -> None:
     if ops.analyst_row(name) is None:
         raise UserError(f"there is no analyst named {name!r}", "see them with: pcor-sql analyst list")
 

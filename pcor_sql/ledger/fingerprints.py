@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcor_sql.ledger.store import Ledger
+from pcor_sql.ledger.store_interface import LedgerOps
 from pcor_sql.ledger.transactions import utc_now
 
 
@@ -64,7 +65,7 @@ def record(ledger: Ledger, dataset: str, relation: str, fingerprint: Any, note: 
     content changed' when it differs from the latest."""
     ledger.ensure_writable()
 
-    def body(ops: Any) -> Recorded:
+    def body(ops: LedgerOps) -> Recorded:
         before = [Recorded(*row) for row in ops.fingerprints(dataset)]
         said = note
         if before and note == "re-registered" and not _same(before[-1], fingerprint):
@@ -134,7 +135,7 @@ def carry(entries: Sequence[Recorded], target: Ledger, datasets: Sequence[Any],
     `target` (DESIGN.md §11, `budget migrate --to`) as they were, and for each dataset without
     one, the moved file's own (`compute(relation)`; None: not on DuckDB), noted 'migrated'."""
     if entries:
-        def body(ops: Any) -> None:
+        def body(ops: LedgerOps) -> None:
             for row in entries:
                 ops.record_fingerprint([row.dataset, row.seq, row.relation, row.rows, row.content_hash, row.method,
                                         row.note, row.recorded_at])

@@ -13,6 +13,7 @@ from typing import Any
 
 from pcor_sql.ledger import history_chain as chain
 from pcor_sql.ledger.history_chain import FIELDS, Anchor, ChainCheck, ChainDifference, Entry, Event, Head
+from pcor_sql.ledger.store_interface import LedgerOps
 from pcor_sql.ledger.transactions import utc_now
 
 Pair = tuple[str, str]
@@ -26,7 +27,7 @@ def _rows(found: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(FIELDS, row)) for row in found]
 
 
-def _append(ops: Any, heads: Mapping[Pair, Head], events: Mapping[Pair, Sequence[Event]]) -> None:
+def _append(ops: LedgerOps, heads: Mapping[Pair, Head], events: Mapping[Pair, Sequence[Event]]) -> None:
     entries: list[Entry] = []
     new_heads: dict[Pair, tuple[int, str]] = {}
     for pair in sorted(p for p, e in events.items() if e):
@@ -43,7 +44,7 @@ def _by_pair(rows: Iterable[Mapping[str, Any]]) -> dict[Pair, list[Mapping[str, 
     return out
 
 
-def record(ops: Any, release_ids: Sequence[str], kind: str) -> None:
+def record(ops: LedgerOps, release_ids: Sequence[str], kind: str) -> None:
     """Chain the rows of `release_ids` as they are now: written ('charge') or changed (CHANGE)."""
     if not release_ids:
         return
@@ -52,22 +53,22 @@ def record(ops: Any, release_ids: Sequence[str], kind: str) -> None:
     _append(ops, _heads(heads), events)
 
 
-def _read_all(ops: Any) -> tuple[list[dict[str, Any]], list[Entry], dict[Pair, Head]]:
+def _read_all(ops: LedgerOps) -> tuple[list[dict[str, Any]], list[Entry], dict[Pair, Head]]:
     rows, entries, heads = ops.chain_all()
     return _rows(rows), [chain.entry_from(e) for e in entries], _heads(heads)
 
 
-def verify(ops: Any, anchors: Iterable[Anchor] = ()) -> list[ChainCheck]:
+def verify(ops: LedgerOps, anchors: Iterable[Anchor] = ()) -> list[ChainCheck]:
     """Every chain checked against the history (and `anchors`): the checks that found something."""
     rows, entries, heads = _read_all(ops)
     return [c for c in chain.check_all(rows, entries, heads, anchors) if c.differences]
 
 
-def heads(ops: Any) -> dict[Pair, Head]:
+def heads(ops: LedgerOps) -> dict[Pair, Head]:
     return _heads(ops.chain_heads())
 
 
-def repair(ops: Any) -> list[ChainDifference]:
+def repair(ops: LedgerOps) -> list[ChainDifference]:
     """Put back every row the chain vouches for, make again each chain that is not sound (from
     the history as restored), and record in each chain mended what was found. Returns it all."""
     rows, entries, found_heads = _read_all(ops)
@@ -89,7 +90,7 @@ def repair(ops: Any) -> list[ChainDifference]:
     return [d for c in checks for d in c.differences]
 
 
-def build_missing(ops: Any) -> int:
+def build_missing(ops: LedgerOps) -> int:
     """The chain of every (unit, notion) whose history has none yet (`budget migrate` of a ledger
     from before the chain, on either store): one 'migrated' entry per row, in seq order.
     Returns how many chains it built."""

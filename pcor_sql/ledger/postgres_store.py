@@ -265,7 +265,7 @@ class PostgresStore(LedgerStore):
     def _create(self) -> None:
         script = sql_text("ledger_postgres.sql")
 
-        def body(ops: Any) -> None:
+        def body(ops: LedgerOps) -> None:
             ops.cur.execute(f"SELECT pg_advisory_xact_lock({_CREATE_LOCK})")
             ops.cur.execute(script)
 
@@ -290,7 +290,7 @@ class PostgresStore(LedgerStore):
         created = tuple(t for t in expected_layout() if t in layout.missing())
         script = sql_text("ledger_postgres.sql")
 
-        def body(ops: Any) -> int:
+        def body(ops: LedgerOps) -> int:
             ops.cur.execute(f"SELECT pg_advisory_xact_lock({_CREATE_LOCK})")
             ops.cur.execute(script)
             return history_chain_steps.build_missing(ops)
